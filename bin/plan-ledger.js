@@ -1,0 +1,13 @@
+#!/usr/bin/env node
+// From a source checkout the CLI runs the TypeScript sources through tsx (no stale build can bite);
+// from an installed package (no src/) it runs the compiled dist/.
+import { existsSync } from 'node:fs';
+
+const source = new URL('../src/cli/main.ts', import.meta.url);
+if (existsSync(source) && !process.env.PLAN_LEDGER_USE_DIST) {
+  const { register } = await import('tsx/esm/api');
+  register();
+  await import(source.href);
+} else {
+  await import('../dist/src/cli/main.js');
+}

@@ -1,0 +1,124 @@
+import { z } from 'zod';
+import { LedgerError } from './errors.js';
+import { readStackInfo } from './stack/stack.js';
+
+const saslSchema = z.object({
+  mechanism: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']),
+  username: z.string().min(1),
+  password: z.string().min(1),
+});
+
+const configSchema = z.object({
+  /** Kafka bootstrap servers. */
+  brokers: z.array(z.string().regex(/^[^\s:]+:\d{1,5}$/, 'host:port')).min(1),
+  /** Confluent-compatible schema registry base URL (Apicurio: .../apis/ccompat/v7). */
+  registryUrl: z.url(),
+  registryAuth: z.object({ username: z.string(), password: z.string() }).optional(),
+  /** Prefix of every topic and group: <prefix>.plan-commands, <prefix>.executors, ... */
+  topicPrefix: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/, 'letters, digits, ".", "_", "-"'),
+  clientId: z.string().min(1),
+  /** Partitions of each plan topic (all three co-partitioned). Fixed for the life of the topics. */
+  partitions: z.number().int().min(1).max(10_000),
+  /** Replication factor for topics plan-ledger creates; -1 takes the broker's default. */
+  replicationFactor: z.number().int().min(-1).max(32),
+  ssl: z.boolean(),
+  sasl: saslSchema.optional(),
+});
+
+/** Validated, frozen configuration shared by the library, the executor, the projector and the CLI. */
+export type LedgerConfig = Readonly<z.infer<typeof configSchema>>;
+export type LedgerConfigInput = Partial<LedgerConfig>;
+
+function list(v: string | undefined): string[] | undefined {
+  return v === undefined || v === '' ? undefined : v.split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+function int(env: NodeJS.ProcessEnv, name: string): number | undefined {
+  const v = env[name];
+  if (v === undefined || v === '') return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n)) throw new LedgerError('VALIDATION', `${name}: expected an integer, got "${v}"`, { field: name });
+  return n;
+}
+
+/** The environment's contribution (PLAN_LEDGER_*), before defaults. */
+export function configFromEnv(env: NodeJS.ProcessEnv = process.env): LedgerConfigInput {
+  const c: Record<string, unknown> = {};
+  const set = (k: string, v: unknown) => {
+    if (v !== undefined) c[k] = v;
+  };
+  set('brokers', list(env.PLAN_LEDGER_BROKERS));
+  set('registryUrl', env.PLAN_LEDGER_REGISTRY_URL || undefined);
+  set('topicPrefix', env.PLAN_LEDGER_TOPIC_PREFIX || undefined);
+  set('clientId', env.PLAN_LEDGER_CLIENT_ID || undefined);
+  set('partitions', int(env, 'PLAN_LEDGER_PARTITIONS'));
+  set('replicationFactor', int(env, 'PLAN_LEDGER_REPLICATION_FACTOR'));
+  if (env.PLAN_LEDGER_SSL) set('ssl', env.PLAN_LEDGER_SSL === 'true' || env.PLAN_LEDGER_SSL === '1');
+  if (env.PLAN_LEDGER_SASL_MECHANISM) {
+    set('sasl', {
+      mechanism: env.PLAN_LEDGER_SASL_MECHANISM.toLowerCase(),
+      username: env.PLAN_LEDGER_SASL_USERNAME ?? '',
+      password: env.PLAN_LEDGER_SASL_PASSWORD ?? '',
+    });
+  }
+  if (env.PLAN_LEDGER_REGISTRY_USERNAME) {
+    set('registryAuth', { username: env.PLAN_LEDGER_REGISTRY_USERNAME, password: env.PLAN_LEDGER_REGISTRY_PASSWORD ?? '' });
+  }
+  return c as LedgerConfigInput;
+}
+
+/**
+ * Compiles the configuration once: explicit values, then PLAN_LEDGER_* variables, then the running
+ * local stack (`plan-ledger stack up`) for the broker and registry addresses, then defaults.
+ * A bad value fails with its field path and the reason.
+ *
+ * @example
+ * const config = loadConfig({ topicPrefix: 'billing-agent' });
+ */
+export function loadConfig(input: LedgerConfigInput = {}, env: NodeJS.ProcessEnv = process.env): LedgerConfig {
+  const merged: Record<string, unknown> = {
+    topicPrefix: 'plan-ledger',
+    clientId: 'plan-ledger',
+    partitions: 6,
+    replicationFactor: -1,
+    ssl: false,
+    ...configFromEnv(env),
+    ...stripUndefined(input),
+  };
+  if (merged.brokers === undefined || merged.registryUrl === undefined) {
+    const stack = readStackInfo();
+    if (stack) {
+      merged.brokers ??= stack.brokers;
+      merged.registryUrl ??= stack.registryUrl;
+    }
+  }
+  if (merged.brokers === undefined) {
+    throw new LedgerError('VALIDATION', 'no Kafka broker configured: set PLAN_LEDGER_BROKERS or run `plan-ledger stack up`', { field: 'brokers' });
+  }
+  if (merged.registryUrl === undefined) {
+    throw new LedgerError('VALIDATION', 'no schema registry configured: set PLAN_LEDGER_REGISTRY_URL or run `plan-ledger stack up`', { field: 'registryUrl' });
+  }
+  const parsed = configSchema.safeParse(merged);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const field = issue.path.join('.') || '(root)';
+    throw new LedgerError('VALIDATION', `invalid config ${field}: ${issue.message}`, { field });
+  }
+  return Object.freeze({ ...parsed.data, brokers: Object.freeze([...parsed.data.brokers]) as string[] });
+}
+
+function stripUndefined(o: object): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+}
+
+/** Topic and group names derived from the prefix (DESIGN §3). */
+export function topicNames(prefix: string) {
+  return {
+    commands: `${prefix}.plan-commands`,
+    events: `${prefix}.plan-events`,
+    snapshots: `${prefix}.plan-snapshots`,
+    dlq: `${prefix}.plan-dlq`,
+    executorsGroup: `${prefix}.executors`,
+    projectorGroup: `${prefix}.projector`,
+  } as const;
+}

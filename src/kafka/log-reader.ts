@@ -1,0 +1,110 @@
+import { randomBytes } from 'node:crypto';
+import type { Admin, Kafka } from 'kafkajs';
+
+export interface LogRecord {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: string;
+  readonly key: Buffer | null;
+  readonly value: Buffer | null;
+  readonly timestamp: string;
+}
+
+export interface ReadToEndOptions {
+  readonly kafka: Kafka;
+  readonly admin: Admin;
+  readonly topic: string;
+  /** Partitions to read (default: all). */
+  readonly partitions?: readonly number[];
+  /** Offset to start at per partition (default: the earliest retained offset). */
+  readonly from?: ReadonlyMap<number, string>;
+  /** Prefix of the throw-away consumer group used for the read (it never commits offsets). */
+  readonly groupPrefix: string;
+  /** Called for each fetched batch, in offset order per partition. */
+  readonly onRecords: (records: LogRecord[]) => void | Promise<void>;
+  readonly timeoutMs?: number;
+}
+
+/**
+ * Reads partitions from a start offset up to their end offset as it was when the read began, with
+ * `read_committed` isolation, and stops. "End" is the last stable offset: transaction markers and
+ * compaction leave gaps, so the read stops when the next offset to read reaches the end, never by
+ * counting records. Returns the next offset of every partition read.
+ */
+export async function readToEnd(opts: ReadToEndOptions): Promise<Map<number, string>> {
+  const offsets = await opts.admin.fetchTopicOffsets(opts.topic);
+  const wanted = new Set(opts.partitions ?? offsets.map((o) => o.partition));
+  const end = new Map<number, bigint>();
+  const next = new Map<number, bigint>();
+  for (const o of offsets) {
+    if (!wanted.has(o.partition)) continue;
+    end.set(o.partition, BigInt(o.high));
+    const start = opts.from?.get(o.partition);
+    next.set(o.partition, start !== undefined && BigInt(start) > BigInt(o.low) ? BigInt(start) : BigInt(o.low));
+  }
+  const startAt = new Map(next);
+  const done = () => [...end].every(([p, e]) => (next.get(p) ?? 0n) >= e);
+  const result = () => new Map([...next].map(([p, o]) => [p, o.toString()]));
+  if (done()) return result();
+
+  const consumer = opts.kafka.consumer({
+    groupId: `${opts.groupPrefix}.reader-${randomBytes(6).toString('hex')}`,
+    readUncommitted: false,
+    maxWaitTimeInMs: 100,
+    sessionTimeout: 10_000,
+    heartbeatInterval: 1000,
+    retry: { retries: 5 },
+  });
+  let settle!: (e?: unknown) => void;
+  const finished = new Promise<void>((resolve, reject) => {
+    settle = (e?: unknown) => (e === undefined ? resolve() : reject(e));
+  });
+  // Control-record-only batches never reach eachBatch; END_BATCH_PROCESS reports every batch's last offset.
+  consumer.on(consumer.events.END_BATCH_PROCESS, (ev) => {
+    const p = ev.payload.partition;
+    if (ev.payload.topic !== opts.topic || !wanted.has(p)) return;
+    const last = BigInt(ev.payload.lastOffset) + 1n;
+    if (last > (next.get(p) ?? 0n)) next.set(p, last);
+    if (done()) settle();
+  });
+  // Start positions other than the earliest need a seek, which kafkajs accepts once the group is joined.
+  const seeks = [...next].filter(([p, o]) => o > BigInt(offsets.find((x) => x.partition === p)?.low ?? '0'));
+  consumer.on(consumer.events.GROUP_JOIN, () => {
+    for (const [p, o] of seeks) consumer.seek({ topic: opts.topic, partition: p, offset: o.toString() });
+  });
+  consumer.on(consumer.events.CRASH, (ev) => {
+    if (!ev.payload.restart) settle(ev.payload.error);
+  });
+  try {
+    await consumer.connect();
+    await consumer.subscribe({ topic: opts.topic, fromBeginning: true });
+    await consumer.run({
+      autoCommit: false,
+      eachBatch: async ({ batch }) => {
+        if (!wanted.has(batch.partition)) return;
+        const stop = end.get(batch.partition) ?? 0n;
+        const first = startAt.get(batch.partition) ?? 0n;
+        const records: LogRecord[] = [];
+        for (const m of batch.messages) {
+          const offset = BigInt(m.offset);
+          if (offset < first) continue; // fetched before the seek took effect
+          if (offset >= stop) break;
+          records.push({ topic: batch.topic, partition: batch.partition, offset: m.offset, key: m.key, value: m.value, timestamp: m.timestamp });
+        }
+        if (records.length) await opts.onRecords(records);
+      },
+    });
+    const timeout = opts.timeoutMs ?? 60_000;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      finished,
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`reading ${opts.topic} to its end timed out after ${timeout} ms`)), timeout);
+      }),
+    ]).finally(() => clearTimeout(timer));
+  } finally {
+    await consumer.disconnect().catch(() => {});
+  }
+  // Offsets past the snapshot of "end" may have been fetched; report at most the end we aimed for.
+  return new Map([...next].map(([p, o]) => { const e = end.get(p) ?? o; return [p, (o > e ? e : o).toString()]; }));
+}

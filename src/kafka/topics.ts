@@ -1,0 +1,63 @@
+import kafkajs, { type Admin, type ITopicConfig } from 'kafkajs';
+import { topicNames, type LedgerConfig } from '../config.js';
+import { LedgerError } from '../errors.js';
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * The plan topics (DESIGN §3): co-partitioned commands/events/snapshots, events compacted with no
+ * time retention (their keys are unique, so compaction removes only exact re-sends and erasures).
+ */
+export function planTopicSpecs(config: LedgerConfig): ITopicConfig[] {
+  const t = topicNames(config.topicPrefix);
+  const base = { numPartitions: config.partitions, replicationFactor: config.replicationFactor };
+  const entries = (o: Record<string, string>) => Object.entries(o).map(([name, value]) => ({ name, value }));
+  return [
+    { topic: t.commands, ...base, configEntries: entries({ 'cleanup.policy': 'delete', 'retention.ms': String(7 * DAY_MS) }) },
+    { topic: t.events, ...base, configEntries: entries({ 'cleanup.policy': 'compact', 'retention.ms': '-1', 'min.compaction.lag.ms': '0' }) },
+    { topic: t.snapshots, ...base, configEntries: entries({ 'cleanup.policy': 'compact', 'retention.ms': '-1' }) },
+    { topic: t.dlq, ...base, configEntries: entries({ 'cleanup.policy': 'delete', 'retention.ms': String(30 * DAY_MS) }) },
+  ];
+}
+
+/**
+ * Creates the plan topics when missing and checks existing ones: a partition count that differs from
+ * the config would break co-partitioning, so it is an error rather than a silent surprise.
+ */
+export async function ensurePlanTopics(admin: Admin, config: LedgerConfig): Promise<void> {
+  const specs = planTopicSpecs(config);
+  await ensureTopics(admin, specs);
+}
+
+export async function ensureTopics(admin: Admin, specs: ITopicConfig[]): Promise<void> {
+  const existing = new Set(await admin.listTopics());
+  const missing = specs.filter((s) => !existing.has(s.topic));
+  if (missing.length) {
+    try {
+      await admin.createTopics({ topics: missing, waitForLeaders: true });
+    } catch (e) {
+      // Another process may have created them between list and create.
+      if (!(e instanceof Error && /already exists/i.test(e.message))) throw e;
+    }
+  }
+  const meta = await admin.fetchTopicMetadata({ topics: specs.map((s) => s.topic) });
+  for (const spec of specs) {
+    const t = meta.topics.find((m) => m.name === spec.topic);
+    if (spec.numPartitions !== undefined && spec.numPartitions > 0 && t && t.partitions.length !== spec.numPartitions) {
+      throw new LedgerError(
+        'CONFLICT',
+        `topic ${spec.topic} has ${t.partitions.length} partitions but the config says ${spec.numPartitions}; plan topics must be co-partitioned`,
+        { topic: spec.topic },
+      );
+    }
+  }
+}
+
+/** Reads a topic's effective configuration values. */
+export async function describeTopicConfig(admin: Admin, topic: string, names: string[]): Promise<Record<string, string>> {
+  const r = await admin.describeConfigs({
+    includeSynonyms: false,
+    resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: topic, configNames: names }],
+  });
+  return Object.fromEntries((r.resources[0]?.configEntries ?? []).map((c) => [c.configName, c.configValue]));
+}

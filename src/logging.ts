@@ -1,0 +1,54 @@
+import { pino, type Logger } from 'pino';
+import { logLevel, type logCreator } from 'kafkajs';
+
+export type { Logger };
+
+/**
+ * A pino logger for processes that own their logging (CLI, executor, projector). Library code never
+ * creates one on its own: it takes the logger it is given.
+ */
+export function createLogger(opts: { level?: string; name?: string } = {}): Logger {
+  return pino({
+    name: opts.name ?? 'plan-ledger',
+    level: opts.level ?? process.env.PLAN_LEDGER_LOG_LEVEL ?? 'info',
+  });
+}
+
+/** A logger that drops everything: the default when a caller passes none. */
+export function silentLogger(): Logger {
+  return pino({ level: 'silent' });
+}
+
+const levels: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
+  [logLevel.ERROR]: 'error',
+  [logLevel.WARN]: 'warn',
+  [logLevel.INFO]: 'info',
+  [logLevel.DEBUG]: 'debug',
+};
+
+/** Routes kafkajs's own log lines into the given pino logger (component=kafkajs). */
+export function kafkajsLogCreator(logger: Logger): logCreator {
+  const child = logger.child({ component: 'kafkajs' });
+  return () =>
+    ({ level, log }) => {
+      const { message, ...extra } = log;
+      child[levels[level] ?? 'info'](extra, message);
+    };
+}
+
+/** kafkajs level matching a pino level, so kafkajs does not build lines pino would drop. */
+export function kafkajsLevel(logger: Logger): logLevel {
+  switch (logger.level) {
+    case 'debug':
+    case 'trace':
+      return logLevel.DEBUG;
+    case 'info':
+      return logLevel.INFO;
+    case 'warn':
+      return logLevel.WARN;
+    case 'silent':
+      return logLevel.NOTHING;
+    default:
+      return logLevel.ERROR;
+  }
+}

@@ -1,0 +1,528 @@
+import { FieldProblem, namedType, parseValue, type SchemaNode } from './avro-schema.js';
+import { isCanonicalJsonText, utf8Length } from './canonical.js';
+import {
+  internalCommandSchemas,
+  isCommandType,
+  isInternalCommandType,
+  type AnyCommand,
+  type CommitResult,
+  type DelegateItem,
+  type InternalCommandPayloads,
+  type RecordIntent,
+  type SettleItem,
+} from './commands.js';
+import { isPlanError, type Rejection } from './errors.js';
+import type { EventBody, PlanEvent, UnsealedEvent } from './events.js';
+import { evolve } from './evolve.js';
+import { canProgress, nextRetryAt, resolveRetryPolicy } from './execution.js';
+import { planCommandSchema, eventSchemaVersion } from './generated/schemas.js';
+import type {
+  AddItems,
+  ApprovePlan,
+  CancelPlan,
+  ChildPlanFinished,
+  CommandPayloads,
+  CreatePlan,
+  ItemError,
+  ItemSpec,
+  ProposePlan,
+  RejectionCode,
+  RejectPlan,
+  RetryItem,
+} from './generated/types.js';
+import { GENESIS_HASH, sealEvent } from './hash-chain.js';
+import { eventId, idempotencyKey, isValidId } from './ids.js';
+import { currentAttempt, getItem, hasAppliedCommand, isPlanFinished, planExists, type PlanState } from './state.js';
+
+/** Limits `decide` enforces. */
+export interface DecideLimits {
+  /** Max UTF-8 bytes of an inputJson / outputJson / detailsJson. */
+  maxPayloadBytes: number;
+  /** Max items in a plan. */
+  maxItems: number;
+}
+
+export const DEFAULT_LIMITS: Readonly<DecideLimits> = Object.freeze({ maxPayloadBytes: 256 * 1024, maxItems: 1000 });
+
+/** Time and limits arrive as data. */
+export interface DecideContext {
+  /** Epoch ms; becomes every event's occurredAt. */
+  now: number;
+  limits?: Partial<DecideLimits>;
+}
+
+export type Decision = { ok: true; events: PlanEvent[] } | { ok: false; rejection: Rejection };
+
+class Rejected {
+  constructor(readonly rejection: Rejection) {}
+}
+
+function reject(code: RejectionCode, message: string, field: string | null = null): never {
+  throw new Rejected({ code, message, field });
+}
+
+/**
+ * Decides what a command means for a plan: the events to append (fully formed: seq, ids, time, causation,
+ * hash chain) or a coded rejection. Pure and total: it never throws, whatever `command` is; malformed input
+ * becomes `INVALID_FIELD` naming the field path.
+ *
+ * Idempotent: a command whose commandId already caused events in this plan is accepted with no events,
+ * so a redelivered command (after a crash before the offset commit) changes nothing.
+ *
+ * @example
+ * const d = decide(undefined, { type: 'CreatePlan', commandId: 'c1', planId: 'p1', issuedAt: 0, actor: 'cli',
+ *   correlationId: 'c1', data: { goal: 'ship', mode: 'execute', labels: {}, parent: null, items: [] } }, { now: 1000 });
+ * // d.ok && d.events[0].type === 'PlanCreated' && d.events[0].seq === 1
+ */
+export function decide(state: PlanState | undefined, command: AnyCommand | unknown, ctx: DecideContext): Decision {
+  try {
+    return { ok: true, events: decideOrThrow(state, command, ctx) };
+  } catch (e) {
+    if (e instanceof Rejected) return { ok: false, rejection: e.rejection };
+    if (e instanceof FieldProblem) return { ok: false, rejection: { code: 'INVALID_FIELD', message: `${e.path} ${e.message}`, field: e.path } };
+    if (isPlanError(e)) return { ok: false, rejection: { code: 'INVALID_FIELD', message: e.message, field: e.field } };
+    return { ok: false, rejection: { code: 'INVALID_FIELD', message: `malformed command: ${describe(e)}`, field: null } };
+  }
+}
+
+function describe(e: unknown): string {
+  try {
+    return e instanceof Error ? e.message : String(e);
+  } catch {
+    return 'unprintable error';
+  }
+}
+
+const metadataFields = (planCommandSchema.fields as readonly { name: string; type: SchemaNode }[]).filter((f) => f.name !== 'payload');
+
+/** Validates and normalizes a command (metadata, type, payload against its schema). */
+function parseCommand(command: unknown): AnyCommand {
+  if (typeof command !== 'object' || command === null || Array.isArray(command)) throw new FieldProblem('command', 'must be an object');
+  const raw = command as Record<string, unknown>;
+  const allowed = new Set([...metadataFields.map((f) => f.name), 'type', 'data']);
+  for (const key of Object.keys(raw)) if (!allowed.has(key)) throw new FieldProblem(key, 'unknown field');
+  const out: Record<string, unknown> = {};
+  for (const f of metadataFields) {
+    if (!Object.prototype.hasOwnProperty.call(raw, f.name)) throw new FieldProblem(f.name, 'is required');
+    out[f.name] = parseValue(f.type, raw[f.name], f.name);
+  }
+  const type = raw['type'];
+  let schema: SchemaNode;
+  if (isCommandType(type)) schema = namedType(type) as unknown as SchemaNode;
+  else if (isInternalCommandType(type)) schema = internalCommandSchemas[type];
+  else throw new FieldProblem('type', 'unknown command type');
+  out['type'] = type;
+  out['data'] = parseValue(schema, raw['data'], 'data');
+  if (!isValidId(out['planId'])) throw new FieldProblem('planId', 'must be 1..128 chars of [A-Za-z0-9._:-]');
+  if (out['commandId'] === '') throw new FieldProblem('commandId', 'must not be empty');
+  return out as unknown as AnyCommand;
+}
+
+function limitsOf(ctx: DecideContext): DecideLimits {
+  const l = { ...DEFAULT_LIMITS, ...(ctx.limits ?? {}) };
+  if (!Number.isSafeInteger(l.maxPayloadBytes) || l.maxPayloadBytes < 0) reject('INVALID_FIELD', 'ctx.limits.maxPayloadBytes must be a non-negative integer', 'ctx.limits.maxPayloadBytes');
+  if (!Number.isSafeInteger(l.maxItems) || l.maxItems < 0) reject('INVALID_FIELD', 'ctx.limits.maxItems must be a non-negative integer', 'ctx.limits.maxItems');
+  return l;
+}
+
+/** Builds events one by one, threading seq, hash chain and state (so later events see earlier ones). */
+class Emitter {
+  readonly events: PlanEvent[] = [];
+  constructor(
+    public state: PlanState | undefined,
+    private readonly command: AnyCommand,
+    private readonly now: number,
+  ) {}
+
+  emit(body: EventBody): PlanState {
+    const seq = (this.state?.seq ?? 0) + 1;
+    const unsealed = {
+      eventId: eventId(this.command.planId, seq),
+      planId: this.command.planId,
+      seq,
+      occurredAt: this.now,
+      actor: this.command.actor,
+      causationId: this.command.commandId,
+      correlationId: this.command.correlationId,
+      prevHash: this.state?.lastHash ?? GENESIS_HASH,
+      schemaVersion: eventSchemaVersion,
+      type: body.type,
+      data: body.data,
+    } as UnsealedEvent;
+    const event = sealEvent(unsealed);
+    this.state = evolve(this.state, event);
+    this.events.push(event);
+    return this.state;
+  }
+}
+
+function decideOrThrow(state: PlanState | undefined, input: unknown, ctx: DecideContext): PlanEvent[] {
+  if (typeof ctx !== 'object' || ctx === null || !Number.isSafeInteger(ctx.now)) reject('INVALID_FIELD', 'ctx.now must be epoch milliseconds', 'ctx.now');
+  const limits = limitsOf(ctx);
+  const command = parseCommand(input);
+  if (state !== undefined && state.planId !== command.planId) reject('INVALID_FIELD', `command is for plan ${command.planId}, state is ${state.planId}`, 'planId');
+  if (hasAppliedCommand(state, command.commandId)) return [];
+  if (command.type !== 'CreatePlan' && !planExists(state)) reject('PLAN_NOT_FOUND', `plan ${command.planId} does not exist`, 'planId');
+  const out = new Emitter(state, command, ctx.now);
+  const s = state as PlanState; // exists for every command but CreatePlan
+  switch (command.type) {
+    case 'CreatePlan':
+      createPlan(out, command.data, limits);
+      break;
+    case 'AddItems':
+      addItems(out, s, command.data, limits);
+      break;
+    case 'ProposePlan':
+      proposePlan(out, s, command.data);
+      break;
+    case 'ApprovePlan':
+      approvePlan(out, s, command.data);
+      break;
+    case 'RejectPlan':
+      rejectPlan(out, s, command.data);
+      break;
+    case 'CancelPlan':
+      cancelPlan(out, s, command.data);
+      break;
+    case 'RetryItem':
+      retryItem(out, s, command.data, ctx.now);
+      break;
+    case 'ChildPlanFinished':
+      childPlanFinished(out, s, command.data, ctx.now, limits);
+      break;
+    case 'RecordIntent':
+      recordIntent(out, s, command.data, ctx.now);
+      break;
+    case 'CommitResult':
+      commitResult(out, s, command.data, limits);
+      break;
+    case 'SettleItem':
+      settleItem(out, s, command.data, ctx.now);
+      break;
+    case 'DelegateItem':
+      delegateItem(out, s, command.data);
+      break;
+  }
+  return out.events;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// validation helpers
+
+function checkJson(text: string | null, field: string, limits: DecideLimits): void {
+  if (text === null) return;
+  if (utf8Length(text) > limits.maxPayloadBytes) reject('PAYLOAD_TOO_LARGE', `${field} exceeds ${limits.maxPayloadBytes} bytes`, field);
+  if (!isCanonicalJsonText(text)) reject('INVALID_FIELD', `${field} must be canonical JSON (sorted keys, no whitespace)`, field);
+}
+
+function checkError(error: ItemError | null, field: string, limits: DecideLimits): void {
+  if (error !== null) checkJson(error.detailsJson, `${field}.detailsJson`, limits);
+}
+
+function nonEmpty(value: string, field: string): void {
+  if (value.trim() === '') reject('INVALID_FIELD', `${field} must not be empty`, field);
+}
+
+/**
+ * Validates items about to be added to `existing` (undefined for a new plan): ids, duplicates, tool,
+ * input payload, retry policy, dependencies (on existing items or items of the same batch), cycles, count.
+ */
+function validateItems(existing: PlanState | undefined, items: readonly ItemSpec[], field: string, limits: DecideLimits): void {
+  const existingCount = existing?.itemOrder.length ?? 0;
+  if (existingCount + items.length > limits.maxItems) reject('PAYLOAD_TOO_LARGE', `a plan holds at most ${limits.maxItems} items`, field);
+  const batch = new Map<string, ItemSpec>();
+  items.forEach((item, i) => {
+    const f = `${field}[${i}]`;
+    if (!isValidId(item.id)) reject('INVALID_FIELD', `${f}.id must be 1..128 chars of [A-Za-z0-9._:-]`, `${f}.id`);
+    if (batch.has(item.id) || (existing !== undefined && getItem(existing, item.id) !== undefined)) reject('DUPLICATE_ITEM', `item ${item.id} exists`, `${f}.id`);
+    batch.set(item.id, item);
+    nonEmpty(item.tool, `${f}.tool`);
+    checkJson(item.inputJson, `${f}.inputJson`, limits);
+    if (item.retry !== null) {
+      const r = item.retry;
+      if (r.maxAttempts < 1 || r.maxAttempts > 100) reject('INVALID_FIELD', `${f}.retry.maxAttempts must be 1..100`, `${f}.retry.maxAttempts`);
+      if (r.initialBackoffMs < 0) reject('INVALID_FIELD', `${f}.retry.initialBackoffMs must be >= 0`, `${f}.retry.initialBackoffMs`);
+      if (r.backoffMultiplier < 1) reject('INVALID_FIELD', `${f}.retry.backoffMultiplier must be >= 1`, `${f}.retry.backoffMultiplier`);
+      if (r.maxBackoffMs < 0) reject('INVALID_FIELD', `${f}.retry.maxBackoffMs must be >= 0`, `${f}.retry.maxBackoffMs`);
+    }
+  });
+  items.forEach((item, i) => {
+    const seen = new Set<string>();
+    item.dependsOn.forEach((dep, j) => {
+      const f = `${field}[${i}].dependsOn[${j}]`;
+      if (seen.has(dep)) reject('INVALID_FIELD', `${f} repeats ${dep}`, f);
+      seen.add(dep);
+      if (dep === item.id) reject('DEPENDENCY_CYCLE', `item ${item.id} depends on itself`, f);
+      if (!batch.has(dep) && (existing === undefined || getItem(existing, dep) === undefined)) reject('UNKNOWN_DEPENDENCY', `item ${item.id} depends on unknown item ${dep}`, f);
+    });
+  });
+  // Existing items only depend on existing items, so a cycle can only run through the batch.
+  const state = new Map<string, 'visiting' | 'done'>();
+  const index = new Map(items.map((item, i) => [item.id, i]));
+  const visit = (id: string, trail: string[]): void => {
+    const mark = state.get(id);
+    if (mark === 'done') return;
+    if (mark === 'visiting') {
+      const cycle = [...trail.slice(trail.indexOf(id)), id];
+      reject('DEPENDENCY_CYCLE', `dependency cycle ${cycle.join(' -> ')}`, `${field}[${index.get(id) ?? 0}].dependsOn`);
+    }
+    state.set(id, 'visiting');
+    for (const dep of batch.get(id)?.dependsOn ?? []) if (batch.has(dep)) visit(dep, [...trail, id]);
+    state.set(id, 'done');
+  };
+  for (const item of items) visit(item.id, []);
+}
+
+function requireNotFinished(s: PlanState, allowFailed = false): void {
+  if (s.status === 'completed' || s.status === 'cancelled' || (!allowFailed && s.status === 'failed')) {
+    reject('PLAN_FINISHED', `plan ${s.planId} is ${s.status}`, null);
+  }
+}
+
+function requireItem(s: PlanState, id: string, field: string) {
+  return getItem(s, id) ?? reject('ITEM_NOT_FOUND', `item ${id} not found in plan ${s.planId}`, field);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// client commands
+
+function createPlan(out: Emitter, data: CreatePlan, limits: DecideLimits): void {
+  if (planExists(out.state)) reject('PLAN_EXISTS', `plan ${out.state.planId} exists`, 'planId');
+  nonEmpty(data.goal, 'data.goal');
+  if (data.parent !== null) {
+    if (!isValidId(data.parent.planId)) reject('INVALID_FIELD', 'data.parent.planId is not a valid id', 'data.parent.planId');
+    if (!isValidId(data.parent.itemId)) reject('INVALID_FIELD', 'data.parent.itemId is not a valid id', 'data.parent.itemId');
+  }
+  validateItems(undefined, data.items, 'data.items', limits);
+  out.emit({ type: 'PlanCreated', data: { goal: data.goal, mode: data.mode, labels: data.labels, parent: data.parent } });
+  for (const item of data.items) out.emit({ type: 'ItemAdded', data: { item, followUpOf: null } });
+}
+
+function addItems(out: Emitter, s: PlanState, data: AddItems, limits: DecideLimits): void {
+  requireNotFinished(s);
+  if (s.mode === 'propose' && (s.status === 'approved' || s.status === 'running')) {
+    reject('REAPPROVAL_REQUIRED', `plan ${s.planId} was approved at digest ${s.approvedDigest ?? ''}; a structural change needs a new approval`, 'data.items');
+  }
+  if (data.items.length === 0) reject('INVALID_FIELD', 'data.items must not be empty', 'data.items');
+  validateItems(s, data.items, 'data.items', limits);
+  for (const item of data.items) out.emit({ type: 'ItemAdded', data: { item, followUpOf: null } });
+}
+
+function requireProposeMode(s: PlanState): void {
+  if (s.mode !== 'propose') reject('INVALID_STATE', `plan ${s.planId} is in ${s.mode ?? 'no'} mode; only propose-mode plans are reviewed`, null);
+}
+
+function proposePlan(out: Emitter, s: PlanState, _data: ProposePlan): void {
+  requireNotFinished(s);
+  requireProposeMode(s);
+  if (s.status !== 'draft') reject('INVALID_STATE', `plan ${s.planId} is ${s.status}, not draft`, null);
+  out.emit({ type: 'PlanProposed', data: { digest: s.digest, itemCount: s.itemOrder.length } });
+}
+
+function checkReview(s: PlanState, digest: string, by: string): void {
+  requireNotFinished(s);
+  requireProposeMode(s);
+  if ((s.status === 'draft' || s.status === 'proposed') && digest !== s.digest) {
+    reject('STALE_DIGEST', `digest ${digest} is not the current digest ${s.digest}`, 'data.digest');
+  }
+  if (s.status !== 'proposed') reject('INVALID_STATE', `plan ${s.planId} is ${s.status}, not proposed`, null);
+  nonEmpty(by, 'data.by');
+}
+
+function approvePlan(out: Emitter, s: PlanState, data: ApprovePlan): void {
+  checkReview(s, data.digest, data.by);
+  out.emit({ type: 'PlanApproved', data: { digest: data.digest, by: data.by, comment: data.comment } });
+}
+
+function rejectPlan(out: Emitter, s: PlanState, data: RejectPlan): void {
+  checkReview(s, data.digest, data.by);
+  out.emit({ type: 'PlanRejected', data: { digest: data.digest, by: data.by, reason: data.reason } });
+}
+
+function cancelPlan(out: Emitter, s: PlanState, data: CancelPlan): void {
+  requireNotFinished(s, true);
+  const cancelledItemIds = s.itemOrder.filter((id) => getItem(s, id)?.status === 'pending');
+  out.emit({ type: 'PlanCancelled', data: { reason: data.reason, cancelledItemIds } });
+}
+
+function retryItem(out: Emitter, s: PlanState, data: RetryItem, now: number): void {
+  requireNotFinished(s, true);
+  const item = requireItem(s, data.itemId, 'data.itemId');
+  if (item.status !== 'failed') reject('INVALID_STATE', `item ${item.id} is ${item.status}, not failed`, 'data.itemId');
+  out.emit({ type: 'ItemRetryScheduled', data: { itemId: item.id, attempt: item.attempts.length, retryAt: now, manual: true } });
+}
+
+function childPlanFinished(out: Emitter, s: PlanState, data: ChildPlanFinished, now: number, limits: DecideLimits): void {
+  const item = requireItem(s, data.parentItemId, 'data.parentItemId');
+  const attempt = currentAttempt(item);
+  if (item.status !== 'in_progress' || attempt === undefined || attempt.childPlanId !== data.childPlanId) {
+    reject('INVALID_STATE', `item ${item.id} is not waiting for child plan ${data.childPlanId}`, 'data.childPlanId');
+  }
+  checkJson(data.outputJson, 'data.outputJson', limits);
+  checkError(data.error, 'data.error', limits);
+  const succeeded = data.status === 'completed';
+  out.emit({
+    type: 'ResultCommitted',
+    data: {
+      itemId: item.id,
+      attempt: attempt.attempt,
+      outcome: succeeded ? 'succeeded' : 'failed_terminal',
+      outputJson: succeeded ? data.outputJson : null,
+      error: succeeded
+        ? null
+        : (data.error ?? { code: `CHILD_PLAN_${data.status.toUpperCase()}`, message: `child plan ${data.childPlanId} ${data.status}`, detailsJson: null }),
+      durationMs: Math.max(0, now - attempt.startedAt),
+      executorId: attempt.executorId,
+      followUpIds: [],
+    },
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// executor commands
+
+function recordIntent(out: Emitter, s: PlanState, data: RecordIntent, now: number): void {
+  requireNotFinished(s);
+  if (s.status !== 'running' && s.status !== 'approved') reject('INVALID_STATE', `plan ${s.planId} is ${s.status}; nothing runs before approval`, null);
+  const item = requireItem(s, data.itemId, 'data.itemId');
+  if (item.status !== 'pending') reject('INVALID_STATE', `item ${item.id} is ${item.status}, not pending`, 'data.itemId');
+  const waiting = item.dependsOn.filter((d) => getItem(s, d)?.status !== 'completed');
+  if (waiting.length > 0) reject('INVALID_STATE', `item ${item.id} waits for ${waiting.join(', ')}`, 'data.itemId');
+  if (item.retryAt !== null && item.retryAt > now) reject('INVALID_STATE', `item ${item.id} may not retry before ${item.retryAt}`, 'data.itemId');
+  nonEmpty(data.executorId, 'data.executorId');
+  const attempt = item.attempts.length + 1;
+  out.emit({
+    type: 'IntentRecorded',
+    data: {
+      itemId: item.id,
+      attempt,
+      idempotencyKey: idempotencyKey(s.planId, item.id, attempt),
+      executorId: data.executorId,
+      fencingToken: data.fencingToken,
+    },
+  });
+}
+
+function commitResult(out: Emitter, s: PlanState, data: CommitResult, limits: DecideLimits): void {
+  const item = requireItem(s, data.itemId, 'data.itemId');
+  const attempt = currentAttempt(item);
+  if (item.status !== 'in_progress' || attempt === undefined) reject('INVALID_STATE', `item ${item.id} is ${item.status}, not in_progress`, 'data.itemId');
+  if (attempt.attempt !== data.attempt) reject('INVALID_STATE', `attempt ${data.attempt} is not the current attempt ${attempt.attempt} of ${item.id}`, 'data.attempt');
+  if (attempt.childPlanId !== null) reject('INVALID_STATE', `item ${item.id} is delegated to ${attempt.childPlanId}; its result comes from ChildPlanFinished`, 'data.itemId');
+  if (data.durationMs < 0) reject('INVALID_FIELD', 'data.durationMs must be >= 0', 'data.durationMs');
+  nonEmpty(data.executorId, 'data.executorId');
+  checkJson(data.outputJson, 'data.outputJson', limits);
+  checkError(data.error, 'data.error', limits);
+  if (data.followUps.length > 0 && data.outcome !== 'succeeded') reject('INVALID_FIELD', 'follow-up items need outcome succeeded', 'data.followUps');
+  // A cancelled plan takes no new work: the result is recorded, follow-ups are dropped.
+  const followUps = isPlanFinished(s.status) ? [] : data.followUps;
+  validateItems(s, followUps, 'data.followUps', limits);
+  out.emit({
+    type: 'ResultCommitted',
+    data: {
+      itemId: item.id,
+      attempt: attempt.attempt,
+      outcome: data.outcome,
+      outputJson: data.outputJson,
+      error: data.error,
+      durationMs: data.durationMs,
+      executorId: data.executorId,
+      followUpIds: followUps.map((f) => f.id),
+    },
+  });
+  for (const f of followUps) out.emit({ type: 'ItemAdded', data: { item: f, followUpOf: item.id } });
+}
+
+function settleItem(out: Emitter, s: PlanState, data: SettleItem, now: number): void {
+  const item = requireItem(s, data.itemId, 'data.itemId');
+  const attempt = currentAttempt(item);
+  if (item.status !== 'result_committed' || attempt === undefined) reject('INVALID_STATE', `item ${item.id} is ${item.status}, not result_committed`, 'data.itemId');
+  const base = { itemId: item.id, attempt: attempt.attempt };
+  if (attempt.outcome === 'succeeded') {
+    out.emit({ type: 'ItemCompleted', data: base });
+  } else if (s.status === 'cancelled') {
+    out.emit({ type: 'ItemFailed', data: { ...base, reason: 'plan_cancelled', error: attempt.error } });
+  } else if (attempt.outcome === 'failed_terminal') {
+    out.emit({ type: 'ItemFailed', data: { ...base, reason: 'terminal', error: attempt.error } });
+  } else {
+    const used = attempt.attempt - item.attemptBase;
+    const policy = resolveRetryPolicy(item.retry);
+    if (used >= policy.maxAttempts) out.emit({ type: 'ItemFailed', data: { ...base, reason: 'retries_exhausted', error: attempt.error } });
+    else out.emit({ type: 'ItemRetryScheduled', data: { ...base, retryAt: nextRetryAt(policy, used, now), manual: false } });
+  }
+  settlePlan(out);
+}
+
+/** After an item settled: PlanCompleted when every item completed, PlanFailed when a failure blocks the rest. */
+function settlePlan(out: Emitter): void {
+  const s = out.state as PlanState;
+  if (s.status !== 'running') return;
+  const items = s.itemOrder.map((id) => getItem(s, id));
+  if (items.length > 0 && items.every((i) => i?.status === 'completed')) {
+    out.emit({ type: 'PlanCompleted', data: { itemCount: items.length } });
+    return;
+  }
+  const failed = s.itemOrder.filter((id) => getItem(s, id)?.status === 'failed');
+  if (failed.length > 0 && !canProgress(s)) {
+    out.emit({ type: 'PlanFailed', data: { failedItemIds: failed, reason: `item${failed.length > 1 ? 's' : ''} ${failed.join(', ')} failed; nothing else can progress` } });
+  }
+}
+
+function delegateItem(out: Emitter, s: PlanState, data: DelegateItem): void {
+  requireNotFinished(s);
+  const item = requireItem(s, data.itemId, 'data.itemId');
+  const attempt = currentAttempt(item);
+  if (item.status !== 'in_progress' || attempt === undefined) reject('INVALID_STATE', `item ${item.id} is ${item.status}, not in_progress`, 'data.itemId');
+  if (attempt.attempt !== data.attempt) reject('INVALID_STATE', `attempt ${data.attempt} is not the current attempt ${attempt.attempt} of ${item.id}`, 'data.attempt');
+  if (attempt.childPlanId !== null) reject('INVALID_STATE', `item ${item.id} is already delegated to ${attempt.childPlanId}`, 'data.itemId');
+  if (!isValidId(data.childPlanId)) reject('INVALID_FIELD', 'data.childPlanId is not a valid id', 'data.childPlanId');
+  if (data.childPlanId === s.planId) reject('INVALID_FIELD', 'a plan cannot delegate to itself', 'data.childPlanId');
+  out.emit({ type: 'ItemDelegated', data: { itemId: item.id, attempt: attempt.attempt, childPlanId: data.childPlanId } });
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+function str(value: unknown, fallback: string, max = 256): string {
+  return typeof value === 'string' ? value.slice(0, max) : fallback;
+}
+
+/**
+ * The `CommandRejected` event for a rejected command. It is part of the plan's chain (next seq, next hash)
+ * even when the plan does not exist yet, so a client watching the plan sees why. Never throws; metadata
+ * that is missing or garbled in the command is replaced by placeholders.
+ */
+export function rejectionEvent(state: PlanState | undefined, command: AnyCommand | unknown, rejection: Rejection, ctx: DecideContext): PlanEvent {
+  const raw = (typeof command === 'object' && command !== null ? command : {}) as Record<string, unknown>;
+  const get = (key: string): unknown => {
+    try {
+      return Object.prototype.hasOwnProperty.call(raw, key) ? raw[key] : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  const planId = state?.planId ?? str(get('planId'), '');
+  const commandId = str(get('commandId'), '');
+  const seq = (state?.seq ?? 0) + 1;
+  return sealEvent({
+    eventId: eventId(planId, seq),
+    planId,
+    seq,
+    occurredAt: typeof ctx === 'object' && ctx !== null && Number.isSafeInteger(ctx.now) ? ctx.now : 0,
+    actor: str(get('actor'), 'unknown'),
+    causationId: commandId,
+    correlationId: str(get('correlationId'), commandId),
+    prevHash: state?.lastHash ?? GENESIS_HASH,
+    schemaVersion: eventSchemaVersion,
+    type: 'CommandRejected',
+    data: {
+      commandId,
+      commandType: str(get('type'), 'unknown', 128),
+      code: rejection.code,
+      message: String(rejection.message),
+      field: rejection.field === null ? null : String(rejection.field),
+    },
+  });
+}
+
+/** Payload types of every command `decide` accepts (client and internal). */
+export type DecidablePayloads = CommandPayloads & InternalCommandPayloads;

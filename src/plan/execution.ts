@@ -1,0 +1,163 @@
+import type { RetryPolicy } from './generated/types.js';
+import { idempotencyKey, type ItemId, type PlanId } from './ids.js';
+import { currentAttempt, getItem, isPlanFinished, type ItemState, type PlanState } from './state.js';
+
+/** The policy used when an item has none: 3 attempts, 1 s, 2 s, ... capped at 60 s. */
+export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = Object.freeze({
+  maxAttempts: 3,
+  initialBackoffMs: 1000,
+  backoffMultiplier: 2,
+  maxBackoffMs: 60_000,
+});
+
+export function resolveRetryPolicy(policy: RetryPolicy | null): RetryPolicy {
+  return policy ?? { ...DEFAULT_RETRY_POLICY };
+}
+
+/**
+ * When the next attempt may start after the `attempt`-th (1-based, counted in the current retry budget)
+ * failed: `from + min(maxBackoffMs, round(initialBackoffMs * backoffMultiplier^(attempt-1)))`.
+ *
+ * @example nextRetryAt(null, 1, 10_000) === 11_000; nextRetryAt(null, 3, 10_000) === 14_000
+ */
+export function nextRetryAt(policy: RetryPolicy | null, attempt: number, from: number): number {
+  const p = resolveRetryPolicy(policy);
+  const exponent = Math.max(0, attempt - 1);
+  const raw = p.initialBackoffMs * Math.pow(p.backoffMultiplier, exponent);
+  const backoff = Math.min(p.maxBackoffMs, Number.isFinite(raw) ? Math.round(raw) : p.maxBackoffMs);
+  return from + Math.max(0, backoff);
+}
+
+/** What an executor needs to run an item's next attempt. */
+export interface ItemView {
+  planId: PlanId;
+  itemId: ItemId;
+  title: string;
+  tool: string;
+  inputJson: string;
+  /** The attempt the executor will record (previous attempts + 1). */
+  nextAttempt: number;
+  /** The idempotency key of that attempt. */
+  idempotencyKey: string;
+  retry: RetryPolicy;
+  /** Outputs of the items it depends on, by item id. */
+  dependencies: Record<string, string | null>;
+}
+
+function canStartItems(state: PlanState): boolean {
+  if (isPlanFinished(state.status)) return false;
+  return state.status === 'running' || state.status === 'approved';
+}
+
+function depsCompleted(state: PlanState, item: ItemState): boolean {
+  return item.dependsOn.every((d) => getItem(state, d)?.status === 'completed');
+}
+
+/**
+ * Items an executor may start now, in the order they were added: pending, every dependency completed,
+ * retry time reached, in a running (or approved propose-mode) plan. Items in flight are never ready.
+ */
+export function readyItems(state: PlanState, now: number): ItemView[] {
+  if (!canStartItems(state)) return [];
+  const out: ItemView[] = [];
+  for (const id of state.itemOrder) {
+    const item = getItem(state, id);
+    if (item === undefined || item.status !== 'pending') continue;
+    if (item.retryAt !== null && item.retryAt > now) continue;
+    if (!depsCompleted(state, item)) continue;
+    const nextAttempt = item.attempts.length + 1;
+    out.push({
+      planId: state.planId as PlanId,
+      itemId: id as ItemId,
+      title: item.title,
+      tool: item.tool,
+      inputJson: item.inputJson,
+      nextAttempt,
+      idempotencyKey: idempotencyKey(state.planId, id, nextAttempt),
+      retry: resolveRetryPolicy(item.retry),
+      dependencies: dependencyOutputs(state, id),
+    });
+  }
+  return out;
+}
+
+/** The earliest retryAt of a pending item still waiting for it (for the executor's timer), or null. */
+export function nextWakeUp(state: PlanState, now: number): number | null {
+  if (!canStartItems(state)) return null;
+  let min: number | null = null;
+  for (const id of state.itemOrder) {
+    const item = getItem(state, id);
+    if (item?.status === 'pending' && item.retryAt !== null && item.retryAt > now && depsCompleted(state, item)) {
+      min = min === null ? item.retryAt : Math.min(min, item.retryAt);
+    }
+  }
+  return min;
+}
+
+/** How to continue an item that was mid-protocol when its executor stopped. */
+export type RecoveryAction =
+  /** Intent recorded, no result: invoke again with the same key (probe first if the tool can). */
+  | { kind: 'reinvoke'; attempt: number; idempotencyKey: string }
+  /** Result committed, not settled: settle without invoking. */
+  | { kind: 'settle'; attempt: number }
+  /** Delegated to a child plan: wait for ChildPlanFinished. */
+  | { kind: 'await_child'; attempt: number; childPlanId: string };
+
+/**
+ * The next step for an item after a crash or rebalance, or null when the item is not mid-protocol.
+ * Nothing re-runs a committed result.
+ */
+export function recoveryAction(state: PlanState, id: string): RecoveryAction | null {
+  const item = getItem(state, id);
+  if (item === undefined) return null;
+  const last = currentAttempt(item);
+  if (last === undefined) return null;
+  if (item.status === 'result_committed') return { kind: 'settle', attempt: last.attempt };
+  if (item.status !== 'in_progress') return null;
+  if (last.childPlanId !== null) return { kind: 'await_child', attempt: last.attempt, childPlanId: last.childPlanId };
+  return { kind: 'reinvoke', attempt: last.attempt, idempotencyKey: last.idempotencyKey };
+}
+
+/** Every item that is mid-protocol with its recovery action, in item order. */
+export function pendingRecoveries(state: PlanState): Array<{ itemId: string; action: RecoveryAction }> {
+  const out: Array<{ itemId: string; action: RecoveryAction }> = [];
+  for (const id of state.itemOrder) {
+    const action = recoveryAction(state, id);
+    if (action !== null) out.push({ itemId: id, action });
+  }
+  return out;
+}
+
+/** Outputs of the item's dependencies that completed, keyed by item id. */
+export function dependencyOutputs(state: PlanState, id: string): Record<string, string | null> {
+  const item = getItem(state, id);
+  const out: Record<string, string | null> = {};
+  if (item === undefined) return out;
+  for (const dep of item.dependsOn) {
+    const d = getItem(state, dep);
+    if (d?.status === 'completed') Object.defineProperty(out, dep, { value: d.outputJson, enumerable: true, writable: true, configurable: true });
+  }
+  return out;
+}
+
+/**
+ * Whether some item can still make progress: one in flight, or a pending one whose dependencies are
+ * completed or can themselves progress (a failed or cancelled dependency blocks for good).
+ */
+export function canProgress(state: PlanState): boolean {
+  const memo = new Map<string, boolean>();
+  const progressable = (id: string): boolean => {
+    const cached = memo.get(id);
+    if (cached !== undefined) return cached;
+    memo.set(id, false); // dependency graphs are acyclic; this only guards against corrupt input
+    const item = getItem(state, id);
+    let result = false;
+    if (item !== undefined) {
+      if (item.status === 'in_progress' || item.status === 'result_committed') result = true;
+      else if (item.status === 'pending') result = item.dependsOn.every((d) => getItem(state, d)?.status === 'completed' || progressable(d));
+    }
+    memo.set(id, result);
+    return result;
+  };
+  return state.itemOrder.some(progressable);
+}

@@ -1,0 +1,61 @@
+import { canonicalJson } from './canonical.js';
+import { sha256Hex } from './digest.js';
+import type { PlanEvent, UnsealedEvent } from './events.js';
+
+/** prevHash of a plan's first event. */
+export const GENESIS_HASH = '0'.repeat(64);
+
+/** `sha256hex(prevHash + '\n' + canonicalJson(event minus hash))`. */
+export function eventHash(event: UnsealedEvent | PlanEvent): string {
+  const { hash: _ignored, ...rest } = event as PlanEvent;
+  return sha256Hex(`${event.prevHash}\n${canonicalJson(rest)}`);
+}
+
+/** Adds the hash to an event whose prevHash is set. */
+export function sealEvent(event: UnsealedEvent): PlanEvent {
+  return { ...event, hash: eventHash(event) } as PlanEvent;
+}
+
+export type ChainBreak = 'hash_mismatch' | 'prev_mismatch' | 'seq_gap' | 'plan_mismatch';
+
+export type ChainVerification =
+  | { ok: true; head: string; seq: number }
+  | { ok: false; index: number; seq: number; eventId: string; reason: ChainBreak };
+
+/** Where a verified stretch of the chain starts: genesis, or a trusted event (e.g. a snapshot's head). */
+export interface ChainAnchor {
+  seq: number;
+  hash: string;
+  planId?: string;
+}
+
+/**
+ * Verifies one plan's events in order and names the first broken one. An edited event breaks its own hash
+ * (or, if the editor re-hashed it, the next event's prevHash); a removed, inserted or reordered event breaks
+ * the seq sequence or the prevHash link. Removing events at the end can only be detected by comparing the
+ * returned `head` with a head known from elsewhere.
+ *
+ * @example verifyChain(events) // { ok: true, head: '3f…', seq: 12 }
+ */
+export function verifyChain(events: readonly PlanEvent[], anchor: ChainAnchor = { seq: 0, hash: GENESIS_HASH }): ChainVerification {
+  let prev = anchor.hash;
+  let seq = anchor.seq;
+  const plan = anchor.planId ?? events[0]?.planId;
+  for (let index = 0; index < events.length; index++) {
+    const e = events[index] as PlanEvent;
+    const broken = (reason: ChainBreak): ChainVerification => ({ ok: false, index, seq: e.seq, eventId: e.eventId, reason });
+    if (e.planId !== plan) return broken('plan_mismatch');
+    if (e.seq !== seq + 1) return broken('seq_gap');
+    if (e.prevHash !== prev) return broken('prev_mismatch');
+    let actual: string;
+    try {
+      actual = eventHash(e);
+    } catch {
+      return broken('hash_mismatch');
+    }
+    if (actual !== e.hash) return broken('hash_mismatch');
+    prev = e.hash;
+    seq = e.seq;
+  }
+  return { ok: true, head: prev, seq };
+}

@@ -1,0 +1,131 @@
+import type { FailureReason, ItemError, ItemSpec, Outcome, ParentRef, PlanMode, RejectionCode } from './generated/types.js';
+
+/**
+ * Plan status. `none` is a plan that does not exist yet but already has rejected commands in its chain
+ * (a `CommandRejected` for e.g. an `AddItems` sent before `CreatePlan`).
+ */
+export const PlanStatus = {
+  none: 'none',
+  draft: 'draft',
+  proposed: 'proposed',
+  approved: 'approved',
+  running: 'running',
+  completed: 'completed',
+  failed: 'failed',
+  cancelled: 'cancelled',
+} as const;
+export type PlanStatus = (typeof PlanStatus)[keyof typeof PlanStatus];
+
+export const ItemStatus = {
+  pending: 'pending',
+  in_progress: 'in_progress',
+  result_committed: 'result_committed',
+  completed: 'completed',
+  failed: 'failed',
+  cancelled: 'cancelled',
+} as const;
+export type ItemStatus = (typeof ItemStatus)[keyof typeof ItemStatus];
+
+/** One attempt of an item: intent, then result. */
+export interface AttemptState {
+  attempt: number;
+  idempotencyKey: string;
+  executorId: string;
+  fencingToken: number;
+  startedAt: number;
+  finishedAt: number | null;
+  outcome: Outcome | null;
+  outputJson: string | null;
+  error: ItemError | null;
+  durationMs: number | null;
+  /** Set when the attempt was delegated to a child plan. */
+  childPlanId: string | null;
+}
+
+export interface ItemState extends ItemSpec {
+  status: ItemStatus;
+  addedSeq: number;
+  addedAt: number;
+  /** The item whose tool returned this item as a follow-up. */
+  followUpOf: string | null;
+  attempts: AttemptState[];
+  /** A pending item may not start before this time (set by a scheduled retry). */
+  retryAt: number | null;
+  /** Attempts made before the last manual retry; the retry budget counts attempts after it. */
+  attemptBase: number;
+  /** Output of the completed attempt, readable by dependants. */
+  outputJson: string | null;
+  failure: { reason: FailureReason; error: ItemError | null } | null;
+}
+
+export interface ApprovalRecord {
+  decision: 'approved' | 'rejected';
+  digest: string;
+  by: string;
+  at: number;
+  seq: number;
+  /** The approval comment or the rejection reason. */
+  note: string | null;
+}
+
+export interface RejectionRecord {
+  seq: number;
+  at: number;
+  commandId: string;
+  commandType: string;
+  code: RejectionCode;
+  message: string;
+  field: string | null;
+}
+
+/** The current plan: plain JSON data, so a snapshot is `canonicalJson(state)`. */
+export interface PlanState {
+  planId: string;
+  goal: string;
+  /** null only while status is `none`. */
+  mode: PlanMode | null;
+  status: PlanStatus;
+  labels: Record<string, string>;
+  parent: ParentRef | null;
+  items: Record<string, ItemState>;
+  /** Item ids in the order they were added. */
+  itemOrder: string[];
+  /** Digest of what an operator reviews, for the current items. */
+  digest: string;
+  approvedDigest: string | null;
+  approvals: ApprovalRecord[];
+  /** Number of events applied (= seq of the last one). */
+  seq: number;
+  lastHash: string;
+  rejections: RejectionRecord[];
+  /** commandId -> seq of the first event it caused; a command seen again is a no-op. */
+  appliedCommandIds: Record<string, number>;
+  createdAt: number | null;
+  updatedAt: number;
+}
+
+const FINISHED: ReadonlySet<PlanStatus> = new Set<PlanStatus>(['completed', 'failed', 'cancelled']);
+
+/** completed, failed or cancelled. A failed plan may still run again through RetryItem. */
+export function isPlanFinished(status: PlanStatus): boolean {
+  return FINISHED.has(status);
+}
+
+/** The plan exists (PlanCreated applied). */
+export function planExists(state: PlanState | undefined): state is PlanState {
+  return state !== undefined && state.status !== 'none';
+}
+
+/** The item with this id, or undefined (safe for ids such as `__proto__`). */
+export function getItem(state: PlanState, id: string): ItemState | undefined {
+  return Object.prototype.hasOwnProperty.call(state.items, id) ? state.items[id] : undefined;
+}
+
+/** The latest attempt of an item, if any. */
+export function currentAttempt(item: ItemState): AttemptState | undefined {
+  return item.attempts[item.attempts.length - 1];
+}
+
+export function hasAppliedCommand(state: PlanState | undefined, commandId: string): boolean {
+  return state !== undefined && Object.prototype.hasOwnProperty.call(state.appliedCommandIds, commandId);
+}

@@ -1,0 +1,114 @@
+import { randomBytes } from 'node:crypto';
+
+/**
+ * A local KRaft cluster: every node runs broker+controller (combined mode). One node is the default;
+ * three nodes with a static voter set, or SASL/SCRAM on the client listener, are the same spec with
+ * more entries — {@link renderServerProperties} and {@link formatArgs} derive everything from it.
+ */
+export interface KafkaClusterSpec {
+  readonly clusterId: string;
+  readonly host: string;
+  readonly nodes: readonly KafkaNodeSpec[];
+  readonly security: KafkaSecurity;
+  /** Extra broker properties (tests tune the log cleaner here). */
+  readonly overrides: Readonly<Record<string, string>>;
+}
+
+export interface KafkaNodeSpec {
+  readonly nodeId: number;
+  readonly port: number;
+  readonly controllerPort: number;
+  /** Folder for this node's log.dirs, config and log file. */
+  readonly dir: string;
+}
+
+export type KafkaSecurity =
+  | { readonly kind: 'plaintext' }
+  | {
+      readonly kind: 'sasl_scram';
+      readonly mechanism: 'SCRAM-SHA-256' | 'SCRAM-SHA-512';
+      readonly users: readonly { readonly name: string; readonly password: string }[];
+    };
+
+/** 16 random bytes, URL-safe base64 without padding: what `StorageTool random-uuid` prints. */
+export function newClusterId(): string {
+  return randomBytes(16).toString('base64url');
+}
+
+/** Broker settings that make a small local cluster behave like a test rig (fast cleaner, no delays). */
+export const LOCAL_BROKER_DEFAULTS: Readonly<Record<string, string>> = {
+  'num.partitions': '1',
+  'group.initial.rebalance.delay.ms': '0',
+  'log.cleaner.backoff.ms': '200',
+  'log.cleaner.dedupe.buffer.size': '16777216',
+  'auto.create.topics.enable': 'false',
+};
+
+export function renderServerProperties(spec: KafkaClusterSpec, node: KafkaNodeSpec): string {
+  const rf = Math.min(3, spec.nodes.length);
+  const isr = Math.max(1, rf - 1);
+  const clientProtocol = spec.security.kind === 'plaintext' ? 'PLAINTEXT' : 'SASL_PLAINTEXT';
+  const props: Record<string, string> = {
+    'process.roles': 'broker,controller',
+    'node.id': String(node.nodeId),
+    'controller.quorum.voters': spec.nodes.map((n) => `${n.nodeId}@${spec.host}:${n.controllerPort}`).join(','),
+    listeners: `CLIENT://${spec.host}:${node.port},CONTROLLER://${spec.host}:${node.controllerPort}`,
+    'advertised.listeners': `CLIENT://${spec.host}:${node.port}`,
+    'listener.security.protocol.map': `CLIENT:${clientProtocol},CONTROLLER:PLAINTEXT`,
+    'controller.listener.names': 'CONTROLLER',
+    'inter.broker.listener.name': 'CLIENT',
+    'log.dirs': `${node.dir}/data`,
+    'offsets.topic.replication.factor': String(rf),
+    'transaction.state.log.replication.factor': String(rf),
+    'transaction.state.log.min.isr': String(isr),
+    'share.coordinator.state.topic.replication.factor': String(rf),
+    'share.coordinator.state.topic.min.isr': String(isr),
+    'default.replication.factor': String(rf),
+    'min.insync.replicas': String(isr),
+    ...LOCAL_BROKER_DEFAULTS,
+  };
+  if (spec.security.kind === 'sasl_scram') {
+    const m = spec.security.mechanism;
+    const admin = spec.security.users[0];
+    if (!admin) throw new Error('sasl_scram needs at least one user (the first is the inter-broker user)');
+    props['sasl.enabled.mechanisms'] = m;
+    props['sasl.mechanism.inter.broker.protocol'] = m;
+    props[`listener.name.client.${m.toLowerCase()}.sasl.jaas.config`] =
+      `org.apache.kafka.common.security.scram.ScramLoginModule required username="${admin.name}" password="${admin.password}";`;
+  }
+  Object.assign(props, spec.overrides);
+  return `${Object.entries(props)
+    .map(([k, v]) => `${k}=${v}`)
+    .join('\n')}\n`;
+}
+
+/** Arguments of `kafka.tools.StorageTool` that format one node's storage (SCRAM users included). */
+export function formatArgs(spec: KafkaClusterSpec, propertiesFile: string): string[] {
+  const args = ['format', '-t', spec.clusterId, '-c', propertiesFile, '--ignore-formatted'];
+  if (spec.security.kind === 'sasl_scram') {
+    for (const u of spec.security.users) {
+      args.push('--add-scram', `${spec.security.mechanism}=[name=${u.name},password=${u.password}]`);
+    }
+  }
+  return args;
+}
+
+export function log4j2Properties(logFile: string): string {
+  return [
+    'status = warn',
+    'appender.file.type = File',
+    'appender.file.name = FILE',
+    `appender.file.fileName = ${logFile}`,
+    'appender.file.layout.type = PatternLayout',
+    'appender.file.layout.pattern = [%d] %p %m (%c)%n',
+    'rootLogger.level = INFO',
+    'rootLogger.appenderRef.file.ref = FILE',
+    'logger.cleaner.name = kafka.log.LogCleaner',
+    'logger.cleaner.level = INFO',
+    '',
+  ].join('\n');
+}
+
+export function brokerList(spec: KafkaClusterSpec): string[] {
+  return spec.nodes.map((n) => `${spec.host}:${n.port}`);
+}

@@ -1,0 +1,137 @@
+import { spawn } from 'node:child_process';
+import { closeSync, existsSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, connect } from 'node:net';
+import { LedgerError } from '../errors.js';
+
+/** What a pid file records: enough to recognise our own process again (pids get reused). */
+export interface PidRecord {
+  readonly name: string;
+  readonly pid: number;
+  /** A string that appears in the process's command line (a path inside the stack dir). */
+  readonly marker: string;
+  readonly logFile: string;
+  readonly startedAt: string;
+}
+
+export function readPid(file: string): PidRecord | undefined {
+  if (!existsSync(file)) return undefined;
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as PidRecord;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Alive and still the process we started (its command line carries our marker). */
+export function isOurs(rec: PidRecord): boolean {
+  try {
+    process.kill(rec.pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    return readFileSync(`/proc/${rec.pid}/cmdline`, 'utf8').includes(rec.marker);
+  } catch {
+    return true; // no /proc: trust the signal check
+  }
+}
+
+export function spawnDetached(opts: {
+  name: string;
+  bin: string;
+  args: string[];
+  cwd: string;
+  logFile: string;
+  pidFile: string;
+  marker: string;
+  env?: NodeJS.ProcessEnv;
+}): PidRecord {
+  const fd = openSync(opts.logFile, 'a');
+  const child = spawn(opts.bin, opts.args, {
+    cwd: opts.cwd,
+    detached: true,
+    stdio: ['ignore', fd, fd],
+    env: opts.env ?? process.env,
+  });
+  closeSync(fd);
+  if (child.pid === undefined) throw new LedgerError('ENVIRONMENT', `could not start ${opts.name} (${opts.bin}); see ${opts.logFile}`);
+  child.unref();
+  const rec: PidRecord = {
+    name: opts.name,
+    pid: child.pid,
+    marker: opts.marker,
+    logFile: opts.logFile,
+    startedAt: new Date().toISOString(),
+  };
+  writeFileSync(opts.pidFile, JSON.stringify(rec));
+  return rec;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** SIGTERM, then SIGKILL after `graceMs`; resolves once the process is gone. Removes the pid file. */
+export async function stopProcess(rec: PidRecord, pidFile: string, graceMs = 15_000): Promise<boolean> {
+  let stopped = false;
+  if (isOurs(rec)) {
+    process.kill(rec.pid, 'SIGTERM');
+    const deadline = Date.now() + graceMs;
+    while (isOurs(rec) && Date.now() < deadline) await sleep(100);
+    if (isOurs(rec)) {
+      process.kill(rec.pid, 'SIGKILL');
+      while (isOurs(rec)) await sleep(50);
+    }
+    stopped = true;
+  }
+  rmSync(pidFile, { force: true });
+  return stopped;
+}
+
+/** Fails with a one-line error when something already listens on host:port. */
+export async function assertPortFree(host: string, port: number, what: string, envVar: string): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', (e: NodeJS.ErrnoException) => {
+      reject(
+        new LedgerError(
+          'ENVIRONMENT',
+          e.code === 'EADDRINUSE'
+            ? `port ${port} (${what}) is taken by another process; free it or choose another port with ${envVar}`
+            : `cannot bind ${host}:${port} for ${what}: ${e.message}`,
+        ),
+      );
+    });
+    srv.listen({ host, port, exclusive: true }, () => srv.close(() => resolve()));
+  });
+}
+
+export function portOpen(host: string, port: number, timeoutMs = 500): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = connect({ host, port });
+    const done = (ok: boolean) => {
+      sock.destroy();
+      resolve(ok);
+    };
+    sock.setTimeout(timeoutMs, () => done(false));
+    sock.once('connect', () => done(true));
+    sock.once('error', () => done(false));
+  });
+}
+
+/**
+ * Polls `ready` until it resolves true. Fails fast, naming the log, when the process dies; fails
+ * with the log's path after `timeoutMs`.
+ */
+export async function waitUntilReady(
+  rec: PidRecord,
+  what: string,
+  ready: () => Promise<boolean>,
+  timeoutMs: number,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (!isOurs(rec)) throw new LedgerError('ENVIRONMENT', `${what} exited during start-up; see ${rec.logFile}`);
+    if (await ready().catch(() => false)) return;
+    await sleep(250);
+  }
+  throw new LedgerError('TIMEOUT', `${what} did not become ready within ${timeoutMs / 1000}s; see ${rec.logFile}`);
+}

@@ -1,0 +1,42 @@
+import { defineConfig } from 'vitest/config';
+
+// Test tiers live in the file name:
+//   *.unit.test.ts  pure, nothing running
+//   *.int.test.ts   the real Kafka broker and schema registry
+//   *.e2e.test.ts   processes, the CLI, a browser
+// int and e2e share a global setup that uses PLAN_LEDGER_BROKERS / PLAN_LEDGER_REGISTRY_URL when set and
+// otherwise brings the local stack up (and takes it down again only if it started it).
+export default defineConfig({
+  test: {
+    reporters: ['default', 'json'],
+    outputFile: { json: 'test-results/vitest.json' },
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['test/**/*.unit.test.ts'],
+        },
+      },
+      {
+        test: {
+          name: 'int',
+          include: ['test/**/*.int.test.ts'],
+          globalSetup: ['test/support/global-setup.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          name: 'e2e',
+          include: ['test/**/*.e2e.test.ts'],
+          globalSetup: ['test/support/global-setup.ts'],
+          testTimeout: 180_000,
+          hookTimeout: 180_000,
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});
