@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { isLedgerError } from '../errors.js';
+import { registerExecutorCommand } from './executor.js';
 import { registerStackCommands } from './stack.js';
 
 export function buildProgram(): Command {
@@ -8,6 +9,7 @@ export function buildProgram(): Command {
     .showHelpAfterError('(add --help for usage)')
     .exitOverride();
   registerStackCommands(program);
+  registerExecutorCommand(program);
   return program;
 }
 

@@ -1,0 +1,137 @@
+import type { Message, Producer } from 'kafkajs';
+import { LedgerError } from '../src/errors.js';
+import type { Logger } from '../src/logging.js';
+
+/** One unit of work for the partition's next transaction. */
+export interface AppendRequest {
+  /** Records for the partition's events topic partition (already encoded). */
+  readonly events: Message[];
+  /** Records for other topics/partitions that must commit atomically with the events (cross-partition commands). */
+  readonly extra?: { topic: string; messages: Message[] }[];
+  /** The next commands-topic offset to commit for this partition (last processed + 1). */
+  readonly commitOffset?: string;
+}
+
+export interface AppenderOptions {
+  readonly producer: Producer;
+  readonly eventsTopic: string;
+  readonly commandsTopic: string;
+  readonly partition: number;
+  readonly consumerGroupId: string;
+  readonly logger: Logger;
+  /** Max requests per transaction. */
+  readonly maxBatch?: number;
+  /** How long the first request waits for company before the transaction starts. */
+  readonly lingerMs?: number;
+}
+
+interface Pending {
+  req: AppendRequest;
+  resolve: () => void;
+  reject: (e: unknown) => void;
+}
+
+/** True for the errors a fenced (superseded) transactional producer gets. */
+export function isFencingError(e: unknown): boolean {
+  const err = e as { type?: string; name?: string; message?: string; cause?: unknown } | undefined;
+  if (!err) return false;
+  if (err.type === 'INVALID_PRODUCER_EPOCH' || err.type === 'PRODUCER_FENCED' || err.type === 'INVALID_PRODUCER_ID_MAPPING') return true;
+  if (/fenced|producer.?epoch|epoch.*(old|stale)/i.test(err.message ?? '')) return true;
+  return err.cause !== undefined && err.cause !== e ? isFencingError(err.cause) : false;
+}
+
+/**
+ * Group commit for one owned partition (DESIGN §8): every append request that is ready — decided
+ * commands with their offsets, intents, results, completions of many items and plans — rides in one
+ * Kafka transaction, bounded by `maxBatch` and a short linger. Each request's promise resolves when
+ * its transaction has committed, so a caller that awaits it knows its events are durable and visible.
+ *
+ * After a failure the appender is broken: every queued and later request is rejected with the cause
+ * (a FENCED LedgerError when a newer owner took over). The owner then resets or gives the partition up.
+ */
+export class TransactionalAppender {
+  private queue: Pending[] = [];
+  private running = false;
+  private broken: unknown;
+  private readonly maxBatch: number;
+  private readonly lingerMs: number;
+  /** Transactions committed and events appended, for metrics and benchmarks. */
+  readonly stats = { transactions: 0, events: 0 };
+
+  constructor(private readonly o: AppenderOptions) {
+    this.maxBatch = o.maxBatch ?? 500;
+    this.lingerMs = o.lingerMs ?? 2;
+  }
+
+  append(req: AppendRequest): Promise<void> {
+    if (this.broken !== undefined) return Promise.reject(this.broken);
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push({ req, resolve, reject });
+      if (!this.running) void this.drain();
+    });
+  }
+
+  get isBroken(): boolean {
+    return this.broken !== undefined;
+  }
+
+  /** Waits until nothing is queued or in flight (used by graceful shutdown). */
+  async idle(): Promise<void> {
+    while (this.running || this.queue.length) await new Promise((r) => setTimeout(r, 5));
+  }
+
+  private async drain(): Promise<void> {
+    this.running = true;
+    try {
+      while (this.queue.length && this.broken === undefined) {
+        if (this.lingerMs > 0) await new Promise((r) => setTimeout(r, this.lingerMs));
+        const batch = this.queue.splice(0, this.maxBatch);
+        try {
+          await this.commit(batch.map((b) => b.req));
+          for (const b of batch) b.resolve();
+        } catch (e) {
+          this.broken = isFencingError(e)
+            ? new LedgerError('FENCED', `partition ${this.o.partition}: a newer owner fenced this executor's producer`, { partition: this.o.partition }, { cause: e })
+            : e;
+          for (const b of batch) b.reject(this.broken);
+        }
+      }
+      if (this.broken !== undefined) for (const b of this.queue.splice(0)) b.reject(this.broken);
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private async commit(reqs: AppendRequest[]): Promise<void> {
+    const events = reqs.flatMap((r) => r.events);
+    const byTopic = new Map<string, Message[]>();
+    if (events.length) byTopic.set(this.o.eventsTopic, events.map((m) => ({ ...m, partition: this.o.partition })));
+    for (const r of reqs) {
+      for (const x of r.extra ?? []) {
+        const list = byTopic.get(x.topic) ?? [];
+        list.push(...x.messages);
+        byTopic.set(x.topic, list);
+      }
+    }
+    let offset: bigint | undefined;
+    for (const r of reqs) if (r.commitOffset !== undefined && (offset === undefined || BigInt(r.commitOffset) > offset)) offset = BigInt(r.commitOffset);
+    if (byTopic.size === 0 && offset === undefined) return;
+
+    const tx = await this.o.producer.transaction();
+    try {
+      if (byTopic.size) await tx.sendBatch({ topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })), acks: -1 });
+      if (offset !== undefined) {
+        await tx.sendOffsets({
+          consumerGroupId: this.o.consumerGroupId,
+          topics: [{ topic: this.o.commandsTopic, partitions: [{ partition: this.o.partition, offset: offset.toString() }] }],
+        });
+      }
+      await tx.commit();
+      this.stats.transactions++;
+      this.stats.events += events.length;
+    } catch (e) {
+      await tx.abort().catch((abortErr: unknown) => this.o.logger.debug({ err: abortErr }, 'abort after failed transaction also failed'));
+      throw e;
+    }
+  }
+}

@@ -1,0 +1,1 @@
+export { startExecutor, type ExecutorHandle, type ExecutorOptions } from './executor.js';

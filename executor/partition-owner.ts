@@ -1,0 +1,455 @@
+import type { Kafka, KafkaMessage, Message, Producer } from 'kafkajs';
+import { topicNames, type LedgerConfig } from '../src/config.js';
+import type { LedgerCodec } from '../src/codec/index.js';
+import { isLedgerError } from '../src/errors.js';
+import { eventKey, partitionFor } from '../src/kafka/partitioner.js';
+import type { Logger } from '../src/logging.js';
+import {
+  canonicalJson,
+  decide,
+  evolve,
+  getItem,
+  isPlanFinished,
+  nextWakeUp,
+  pendingRecoveries,
+  readyItems,
+  rejectionEvent,
+  type AnyCommand,
+  type InternalCommand,
+  type InternalCommandPayloads,
+  type ItemError,
+  type Outcome,
+  type PlanCommand,
+  type PlanEvent,
+  type PlanState,
+} from '../src/plan/index.js';
+import { toItemSpec } from '../src/plan-input.js';
+import { isTerminalError, isToolResult, type Tool, type ToolContext, type ToolResult } from '../src/tools.js';
+import { TransactionalAppender, type AppendRequest } from './appender.js';
+import { faultPoint } from './faults.js';
+import type { Slots } from './slots.js';
+
+export interface OwnerDeps {
+  readonly kafka: Kafka;
+  readonly config: LedgerConfig;
+  readonly codec: LedgerCodec;
+  readonly tools: ReadonlyMap<string, Tool>;
+  readonly executorId: string;
+  readonly logger: Logger;
+  readonly slots: Slots;
+  readonly restore: (partition: number) => Promise<{ plans: Map<string, PlanState>; stalled: Map<string, string> }>;
+  readonly now?: () => number;
+}
+
+type Work = { kind: 'start'; planId: string; itemId: string } | { kind: 'recover'; planId: string; itemId: string };
+
+/**
+ * The executor's view of one owned partition: the only writer of the partition's events, through a
+ * transactional producer whose id is fixed per partition (`<prefix>.executor.p<N>`), so taking
+ * ownership fences the previous owner. It restores every plan of the partition, serves its commands,
+ * and drives ready items through intent → tool → result → settle.
+ */
+export class PartitionOwner {
+  readonly plans = new Map<string, PlanState>();
+  /** Plans that cannot advance (an undecodable or inapplicable event), with the reason. */
+  readonly stalled = new Map<string, string>();
+  private readonly inFlight = new Set<string>();
+  private readonly abort = new AbortController();
+  private producer!: Producer;
+  private appender!: TransactionalAppender;
+  private fencingToken = 1;
+  private stopped = false;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly running = new Set<Promise<void>>();
+  private readonly log: Logger;
+  private readonly topics;
+  readonly ready: Promise<void>;
+
+  constructor(
+    readonly partition: number,
+    private readonly d: OwnerDeps,
+  ) {
+    this.log = d.logger.child({ component: 'partition-owner', partition });
+    this.topics = topicNames(d.config.topicPrefix);
+    this.ready = this.start();
+    this.ready.catch(() => {});
+  }
+
+  private now(): number {
+    return this.d.now?.() ?? Date.now();
+  }
+
+  private async start(): Promise<void> {
+    const t0 = Date.now();
+    // Fence first, then read: once our InitProducerId returns, the previous owner can commit nothing
+    // more, so the log we restore from is final.
+    this.producer = this.d.kafka.producer({
+      transactionalId: `${this.d.config.topicPrefix}.executor.p${this.partition}`,
+      idempotent: true,
+      maxInFlightRequests: 1,
+      transactionTimeout: 30_000,
+    });
+    await this.producer.connect();
+    this.appender = new TransactionalAppender({
+      producer: this.producer,
+      eventsTopic: this.topics.events,
+      commandsTopic: this.topics.commands,
+      partition: this.partition,
+      consumerGroupId: this.topics.executorsGroup,
+      logger: this.log,
+    });
+    const restored = await this.d.restore(this.partition);
+    for (const [id, s] of restored.plans) this.plans.set(id, s);
+    for (const [id, r] of restored.stalled) this.stalled.set(id, r);
+    let maxToken = 0;
+    for (const s of this.plans.values()) for (const it of Object.values(s.items)) for (const a of it.attempts) maxToken = Math.max(maxToken, a.fencingToken);
+    this.fencingToken = maxToken + 1;
+    this.log.info({ plans: this.plans.size, stalled: this.stalled.size, fencingToken: this.fencingToken, ms: Date.now() - t0 }, 'partition restored');
+    for (const planId of this.plans.keys()) this.schedule(planId);
+  }
+
+  get isStopped(): boolean {
+    return this.stopped;
+  }
+
+  /** Commands of this partition, in offset order: decide, append events, commit offsets — one transaction. */
+  async handleCommands(messages: KafkaMessage[]): Promise<void> {
+    await this.ready;
+    if (this.draining || messages.length === 0) return;
+    const reqs: Promise<void>[] = [];
+    const touched = new Set<string>();
+    for (const m of messages) {
+      const next = (BigInt(m.offset) + 1n).toString();
+      let command: PlanCommand;
+      try {
+        command = await this.d.codec.decodeCommand(m.value ?? Buffer.alloc(0));
+      } catch (e) {
+        if (isLedgerError(e, 'UNAVAILABLE')) throw e; // registry down: retry the batch, do not dead-letter
+        reqs.push(this.deadLetter(m, e, next));
+        continue;
+      }
+      const events = this.decideAndApply(command, true);
+      touched.add(command.planId);
+      reqs.push(this.appendEvents(command.planId, events, next));
+    }
+    await Promise.all(reqs);
+    for (const id of touched) this.schedule(id);
+  }
+
+  private deadLetter(m: KafkaMessage, e: unknown, commitOffset: string): Promise<void> {
+    const err = e as { code?: string; message?: string; details?: { reason?: string } };
+    this.log.error({ offset: m.offset, err: err.message }, 'undecodable command sent to the DLQ');
+    const dlq: Message = {
+      key: m.key,
+      value: m.value,
+      headers: {
+        'source-topic': this.topics.commands,
+        'source-partition': String(this.partition),
+        'source-offset': m.offset,
+        'error-code': String(err.code ?? 'SCHEMA'),
+        'error-reason': String(err.details?.reason ?? 'unknown'),
+        'error-message': String(err.message ?? e),
+      },
+    };
+    return this.appender.append({ events: [], extra: [{ topic: this.topics.dlq, messages: [dlq] }], commitOffset });
+  }
+
+  /**
+   * Decides a command against the current state and applies the resulting events at once, so the next
+   * decision sees them. If their transaction later fails, the owner is reset from the log.
+   */
+  private decideAndApply(command: AnyCommand, recordRejection: boolean): PlanEvent[] {
+    const state = this.plans.get(command.planId);
+    const ctx = { now: this.now() };
+    const decision = decide(state, command, ctx);
+    let events: PlanEvent[];
+    if (decision.ok) {
+      events = decision.events;
+    } else {
+      this.log.warn({ planId: command.planId, command: command.type, rejection: decision.rejection }, 'command rejected');
+      if (!recordRejection) return [];
+      events = [rejectionEvent(state, command, decision.rejection, ctx)];
+    }
+    let s = state;
+    for (const e of events) s = evolve(s, e);
+    if (s) this.plans.set(command.planId, s);
+    return events;
+  }
+
+  private internal<K extends keyof InternalCommandPayloads>(type: K, planId: string, commandId: string, data: InternalCommandPayloads[K]): InternalCommand {
+    return { type, planId, commandId, issuedAt: this.now(), actor: this.d.executorId, correlationId: commandId, data } as InternalCommand;
+  }
+
+  /** Encodes and appends a plan's events; a plan that just finished tells its parent (cross-partition). */
+  private appendEvents(planId: string, events: PlanEvent[], commitOffset?: string, extra: AppendRequest['extra'] = []): Promise<void> {
+    const messages: Message[] = events.map((e) => ({ key: eventKey(e.planId, e.seq), value: this.d.codec.encodeEvent(e), timestamp: String(e.occurredAt) }));
+    const finished = events.find((e) => e.type === 'PlanCompleted' || e.type === 'PlanFailed' || e.type === 'PlanCancelled');
+    const state = this.plans.get(planId);
+    const all = [...extra];
+    if (finished && state?.parent) all.push(this.childFinishedCommand(state, finished));
+    if (!messages.length && !all.length && commitOffset === undefined) return Promise.resolve();
+    return this.appender.append({ events: messages, extra: all, ...(commitOffset !== undefined ? { commitOffset } : {}) });
+  }
+
+  private childFinishedCommand(state: PlanState, finished: PlanEvent): { topic: string; messages: Message[] } {
+    const parent = state.parent!;
+    const outputs: Record<string, unknown> = {};
+    for (const id of state.itemOrder) {
+      const out = state.items[id]?.outputJson;
+      if (out != null) outputs[id] = JSON.parse(out);
+    }
+    const status = finished.type === 'PlanCompleted' ? 'completed' : finished.type === 'PlanFailed' ? 'failed' : 'cancelled';
+    const command: PlanCommand = {
+      type: 'ChildPlanFinished',
+      commandId: `child-finished:${state.planId}`,
+      planId: parent.planId,
+      issuedAt: this.now(),
+      actor: this.d.executorId,
+      correlationId: finished.correlationId,
+      data: {
+        parentItemId: parent.itemId,
+        childPlanId: state.planId,
+        status,
+        outputJson: status === 'completed' ? canonicalJson(outputs) : null,
+        error: status === 'completed' ? null : { code: `CHILD_${status.toUpperCase()}`, message: `child plan ${state.planId} ${status}`, detailsJson: null },
+      },
+    };
+    return { topic: this.topics.commands, messages: [this.commandMessage(command)] };
+  }
+
+  private commandMessage(c: PlanCommand): Message {
+    return { key: c.planId, value: this.d.codec.encodeCommand(c), partition: partitionFor(c.planId, this.d.config.partitions) };
+  }
+
+  /** Looks at a plan and starts whatever can run: recoveries of items mid-protocol, then ready items. */
+  schedule(planId: string): void {
+    if (this.draining) return;
+    const state = this.plans.get(planId);
+    if (!state || this.stalled.has(planId) || isPlanFinished(state.status)) return;
+    for (const r of pendingRecoveries(state)) {
+      if (r.action.kind === 'await_child') continue;
+      this.launch({ kind: 'recover', planId, itemId: r.itemId });
+    }
+    for (const item of readyItems(state, this.now())) this.launch({ kind: 'start', planId, itemId: item.itemId });
+    this.armTimer();
+  }
+
+  private armTimer(): void {
+    const now = this.now();
+    let next: number | null = null;
+    for (const s of this.plans.values()) {
+      const w = nextWakeUp(s, now);
+      if (w !== null && (next === null || w < next)) next = w;
+    }
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    if (next !== null) {
+      this.timer = setTimeout(() => {
+        for (const id of this.plans.keys()) this.schedule(id);
+      }, Math.max(0, next - now) + 5);
+      this.timer.unref();
+    }
+  }
+
+  private launch(work: Work): void {
+    const key = `${work.planId}/${work.itemId}`;
+    if (this.inFlight.has(key)) return;
+    this.inFlight.add(key);
+    const p = this.d.slots
+      .run(() => this.runItem(work), this.abort.signal)
+      .catch((e: unknown) => this.onItemError(work, e))
+      .finally(() => {
+        this.inFlight.delete(key);
+        this.running.delete(p);
+        this.schedule(work.planId);
+      });
+    this.running.add(p);
+  }
+
+  private onItemError(work: Work, e: unknown): void {
+    if (this.stopped || this.abort.signal.aborted) return;
+    if (isLedgerError(e, 'FENCED') || this.appender.isBroken && isLedgerError(e, 'FENCED')) {
+      this.log.warn({ planId: work.planId }, 'fenced by a newer owner; giving the partition up');
+      void this.stop('fenced');
+      return;
+    }
+    this.log.error({ err: e, planId: work.planId, itemId: work.itemId }, 'item step failed; resetting the partition from the log');
+    void this.stop('append failed');
+    this.onBroken?.(e);
+  }
+
+  /** Set by the executor: called when the owner cannot continue and must be recreated. */
+  onBroken?: (e: unknown) => void;
+
+  /** The item protocol: intent → invoke → result → settle. Each step waits for its transaction. */
+  private async runItem(work: Work): Promise<void> {
+    if (this.stopped) return;
+    const { planId, itemId } = work;
+    let state = this.plans.get(planId);
+    if (!state) return;
+    let item = getItem(state, itemId);
+    if (!item) return;
+    const key = (attempt: number) => `${planId}/${itemId}/${attempt}`;
+
+    if (work.kind === 'recover' && item.status === 'result_committed') {
+      const attempt = item.attempts.at(-1)!.attempt;
+      await this.appendEvents(planId, this.decideAndApply(this.internal('SettleItem', planId, `settle:${key(attempt)}`, { itemId }), false));
+      return;
+    }
+
+    let attempt: number;
+    let recovering = false;
+    if (work.kind === 'start') {
+      if (item.status !== 'pending') return;
+      attempt = item.attempts.length + 1;
+      const events = this.decideAndApply(
+        this.internal('RecordIntent', planId, `intent:${key(attempt)}`, { itemId, executorId: this.d.executorId, fencingToken: this.fencingToken }),
+        false,
+      );
+      if (!events.length) return;
+      await this.appendEvents(planId, events);
+      faultPoint('after_intent', { planId, itemId, attempt });
+    } else {
+      if (item.status !== 'in_progress') return;
+      attempt = item.attempts.at(-1)!.attempt;
+      recovering = true;
+    }
+    state = this.plans.get(planId)!;
+    item = getItem(state, itemId)!;
+    if (this.stopped) return;
+
+    const tool = this.d.tools.get(item.tool);
+    const log = this.log.child({ planId, itemId, attempt, tool: item.tool });
+    const deps: Record<string, unknown> = {};
+    for (const dep of item.dependsOn) {
+      const out = getItem(state, dep)?.outputJson;
+      deps[dep] = out == null ? null : JSON.parse(out);
+    }
+    const ctx: ToolContext = {
+      planId,
+      itemId,
+      attempt,
+      idempotencyKey: key(attempt),
+      fencingToken: this.fencingToken,
+      signal: this.abort.signal,
+      log,
+      dependencies: deps,
+      recovering,
+    };
+
+    const t0 = Date.now();
+    let outcome: Outcome = 'succeeded';
+    let output: unknown = null;
+    let error: ItemError | null = null;
+    let result: ToolResult | undefined;
+    if (!tool) {
+      outcome = 'failed_terminal';
+      error = { code: 'UNKNOWN_TOOL', message: `no tool named "${item.tool}" is registered with executor ${this.d.executorId}`, detailsJson: null };
+    } else {
+      try {
+        const probed = recovering && tool.probe ? await tool.probe(ctx) : undefined;
+        if (probed?.done) {
+          log.info('probe found the effect already done; recording its output without invoking');
+          output = probed.output;
+        } else {
+          log.debug({ recovering }, 'invoking tool');
+          const ret = await tool.run(JSON.parse(item.inputJson), ctx);
+          if (isToolResult(ret)) {
+            result = ret;
+            output = ret.output ?? null;
+          } else {
+            output = ret ?? null;
+          }
+        }
+      } catch (e) {
+        if (this.abort.signal.aborted || this.stopped) return; // handed over: the next owner recovers the attempt
+        outcome = isTerminalError(e) ? 'failed_terminal' : 'failed_retryable';
+        const err = e as { code?: unknown; message?: string; details?: unknown };
+        error = {
+          code: typeof err.code === 'string' ? err.code : outcome === 'failed_terminal' ? 'TERMINAL' : 'RETRYABLE',
+          message: String(err.message ?? e),
+          detailsJson: err.details === undefined ? null : safeJson(err.details),
+        };
+      }
+    }
+    const durationMs = Date.now() - t0;
+    faultPoint('after_tool', { planId, itemId, attempt });
+    if (this.stopped) return;
+
+    if (result?.delegate && outcome === 'succeeded') {
+      const childPlanId = `${planId}.${itemId}.${attempt}`;
+      const events = this.decideAndApply(this.internal('DelegateItem', planId, `delegate:${key(attempt)}`, { itemId, attempt, childPlanId }), false);
+      if (!events.length) return;
+      const create: PlanCommand = {
+        type: 'CreatePlan',
+        commandId: `create-child:${childPlanId}`,
+        planId: childPlanId,
+        issuedAt: this.now(),
+        actor: this.d.executorId,
+        correlationId: state.planId,
+        data: {
+          goal: result.delegate.goal,
+          mode: 'execute',
+          labels: { ...(result.delegate.labels ?? {}), parentPlan: planId },
+          parent: { planId, itemId },
+          items: result.delegate.items.map((it, i) => toItemSpec(it, `delegate.items[${i}]`)),
+        },
+      };
+      await this.appendEvents(planId, events, undefined, [{ topic: this.topics.commands, messages: [this.commandMessage(create)] }]);
+      return;
+    }
+
+    let outputJson: string | null = null;
+    if (outcome === 'succeeded') {
+      try {
+        outputJson = canonicalJson(output ?? null);
+      } catch (e) {
+        outcome = 'failed_terminal';
+        error = { code: 'INVALID_OUTPUT', message: `tool output is not JSON: ${(e as Error).message}`, detailsJson: null };
+      }
+    }
+    const followUps = outcome === 'succeeded' ? (result?.followUps ?? []).map((f, i) => toItemSpec(f, `followUps[${i}]`)) : [];
+    const committed = this.decideAndApply(
+      this.internal('CommitResult', planId, `result:${key(attempt)}`, { itemId, attempt, outcome, outputJson, error, durationMs, executorId: this.d.executorId, followUps }),
+      false,
+    );
+    if (!committed.length) return;
+    await this.appendEvents(planId, committed);
+    faultPoint('after_result', { planId, itemId, attempt });
+    if (this.stopped) return;
+    await this.appendEvents(planId, this.decideAndApply(this.internal('SettleItem', planId, `settle:${key(attempt)}`, { itemId }), false));
+  }
+
+  /**
+   * Stops the partition: no new work; `graceMs` > 0 lets running items finish their protocol first
+   * (a graceful hand-over never makes the next owner repeat an invocation), then aborts the rest.
+   */
+  async stop(reason: string, graceMs = 0): Promise<void> {
+    if (this.draining) return;
+    this.draining = true;
+    if (this.timer) clearTimeout(this.timer);
+    if (graceMs > 0 && this.running.size) {
+      await Promise.race([Promise.allSettled([...this.running]), new Promise((r) => setTimeout(r, graceMs))]);
+    }
+    this.stopped = true;
+    this.abort.abort(new Error(`partition ${this.partition} released: ${reason}`));
+    await Promise.race([Promise.allSettled([...this.running]), new Promise((r) => setTimeout(r, 2000))]);
+    await this.appender?.idle().catch(() => {});
+    await this.producer?.disconnect().catch(() => {});
+    this.log.info({ reason }, 'partition released');
+  }
+
+  /** No new work is started (stopping or stopped). */
+  private draining = false;
+  get isStopping(): boolean {
+    return this.draining;
+  }
+}
+
+function safeJson(v: unknown): string | null {
+  try {
+    return canonicalJson(v);
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,61 @@
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Command } from 'commander';
+import { LedgerError } from '../errors.js';
+import { createLogger } from '../logging.js';
+import type { Tool } from '../tools.js';
+
+/** Loads the tools a module exports: `tools` (an array), or a default export that is an array. */
+export async function loadTools(modulePath: string): Promise<Tool[]> {
+  const url = pathToFileURL(resolve(modulePath)).href;
+  let mod: Record<string, unknown>;
+  try {
+    mod = (await import(url)) as Record<string, unknown>;
+  } catch (e) {
+    throw new LedgerError('VALIDATION', `cannot load tools module ${modulePath}: ${(e as Error).message}`, { field: '--tools' });
+  }
+  const tools = Array.isArray(mod.tools) ? mod.tools : Array.isArray(mod.default) ? mod.default : undefined;
+  if (!tools) throw new LedgerError('VALIDATION', `${modulePath} exports no tools: export \`tools\` (an array) or a default array`, { field: '--tools' });
+  for (const [i, t] of tools.entries()) {
+    const tool = t as Partial<Tool>;
+    if (!tool || typeof tool.name !== 'string' || typeof tool.run !== 'function') {
+      throw new LedgerError('VALIDATION', `${modulePath}: tools[${i}] is not a tool (use defineTool({ name, run }))`, { field: `tools[${i}]` });
+    }
+  }
+  return tools as Tool[];
+}
+
+export function registerExecutorCommand(program: Command): void {
+  program
+    .command('executor')
+    .description('run an executor: a consumer-group worker that owns plans and runs their items')
+    .requiredOption('--tools <module>', 'module exporting `tools` (an array of defineTool(...)) or a default array')
+    .option('--concurrency <n>', 'max items running at once', (v) => Number(v), 16)
+    .option('--id <name>', 'executor id recorded in events (default host-pid-random)')
+    .addHelpText(
+      'after',
+      `
+Connection comes from PLAN_LEDGER_BROKERS / PLAN_LEDGER_REGISTRY_URL / PLAN_LEDGER_TOPIC_PREFIX, or the
+local stack. SIGTERM or SIGINT stops it gracefully: running items finish (or are aborted after the
+grace period), no transaction is left half-written, and the group hands its partitions over.
+
+Example:
+  $ plan-ledger executor --tools ./dist/tools.js --concurrency 8`,
+    )
+    .action(async (o: { tools: string; concurrency: number; id?: string }) => {
+      if (!Number.isInteger(o.concurrency) || o.concurrency < 1) throw new LedgerError('VALIDATION', '--concurrency must be a positive integer', { field: '--concurrency' });
+      const tools = await loadTools(o.tools);
+      const logger = createLogger({ name: 'plan-ledger-executor' });
+      const { startExecutor } = await import('../../executor/index.js');
+      const executor = await startExecutor({ tools, concurrency: o.concurrency, logger, ...(o.id ? { executorId: o.id } : {}) });
+      logger.info({ executorId: executor.executorId, tools: tools.map((t) => t.name), prefix: executor.config.topicPrefix }, 'executor started');
+      await new Promise<void>((done) => {
+        const shutdown = (signal: string) => {
+          logger.info({ signal }, 'stopping');
+          void executor.stop().then(done);
+        };
+        process.once('SIGTERM', () => shutdown('SIGTERM'));
+        process.once('SIGINT', () => shutdown('SIGINT'));
+      });
+    });
+}

@@ -1,0 +1,317 @@
+import { randomBytes } from 'node:crypto';
+import type { Admin, Consumer, Kafka, Producer } from 'kafkajs';
+import { createCodec, type LedgerCodec } from '../codec/index.js';
+import { loadConfig, topicNames, type LedgerConfig, type LedgerConfigInput } from '../config.js';
+import { LedgerError } from '../errors.js';
+import { createKafka } from '../kafka/client.js';
+import { readToEnd } from '../kafka/log-reader.js';
+import { partitionFor } from '../kafka/partitioner.js';
+import { ensurePlanTopics } from '../kafka/topics.js';
+import { silentLogger, type Logger } from '../logging.js';
+import { evolve, type CommandPayloads, type CommandType, type PlanCommand, type PlanEvent, type PlanMode, type PlanState, type PlanStatus } from '../plan/index.js';
+import { toItemSpec, type ItemInput } from '../plan-input.js';
+
+export interface CreatePlanInput {
+  goal: string;
+  /** `propose`: nothing runs until an operator approves the digest. `execute`: runs at once. */
+  mode: PlanMode;
+  items?: ItemInput[];
+  labels?: Record<string, string>;
+  /** Default: a fresh unique id. */
+  planId?: string;
+}
+
+/** What a command caused: the events the owning executor appended for it. */
+export interface CommandOutcome {
+  readonly commandId: string;
+  readonly planId: string;
+  readonly events: PlanEvent[];
+}
+
+export interface CommandOptions {
+  /** Who issues the command (recorded as the events' actor). Default: the client id. */
+  by?: string;
+  /** How long to wait for the owning executor to decide (default 30 s). */
+  timeoutMs?: number;
+}
+
+export interface LedgerEventRecord {
+  readonly event: PlanEvent;
+  readonly partition: number;
+  readonly offset: string;
+}
+
+export interface Ledger {
+  readonly config: LedgerConfig;
+  createPlan(input: CreatePlanInput, opts?: CommandOptions): Promise<CommandOutcome & { digest: string }>;
+  addItems(planId: string, items: ItemInput[], opts?: CommandOptions): Promise<CommandOutcome>;
+  propose(planId: string, opts?: CommandOptions): Promise<CommandOutcome & { digest: string }>;
+  approve(planId: string, digest: string, opts?: CommandOptions & { note?: string }): Promise<CommandOutcome>;
+  /** Rejects the proposed plan (the current digest unless `digest` names the one reviewed). */
+  reject(planId: string, reason: string, opts?: CommandOptions & { digest?: string }): Promise<CommandOutcome>;
+  cancel(planId: string, reason?: string, opts?: CommandOptions): Promise<CommandOutcome>;
+  retryItem(planId: string, itemId: string, opts?: CommandOptions): Promise<CommandOutcome>;
+  /** The plan as its events say now, rebuilt from the log (no projector needed); undefined if unknown. */
+  getPlan(planId: string): Promise<PlanState | undefined>;
+  /** Every event of a plan in order, with where it sits in the log. */
+  planEvents(planId: string): Promise<LedgerEventRecord[]>;
+  /** Resolves with the plan's state once it reaches `status` (or satisfies the predicate). */
+  waitFor(planId: string, status: PlanStatus | ((s: PlanState) => boolean), opts?: { timeoutMs?: number }): Promise<PlanState>;
+  close(): Promise<void>;
+}
+
+type Listener = (e: PlanEvent) => void;
+
+/**
+ * Connects to the ledger. With no argument the configuration comes from PLAN_LEDGER_* variables and
+ * otherwise from the running local stack (`plan-ledger stack up`).
+ *
+ * @example
+ * const ledger = await connectLedger();
+ * const { planId, digest } = await ledger.createPlan({ goal: 'refund order 42', mode: 'propose', items });
+ * await ledger.propose(planId);
+ * await ledger.approve(planId, digest, { by: 'alice' });
+ * await ledger.waitFor(planId, 'completed', { timeoutMs: 60_000 });
+ */
+export async function connectLedger(input?: LedgerConfigInput, opts: { logger?: Logger } = {}): Promise<Ledger> {
+  const config = loadConfig(input);
+  const logger = (opts.logger ?? silentLogger()).child({ component: 'client' });
+  const kafka = createKafka(config, logger, 'client');
+  const admin = kafka.admin();
+  await admin.connect().catch((e: unknown) => {
+    throw new LedgerError('UNAVAILABLE', `cannot reach Kafka at ${config.brokers.join(',')}: ${(e as Error).message}`, {}, { cause: e });
+  });
+  try {
+    await ensurePlanTopics(admin, config);
+    const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix, logger });
+    const client = new LedgerClient(kafka, admin, codec, config, logger);
+    await client.start();
+    return client;
+  } catch (e) {
+    await admin.disconnect().catch(() => {});
+    throw e;
+  }
+}
+
+class LedgerClient implements Ledger {
+  private producer!: Producer;
+  private tail!: Consumer;
+  private readonly listeners = new Map<string, Set<Listener>>();
+  private readonly topics;
+  private readonly clientId = `client-${randomBytes(4).toString('hex')}`;
+
+  constructor(
+    private readonly kafka: Kafka,
+    private readonly admin: Admin,
+    private readonly codec: LedgerCodec,
+    readonly config: LedgerConfig,
+    private readonly logger: Logger,
+  ) {
+    this.topics = topicNames(config.topicPrefix);
+  }
+
+  async start(): Promise<void> {
+    this.producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await this.producer.connect();
+    // A tail of the events topic, positioned at the end as of now, so every outcome of a command sent
+    // after connect is seen. Its throw-away group never commits.
+    const ends = await this.admin.fetchTopicOffsets(this.topics.events);
+    this.tail = this.kafka.consumer({ groupId: `${this.config.topicPrefix}.${this.clientId}`, maxWaitTimeInMs: 50, sessionTimeout: 30_000 });
+    let joined!: () => void;
+    const ready = new Promise<void>((r) => (joined = r));
+    this.tail.on(this.tail.events.GROUP_JOIN, () => {
+      for (const o of ends) this.tail.seek({ topic: this.topics.events, partition: o.partition, offset: o.high });
+      joined();
+    });
+    await this.tail.connect();
+    await this.tail.subscribe({ topic: this.topics.events, fromBeginning: false });
+    await this.tail.run({
+      autoCommit: false,
+      eachBatch: async ({ batch }) => {
+        for (const m of batch.messages) {
+          const key = m.key?.toString() ?? '';
+          const planId = key.slice(0, key.lastIndexOf(':'));
+          const ls = this.listeners.get(planId);
+          if (!ls?.size || !m.value) continue;
+          try {
+            const e = await this.codec.decodeEvent(m.value);
+            for (const l of [...ls]) l(e);
+          } catch (err) {
+            this.logger.warn({ err, offset: m.offset }, 'undecodable event on the tail');
+          }
+        }
+      },
+    });
+    await ready;
+  }
+
+  private listen(planId: string, l: Listener): () => void {
+    let set = this.listeners.get(planId);
+    if (!set) this.listeners.set(planId, (set = new Set()));
+    set.add(l);
+    return () => {
+      set.delete(l);
+      if (!set.size) this.listeners.delete(planId);
+    };
+  }
+
+  private async send<K extends CommandType>(planId: string, type: K, data: CommandPayloads[K], opts: CommandOptions = {}): Promise<CommandOutcome> {
+    const commandId = `${type}-${Date.now().toString(36)}-${randomBytes(6).toString('hex')}`;
+    const command = { type, planId, commandId, issuedAt: Date.now(), actor: opts.by ?? this.clientId, correlationId: commandId, data } as PlanCommand;
+    const timeoutMs = opts.timeoutMs ?? 30_000;
+    const events: PlanEvent[] = [];
+    let done!: () => void;
+    const finished = new Promise<void>((r) => (done = r));
+    let quiet: NodeJS.Timeout | undefined;
+    // A command's events are appended in one transaction, so they arrive together; a short quiet
+    // period after the first one collects them all.
+    const stop = this.listen(planId, (e) => {
+      if (e.causationId !== commandId) return;
+      events.push(e);
+      if (quiet) clearTimeout(quiet);
+      quiet = setTimeout(done, 30);
+    });
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const value = this.codec.encodeCommand(command);
+      await this.producer.send({
+        topic: this.topics.commands,
+        acks: -1,
+        messages: [{ key: planId, value, partition: partitionFor(planId, this.config.partitions) }],
+      });
+      await Promise.race([
+        finished,
+        new Promise((_, reject) => {
+          timer = setTimeout(
+            () => reject(new LedgerError('TIMEOUT', `no executor decided ${type} for plan ${planId} within ${timeoutMs} ms — is an executor running on prefix "${this.config.topicPrefix}"?`, { commandId })),
+            timeoutMs,
+          );
+        }),
+      ]);
+    } finally {
+      stop();
+      clearTimeout(timer);
+      clearTimeout(quiet);
+    }
+    events.sort((a, b) => a.seq - b.seq);
+    const rejected = events.find((e) => e.type === 'CommandRejected');
+    if (rejected && rejected.type === 'CommandRejected') {
+      const r = rejected.data;
+      throw new LedgerError('REJECTED', `${type} rejected: ${r.code}: ${r.message}`, { rejection: r.code, field: r.field, commandId, planId });
+    }
+    return { commandId, planId, events };
+  }
+
+  async createPlan(input: CreatePlanInput, opts?: CommandOptions) {
+    const planId = input.planId ?? `plan-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
+    const items = (input.items ?? []).map((it, i) => toItemSpec(it, `items[${i}]`));
+    const out = await this.send(planId, 'CreatePlan', { goal: input.goal, mode: input.mode, labels: input.labels ?? {}, parent: null, items }, opts);
+    return { ...out, digest: digestAfter(out.events) ?? '' };
+  }
+
+  addItems(planId: string, items: ItemInput[], opts?: CommandOptions) {
+    return this.send(planId, 'AddItems', { items: items.map((it, i) => toItemSpec(it, `items[${i}]`)) }, opts);
+  }
+
+  async propose(planId: string, opts?: CommandOptions) {
+    const out = await this.send(planId, 'ProposePlan', { comment: null }, opts);
+    const proposed = out.events.find((e) => e.type === 'PlanProposed');
+    return { ...out, digest: proposed?.type === 'PlanProposed' ? proposed.data.digest : '' };
+  }
+
+  approve(planId: string, digest: string, opts: CommandOptions & { note?: string } = {}) {
+    return this.send(planId, 'ApprovePlan', { digest, by: opts.by ?? this.clientId, comment: opts.note ?? null }, opts);
+  }
+
+  async reject(planId: string, reason: string, opts: CommandOptions & { digest?: string } = {}) {
+    const digest = opts.digest ?? (await this.getPlan(planId))?.digest ?? '';
+    return this.send(planId, 'RejectPlan', { digest, reason, by: opts.by ?? this.clientId }, opts);
+  }
+
+  cancel(planId: string, reason = 'cancelled by operator', opts?: CommandOptions) {
+    return this.send(planId, 'CancelPlan', { reason }, opts);
+  }
+
+  retryItem(planId: string, itemId: string, opts?: CommandOptions) {
+    return this.send(planId, 'RetryItem', { itemId }, opts);
+  }
+
+  async planEvents(planId: string): Promise<LedgerEventRecord[]> {
+    const partition = partitionFor(planId, this.config.partitions);
+    const prefix = `${planId}:`;
+    const out: LedgerEventRecord[] = [];
+    await readToEnd({
+      kafka: this.kafka,
+      admin: this.admin,
+      topic: this.topics.events,
+      partitions: [partition],
+      groupPrefix: `${this.config.topicPrefix}.${this.clientId}`,
+      onRecords: async (records) => {
+        for (const r of records) {
+          if (!r.value || !r.key || !r.key.toString().startsWith(prefix)) continue;
+          const event = await this.codec.decodeEvent(r.value);
+          if (event.planId === planId) out.push({ event, partition, offset: r.offset });
+        }
+      },
+    });
+    return out;
+  }
+
+  async getPlan(planId: string): Promise<PlanState | undefined> {
+    let s: PlanState | undefined;
+    for (const r of await this.planEvents(planId)) s = evolve(s, r.event);
+    return s;
+  }
+
+  async waitFor(planId: string, status: PlanStatus | ((s: PlanState) => boolean), opts: { timeoutMs?: number } = {}): Promise<PlanState> {
+    const match = typeof status === 'function' ? status : (s: PlanState) => s.status === status;
+    const timeoutMs = opts.timeoutMs ?? 60_000;
+    let state: PlanState | undefined;
+    const buffered: PlanEvent[] = [];
+    let live = false;
+    let resolveMatch!: (s: PlanState) => void;
+    const matched = new Promise<PlanState>((r) => (resolveMatch = r));
+    const apply = (e: PlanEvent) => {
+      if (!live) return void buffered.push(e);
+      if (state && e.seq <= state.seq) return;
+      state = evolve(state, e);
+      if (match(state)) resolveMatch(state);
+    };
+    // Listen first, then read the log: events in between are seen by both and applied once (by seq).
+    const stop = this.listen(planId, apply);
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      state = await this.getPlan(planId);
+      live = true;
+      for (const e of buffered.sort((a, b) => a.seq - b.seq)) apply(e);
+      if (state && match(state)) return state;
+      return await Promise.race([
+        matched,
+        new Promise<PlanState>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new LedgerError('TIMEOUT', `plan ${planId} did not reach ${typeof status === 'string' ? status : 'the condition'} within ${timeoutMs} ms (now ${state?.status ?? 'unknown'})`, { planId, status: state?.status })),
+            timeoutMs,
+          );
+        }),
+      ]);
+    } finally {
+      stop();
+      clearTimeout(timer);
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([this.tail?.disconnect(), this.producer?.disconnect()]);
+    await this.admin.disconnect().catch(() => {});
+  }
+}
+
+function digestAfter(events: PlanEvent[]): string | undefined {
+  let s: PlanState | undefined;
+  try {
+    for (const e of events) s = evolve(s, e);
+  } catch {
+    return undefined;
+  }
+  return s?.digest;
+}

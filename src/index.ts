@@ -1,0 +1,40 @@
+/**
+ * plan-ledger: an event-sourced plan ledger over Apache Kafka for long-running agent work.
+ *
+ * @example
+ * import { connectLedger, defineTool, startExecutor } from 'plan-ledger';
+ */
+export { connectLedger, type Ledger, type CreatePlanInput, type CommandOutcome, type CommandOptions, type LedgerEventRecord } from './client/index.js';
+export {
+  defineTool,
+  TerminalError,
+  RetryableError,
+  isTerminalError,
+  type Tool,
+  type ToolContext,
+  type ToolResult,
+  type ProbeResult,
+  type FollowUpItem,
+  type ChildPlanSpec,
+} from './tools.js';
+export { startExecutor, type ExecutorHandle, type ExecutorOptions } from '../executor/index.js';
+export { loadConfig, topicNames, type LedgerConfig, type LedgerConfigInput } from './config.js';
+export { LedgerError, isLedgerError, ErrorCodes, type ErrorCode } from './errors.js';
+export { createLogger, type Logger } from './logging.js';
+export { partitionFor } from './kafka/partitioner.js';
+export type { ItemInput } from './plan-input.js';
+export {
+  canonicalJson,
+  planDigest,
+  stateDigest,
+  verifyChain,
+  evolve,
+  decide,
+  type PlanEvent,
+  type PlanCommand,
+  type PlanState,
+  type ItemState,
+  type PlanStatus,
+  type ItemStatus,
+  type PlanMode,
+} from './plan/index.js';

@@ -1,0 +1,135 @@
+import type { Logger } from './logging.js';
+
+/** A follow-up item a tool adds to its plan (dynamic planning). Same fields as a plan file's item. */
+export interface FollowUpItem {
+  id: string;
+  title: string;
+  why: string;
+  dependsOn?: string[];
+  tool: string;
+  input?: unknown;
+  retry?: Partial<RetryPolicyInput> | null;
+}
+
+export interface RetryPolicyInput {
+  maxAttempts: number;
+  initialBackoffMs: number;
+  backoffMultiplier: number;
+  maxBackoffMs: number;
+}
+
+/** A child plan an item delegates to; the item completes or fails with it. */
+export interface ChildPlanSpec {
+  goal: string;
+  items: FollowUpItem[];
+  labels?: Record<string, string>;
+}
+
+/** What a tool may return instead of a bare output. */
+export interface ToolResult<O = unknown> {
+  output?: O;
+  followUps?: FollowUpItem[];
+  delegate?: ChildPlanSpec;
+}
+
+/**
+ * Everything a tool invocation knows about itself. The idempotency key is stable across retries of the
+ * same attempt, including the re-invocation a recovering executor makes after a crash: pass it to the
+ * external system so a repeated call has no second effect.
+ */
+export interface ToolContext {
+  readonly planId: string;
+  readonly itemId: string;
+  /** 1-based attempt number. */
+  readonly attempt: number;
+  /** `planId/itemId/attempt`. */
+  readonly idempotencyKey: string;
+  /** Grows with every change of partition owner: an external system can refuse a smaller one. */
+  readonly fencingToken: number;
+  /** Aborts when the executor loses the plan's partition or shuts down. */
+  readonly signal: AbortSignal;
+  readonly log: Logger;
+  /** Outputs of the items this one depends on, by item id (parsed JSON). */
+  readonly dependencies: Readonly<Record<string, unknown>>;
+  /** True when this invocation repeats an attempt whose intent was recorded by an earlier owner. */
+  readonly recovering: boolean;
+}
+
+/** What a probe learned about an attempt whose result was never recorded. */
+export type ProbeResult<O = unknown> = { done: true; output: O } | { done: false };
+
+export interface Tool<I = unknown, O = unknown> {
+  readonly name: string;
+  run(input: I, ctx: ToolContext): Promise<O | ToolResult<O>> | O | ToolResult<O>;
+  /**
+   * Optional: asked first when recovering an attempt with an intent but no result. Return
+   * `{ done: true, output }` if the effect already happened (the executor records that output without
+   * invoking), `{ done: false }` to invoke again with the same idempotency key.
+   */
+  probe?(ctx: ToolContext): Promise<ProbeResult<O>> | ProbeResult<O>;
+}
+
+/**
+ * Declares a tool an executor can run.
+ *
+ * @example
+ * const charge = defineTool({
+ *   name: 'payments.charge',
+ *   async run(input: { orderId: string; cents: number }, ctx) {
+ *     // The key makes the external call idempotent: a recovering executor repeats it safely.
+ *     const res = await fetch(`${PAYMENTS}/charges`, {
+ *       method: 'POST',
+ *       headers: { 'idempotency-key': ctx.idempotencyKey },
+ *       body: JSON.stringify(input),
+ *       signal: ctx.signal,
+ *     });
+ *     if (res.status === 402) throw new TerminalError('card declined');
+ *     if (!res.ok) throw new RetryableError(`payments answered ${res.status}`);
+ *     return res.json();
+ *   },
+ * });
+ */
+export function defineTool<I = unknown, O = unknown>(tool: Tool<I, O>): Tool<I, O> {
+  if (!tool || typeof tool.name !== 'string' || tool.name.length === 0) throw new TypeError('defineTool: name is required');
+  if (typeof tool.run !== 'function') throw new TypeError(`defineTool(${tool.name}): run must be a function`);
+  return Object.freeze({ ...tool });
+}
+
+const TOOL_ERROR = Symbol.for('plan-ledger.tool-error');
+
+/** Thrown by a tool: the item fails now, without retries. */
+export class TerminalError extends Error {
+  readonly [TOOL_ERROR] = 'terminal';
+  override readonly name = 'TerminalError';
+  constructor(
+    message: string,
+    readonly code = 'TERMINAL',
+    readonly details?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+/** Thrown by a tool: the attempt failed, retry with backoff while attempts remain (plain errors mean the same). */
+export class RetryableError extends Error {
+  readonly [TOOL_ERROR] = 'retryable';
+  override readonly name = 'RetryableError';
+  constructor(
+    message: string,
+    readonly code = 'RETRYABLE',
+    readonly details?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+export function isTerminalError(e: unknown): e is TerminalError {
+  return typeof e === 'object' && e !== null && (e as Record<symbol, unknown>)[TOOL_ERROR] === 'terminal';
+}
+
+/** Tells a structured `{ output, followUps, delegate }` return from a bare output. */
+export function isToolResult(v: unknown): v is ToolResult {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
+  const keys = Object.keys(v);
+  return keys.length > 0 && keys.every((k) => k === 'output' || k === 'followUps' || k === 'delegate') && ('followUps' in v || 'delegate' in v);
+}

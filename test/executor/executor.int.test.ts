@@ -1,0 +1,107 @@
+import { describe, expect, it } from 'vitest';
+import { isLedgerError } from '../../src/errors.js';
+import { verifyChain } from '../../src/plan/index.js';
+import { chainOfItems, ledgerWithExecutor } from './support.js';
+
+describe('executor (in-process, real broker and registry)', () => {
+  it('runs a 20-item plan with dependencies to completion in execute mode, in dependency order', async () => {
+    const { ledger } = await ledgerWithExecutor();
+    const items = chainOfItems(20);
+    const { planId } = await ledger.createPlan({ goal: 'twenty steps', mode: 'execute', items });
+    const done = await ledger.waitFor(planId, 'completed', { timeoutMs: 60_000 });
+    expect(done.itemOrder).toHaveLength(20);
+    expect(Object.values(done.items).every((i) => i.status === 'completed' && i.attempts.length === 1)).toBe(true);
+    expect(JSON.parse(done.items['item-07']!.outputJson!)).toEqual({ echo: { i: 7 } });
+
+    const records = await ledger.planEvents(planId);
+    const events = records.map((r) => r.event);
+    expect(verifyChain(events).ok).toBe(true);
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+    // Every item: intent, result, completion — in that order, and never before its dependencies completed.
+    const completedAt = new Map(events.filter((e) => e.type === 'ItemCompleted').map((e) => [(e.data as { itemId: string }).itemId, e.seq]));
+    for (const item of items) {
+      const intent = events.find((e) => e.type === 'IntentRecorded' && e.data.itemId === item.id)!;
+      for (const dep of item.dependsOn) expect(intent.seq).toBeGreaterThan(completedAt.get(dep)!);
+    }
+    expect(events.at(-1)?.type).toBe('PlanCompleted');
+    expect(events.filter((e) => e.type === 'IntentRecorded')).toHaveLength(20);
+  });
+
+  it('runs a propose-mode plan only after approval of the current digest; a stale digest is rejected', async () => {
+    const { ledger } = await ledgerWithExecutor();
+    const { planId } = await ledger.createPlan({ goal: 'reviewed work', mode: 'propose', items: chainOfItems(5) });
+    const { digest } = await ledger.propose(planId);
+    expect(digest).toMatch(/^[0-9a-f]{64}$/);
+
+    const stale = await ledger.approve(planId, 'f'.repeat(64), { by: 'mallory' }).catch((e: unknown) => e);
+    expect(isLedgerError(stale, 'REJECTED')).toBe(true);
+    expect((stale as { details: { rejection: string } }).details.rejection).toBe('STALE_DIGEST');
+
+    const before = await ledger.getPlan(planId);
+    expect(before?.status).toBe('proposed');
+    expect(Object.values(before!.items).every((i) => i.attempts.length === 0)).toBe(true);
+
+    await ledger.approve(planId, digest, { by: 'alice' });
+    const done = await ledger.waitFor(planId, 'completed', { timeoutMs: 60_000 });
+    expect(done.approvals.map((a) => [a.decision, a.by, a.digest])).toEqual([['approved', 'alice', digest]]);
+  });
+
+  it('retries with backoff up to maxAttempts, and fails a terminal error without retry', async () => {
+    const { ledger } = await ledgerWithExecutor();
+    const { planId } = await ledger.createPlan({
+      goal: 'flaky work',
+      mode: 'execute',
+      items: [
+        { id: 'flaky-ok', title: 'succeeds on attempt 3', why: 'retry test', tool: 'flaky', input: { succeedOn: 3 }, retry: { maxAttempts: 3, initialBackoffMs: 50, backoffMultiplier: 2, maxBackoffMs: 1000 } },
+        { id: 'flaky-bad', title: 'never within budget', why: 'retry test', tool: 'flaky', input: { succeedOn: 9 }, retry: { maxAttempts: 2, initialBackoffMs: 50, backoffMultiplier: 2, maxBackoffMs: 1000 } },
+        { id: 'fatal', title: 'terminal', why: 'terminal test', tool: 'fatal', input: {}, retry: { maxAttempts: 5, initialBackoffMs: 50, backoffMultiplier: 2, maxBackoffMs: 1000 } },
+      ],
+    });
+    const failed = await ledger.waitFor(planId, 'failed', { timeoutMs: 60_000 });
+    expect(failed.items['flaky-ok']!.status).toBe('completed');
+    expect(failed.items['flaky-ok']!.attempts.map((a) => a.outcome)).toEqual(['failed_retryable', 'failed_retryable', 'succeeded']);
+    expect(failed.items['flaky-bad']!.status).toBe('failed');
+    expect(failed.items['flaky-bad']!.attempts).toHaveLength(2);
+    expect(failed.items['flaky-bad']!.failure?.reason).toBe('retries_exhausted');
+    expect(failed.items.fatal!.attempts).toHaveLength(1);
+    expect(failed.items.fatal!.failure?.reason).toBe('terminal');
+    expect(failed.items.fatal!.failure?.error?.code).toBe('NOPE');
+
+    // The backoff was honoured: the second attempt began no sooner than 50 ms after the first finished.
+    const a = failed.items['flaky-ok']!.attempts;
+    expect(a[1]!.startedAt - a[0]!.finishedAt!).toBeGreaterThanOrEqual(50);
+    expect(a[2]!.startedAt - a[1]!.finishedAt!).toBeGreaterThanOrEqual(100);
+  });
+
+  it('adds follow-up items returned by a tool and completes a delegated child plan', async () => {
+    const { ledger } = await ledgerWithExecutor();
+    const { planId } = await ledger.createPlan({
+      goal: 'dynamic',
+      mode: 'execute',
+      items: [
+        { id: 'plan-more', title: 'planner', why: 'decides the rest', tool: 'planner', input: { count: 3 } },
+        { id: 'delegate', title: 'delegate', why: 'a sub-agent does it', tool: 'delegator', input: {} },
+      ],
+    });
+    const done = await ledger.waitFor(planId, 'completed', { timeoutMs: 60_000 });
+    expect(done.itemOrder).toEqual(['plan-more', 'delegate', 'follow-0', 'follow-1', 'follow-2']);
+    expect(done.items['follow-1']!.followUpOf).toBe('plan-more');
+    const childId = done.items.delegate!.attempts[0]!.childPlanId!;
+    expect(childId).toBe(`${planId}.delegate.1`);
+    expect(JSON.parse(done.items.delegate!.outputJson!)).toEqual({ c1: { echo: { c: 1 } }, c2: { echo: { c: 2 } } });
+    const child = await ledger.getPlan(childId);
+    expect(child?.status).toBe('completed');
+    expect(child?.parent).toEqual({ planId, itemId: 'delegate' });
+  });
+
+  it('surfaces a rejected command as an error with its code', async () => {
+    const { ledger } = await ledgerWithExecutor();
+    const err = await ledger
+      .createPlan({ goal: 'bad', mode: 'execute', items: [{ id: 'a', title: 'a', why: 'x', tool: 'noop', dependsOn: ['missing'] }] })
+      .catch((e: unknown) => e);
+    expect(isLedgerError(err, 'REJECTED')).toBe(true);
+    expect((err as { details: { rejection: string } }).details.rejection).toBe('UNKNOWN_DEPENDENCY');
+    const notFound = await ledger.approve('no-such-plan', 'a'.repeat(64)).catch((e: unknown) => e);
+    expect((notFound as { details: { rejection: string } }).details.rejection).toBe('PLAN_NOT_FOUND');
+  });
+});

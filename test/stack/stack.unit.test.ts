@@ -1,0 +1,73 @@
+import { createServer } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { pinnedVersions } from '../../src/stack/artifacts.js';
+import { brokerList, formatArgs, newClusterId, renderServerProperties, type KafkaClusterSpec } from '../../src/stack/kafka.js';
+import { assertPortFree } from '../../src/stack/processes.js';
+
+const props = (text: string) => Object.fromEntries(text.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+
+describe('local stack configuration', () => {
+  it('pins Kafka 4.x and Apicurio 3.x in stack/pom.xml', () => {
+    const v = pinnedVersions();
+    expect(v.kafka).toMatch(/^4\.\d+\.\d+$/);
+    expect(v.apicurio).toMatch(/^3\.\d+\.\d+$/);
+  });
+
+  it('renders a single-node combined KRaft broker', () => {
+    const spec: KafkaClusterSpec = {
+      clusterId: newClusterId(),
+      host: '127.0.0.1',
+      nodes: [{ nodeId: 1, port: 9092, controllerPort: 9093, dir: '/tmp/n1' }],
+      security: { kind: 'plaintext' },
+      overrides: {},
+    };
+    const p = props(renderServerProperties(spec, spec.nodes[0]!));
+    expect(p['process.roles']).toBe('broker,controller');
+    expect(p['controller.quorum.voters']).toBe('1@127.0.0.1:9093');
+    expect(p['listeners']).toBe('CLIENT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093');
+    expect(p['offsets.topic.replication.factor']).toBe('1');
+    expect(p['transaction.state.log.min.isr']).toBe('1');
+    expect(p['log.cleaner.backoff.ms']).toBe('200');
+    expect(p['log.dirs']).toBe('/tmp/n1/data');
+    expect(spec.clusterId).toMatch(/^[A-Za-z0-9_-]{22}$/);
+  });
+
+  it('renders a 3-node cluster with SASL/SCRAM from the same spec', () => {
+    const spec: KafkaClusterSpec = {
+      clusterId: newClusterId(),
+      host: '127.0.0.1',
+      nodes: [1, 2, 3].map((n) => ({ nodeId: n, port: 19090 + n * 2, controllerPort: 19091 + n * 2, dir: `/tmp/n${n}` })),
+      security: { kind: 'sasl_scram', mechanism: 'SCRAM-SHA-512', users: [{ name: 'admin', password: 's3cret' }, { name: 'app', password: 'pw' }] },
+      overrides: { 'log.retention.ms': '1000' },
+    };
+    const p2 = props(renderServerProperties(spec, spec.nodes[1]!));
+    expect(p2['node.id']).toBe('2');
+    expect(p2['controller.quorum.voters']).toBe('1@127.0.0.1:19093,2@127.0.0.1:19095,3@127.0.0.1:19097');
+    expect(p2['listener.security.protocol.map']).toBe('CLIENT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT');
+    expect(p2['sasl.enabled.mechanisms']).toBe('SCRAM-SHA-512');
+    expect(p2['offsets.topic.replication.factor']).toBe('3');
+    expect(p2['min.insync.replicas']).toBe('2');
+    expect(p2['log.retention.ms']).toBe('1000');
+    expect(formatArgs(spec, '/tmp/n2/server.properties')).toEqual([
+      'format', '-t', spec.clusterId, '-c', '/tmp/n2/server.properties', '--ignore-formatted',
+      '--add-scram', 'SCRAM-SHA-512=[name=admin,password=s3cret]',
+      '--add-scram', 'SCRAM-SHA-512=[name=app,password=pw]',
+    ]);
+    expect(brokerList(spec)).toEqual(['127.0.0.1:19092', '127.0.0.1:19094', '127.0.0.1:19096']);
+  });
+
+  it('says which port is taken and how to choose another', async () => {
+    const srv = createServer();
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    const port = (srv.address() as { port: number }).port;
+    try {
+      await expect(assertPortFree('127.0.0.1', port, 'Kafka broker', 'PLAN_LEDGER_STACK_KAFKA_PORT')).rejects.toMatchObject({
+        code: 'ENVIRONMENT',
+        message: `port ${port} (Kafka broker) is taken by another process; free it or choose another port with PLAN_LEDGER_STACK_KAFKA_PORT`,
+      });
+    } finally {
+      srv.close();
+    }
+    await expect(assertPortFree('127.0.0.1', port, 'Kafka broker', 'X')).resolves.toBeUndefined();
+  });
+});

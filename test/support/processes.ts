@@ -1,0 +1,75 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { onTestFinished } from 'vitest';
+import type { LedgerConfig } from '../../src/config.js';
+import { waitFor } from './helpers.js';
+
+export interface ExecutorProcess {
+  readonly proc: ChildProcess;
+  readonly pid: number;
+  readonly label: string;
+  /** Parsed pino lines printed so far. */
+  readonly logs: Array<Record<string, unknown>>;
+  readonly stderr: string[];
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Waits until a log line matches. */
+  waitForLog(pred: (l: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
+  kill(signal: NodeJS.Signals): void;
+}
+
+/** Starts `plan-ledger executor` as a child process (killed when the test ends if still alive). */
+export function spawnExecutor(config: LedgerConfig, opts: { label: string; env?: Record<string, string>; tools?: string }): ExecutorProcess {
+  const proc = spawn(process.execPath, ['bin/plan-ledger.js', 'executor', '--tools', opts.tools ?? 'test/fixtures/tools.ts', '--id', opts.label], {
+    env: {
+      ...process.env,
+      PLAN_LEDGER_BROKERS: config.brokers.join(','),
+      PLAN_LEDGER_REGISTRY_URL: config.registryUrl,
+      PLAN_LEDGER_TOPIC_PREFIX: config.topicPrefix,
+      PLAN_LEDGER_PARTITIONS: String(config.partitions),
+      PLAN_LEDGER_SESSION_TIMEOUT_MS: '6000',
+      PLAN_LEDGER_HEARTBEAT_INTERVAL_MS: '500',
+      PLAN_LEDGER_LOG_LEVEL: 'info',
+      PLAN_LEDGER_EXECUTOR_LABEL: opts.label,
+      ...opts.env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: Array<Record<string, unknown>> = [];
+  const stderr: string[] = [];
+  let buf = '';
+  proc.stdout!.on('data', (c: Buffer) => {
+    buf += c.toString();
+    let i: number;
+    while ((i = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      try {
+        logs.push(JSON.parse(line) as Record<string, unknown>);
+      } catch {
+        stderr.push(line);
+      }
+    }
+  });
+  proc.stderr!.on('data', (c: Buffer) => stderr.push(c.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => proc.once('exit', (code, signal) => r({ code, signal })));
+  onTestFinished(async () => {
+    if (proc.exitCode === null && proc.signalCode === null) {
+      proc.kill('SIGCONT');
+      proc.kill('SIGKILL');
+      await exited;
+    }
+  });
+  return {
+    proc,
+    pid: proc.pid!,
+    label: opts.label,
+    logs,
+    stderr,
+    exited,
+    waitForLog: (pred, timeoutMs = 30_000) =>
+      waitFor(() => logs.find(pred), { timeoutMs, message: `log line from ${opts.label} (stderr: ${stderr.join('').slice(-500)})` }),
+    kill: (signal) => void proc.kill(signal),
+  };
+}
+
+/** True once the executor has restored every partition it was assigned. */
+export const ownsPartitions = (l: Record<string, unknown>) => l.msg === 'partition restored';
