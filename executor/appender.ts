@@ -60,7 +60,7 @@ export class TransactionalAppender {
 
   constructor(private readonly o: AppenderOptions) {
     this.maxBatch = o.maxBatch ?? 500;
-    this.lingerMs = o.lingerMs ?? 2;
+    this.lingerMs = o.lingerMs ?? 0;
   }
 
   append(req: AppendRequest): Promise<void> {
@@ -84,7 +84,9 @@ export class TransactionalAppender {
     this.running = true;
     try {
       while (this.queue.length && this.broken === undefined) {
-        if (this.lingerMs > 0) await new Promise((r) => setTimeout(r, this.lingerMs));
+        // Requests that arrive while a transaction is in flight queue up and ride in the next one;
+        // an optional linger lets a lone request wait for company.
+        await (this.lingerMs > 0 ? new Promise((r) => setTimeout(r, this.lingerMs)) : new Promise((r) => setImmediate(r)));
         const batch = this.queue.splice(0, this.maxBatch);
         try {
           await this.commit(batch.map((b) => b.req));

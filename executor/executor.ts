@@ -38,6 +38,8 @@ export interface ExecutorHandle {
   ownedPartitions(): number[];
   /** The current state of a plan this executor owns (undefined when another executor owns it). */
   planState(planId: string): PlanState | undefined;
+  /** Transactions committed and events appended by this executor's owners so far. */
+  stats(): { transactions: number; events: number };
   /** Resolves once the executor owns partitions and has restored them. */
   readonly started: Promise<void>;
   /**
@@ -45,6 +47,12 @@ export interface ExecutorHandle {
    * through their signal, no transaction is left half-written, then the group is left.
    */
   stop(): Promise<void>;
+}
+
+function sum(owners: Map<number, PartitionOwner>, key: 'transactions' | 'events'): number {
+  let n = 0;
+  for (const o of owners.values()) n += o.stats[key];
+  return n;
 }
 
 function envInt(name: string, fallback: number): number {
@@ -134,13 +142,23 @@ class Executor {
     if (this.stopping || this.owners.get(partition) !== broken) return;
     await new Promise((r) => setTimeout(r, 500));
     if (this.stopping || this.owners.get(partition) !== broken) return;
+    this.retire(broken);
     this.owners.set(partition, this.newOwner(partition));
+  }
+
+  /** Stats of owners that are gone. */
+  private readonly retired = { transactions: 0, events: 0 };
+
+  private retire(owner: PartitionOwner): void {
+    this.retired.transactions += owner.stats.transactions;
+    this.retired.events += owner.stats.events;
   }
 
   private reconcile(assigned: number[]): void {
     const keep = new Set(assigned);
     for (const [p, owner] of this.owners) {
       if (!keep.has(p)) {
+        this.retire(owner);
         this.owners.delete(p);
         void owner.stop('revoked');
       }
@@ -224,6 +242,7 @@ class Executor {
         }
         return undefined;
       },
+      stats: () => ({ transactions: this.retired.transactions + sum(this.owners, 'transactions'), events: this.retired.events + sum(this.owners, 'events') }),
       stop: () => this.stop(),
     };
   }

@@ -41,7 +41,6 @@ export interface OwnerDeps {
   readonly now?: () => number;
 }
 
-type Work = { kind: 'start'; planId: string; itemId: string } | { kind: 'recover'; planId: string; itemId: string };
 
 /**
  * The executor's view of one owned partition: the only writer of the partition's events, through a
@@ -88,6 +87,9 @@ export class PartitionOwner {
       idempotent: true,
       maxInFlightRequests: 1,
       transactionTimeout: 30_000,
+      // A transaction that starts right after the previous commit meets CONCURRENT_TRANSACTIONS until
+      // the broker has written the markers; retry that quickly (the Java client uses 20 ms too).
+      retry: { initialRetryTime: 20, maxRetryTime: 2_000, retries: 30 },
     });
     await this.producer.connect();
     this.appender = new TransactionalAppender({
@@ -106,6 +108,11 @@ export class PartitionOwner {
     this.fencingToken = maxToken + 1;
     this.log.info({ plans: this.plans.size, stalled: this.stalled.size, fencingToken: this.fencingToken, ms: Date.now() - t0 }, 'partition restored');
     for (const planId of this.plans.keys()) this.schedule(planId);
+  }
+
+  /** Transactions and events this owner's appender committed. */
+  get stats(): { transactions: number; events: number } {
+    return this.appender ? { ...this.appender.stats } : { transactions: 0, events: 0 };
   }
 
   get isStopped(): boolean {
@@ -227,10 +234,15 @@ export class PartitionOwner {
     const state = this.plans.get(planId);
     if (!state || this.stalled.has(planId) || isPlanFinished(state.status)) return;
     for (const r of pendingRecoveries(state)) {
-      if (r.action.kind === 'await_child') continue;
-      this.launch({ kind: 'recover', planId, itemId: r.itemId });
+      const key = `${planId}/${r.itemId}`;
+      if (r.action.kind === 'await_child' || this.inFlight.has(key)) continue;
+      if (r.action.kind === 'settle') {
+        this.track(key, planId, r.itemId, () => this.settle(planId, r.itemId, r.action.attempt));
+      } else {
+        this.launchInvocation(planId, r.itemId, r.action.attempt, true);
+      }
     }
-    for (const item of readyItems(state, this.now())) this.launch({ kind: 'start', planId, itemId: item.itemId });
+    void this.startReady(planId).catch((e: unknown) => this.onItemError(planId, '(intents)', e));
     this.armTimer();
   }
 
@@ -251,29 +263,71 @@ export class PartitionOwner {
     }
   }
 
-  private launch(work: Work): void {
-    const key = `${work.planId}/${work.itemId}`;
+  /**
+   * Records the intent of every ready item of a plan (as many as there are free tool slots) in ONE
+   * append — together with `leading` events, e.g. the completion that made them ready — and, once that
+   * transaction committed, invokes their tools. Piggybacking the next intents on the previous
+   * completion keeps a sequential chain at two transactions per item.
+   */
+  private async startReady(planId: string, leading: PlanEvent[] = []): Promise<void> {
+    const intents: Array<{ itemId: string; attempt: number }> = [];
+    const events = [...leading];
+    const state = this.plans.get(planId);
+    if (!this.draining && state && !this.stalled.has(planId) && !isPlanFinished(state.status)) {
+      const budget = Math.max(1, this.d.slots.limit - this.d.slots.inUse - this.d.slots.waitingCount);
+      for (const item of readyItems(state, this.now())) {
+        if (intents.length >= budget) break;
+        const key = `${planId}/${item.itemId}`;
+        if (this.inFlight.has(key)) continue;
+        const recorded = this.decideAndApply(
+          this.internal('RecordIntent', planId, `intent:${item.idempotencyKey}`, { itemId: item.itemId, executorId: this.d.executorId, fencingToken: this.fencingToken }),
+          false,
+        );
+        if (!recorded.length) continue;
+        this.inFlight.add(key);
+        events.push(...recorded);
+        intents.push({ itemId: item.itemId, attempt: item.nextAttempt });
+      }
+    }
+    try {
+      await this.appendEvents(planId, events);
+    } finally {
+      for (const i of intents) this.inFlight.delete(`${planId}/${i.itemId}`);
+    }
+    for (const i of intents) {
+      faultPoint('after_intent', { planId, itemId: i.itemId, attempt: i.attempt });
+      this.launchInvocation(planId, i.itemId, i.attempt, false);
+    }
+    this.armTimer();
+  }
+
+  private launchInvocation(planId: string, itemId: string, attempt: number, recovering: boolean): void {
+    this.track(`${planId}/${itemId}`, planId, itemId, () => this.d.slots.run(() => this.invoke(planId, itemId, attempt, recovering), this.abort.signal));
+  }
+
+  /** Runs one item step with in-flight bookkeeping; reschedules the plan when it ends. */
+  private track(key: string, planId: string, itemId: string, step: () => Promise<unknown>): void {
     if (this.inFlight.has(key)) return;
     this.inFlight.add(key);
-    const p = this.d.slots
-      .run(() => this.runItem(work), this.abort.signal)
-      .catch((e: unknown) => this.onItemError(work, e))
+    const p: Promise<void> = step()
+      .then(() => undefined)
+      .catch((e: unknown) => this.onItemError(planId, itemId, e))
       .finally(() => {
         this.inFlight.delete(key);
         this.running.delete(p);
-        this.schedule(work.planId);
+        this.schedule(planId);
       });
     this.running.add(p);
   }
 
-  private onItemError(work: Work, e: unknown): void {
+  private onItemError(planId: string, itemId: string, e: unknown): void {
     if (this.stopped || this.abort.signal.aborted) return;
-    if (isLedgerError(e, 'FENCED') || this.appender.isBroken && isLedgerError(e, 'FENCED')) {
-      this.log.warn({ planId: work.planId }, 'fenced by a newer owner; giving the partition up');
+    if (isLedgerError(e, 'FENCED')) {
+      this.log.warn({ planId }, 'fenced by a newer owner; giving the partition up');
       void this.stop('fenced');
       return;
     }
-    this.log.error({ err: e, planId: work.planId, itemId: work.itemId }, 'item step failed; resetting the partition from the log');
+    this.log.error({ err: e, planId, itemId }, 'item step failed; resetting the partition from the log');
     void this.stop('append failed');
     this.onBroken?.(e);
   }
@@ -281,43 +335,22 @@ export class PartitionOwner {
   /** Set by the executor: called when the owner cannot continue and must be recreated. */
   onBroken?: (e: unknown) => void;
 
-  /** The item protocol: intent → invoke → result → settle. Each step waits for its transaction. */
-  private async runItem(work: Work): Promise<void> {
+  private key(planId: string, itemId: string, attempt: number): string {
+    return `${planId}/${itemId}/${attempt}`;
+  }
+
+  /** Settles an item whose result is committed, recording the next ready intents in the same transaction. */
+  private async settle(planId: string, itemId: string, attempt: number): Promise<void> {
+    const settled = this.decideAndApply(this.internal('SettleItem', planId, `settle:${this.key(planId, itemId, attempt)}`, { itemId }), false);
+    await this.startReady(planId, settled);
+  }
+
+  /** Invokes the tool of an item whose intent is committed; records the result; settles. */
+  private async invoke(planId: string, itemId: string, attempt: number, recovering: boolean): Promise<void> {
     if (this.stopped) return;
-    const { planId, itemId } = work;
-    let state = this.plans.get(planId);
-    if (!state) return;
-    let item = getItem(state, itemId);
-    if (!item) return;
-    const key = (attempt: number) => `${planId}/${itemId}/${attempt}`;
-
-    if (work.kind === 'recover' && item.status === 'result_committed') {
-      const attempt = item.attempts.at(-1)!.attempt;
-      await this.appendEvents(planId, this.decideAndApply(this.internal('SettleItem', planId, `settle:${key(attempt)}`, { itemId }), false));
-      return;
-    }
-
-    let attempt: number;
-    let recovering = false;
-    if (work.kind === 'start') {
-      if (item.status !== 'pending') return;
-      attempt = item.attempts.length + 1;
-      const events = this.decideAndApply(
-        this.internal('RecordIntent', planId, `intent:${key(attempt)}`, { itemId, executorId: this.d.executorId, fencingToken: this.fencingToken }),
-        false,
-      );
-      if (!events.length) return;
-      await this.appendEvents(planId, events);
-      faultPoint('after_intent', { planId, itemId, attempt });
-    } else {
-      if (item.status !== 'in_progress') return;
-      attempt = item.attempts.at(-1)!.attempt;
-      recovering = true;
-    }
-    state = this.plans.get(planId)!;
-    item = getItem(state, itemId)!;
-    if (this.stopped) return;
-
+    const state = this.plans.get(planId);
+    const item = state && getItem(state, itemId);
+    if (!state || !item || item.status !== 'in_progress') return;
     const tool = this.d.tools.get(item.tool);
     const log = this.log.child({ planId, itemId, attempt, tool: item.tool });
     const deps: Record<string, unknown> = {};
@@ -329,7 +362,7 @@ export class PartitionOwner {
       planId,
       itemId,
       attempt,
-      idempotencyKey: key(attempt),
+      idempotencyKey: this.key(planId, itemId, attempt),
       fencingToken: this.fencingToken,
       signal: this.abort.signal,
       log,
@@ -378,7 +411,7 @@ export class PartitionOwner {
 
     if (result?.delegate && outcome === 'succeeded') {
       const childPlanId = `${planId}.${itemId}.${attempt}`;
-      const events = this.decideAndApply(this.internal('DelegateItem', planId, `delegate:${key(attempt)}`, { itemId, attempt, childPlanId }), false);
+      const events = this.decideAndApply(this.internal('DelegateItem', planId, `delegate:${ctx.idempotencyKey}`, { itemId, attempt, childPlanId }), false);
       if (!events.length) return;
       const create: PlanCommand = {
         type: 'CreatePlan',
@@ -410,14 +443,14 @@ export class PartitionOwner {
     }
     const followUps = outcome === 'succeeded' ? (result?.followUps ?? []).map((f, i) => toItemSpec(f, `followUps[${i}]`)) : [];
     const committed = this.decideAndApply(
-      this.internal('CommitResult', planId, `result:${key(attempt)}`, { itemId, attempt, outcome, outputJson, error, durationMs, executorId: this.d.executorId, followUps }),
+      this.internal('CommitResult', planId, `result:${ctx.idempotencyKey}`, { itemId, attempt, outcome, outputJson, error, durationMs, executorId: this.d.executorId, followUps }),
       false,
     );
     if (!committed.length) return;
     await this.appendEvents(planId, committed);
     faultPoint('after_result', { planId, itemId, attempt });
     if (this.stopped) return;
-    await this.appendEvents(planId, this.decideAndApply(this.internal('SettleItem', planId, `settle:${key(attempt)}`, { itemId }), false));
+    await this.settle(planId, itemId, attempt);
   }
 
   /**

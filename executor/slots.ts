@@ -19,6 +19,11 @@ export class Slots {
     }
   }
 
+  /** Runs waiting for a slot. */
+  get waitingCount(): number {
+    return this.waiting.length;
+  }
+
   get inUse(): number {
     return this.active;
   }
