@@ -1,9 +1,9 @@
 /**
  * Generates the TypeScript view of the Avro contract in `schemas/`:
  *
- * - `src/plan/generated/schemas.ts`: the two envelope schemas (PlanEvent, PlanCommand) fully inlined (every
- *   named type defined at its first use, referenced by full name afterwards), the payload type names in
- *   union order, and the envelope schema version.
+ * - `src/plan/generated/schemas.ts`: the three envelope schemas (PlanEvent, PlanCommand, PlanSnapshot) fully
+ *   inlined (every named type defined at its first use, referenced by full name afterwards), the payload
+ *   type names in union order, and the envelope schema version.
  * - `src/plan/generated/types.ts`: an interface per record and an `as const` object + union type per enum.
  *   Optional Avro fields (`["null", T]`) become required properties typed `T | null`.
  *
@@ -230,6 +230,8 @@ function renderSchemas(named: Map<string, NamedSchema>, events: string[], comman
   out += `export const planEventSchema = ${JSON.stringify(inlineSchema('planledger.PlanEvent', named), null, 2)} as const;\n`;
   out += '\n/** The PlanCommand envelope (subject `<prefix>.plan-commands-value`), every named type inlined. */\n';
   out += `export const planCommandSchema = ${JSON.stringify(inlineSchema('planledger.PlanCommand', named), null, 2)} as const;\n`;
+  out += '\n/** The PlanSnapshot record (subject `<prefix>.plan-snapshots-value`), written by the projector. */\n';
+  out += `export const planSnapshotSchema = ${JSON.stringify(inlineSchema('planledger.PlanSnapshot', named), null, 2)} as const;\n`;
   out += '\n/** Event payload record names in union order (new ones are appended, never reordered). */\n';
   out += `export const eventTypes = ${JSON.stringify(events)} as const;\n`;
   out += '\n/** Command payload record names in union order (new ones are appended, never reordered). */\n';
@@ -244,7 +246,9 @@ export function generate(schemasDir: string = join(repoRoot, 'schemas')): Record
   const named = loadSchemas(schemasDir);
   const eventEnv = named.get('planledger.PlanEvent');
   const commandEnv = named.get('planledger.PlanCommand');
-  if (eventEnv === undefined || commandEnv === undefined) throw new Error('PlanEvent.avsc and PlanCommand.avsc are required');
+  if (eventEnv === undefined || commandEnv === undefined || !named.has('planledger.PlanSnapshot')) {
+    throw new Error('PlanEvent.avsc, PlanCommand.avsc and PlanSnapshot.avsc are required');
+  }
   const events = payloadBranches(eventEnv);
   const commands = payloadBranches(commandEnv);
   return {

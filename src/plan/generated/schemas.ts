@@ -948,6 +948,56 @@ export const planCommandSchema = {
   ]
 } as const;
 
+/** The PlanSnapshot record (subject `<prefix>.plan-snapshots-value`), written by the projector. */
+export const planSnapshotSchema = {
+  "type": "record",
+  "name": "PlanSnapshot",
+  "namespace": "planledger",
+  "doc": "A plan's state as of one event. Topic <prefix>.plan-snapshots (compacted), key planId, written by the projector. Restore = this snapshot + the events after eventsOffset.",
+  "fields": [
+    {
+      "name": "planId",
+      "type": "string"
+    },
+    {
+      "name": "partition",
+      "type": "int",
+      "doc": "Partition of the (co-partitioned) plan topics the plan lives on."
+    },
+    {
+      "name": "seq",
+      "type": "long",
+      "doc": "seq of the last event the snapshot covers (the plan's seq in stateJson)."
+    },
+    {
+      "name": "eventsOffset",
+      "type": "long",
+      "doc": "Offset in the events topic of the last event the snapshot covers; restore reads from eventsOffset + 1."
+    },
+    {
+      "name": "stateDigest",
+      "type": "string",
+      "doc": "Digest of the state held in stateJson; restore verifies it before trusting the snapshot."
+    },
+    {
+      "name": "stateJson",
+      "type": "string",
+      "doc": "Canonical JSON of the PlanState (sorted keys, no whitespace)."
+    },
+    {
+      "name": "schemaVersion",
+      "type": "int",
+      "doc": "Version of the PlanState shape in stateJson; a reader that does not know it rebuilds from the events instead.",
+      "default": 1
+    },
+    {
+      "name": "takenAt",
+      "type": "long",
+      "doc": "Epoch milliseconds when the projector took the snapshot."
+    }
+  ]
+} as const;
+
 /** Event payload record names in union order (new ones are appended, never reordered). */
 export const eventTypes = ["PlanCreated","ItemAdded","PlanProposed","PlanApproved","PlanRejected","ItemDelegated","IntentRecorded","ResultCommitted","ItemCompleted","ItemRetryScheduled","ItemFailed","PlanCompleted","PlanFailed","PlanCancelled","CommandRejected"] as const;
 

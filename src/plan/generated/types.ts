@@ -183,6 +183,25 @@ export interface ResultCommitted {
   followUpIds: string[];
 }
 
+/** A plan's state as of one event. Topic <prefix>.plan-snapshots (compacted), key planId, written by the projector. Restore = this snapshot + the events after eventsOffset. */
+export interface PlanSnapshot {
+  planId: string;
+  /** Partition of the (co-partitioned) plan topics the plan lives on. */
+  partition: number;
+  /** seq of the last event the snapshot covers (the plan's seq in stateJson). */
+  seq: number;
+  /** Offset in the events topic of the last event the snapshot covers; restore reads from eventsOffset + 1. */
+  eventsOffset: number;
+  /** Digest of the state held in stateJson; restore verifies it before trusting the snapshot. */
+  stateDigest: string;
+  /** Canonical JSON of the PlanState (sorted keys, no whitespace). */
+  stateJson: string;
+  /** Version of the PlanState shape in stateJson; a reader that does not know it rebuilds from the events instead. */
+  schemaVersion: number;
+  /** Epoch milliseconds when the projector took the snapshot. */
+  takenAt: number;
+}
+
 /** How a delegated child plan ended. */
 export const ChildPlanStatus = {
   completed: 'completed',
