@@ -146,6 +146,16 @@ class Executor {
     this.owners.set(partition, this.newOwner(partition));
   }
 
+  private memberId: string | undefined;
+
+  private revokeAll(reason: string): void {
+    for (const [p, owner] of this.owners) {
+      this.retire(owner);
+      this.owners.delete(p);
+      void owner.stop(reason);
+    }
+  }
+
   /** Stats of owners that are gone. */
   private readonly retired = { transactions: 0, events: 0 };
 
@@ -182,6 +192,10 @@ class Executor {
       allowAutoTopicCreation: false,
     });
     this.consumer.on(this.consumer.events.GROUP_JOIN, (ev) => {
+      // A new member id means the coordinator expired us (a pause, a long GC): whatever we owned may
+      // have had another owner in between, who fenced our producers. Start every partition afresh.
+      if (this.memberId !== undefined && this.memberId !== ev.payload.memberId) this.revokeAll('rejoined as a new member');
+      this.memberId = ev.payload.memberId;
       this.reconcile(ev.payload.memberAssignment[this.topics.commands] ?? []);
     });
     this.consumer.on(this.consumer.events.CRASH, (ev) => {

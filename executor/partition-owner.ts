@@ -135,6 +135,12 @@ export class PartitionOwner {
         reqs.push(this.deadLetter(m, e, next));
         continue;
       }
+      const home = partitionFor(command.planId, this.d.config.partitions);
+      if (home !== this.partition) {
+        // A producer with another partition count or partitioner: the plan's events live on `home`.
+        reqs.push(this.deadLetter(m, { code: 'VALIDATION', message: `command for plan ${command.planId} arrived on partition ${this.partition}; its partition is ${home}`, details: { reason: 'misrouted' } }, next));
+        continue;
+      }
       const events = this.decideAndApply(command, true);
       touched.add(command.planId);
       reqs.push(this.appendEvents(command.planId, events, next));

@@ -8,6 +8,16 @@ export interface LogRecord {
   readonly key: Buffer | null;
   readonly value: Buffer | null;
   readonly timestamp: string;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+function headerStrings(h: Record<string, Buffer | string | (Buffer | string)[] | undefined> | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(h ?? {})) {
+    if (v === undefined) continue;
+    out[k] = (Array.isArray(v) ? v.at(-1) : v)?.toString() ?? '';
+  }
+  return out;
 }
 
 export interface ReadToEndOptions {
@@ -89,7 +99,7 @@ export async function readToEnd(opts: ReadToEndOptions): Promise<Map<number, str
           const offset = BigInt(m.offset);
           if (offset < first) continue; // fetched before the seek took effect
           if (offset >= stop) break;
-          records.push({ topic: batch.topic, partition: batch.partition, offset: m.offset, key: m.key, value: m.value, timestamp: m.timestamp });
+          records.push({ topic: batch.topic, partition: batch.partition, offset: m.offset, key: m.key, value: m.value, timestamp: m.timestamp, headers: headerStrings(m.headers) });
         }
         if (records.length) await opts.onRecords(records);
       },

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { isLedgerError } from '../../src/errors.js';
+import { topicNames } from '../../src/config.js';
+import { createCodec } from '../../src/codec/index.js';
+import { readToEnd, type LogRecord } from '../../src/kafka/log-reader.js';
+import { partitionFor } from '../../src/kafka/partitioner.js';
 import { verifyChain } from '../../src/plan/index.js';
+import { closeAfter, randomPrefix, testAdmin, testKafka } from '../support/helpers.js';
 import { chainOfItems, ledgerWithExecutor } from './support.js';
 
 describe('executor (in-process, real broker and registry)', () => {
@@ -103,5 +108,38 @@ describe('executor (in-process, real broker and registry)', () => {
     expect((err as { details: { rejection: string } }).details.rejection).toBe('UNKNOWN_DEPENDENCY');
     const notFound = await ledger.approve('no-such-plan', 'a'.repeat(64)).catch((e: unknown) => e);
     expect((notFound as { details: { rejection: string } }).details.rejection).toBe('PLAN_NOT_FOUND');
+  });
+
+  it('dead-letters an undecodable and a misrouted command with the cause, and keeps serving the partition', async () => {
+    const { ledger, config } = await ledgerWithExecutor();
+    const kafka = testKafka(config);
+    const admin = await testAdmin(kafka);
+    const t = topicNames(config.topicPrefix);
+    const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix });
+    const producer = closeAfter(kafka.producer());
+    await producer.connect();
+    const planId = 'misrouted-plan';
+    const wrong = (partitionFor(planId, config.partitions) + 1) % config.partitions;
+    const misrouted = codec.encodeCommand({
+      type: 'CreatePlan', commandId: 'c-misrouted', planId, issuedAt: 1, actor: 'test', correlationId: 'c-misrouted',
+      data: { goal: 'x', mode: 'execute', labels: {}, parent: null, items: [] },
+    });
+    await producer.send({ topic: t.commands, messages: [
+      { key: 'garbage', value: Buffer.from('definitely not avro'), partition: 0 },
+      { key: planId, value: misrouted, partition: wrong },
+    ] });
+    // The partitions keep working: a plan created afterwards completes.
+    const { planId: ok } = await ledger.createPlan({ goal: 'after the poison', mode: 'execute', items: chainOfItems(2) });
+    await ledger.waitFor(ok, 'completed', { timeoutMs: 30_000 });
+
+    const dlq: LogRecord[] = [];
+    await readToEnd({ kafka, admin, topic: t.dlq, groupPrefix: randomPrefix('dlq'), onRecords: (r) => void dlq.push(...r) });
+    const byKey = Object.fromEntries(dlq.map((r) => [r.key?.toString(), r.headers]));
+    expect(Object.keys(byKey).sort()).toEqual(['garbage', planId]);
+    expect(byKey.garbage).toMatchObject({ 'source-topic': t.commands, 'source-partition': '0', 'error-code': 'SCHEMA', 'error-reason': 'bad_magic' });
+    expect(byKey[planId]).toMatchObject({ 'source-partition': String(wrong), 'error-reason': 'misrouted' });
+    expect(byKey[planId]!['error-message']).toContain(`its partition is ${partitionFor(planId, config.partitions)}`);
+    expect(dlq.find((r) => r.key?.toString() === 'garbage')?.value?.toString()).toBe('definitely not avro');
+    expect(await ledger.getPlan(planId)).toBeUndefined();
   });
 });
