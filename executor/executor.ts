@@ -78,7 +78,6 @@ export async function startExecutor(opts: ExecutorOptions): Promise<ExecutorHand
     if (tools.has(t.name)) throw new LedgerError('VALIDATION', `two tools are named "${t.name}"`, { field: 'tools' });
     tools.set(t.name, t);
   }
-  const topics = topicNames(config.topicPrefix);
   const kafka = createKafka(config, logger, 'executor');
   const admin = kafka.admin();
   await admin.connect();

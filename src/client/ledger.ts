@@ -239,7 +239,9 @@ class LedgerClient implements Ledger {
   async planEvents(planId: string): Promise<LedgerEventRecord[]> {
     const partition = partitionFor(planId, this.config.partitions);
     const prefix = `${planId}:`;
-    const out: LedgerEventRecord[] = [];
+    // By key, so a tombstone (an erased plan, before compaction removed its records) deletes the
+    // record it shadows instead of leaving an erased event visible.
+    const byKey = new Map<string, LedgerEventRecord>();
     await readToEnd({
       kafka: this.kafka,
       admin: this.admin,
@@ -248,13 +250,18 @@ class LedgerClient implements Ledger {
       groupPrefix: `${this.config.topicPrefix}.${this.clientId}`,
       onRecords: async (records) => {
         for (const r of records) {
-          if (!r.value || !r.key || !r.key.toString().startsWith(prefix)) continue;
+          const key = r.key?.toString();
+          if (!key || !key.startsWith(prefix)) continue;
+          if (!r.value) {
+            byKey.delete(key);
+            continue;
+          }
           const event = await this.codec.decodeEvent(r.value);
-          if (event.planId === planId) out.push({ event, partition, offset: r.offset });
+          if (event.planId === planId) byKey.set(key, { event, partition, offset: r.offset });
         }
       },
     });
-    return out;
+    return [...byKey.values()].sort((a, b) => a.event.seq - b.event.seq);
   }
 
   async getPlan(planId: string): Promise<PlanState | undefined> {
