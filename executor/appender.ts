@@ -60,7 +60,7 @@ export class TransactionalAppender {
 
   constructor(private readonly o: AppenderOptions) {
     this.maxBatch = o.maxBatch ?? 500;
-    this.lingerMs = o.lingerMs ?? 0;
+    this.lingerMs = o.lingerMs ?? Number(process.env.PLAN_LEDGER_APPEND_LINGER_MS ?? 0);
   }
 
   append(req: AppendRequest): Promise<void> {
