@@ -1,14 +1,17 @@
 import type { Kafka, KafkaMessage, Message, Producer } from 'kafkajs';
+import { erasureRecord } from '../src/audit/erasure-record.js';
 import { topicNames, type LedgerConfig } from '../src/config.js';
 import type { LedgerCodec } from '../src/codec/index.js';
 import { isLedgerError } from '../src/errors.js';
 import { eventKey, partitionFor } from '../src/kafka/partitioner.js';
+import { auditTopic } from '../src/kafka/topics.js';
 import type { Logger } from '../src/logging.js';
 import {
   canonicalJson,
   decide,
   evolve,
   getItem,
+  hasAppliedCommand,
   isPlanFinished,
   nextWakeUp,
   pendingRecoveries,
@@ -37,7 +40,14 @@ export interface OwnerDeps {
   readonly executorId: string;
   readonly logger: Logger;
   readonly slots: Slots;
-  readonly restore: (partition: number) => Promise<{ plans: Map<string, PlanState>; stalled: Map<string, string> }>;
+  readonly restore: (partition: number) => Promise<{
+    plans: Map<string, PlanState>;
+    stalled: Map<string, string>;
+    /** Plans whose keys were tombstoned last (erased); see {@link PartitionOwner.erased}. */
+    erased?: Set<string>;
+    /** Highest seq among each plan's event keys (covers a stalled plan's records past its state). */
+    lastKeySeq?: Map<string, number>;
+  }>;
   readonly now?: () => number;
 }
 
@@ -52,6 +62,14 @@ export class PartitionOwner {
   readonly plans = new Map<string, PlanState>();
   /** Plans that cannot advance (an undecodable or inapplicable event), with the reason. */
   readonly stalled = new Map<string, string>();
+  /**
+   * Erased plan ids (their last records are tombstones). A command for one behaves as for an unknown
+   * plan — PLAN_NOT_FOUND for anything but CreatePlan — but its CommandRejected is tombstoned in the
+   * same transaction, so nothing of the erased plan id stays live in the ledger.
+   */
+  readonly erased = new Set<string>();
+  /** Highest event-key seq of stalled plans (their state stops before the poison record). */
+  private readonly stalledKeySeq = new Map<string, number>();
   private readonly inFlight = new Set<string>();
   private readonly abort = new AbortController();
   private producer!: Producer;
@@ -103,6 +121,8 @@ export class PartitionOwner {
     const restored = await this.d.restore(this.partition);
     for (const [id, s] of restored.plans) this.plans.set(id, s);
     for (const [id, r] of restored.stalled) this.stalled.set(id, r);
+    for (const id of restored.erased ?? []) this.erased.add(id);
+    for (const [id, seq] of restored.lastKeySeq ?? []) if (this.stalled.has(id)) this.stalledKeySeq.set(id, seq);
     let maxToken = 0;
     for (const s of this.plans.values()) for (const it of Object.values(s.items)) for (const a of it.attempts) maxToken = Math.max(maxToken, a.fencingToken);
     this.fencingToken = maxToken + 1;
@@ -141,12 +161,88 @@ export class PartitionOwner {
         reqs.push(this.deadLetter(m, { code: 'VALIDATION', message: `command for plan ${command.planId} arrived on partition ${this.partition}; its partition is ${home}`, details: { reason: 'misrouted' } }, next));
         continue;
       }
+      if (!this.plans.has(command.planId) && this.erased.has(command.planId)) {
+        const rejected = this.rejectForErased(command, next);
+        if (rejected) {
+          reqs.push(rejected);
+          continue;
+        }
+        this.erased.delete(command.planId); // an accepted CreatePlan: the id starts afresh
+      }
+      if (command.type === 'ErasePlan') {
+        reqs.push(this.erase(command, next));
+        continue;
+      }
       const events = this.decideAndApply(command, true);
       touched.add(command.planId);
       reqs.push(this.appendEvents(command.planId, events, next));
     }
     await Promise.all(reqs);
     for (const id of touched) this.schedule(id);
+  }
+
+  /**
+   * A command for an erased plan id that `decide` refuses (PLAN_NOT_FOUND for anything but CreatePlan):
+   * its CommandRejected goes out for the client to see, followed in the same transaction by a tombstone
+   * for its key, so no live record of the erased plan id comes back. Undefined when the command is
+   * accepted (a CreatePlan) and must be handled normally.
+   */
+  private rejectForErased(command: PlanCommand, commitOffset: string): Promise<void> | undefined {
+    const ctx = { now: this.now() };
+    const decision = decide(undefined, command, ctx);
+    if (decision.ok) return undefined;
+    this.log.warn({ planId: command.planId, command: command.type, rejection: decision.rejection }, 'command for an erased plan rejected');
+    const e = rejectionEvent(undefined, command, decision.rejection, ctx);
+    const key = eventKey(e.planId, e.seq);
+    return this.appender.append({
+      events: [
+        { key, value: this.d.codec.encodeEvent(e), timestamp: String(e.occurredAt) },
+        { key, value: null },
+      ],
+      commitOffset,
+    });
+  }
+
+  /**
+   * ErasePlan: decided like any command (refused while approved or running without `force`), and when
+   * accepted the erasure itself, in ONE transaction with the command's offset: a tombstone for every
+   * event key `planId:1..seq` on the events partition, a tombstone for the plan's snapshot, and a
+   * `PlanErased` record on `<prefix>.ledger-audit`. Then the owner forgets the plan; its items still in
+   * flight find no plan when they return and record nothing.
+   */
+  private erase(command: Extract<PlanCommand, { type: 'ErasePlan' }>, commitOffset: string): Promise<void> {
+    const { planId } = command;
+    const state = this.plans.get(planId);
+    // A commandId that already caused events (its own rejection, redelivered) is decided already.
+    if (state && hasAppliedCommand(state, command.commandId)) return this.appendEvents(planId, [], commitOffset);
+    const rejected = this.decideAndApply(command, true);
+    if (rejected.length || !state) return this.appendEvents(planId, rejected, commitOffset);
+
+    const lastSeq = Math.max(state.seq, this.stalledKeySeq.get(planId) ?? 0);
+    const tombstones: Message[] = Array.from({ length: lastSeq }, (_, i) => ({ key: eventKey(planId, i + 1), value: null }));
+    const record = erasureRecord(state, {
+      commandId: command.commandId,
+      by: command.data.by,
+      reason: command.data.reason,
+      force: command.data.force,
+      partition: this.partition,
+      now: this.now(),
+      executorId: this.d.executorId,
+      lastSeq,
+    });
+    this.plans.delete(planId);
+    this.stalled.delete(planId);
+    this.stalledKeySeq.delete(planId);
+    this.erased.add(planId);
+    this.log.info({ planId, status: state.status, events: lastSeq, forced: record.forced, by: record.by }, 'plan erased');
+    return this.appender.append({
+      events: tombstones,
+      extra: [
+        { topic: this.topics.snapshots, messages: [{ key: planId, value: null, partition: this.partition }] },
+        { topic: auditTopic(this.d.config.topicPrefix), messages: [{ key: planId, value: JSON.stringify(record) }] },
+      ],
+      commitOffset,
+    });
   }
 
   private deadLetter(m: KafkaMessage, e: unknown, commitOffset: string): Promise<void> {
@@ -308,7 +404,7 @@ export class PartitionOwner {
   }
 
   private launchInvocation(planId: string, itemId: string, attempt: number, recovering: boolean): void {
-    this.track(`${planId}/${itemId}`, planId, itemId, () => this.d.slots.run(() => this.invoke(planId, itemId, attempt, recovering), this.abort.signal));
+    this.track(`${planId}/${itemId}`, planId, itemId, () => this.invoke(planId, itemId, attempt, recovering));
   }
 
   /** Runs one item step with in-flight bookkeeping; reschedules the plan when it ends. */
@@ -392,7 +488,9 @@ export class PartitionOwner {
           output = probed.output;
         } else {
           log.debug({ recovering }, 'invoking tool');
-          const ret = await tool.run(JSON.parse(item.inputJson), ctx);
+          // The slot bounds tools running at once; recording the result does not hold one.
+          const ret = await this.d.slots.run(async () => (this.abort.signal.aborted ? ABORTED : await tool.run(JSON.parse(item.inputJson), ctx)));
+          if (ret === ABORTED || ret === undefined && this.abort.signal.aborted) return;
           if (isToolResult(ret)) {
             result = ret;
             output = ret.output ?? null;
@@ -484,6 +582,8 @@ export class PartitionOwner {
     return this.draining;
   }
 }
+
+const ABORTED = Symbol('aborted');
 
 function safeJson(v: unknown): string | null {
   try {

@@ -9,7 +9,18 @@ import { evolve, type PlanState } from '../src/plan/index.js';
 export interface RestoredPartition {
   plans: Map<string, PlanState>;
   stalled: Map<string, string>;
+  /** Plans whose last records are tombstones: erased (until compaction removes the tombstones too). */
+  erased: Set<string>;
+  /** Highest seq among each plan's event keys (a stalled plan's records go past its state). */
+  lastKeySeq: Map<string, number>;
   eventsReplayed: number;
+}
+
+function seqOfKey(key: Buffer | null): number | undefined {
+  if (!key) return undefined;
+  const s = key.toString('utf8');
+  const n = Number(s.slice(s.lastIndexOf(':') + 1));
+  return Number.isSafeInteger(n) && n > 0 ? n : undefined;
 }
 
 /** planId of an event key `planId:seq` (plan ids may themselves contain ':'). */
@@ -24,6 +35,10 @@ export function planIdOfKey(key: Buffer | null): string | undefined {
  * Rebuilds every plan of one partition from its events (read_committed, to the end offset). A record
  * that cannot be decoded or applied stalls its plan with the reason — it is never skipped silently,
  * and the other plans of the partition restore normally.
+ *
+ * A tombstone (`planId:seq` with a null value) is an erasure: the plan is dropped with everything it
+ * had, exactly as compaction will drop its records, and remembered as erased. Records of the same id
+ * after the tombstones (a new plan under the erased id) start from scratch.
  */
 export async function restoreFromEvents(opts: {
   kafka: Kafka;
@@ -35,6 +50,8 @@ export async function restoreFromEvents(opts: {
 }): Promise<RestoredPartition> {
   const plans = new Map<string, PlanState>();
   const stalled = new Map<string, string>();
+  const erased = new Set<string>();
+  const lastKeySeq = new Map<string, number>();
   let eventsReplayed = 0;
   await readToEnd({
     kafka: opts.kafka,
@@ -44,8 +61,22 @@ export async function restoreFromEvents(opts: {
     groupPrefix: `${opts.config.topicPrefix}.restore`,
     onRecords: async (records) => {
       for (const r of records) {
-        if (r.value === null) continue; // tombstone of an erased plan
         const keyPlan = planIdOfKey(r.key);
+        if (r.value === null) {
+          // A tombstone: the plan was erased; forget all of it.
+          if (keyPlan) {
+            plans.delete(keyPlan);
+            stalled.delete(keyPlan);
+            lastKeySeq.delete(keyPlan);
+            erased.add(keyPlan);
+          }
+          continue;
+        }
+        if (keyPlan) {
+          erased.delete(keyPlan);
+          const seq = seqOfKey(r.key);
+          if (seq !== undefined && seq > (lastKeySeq.get(keyPlan) ?? 0)) lastKeySeq.set(keyPlan, seq);
+        }
         if (keyPlan && stalled.has(keyPlan)) continue;
         try {
           const e = await opts.codec.decodeEvent(r.value);
@@ -61,5 +92,5 @@ export async function restoreFromEvents(opts: {
       }
     },
   });
-  return { plans, stalled, eventsReplayed };
+  return { plans, stalled, erased, lastKeySeq, eventsReplayed };
 }

@@ -1,16 +1,46 @@
 import { Command, CommanderError } from 'commander';
-import { isLedgerError } from '../errors.js';
+import { isLedgerError, type LedgerError } from '../errors.js';
 import { registerExecutorCommand } from './executor.js';
 import { registerStackCommands } from './stack.js';
+import { registerAuditCommands, registerPlanCommands, registerServiceCommands } from './verbs.js';
+
+/** Exit codes, documented in `plan-ledger --help` and docs/cli.md. */
+export const ExitCode = { ok: 0, failure: 1, usage: 2, notFound: 3 } as const;
 
 export function buildProgram(): Command {
   const program = new Command('plan-ledger')
     .description('An event-sourced plan ledger over Apache Kafka for long-running agent work')
-    .showHelpAfterError('(add --help for usage)')
-    .exitOverride();
+    .configureOutput({
+      // Usage errors are one line too: "plan-ledger: <reason> (see plan-ledger <verb> --help)".
+      outputError: (str, write) => write(`plan-ledger: ${str.replace(/^error: /, '').trim()} (add --help for usage)\n`),
+    })
+    .exitOverride()
+    .addHelpText(
+      'after',
+      `
+Connection: PLAN_LEDGER_BROKERS, PLAN_LEDGER_REGISTRY_URL, PLAN_LEDGER_TOPIC_PREFIX (default "plan-ledger"),
+or else the running local stack ("plan-ledger stack up").
+
+Exit codes: 0 ok · 1 failure (rejected command, broken chain, unreachable broker, failed plan)
+            2 usage or validation (bad flag, invalid plan file) · 3 not found (unknown plan)
+
+Example:
+  $ plan-ledger stack up && plan-ledger demo
+  $ plan-ledger propose refund.yaml && plan-ledger approve <planId> --digest <digest> --by alice`,
+    );
   registerStackCommands(program);
   registerExecutorCommand(program);
+  registerServiceCommands(program);
+  registerPlanCommands(program);
+  registerAuditCommands(program);
   return program;
+}
+
+function exitCodeOf(e: LedgerError): number {
+  if (e.code === 'VALIDATION') return ExitCode.usage;
+  if (e.code === 'NOT_FOUND') return ExitCode.notFound;
+  if (e.code === 'REJECTED' && e.details.rejection === 'PLAN_NOT_FOUND') return ExitCode.notFound;
+  return ExitCode.failure;
 }
 
 /** Every failure ends as one line on stderr and a non-zero exit code, never a stack trace. */
@@ -19,14 +49,14 @@ export async function main(argv: string[]): Promise<number> {
     await buildProgram().parseAsync(argv);
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (e) {
-    if (e instanceof CommanderError) return e.exitCode;
+    if (e instanceof CommanderError) return e.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
     if (isLedgerError(e)) {
       process.stderr.write(`plan-ledger: ${e.message}\n`);
-      return e.code === 'VALIDATION' ? 2 : 1;
+      return exitCodeOf(e);
     }
     process.stderr.write(`plan-ledger: ${e instanceof Error ? e.message : String(e)}\n`);
     if (process.env.PLAN_LEDGER_DEBUG && e instanceof Error) process.stderr.write(`${e.stack}\n`);
-    return 1;
+    return ExitCode.failure;
   }
 }
 

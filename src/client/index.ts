@@ -1,1 +1,1 @@
-export { connectLedger, type Ledger, type CreatePlanInput, type CommandOutcome, type CommandOptions, type LedgerEventRecord } from './ledger.js';
+export { connectLedger, type Ledger, type CreatePlanInput, type CommandOutcome, type CommandOptions, type EraseOptions, type EraseOutcome, type LedgerEventRecord } from './ledger.js';

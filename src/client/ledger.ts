@@ -1,12 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import type { Admin, Consumer, Kafka, Producer } from 'kafkajs';
+import { parseErasureRecord, type ErasureRecord } from '../audit/erasure-record.js';
 import { createCodec, type LedgerCodec } from '../codec/index.js';
 import { loadConfig, topicNames, type LedgerConfig, type LedgerConfigInput } from '../config.js';
 import { LedgerError } from '../errors.js';
 import { createKafka } from '../kafka/client.js';
 import { readToEnd } from '../kafka/log-reader.js';
 import { partitionFor } from '../kafka/partitioner.js';
-import { ensurePlanTopics } from '../kafka/topics.js';
+import { auditTopic, ensurePlanTopics } from '../kafka/topics.js';
 import { silentLogger, type Logger } from '../logging.js';
 import { evolve, type CommandPayloads, type CommandType, type PlanCommand, type PlanEvent, type PlanMode, type PlanState, type PlanStatus } from '../plan/index.js';
 import { toItemSpec, type ItemInput } from '../plan-input.js';
@@ -35,6 +36,22 @@ export interface CommandOptions {
   timeoutMs?: number;
 }
 
+export interface EraseOptions {
+  /** Why, recorded in the erasure record. Default "erasure requested". */
+  reason?: string;
+  /** Who asked for it, recorded in the erasure record. Default: the client id. */
+  by?: string;
+  /** Erase even while the plan is approved or running (its running tools' results are then dropped). */
+  force?: boolean;
+  /** How long to wait for the owning executor to decide (default 30 s). */
+  timeoutMs?: number;
+}
+
+/** What an accepted erasure did: no events, the tombstones, and the record on `<prefix>.ledger-audit`. */
+export interface EraseOutcome extends CommandOutcome {
+  readonly erasure: ErasureRecord;
+}
+
 export interface LedgerEventRecord {
   readonly event: PlanEvent;
   readonly partition: number;
@@ -51,6 +68,15 @@ export interface Ledger {
   reject(planId: string, reason: string, opts?: CommandOptions & { digest?: string }): Promise<CommandOutcome>;
   cancel(planId: string, reason?: string, opts?: CommandOptions): Promise<CommandOutcome>;
   retryItem(planId: string, itemId: string, opts?: CommandOptions): Promise<CommandOutcome>;
+  /**
+   * Erases a plan through its owning executor (the only writer of its partition): in one transaction it
+   * tombstones every event key `planId:1..seq` and the plan's snapshot, and records a `PlanErased` entry
+   * on `<prefix>.ledger-audit`; then it forgets the plan (a later command for the id is PLAN_NOT_FOUND,
+   * except CreatePlan). Compaction then removes the records. Rejected (`REJECTED` with code
+   * `INVALID_STATE`) while the plan is approved or running unless `force`; `PLAN_NOT_FOUND` for an
+   * unknown or already erased plan.
+   */
+  erase(planId: string, opts?: EraseOptions): Promise<EraseOutcome>;
   /** The plan as its events say now, rebuilt from the log (no projector needed); undefined if unknown. */
   getPlan(planId: string): Promise<PlanState | undefined>;
   /** Every event of a plan in order, with where it sits in the log. */
@@ -61,6 +87,8 @@ export interface Ledger {
 }
 
 type Listener = (e: PlanEvent) => void;
+/** Called with the key of a tombstone (`planId:seq`) of a plan. */
+type TombstoneListener = (key: string) => void;
 
 /**
  * Connects to the ledger. With no argument the configuration comes from PLAN_LEDGER_* variables and
@@ -97,6 +125,7 @@ class LedgerClient implements Ledger {
   private producer!: Producer;
   private tail!: Consumer;
   private readonly listeners = new Map<string, Set<Listener>>();
+  private readonly tombstoneListeners = new Map<string, Set<TombstoneListener>>();
   private readonly topics;
   private readonly clientId = `client-${randomBytes(4).toString('hex')}`;
 
@@ -131,8 +160,12 @@ class LedgerClient implements Ledger {
         for (const m of batch.messages) {
           const key = m.key?.toString() ?? '';
           const planId = key.slice(0, key.lastIndexOf(':'));
+          if (!m.value) {
+            for (const l of [...(this.tombstoneListeners.get(planId) ?? [])]) l(key);
+            continue;
+          }
           const ls = this.listeners.get(planId);
-          if (!ls?.size || !m.value) continue;
+          if (!ls?.size) continue;
           try {
             const e = await this.codec.decodeEvent(m.value);
             for (const l of [...ls]) l(e);
@@ -155,9 +188,37 @@ class LedgerClient implements Ledger {
     };
   }
 
-  private async send<K extends CommandType>(planId: string, type: K, data: CommandPayloads[K], opts: CommandOptions = {}): Promise<CommandOutcome> {
+  private listenTombstones(planId: string, l: TombstoneListener): () => void {
+    let set = this.tombstoneListeners.get(planId);
+    if (!set) this.tombstoneListeners.set(planId, (set = new Set()));
+    set.add(l);
+    return () => {
+      set.delete(l);
+      if (!set.size) this.tombstoneListeners.delete(planId);
+    };
+  }
+
+  private command<K extends CommandType>(planId: string, type: K, data: CommandPayloads[K], by: string | undefined): PlanCommand {
     const commandId = `${type}-${Date.now().toString(36)}-${randomBytes(6).toString('hex')}`;
-    const command = { type, planId, commandId, issuedAt: Date.now(), actor: opts.by ?? this.clientId, correlationId: commandId, data } as PlanCommand;
+    return { type, planId, commandId, issuedAt: Date.now(), actor: by ?? this.clientId, correlationId: commandId, data } as PlanCommand;
+  }
+
+  private async produce(command: PlanCommand): Promise<void> {
+    const value = this.codec.encodeCommand(command);
+    await this.producer.send({
+      topic: this.topics.commands,
+      acks: -1,
+      messages: [{ key: command.planId, value, partition: partitionFor(command.planId, this.config.partitions) }],
+    });
+  }
+
+  private timeout(type: string, planId: string, commandId: string, timeoutMs: number): LedgerError {
+    return new LedgerError('TIMEOUT', `no executor decided ${type} for plan ${planId} within ${timeoutMs} ms — is an executor running on prefix "${this.config.topicPrefix}"?`, { commandId });
+  }
+
+  private async send<K extends CommandType>(planId: string, type: K, data: CommandPayloads[K], opts: CommandOptions = {}): Promise<CommandOutcome> {
+    const command = this.command(planId, type, data, opts.by);
+    const { commandId } = command;
     const timeoutMs = opts.timeoutMs ?? 30_000;
     const events: PlanEvent[] = [];
     let done!: () => void;
@@ -173,19 +234,11 @@ class LedgerClient implements Ledger {
     });
     let timer: NodeJS.Timeout | undefined;
     try {
-      const value = this.codec.encodeCommand(command);
-      await this.producer.send({
-        topic: this.topics.commands,
-        acks: -1,
-        messages: [{ key: planId, value, partition: partitionFor(planId, this.config.partitions) }],
-      });
+      await this.produce(command);
       await Promise.race([
         finished,
         new Promise((_, reject) => {
-          timer = setTimeout(
-            () => reject(new LedgerError('TIMEOUT', `no executor decided ${type} for plan ${planId} within ${timeoutMs} ms — is an executor running on prefix "${this.config.topicPrefix}"?`, { commandId })),
-            timeoutMs,
-          );
+          timer = setTimeout(() => reject(this.timeout(type, planId, commandId, timeoutMs)), timeoutMs);
         }),
       ]);
     } finally {
@@ -234,6 +287,87 @@ class LedgerClient implements Ledger {
 
   retryItem(planId: string, itemId: string, opts?: CommandOptions) {
     return this.send(planId, 'RetryItem', { itemId }, opts);
+  }
+
+  async erase(planId: string, opts: EraseOptions = {}): Promise<EraseOutcome> {
+    const by = opts.by ?? this.clientId;
+    const command = this.command(planId, 'ErasePlan', { reason: opts.reason ?? 'erasure requested', by, force: opts.force ?? false }, by);
+    const { commandId } = command;
+    const timeoutMs = opts.timeoutMs ?? 30_000;
+    const deadline = Date.now() + timeoutMs;
+    // The decision comes back as one of: our CommandRejected on the events tail, or the tombstones of
+    // the plan's keys (the whole erasure is one transaction, so the first tombstone means all of it
+    // committed, the ledger-audit record included).
+    const signals: Array<{ kind: 'rejected'; event: PlanEvent } | { kind: 'tombstone' }> = [];
+    let wake: (() => void) | undefined;
+    const push = (s: (typeof signals)[number]) => {
+      signals.push(s);
+      wake?.();
+    };
+    const stopEvents = this.listen(planId, (e) => {
+      if (e.causationId === commandId && e.type === 'CommandRejected') push({ kind: 'rejected', event: e });
+    });
+    const stopTombstones = this.listenTombstones(planId, () => push({ kind: 'tombstone' }));
+    let auditFrom: Map<number, string> | undefined;
+    try {
+      await this.produce(command);
+      for (;;) {
+        const signal = signals.shift();
+        if (signal === undefined) {
+          const left = deadline - Date.now();
+          if (left <= 0) throw this.timeout('ErasePlan', planId, commandId, timeoutMs);
+          await new Promise<void>((r) => {
+            const t = setTimeout(r, left);
+            wake = () => {
+              clearTimeout(t);
+              r();
+            };
+          });
+          wake = undefined;
+          continue;
+        }
+        if (signal.kind === 'rejected') {
+          const r = signal.event.type === 'CommandRejected' ? signal.event.data : undefined;
+          throw new LedgerError('REJECTED', `ErasePlan rejected: ${r?.code}: ${r?.message}`, { rejection: r?.code, field: r?.field, commandId, planId });
+        }
+        // Tombstones: ours, or another erasure's (then ours is rejected PLAN_NOT_FOUND next).
+        signals.splice(0, signals.length, ...signals.filter((s) => s.kind !== 'tombstone'));
+        const found = await this.findErasure(commandId, auditFrom, (next) => (auditFrom = next));
+        if (found) return { commandId, planId, events: [], erasure: found };
+      }
+    } finally {
+      stopEvents();
+      stopTombstones();
+    }
+  }
+
+  /**
+   * The erasure record a command caused, from `<prefix>.ledger-audit`. It commits with the tombstones,
+   * but its partition's transaction marker may trail theirs by a moment, so a miss is re-read briefly.
+   */
+  private async findErasure(commandId: string, from: Map<number, string> | undefined, advance: (next: Map<number, string>) => void): Promise<ErasureRecord | undefined> {
+    const topic = auditTopic(this.config.topicPrefix);
+    for (let attempt = 0; attempt < 20; attempt++) {
+      let found: ErasureRecord | undefined;
+      const next = await readToEnd({
+        kafka: this.kafka,
+        admin: this.admin,
+        topic,
+        ...(from ? { from } : {}),
+        groupPrefix: `${this.config.topicPrefix}.${this.clientId}`,
+        onRecords: (records) => {
+          for (const r of records) {
+            const rec = parseErasureRecord(r.value);
+            if (rec?.commandId === commandId) found = rec;
+          }
+        },
+      });
+      from = next;
+      advance(next);
+      if (found) return found;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return undefined;
   }
 
   async planEvents(planId: string): Promise<LedgerEventRecord[]> {

@@ -5,8 +5,19 @@ import { LedgerError } from '../errors.js';
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 /**
+ * `<prefix>.ledger-audit`: erasure records (JSON `PlanErased`, key planId), written by the owning executor
+ * in the erasure's transaction. One partition, the delete policy and no time retention, so the fact of an
+ * erasure outlives the plan's compacted events.
+ */
+export function auditTopic(prefix: string): string {
+  return `${prefix}.ledger-audit`;
+}
+
+/**
  * The plan topics (DESIGN §3): co-partitioned commands/events/snapshots, events compacted with no
- * time retention (their keys are unique, so compaction removes only exact re-sends and erasures).
+ * time retention (their keys are unique, so compaction removes only exact re-sends and erasures);
+ * plus the single-partition ledger-audit topic, which must exist before an executor's erasure
+ * transaction writes to it.
  */
 export function planTopicSpecs(config: LedgerConfig): ITopicConfig[] {
   const t = topicNames(config.topicPrefix);
@@ -17,6 +28,7 @@ export function planTopicSpecs(config: LedgerConfig): ITopicConfig[] {
     { topic: t.events, ...base, configEntries: entries({ 'cleanup.policy': 'compact', 'retention.ms': '-1', 'min.compaction.lag.ms': '0' }) },
     { topic: t.snapshots, ...base, configEntries: entries({ 'cleanup.policy': 'compact', 'retention.ms': '-1' }) },
     { topic: t.dlq, ...base, configEntries: entries({ 'cleanup.policy': 'delete', 'retention.ms': String(30 * DAY_MS) }) },
+    { topic: auditTopic(config.topicPrefix), numPartitions: 1, replicationFactor: config.replicationFactor, configEntries: entries({ 'cleanup.policy': 'delete', 'retention.ms': '-1' }) },
   ];
 }
 

@@ -23,6 +23,7 @@ import type {
   ChildPlanFinished,
   CommandPayloads,
   CreatePlan,
+  ErasePlan,
   ItemError,
   ItemSpec,
   ProposePlan,
@@ -189,6 +190,9 @@ function decideOrThrow(state: PlanState | undefined, input: unknown, ctx: Decide
       break;
     case 'ChildPlanFinished':
       childPlanFinished(out, s, command.data, ctx.now, limits);
+      break;
+    case 'ErasePlan':
+      erasePlan(s, command.data);
       break;
     case 'RecordIntent':
       recordIntent(out, s, command.data, ctx.now);
@@ -376,6 +380,18 @@ function childPlanFinished(out: Emitter, s: PlanState, data: ChildPlanFinished, 
       followUpIds: [],
     },
   });
+}
+
+/**
+ * ErasePlan decides no events: it is accepted (the owning executor then tombstones the plan's events and
+ * snapshot and records the erasure on the ledger-audit topic) or refused. A plan whose items may be
+ * running (approved or running) is only erased with `force`.
+ */
+function erasePlan(s: PlanState, data: ErasePlan): void {
+  nonEmpty(data.by, 'data.by');
+  if ((s.status === 'running' || s.status === 'approved') && !data.force) {
+    reject('INVALID_STATE', `plan ${s.planId} is ${s.status}; erase --force to erase it anyway`, null);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -1,10 +1,14 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { isLedgerError } from '../../src/errors.js';
 import { topicNames } from '../../src/config.js';
 import { createCodec } from '../../src/codec/index.js';
 import { readToEnd, type LogRecord } from '../../src/kafka/log-reader.js';
 import { partitionFor } from '../../src/kafka/partitioner.js';
-import { verifyChain } from '../../src/plan/index.js';
+import { eventKey } from '../../src/kafka/partitioner.js';
+import { auditTopic } from '../../src/kafka/topics.js';
+import { stateDigest, verifyChain } from '../../src/plan/index.js';
+import { startExecutor } from '../../executor/index.js';
+import { tools } from '../fixtures/tools.js';
 import { closeAfter, randomPrefix, testAdmin, testKafka } from '../support/helpers.js';
 import { chainOfItems, ledgerWithExecutor } from './support.js';
 
@@ -141,5 +145,78 @@ describe('executor (in-process, real broker and registry)', () => {
     expect(byKey[planId]!['error-message']).toContain(`its partition is ${partitionFor(planId, config.partitions)}`);
     expect(dlq.find((r) => r.key?.toString() === 'garbage')?.value?.toString()).toBe('definitely not avro');
     expect(await ledger.getPlan(planId)).toBeUndefined();
+  });
+
+  it('erases a plan through its owner: refused while running without force, done with force in one transaction; the owner forgets it', async () => {
+    const { ledger, executor, config } = await ledgerWithExecutor();
+    const kafka = testKafka(config);
+    const admin = await testAdmin(kafka);
+    const t = topicNames(config.topicPrefix);
+    // Attempt 1 fails and the retry waits ten minutes: the plan stays running.
+    const { planId } = await ledger.createPlan({
+      goal: 'to be erased',
+      mode: 'execute',
+      items: [{ id: 'x', title: 'x', why: 'keeps the plan running', tool: 'flaky', input: { succeedOn: 99 }, retry: { maxAttempts: 5, initialBackoffMs: 600_000, backoffMultiplier: 1, maxBackoffMs: 600_000 } }],
+    });
+    await ledger.waitFor(planId, (s) => s.seq >= 5, { timeoutMs: 30_000 });
+
+    const refused = await ledger.erase(planId, { by: 'dpo' }).catch((e: unknown) => e);
+    expect(isLedgerError(refused, 'REJECTED')).toBe(true);
+    expect((refused as { details: { rejection: string } }).details.rejection).toBe('INVALID_STATE');
+    expect((refused as Error).message).toBe(`ErasePlan rejected: INVALID_STATE: plan ${planId} is running; erase --force to erase it anyway`);
+    expect(executor.planState(planId)?.status).toBe('running');
+
+    const before = (await ledger.getPlan(planId))!;
+    expect(before.rejections.map((r) => r.commandType)).toEqual(['ErasePlan']);
+    const erased = await ledger.erase(planId, { by: 'dpo', reason: 'GDPR request 481', force: true });
+    expect(erased.events).toEqual([]);
+    expect(erased.erasure).toMatchObject({
+      type: 'PlanErased', planId, commandId: erased.commandId, by: 'dpo', reason: 'GDPR request 481', forced: true, statusAtErasure: 'running',
+      partition: partitionFor(planId, config.partitions), events: before.seq, lastSeq: before.seq, chainHead: before.lastHash,
+      stateDigest: stateDigest(before), executorId: executor.executorId, tombstones: { events: before.seq, snapshots: 1 },
+    });
+    expect(executor.planState(planId)).toBeUndefined();
+    expect(await ledger.getPlan(planId)).toBeUndefined();
+
+    // The erased id is unknown now: PLAN_NOT_FOUND for a command, and for a second erasure.
+    for (const again of [() => ledger.cancel(planId), () => ledger.erase(planId, { force: true })]) {
+      const e = await again().catch((x: unknown) => x);
+      expect((e as { details: { rejection: string } }).details.rejection).toBe('PLAN_NOT_FOUND');
+    }
+    expect(await ledger.getPlan(planId)).toBeUndefined();
+    expect(executor.planState(planId)).toBeUndefined();
+
+    // The partition: a tombstone for every key planId:1..seq, each key's last record is a tombstone (the
+    // rejections above were tombstoned in their own transaction), nothing past the erased seq.
+    const partition = partitionFor(planId, config.partitions);
+    const last = new Map<string, Buffer | null>();
+    await readToEnd({ kafka, admin, topic: t.events, partitions: [partition], groupPrefix: randomPrefix('r'), onRecords: (rs) => rs.forEach((r) => last.set(r.key!.toString(), r.value)) });
+    const keys = [...last.keys()].filter((k) => k.startsWith(`${planId}:`));
+    expect(keys.sort()).toEqual(Array.from({ length: before.seq }, (_, i) => eventKey(planId, i + 1)).sort());
+    expect(keys.every((k) => last.get(k) === null)).toBe(true);
+    const snapshots: LogRecord[] = [];
+    await readToEnd({ kafka, admin, topic: t.snapshots, partitions: [partition], groupPrefix: randomPrefix('r'), onRecords: (rs) => void snapshots.push(...rs) });
+    expect(snapshots.filter((r) => r.key?.toString() === planId).at(-1)?.value).toBeNull();
+    const audit: LogRecord[] = [];
+    await readToEnd({ kafka, admin, topic: auditTopic(config.topicPrefix), groupPrefix: randomPrefix('r'), onRecords: (rs) => void audit.push(...rs) });
+    expect(audit.map((r) => JSON.parse(r.value!.toString()) as { commandId: string }).map((r) => r.commandId)).toEqual([erased.commandId]);
+
+    // CreatePlan starts the id afresh, from seq 1.
+    const again = await ledger.createPlan({ planId, goal: 'a new plan under the erased id', mode: 'execute', items: chainOfItems(2) });
+    expect(again.events[0]).toMatchObject({ type: 'PlanCreated', seq: 1 });
+    const done = await ledger.waitFor(planId, 'completed', { timeoutMs: 30_000 });
+    expect(verifyChain((await ledger.planEvents(planId)).map((r) => r.event)).ok).toBe(true);
+
+    // A new owner restores from the log: the erased plan is gone, the new one is intact, nothing stalls.
+    await executor.stop();
+    const next = await startExecutor({ tools, config, concurrency: 8, sessionTimeoutMs: 6000, heartbeatIntervalMs: 500 });
+    onTestFinished(() => next.stop());
+    await next.started;
+    expect(next.planState(planId)).toEqual(done);
+    const { planId: other } = await ledger.createPlan({ goal: 'erased when completed', mode: 'execute', items: chainOfItems(1) });
+    await ledger.waitFor(other, 'completed', { timeoutMs: 30_000 });
+    const plain = await ledger.erase(other, { by: 'dpo' });
+    expect(plain.erasure).toMatchObject({ forced: false, statusAtErasure: 'completed', executorId: next.executorId });
+    expect(next.planState(other)).toBeUndefined();
   });
 });

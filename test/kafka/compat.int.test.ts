@@ -146,8 +146,13 @@ describe('kafkajs against the real broker', () => {
         expected.push(`v${i}-a`, `v${i}-b`);
       }
     }
-    const end = (await admin.fetchTopicOffsets(topic))[0]!;
-    // 6 transactions x (2 records + 1 marker): the log is longer than the records a reader sees.
+    // 6 transactions x (2 records + 1 marker): the log is longer than the records a reader sees. The
+    // coordinator writes the last commit marker asynchronously after commit() returns, so the stable end
+    // reaches 18 a moment later.
+    const end = await waitFor(async () => {
+      const o = (await admin.fetchTopicOffsets(topic))[0]!;
+      return Number(o.high) === 18 ? o : undefined;
+    }, { message: 'last stable offset reaches 18' });
     expect(Number(end.high)).toBe(18);
     const { records, next } = await readAll(kafka, admin, topic);
     expect(records.map((r) => r.value?.toString())).toEqual(expected);

@@ -1,7 +1,7 @@
 /**
  * A generator of valid command sequences: a plan with a random DAG of items, driven through propose /
  * approve, intents, results (success, retryable and terminal failures, follow-ups, delegation), settling,
- * retries, the odd cancel, duplicate deliveries and invalid commands (which become CommandRejected).
+ * retries, the odd cancel or erasure, duplicate deliveries and invalid commands (which become CommandRejected).
  * A scenario is plain data, so fast-check shrinks it; `simulate` is deterministic.
  */
 import fc from 'fast-check';
@@ -144,10 +144,13 @@ export function simulate(s: Scenario): Simulation {
     if (choice % 11 === 0) actions.push(() => mk('RecordIntent', { itemId: st.itemOrder[choice % st.itemOrder.length] ?? 'x', executorId: 'ex', fencingToken: 1 }));
     if (choice % 13 === 0) actions.push(() => mk('SettleItem', { itemId: 'missing' }));
     if (choice % 97 === 0) actions.push(() => mk('CancelPlan', { reason: 'enough' }));
+    if (choice % 89 === 0) actions.push(() => mk('ErasePlan', { reason: 'erasure requested', by: 'dpo', force: choice % 2 === 0 }));
     const pick = actions[choice % Math.max(1, actions.length)];
     if (pick === undefined) continue;
     last = pick();
     apply(last);
+    // An accepted erasure decides no events; the executor then forgets the plan, so the scenario ends.
+    if (last.type === 'ErasePlan' && steps[steps.length - 1]!.decision.ok) break;
   }
   return { events, steps, state: state as PlanState };
 }

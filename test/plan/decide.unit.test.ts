@@ -10,7 +10,7 @@ import {
   type PlanEvent,
   type PlanState,
 } from '../../src/plan/index.js';
-import { cmd, command, fold, item, PLAN, run } from './fixtures.js';
+import { cmd, command, fold, item, PLAN, run, runLenient } from './fixtures.js';
 import { given } from './spec.js';
 
 const NOW = 5000;
@@ -161,6 +161,35 @@ describe('CancelPlan', () => {
     given(history)
       .when(cmd.settle('a'))
       .then([{ type: 'ItemFailed', data: { itemId: 'a', attempt: 1, reason: 'plan_cancelled', error: { code: 'BOOM', message: 'it broke', detailsJson: null } } }]);
+  });
+});
+
+describe('ErasePlan', () => {
+  const completed = () => run([cmd.create([a]), cmd.intent('a'), cmd.commit('a', 1), cmd.settle('a')]).events;
+  it('PLAN_NOT_FOUND for a missing plan, also one that only has rejected commands', () => {
+    given([]).when(cmd.erase()).thenRejects('PLAN_NOT_FOUND', 'planId');
+    given(runLenient([cmd.add([a])]).events).when(cmd.erase(true)).thenRejects('PLAN_NOT_FOUND', 'planId');
+  });
+  it('INVALID_STATE for a running or approved plan without force, saying how to force it', () => {
+    for (const history of [executePlan(), aStarted(), approvedPlan()]) {
+      const d = decide(stateOf(history), cmd.erase(), { now: NOW });
+      expect(d).toMatchObject({ ok: false, rejection: { code: 'INVALID_STATE', field: null } });
+      if (!d.ok) expect(d.rejection.message).toBe(`plan ${PLAN} is ${stateOf(history).status}; erase --force to erase it anyway`);
+    }
+  });
+  it('accepted with no events (the executor carries the erasure out) with force, or once nothing runs', () => {
+    given(aStarted()).when(cmd.erase(true)).thenNothing();
+    given(approvedPlan()).when(cmd.erase(true)).thenNothing();
+    for (const history of [completed(), proposedPlan(), run([cmd.create([], 'propose')]).events, run([cmd.create([a]), cmd.cancel()]).events]) {
+      given(history).when(cmd.erase()).thenNothing();
+    }
+    const failed = run([cmd.create([a]), cmd.intent('a'), cmd.commit('a', 1, 'failed_terminal'), cmd.settle('a')]).events;
+    expect(stateOf(failed).status).toBe('failed');
+    given(failed).when(cmd.erase()).thenNothing();
+  });
+  it('INVALID_FIELD without who asked; force defaults to false', () => {
+    given(completed()).when(cmd.erase(false, undefined, ' ')).thenRejects('INVALID_FIELD', 'data.by');
+    given(executePlan()).when(command('ErasePlan', { reason: 'r', by: 'dpo' } as never)).thenRejects('INVALID_STATE');
   });
 });
 

@@ -38,6 +38,7 @@ export const cmd = {
   rejectPlan: (digest: string, meta?: Meta) => command('RejectPlan', { digest, by: 'ops', reason: 'too risky' }, meta),
   cancel: (meta?: Meta) => command('CancelPlan', { reason: 'stop' }, meta),
   retry: (itemId: string, meta?: Meta) => command('RetryItem', { itemId }, meta),
+  erase: (force = false, meta?: Meta, by = 'dpo') => command('ErasePlan', { reason: 'GDPR request 481', by, force }, meta),
   childFinished: (parentItemId: string, childPlanId: string, status: 'completed' | 'failed' | 'cancelled', outputJson: string | null = null, meta?: Meta) =>
     command('ChildPlanFinished', { parentItemId, childPlanId, status, outputJson, error: null }, meta),
   intent: (itemId: string, meta?: Meta) => command('RecordIntent', { itemId, executorId: 'ex-1', fencingToken: 7 }, meta),

@@ -24,7 +24,7 @@ describe('schemas and generated types are one truth', () => {
       'PlanCreated', 'ItemAdded', 'PlanProposed', 'PlanApproved', 'PlanRejected', 'ItemDelegated', 'IntentRecorded', 'ResultCommitted',
       'ItemCompleted', 'ItemRetryScheduled', 'ItemFailed', 'PlanCompleted', 'PlanFailed', 'PlanCancelled', 'CommandRejected',
     ]);
-    expect(commandTypes).toEqual(['CreatePlan', 'AddItems', 'ProposePlan', 'ApprovePlan', 'RejectPlan', 'CancelPlan', 'RetryItem', 'ChildPlanFinished']);
+    expect(commandTypes).toEqual(['CreatePlan', 'AddItems', 'ProposePlan', 'ApprovePlan', 'RejectPlan', 'CancelPlan', 'RetryItem', 'ChildPlanFinished', 'ErasePlan']);
     const payload = planEventSchema.fields.find((f) => f.name === 'payload')!;
     expect((payload.type as readonly { name: string }[]).map((b) => b.name)).toEqual([...eventTypes]);
     expect(eventSchemaVersion).toBe(1);

@@ -942,6 +942,30 @@ export const planCommandSchema = {
               "default": null
             }
           ]
+        },
+        {
+          "type": "record",
+          "name": "ErasePlan",
+          "namespace": "planledger",
+          "doc": "Erase the plan: the owning executor tombstones every event key planId:1..seq and the plan's snapshot, and records a PlanErased entry on <prefix>.ledger-audit, in one transaction. Decides no events. Refused while the plan is approved or running unless force.",
+          "fields": [
+            {
+              "name": "reason",
+              "type": "string",
+              "doc": "Why, recorded in the erasure record (e.g. a GDPR request id)."
+            },
+            {
+              "name": "by",
+              "type": "string",
+              "doc": "Who asked for the erasure."
+            },
+            {
+              "name": "force",
+              "type": "boolean",
+              "default": false,
+              "doc": "Erase even while the plan is approved or running."
+            }
+          ]
         }
       ]
     }
@@ -1002,7 +1026,7 @@ export const planSnapshotSchema = {
 export const eventTypes = ["PlanCreated","ItemAdded","PlanProposed","PlanApproved","PlanRejected","ItemDelegated","IntentRecorded","ResultCommitted","ItemCompleted","ItemRetryScheduled","ItemFailed","PlanCompleted","PlanFailed","PlanCancelled","CommandRejected"] as const;
 
 /** Command payload record names in union order (new ones are appended, never reordered). */
-export const commandTypes = ["CreatePlan","AddItems","ProposePlan","ApprovePlan","RejectPlan","CancelPlan","RetryItem","ChildPlanFinished"] as const;
+export const commandTypes = ["CreatePlan","AddItems","ProposePlan","ApprovePlan","RejectPlan","CancelPlan","RetryItem","ChildPlanFinished","ErasePlan"] as const;
 
 /** The schemaVersion every event written with this contract carries. */
 export const eventSchemaVersion = 1;

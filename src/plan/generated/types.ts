@@ -36,6 +36,16 @@ export interface CreatePlan {
   items: ItemSpec[];
 }
 
+/** Erase the plan: the owning executor tombstones every event key planId:1..seq and the plan's snapshot, and records a PlanErased entry on <prefix>.ledger-audit, in one transaction. Decides no events. Refused while the plan is approved or running unless force. */
+export interface ErasePlan {
+  /** Why, recorded in the erasure record (e.g. a GDPR request id). */
+  reason: string;
+  /** Who asked for the erasure. */
+  by: string;
+  /** Erase even while the plan is approved or running. */
+  force: boolean;
+}
+
 /** Propose the current plan for review. */
 export interface ProposePlan {
   comment: string | null;
@@ -351,5 +361,6 @@ export interface CommandPayloads {
   CancelPlan: CancelPlan;
   RetryItem: RetryItem;
   ChildPlanFinished: ChildPlanFinished;
+  ErasePlan: ErasePlan;
 }
 export type CommandType = keyof CommandPayloads;

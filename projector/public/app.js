@@ -1,0 +1,359 @@
+/* global document, window, fetch, EventSource, localStorage, setTimeout, clearTimeout, prompt, URLSearchParams */
+// The plan-ledger dashboard: plain DOM, no framework, no build step. Reads the projector's API, listens
+// to /api/stream for changes (falls back to polling), and submits approve/reject with a bearer token.
+
+const $ = (sel) => document.querySelector(sel);
+
+/** Creates an element; strings become text nodes (never HTML). */
+function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'class') el.className = v;
+    else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat()) if (c !== null && c !== undefined && c !== false) el.append(c instanceof window.Node ? c : String(c));
+  return el;
+}
+
+const SVG = 'http://www.w3.org/2000/svg';
+function s(tag, attrs = {}, ...children) {
+  const el = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) if (v !== undefined && v !== null) el.setAttribute(k, String(v));
+  for (const c of children.flat()) if (c !== null && c !== undefined) el.append(c instanceof window.Node ? c : document.createTextNode(String(c)));
+  return el;
+}
+
+const state = { plans: [], cursor: null, selected: null, detail: null, audit: null, version: 0 };
+const token = $('#token');
+const operator = $('#operator');
+token.value = localStorage.getItem('plan-ledger.token') ?? '';
+operator.value = localStorage.getItem('plan-ledger.operator') ?? '';
+token.addEventListener('change', () => localStorage.setItem('plan-ledger.token', token.value));
+operator.addEventListener('change', () => localStorage.setItem('plan-ledger.operator', operator.value));
+$('#auth').addEventListener('submit', (e) => e.preventDefault());
+
+function toast(message, kind = 'ok') {
+  const t = $('#toast');
+  t.textContent = message;
+  t.className = `toast ${kind}`;
+  t.hidden = false;
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => (t.hidden = true), 5000);
+}
+
+async function getJson(path) {
+  const res = await fetch(path, { headers: { accept: 'application/json' } });
+  const body = await res.json().catch(() => ({}));
+  if (!res.ok) throw new Error(body.message ?? `${res.status} ${res.statusText}`);
+  return body;
+}
+
+const ago = (ms) => {
+  if (!ms) return '';
+  const d = Math.max(0, Date.now() - ms) / 1000;
+  if (d < 60) return `${Math.round(d)}s ago`;
+  if (d < 3600) return `${Math.round(d / 60)}m ago`;
+  if (d < 86400) return `${Math.round(d / 3600)}h ago`;
+  return new Date(ms).toLocaleDateString();
+};
+const dur = (ms) => (ms === null || ms === undefined ? '—' : ms < 1000 ? `${ms} ms` : ms < 60_000 ? `${(ms / 1000).toFixed(1)} s` : `${(ms / 60_000).toFixed(1)} min`);
+const time = (ms) => new Date(ms).toLocaleTimeString([], { hour12: false }) + '.' + String(ms % 1000).padStart(3, '0');
+
+function statusPill(status, stalled) {
+  return stalled ? h('span', { class: 'pill s-stalled', title: stalled.message }, 'stalled') : h('span', { class: `pill s-${status}` }, status);
+}
+
+function progressBar(p) {
+  const total = Math.max(1, p.total);
+  const seg = (cls, n) => (n ? h('span', { class: cls, style: `width:${(100 * n) / total}%` }) : null);
+  return h('div', { class: 'bar', title: `${p.completed}/${p.total} completed, ${p.running} running, ${p.failed} failed` },
+    seg('completed', p.completed), seg('running', p.running), seg('failed', p.failed), seg('cancelled', p.cancelled));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// plans list
+
+function query(cursor) {
+  const q = new URLSearchParams({ limit: '100' });
+  const st = $('#status-filter').value;
+  const label = $('#label-filter').value.trim();
+  if (st) q.set('status', st);
+  if (label) q.set('label', label);
+  if (cursor) q.set('cursor', cursor);
+  return `/api/plans?${q}`;
+}
+
+async function loadPlans() {
+  try {
+    const page = await getJson(query());
+    state.plans = page.plans;
+    state.cursor = page.nextCursor;
+    state.total = page.total;
+    renderPlans();
+  } catch (e) {
+    toast(`plans: ${e.message}`, 'err');
+  }
+}
+
+async function loadMore() {
+  const page = await getJson(query(state.cursor));
+  state.plans.push(...page.plans);
+  state.cursor = page.nextCursor;
+  renderPlans();
+}
+
+function renderPlans() {
+  const list = $('#plan-list');
+  list.replaceChildren(
+    ...state.plans.map((p) =>
+      h('li', { class: `plan-item${p.planId === state.selected ? ' selected' : ''}`, 'data-plan': p.planId, onclick: () => select(p.planId) },
+        h('div', { class: 'goal', title: p.goal }, p.goal || p.planId),
+        statusPill(p.status, p.stalled),
+        h('div', { class: 'pid mono' }, p.planId),
+        h('div', { class: 'meta' }, `${p.progress.completed}/${p.progress.total} · ${ago(p.updatedAt)}`),
+        progressBar(p.progress),
+      ),
+    ),
+  );
+  if (state.plans.length === 0) list.append(h('li', { class: 'empty' }, 'No plans yet.'));
+  $('#more').hidden = !state.cursor;
+  const counts = {};
+  for (const p of state.plans) counts[p.stalled ? 'stalled' : p.status] = (counts[p.stalled ? 'stalled' : p.status] ?? 0) + 1;
+  $('#counts').replaceChildren(h('span', { class: 'chip' }, `${state.total ?? state.plans.length} plans`), ...Object.entries(counts).map(([k, n]) => h('span', { class: 'chip' }, `${n} ${k}`)));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// plan detail
+
+async function select(planId) {
+  state.selected = planId;
+  window.history.replaceState(null, '', `#${encodeURIComponent(planId)}`);
+  renderPlans();
+  await loadDetail();
+}
+
+async function loadDetail() {
+  const id = state.selected;
+  if (!id) return;
+  try {
+    const [detail, audit] = await Promise.all([getJson(`/api/plans/${encodeURIComponent(id)}`), getJson(`/api/plans/${encodeURIComponent(id)}/audit`)]);
+    if (state.selected !== id) return;
+    state.detail = detail;
+    state.audit = audit;
+    renderDetail();
+  } catch (e) {
+    $('#detail').replaceChildren(h('div', { class: 'empty' }, e.message));
+  }
+}
+
+function renderDetail() {
+  const { detail, audit } = state;
+  const plan = detail.state;
+  const root = $('#detail');
+  const fill = (...children) => root.replaceChildren(...children.filter((c) => c !== null && c !== undefined));
+  if (!plan) {
+    fill(h('div', { class: 'empty' }, `Plan ${detail.planId} has no state yet.`), stallBox(detail.stalled));
+    return;
+  }
+  fill(
+    h('div', { class: 'd-head' },
+      h('div', { style: 'flex:1;min-width:0' },
+        h('h1', {}, plan.goal),
+        h('div', { class: 'ids mono' }, `${plan.planId} · ${plan.mode} mode · seq ${plan.seq} · partition ${detail.partition}`),
+        h('div', { class: 'labels' }, ...Object.entries(plan.labels).map(([k, v]) => h('span', { class: 'label' }, `${k}: ${v}`))),
+      ),
+      statusPill(plan.status, detail.stalled),
+    ),
+    stallBox(detail.stalled),
+    plan.status === 'proposed' ? reviewBox(plan) : h('div', { class: 'digest-row' }, 'digest ', h('code', {}, plan.digest), plan.approvedDigest ? h('span', {}, ` · approved by ${plan.approvals.filter((a) => a.decision === 'approved').map((a) => a.by).join(', ')}`) : null),
+    h('h2', {}, `Items (${plan.itemOrder.length})`),
+    graph(plan),
+    legend(),
+    h('h2', {}, 'Attempts'),
+    attemptsTable(plan, audit.attempts),
+    h('h2', {}, `Timeline (${audit.timeline.length} events)`),
+    h('ul', { class: 'events' }, ...audit.timeline.slice().reverse().map((t) =>
+      h('li', { class: `t-${t.type}` },
+        h('span', { class: 'when mono' }, time(t.at)),
+        h('b', {}, t.type), ' ', t.summary, ' ',
+        h('span', { class: 'who' }, `— ${t.actor}`), ' ',
+        h('span', { class: 'seq mono' }, `#${t.seq}`),
+      ))),
+  );
+}
+
+function stallBox(stalled) {
+  if (!stalled) return null;
+  return h('div', { class: 'stall' }, h('b', {}, `Stalled at offset ${stalled.offset}: ${stalled.code} ${stalled.reason}. `), stalled.message,
+    stalled.heldEvents ? ` (${stalled.heldEvents} later records held back)` : '', ' The record is in the DLQ topic.');
+}
+
+function reviewBox(plan) {
+  const approve = h('button', { class: 'primary', id: 'approve', onclick: () => decide('approve', plan) }, 'Approve');
+  const reject = h('button', { class: 'danger', id: 'reject', onclick: () => decide('reject', plan) }, 'Reject');
+  return h('div', { class: 'review' },
+    h('div', {}, h('div', {}, h('b', {}, 'Waiting for review.'), ` ${plan.itemOrder.length} items; approving runs them as shown, at this digest:`), h('code', { class: 'digest', id: 'digest' }, plan.digest)),
+    h('div', { class: 'actions' }, reject, approve));
+}
+
+async function decide(action, plan) {
+  let bearer = token.value.trim();
+  if (!bearer) {
+    bearer = (prompt('API token (PLAN_LEDGER_API_TOKEN) to submit the command:') ?? '').trim();
+    if (!bearer) return;
+    token.value = bearer;
+    localStorage.setItem('plan-ledger.token', bearer);
+  }
+  const by = operator.value.trim() || 'dashboard';
+  let body;
+  if (action === 'approve') body = { digest: plan.digest, by };
+  else {
+    const reason = prompt('Why is the plan rejected?');
+    if (!reason) return;
+    body = { digest: plan.digest, by, reason };
+  }
+  for (const b of document.querySelectorAll('.review button')) b.disabled = true;
+  try {
+    const res = await fetch(`/api/plans/${encodeURIComponent(plan.planId)}/${action}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${bearer}` },
+      body: JSON.stringify(body),
+    });
+    const out = await res.json().catch(() => ({}));
+    if (!res.ok) throw new Error(out.message ?? `${res.status}`);
+    toast(`${action === 'approve' ? 'Approved' : 'Rejected'} ${plan.planId} (${out.events?.map((e) => e.type).join(', ') ?? 'submitted'})`);
+    await refresh();
+  } catch (e) {
+    toast(`${action} failed: ${e.message}`, 'err');
+    for (const b of document.querySelectorAll('.review button')) b.disabled = false;
+  }
+}
+
+/** Layered DAG: column = longest dependency path from a root; edges as curves, nodes coloured by status. */
+function graph(plan) {
+  const items = plan.itemOrder.map((id) => plan.items[id]);
+  const depth = new Map();
+  const depthOf = (id, seen = new Set()) => {
+    if (depth.has(id)) return depth.get(id);
+    if (seen.has(id)) return 0;
+    seen.add(id);
+    const it = plan.items[id];
+    const d = it && it.dependsOn.length ? 1 + Math.max(...it.dependsOn.map((x) => depthOf(x, seen))) : 0;
+    depth.set(id, d);
+    return d;
+  };
+  const cols = [];
+  for (const it of items) (cols[depthOf(it.id)] ??= []).push(it);
+  const W = 176, H = 48, GX = 64, GY = 18, PAD = 20;
+  const pos = new Map();
+  cols.forEach((col, c) => col.forEach((it, r) => pos.set(it.id, { x: PAD + c * (W + GX), y: PAD + r * (H + GY) })));
+  const width = PAD * 2 + Math.max(1, cols.length) * (W + GX) - GX;
+  const height = PAD * 2 + Math.max(1, ...cols.map((c) => c.length)) * (H + GY) - GY;
+  const svg = s('svg', { class: 'graph', width, height, viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': 'item dependency graph' },
+    s('defs', {}, s('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' }, s('path', { d: 'M0,0 L10,5 L0,10 z', fill: '#56627a' }))));
+  for (const it of items) {
+    const to = pos.get(it.id);
+    for (const dep of it.dependsOn) {
+      const from = pos.get(dep);
+      if (!from) continue;
+      const x1 = from.x + W, y1 = from.y + H / 2, x2 = to.x - 2, y2 = to.y + H / 2, mx = (x1 + x2) / 2;
+      svg.append(s('path', { class: `edge${plan.items[dep]?.status === 'completed' ? ' done' : ''}`, d: `M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2},${y2}`, 'marker-end': 'url(#arrow)' }));
+    }
+  }
+  for (const it of items) {
+    const p = pos.get(it.id);
+    const attempts = it.attempts.length;
+    const title = it.title.length > 24 ? `${it.title.slice(0, 23)}…` : it.title;
+    svg.append(s('g', { class: `node st-${it.status}`, transform: `translate(${p.x},${p.y})`, 'data-item': it.id },
+      s('title', {}, `${it.id}: ${it.title}\n${it.why}\nstatus ${it.status}, tool ${it.tool}, ${attempts} attempt(s)`),
+      s('rect', { width: W, height: H }),
+      s('text', { x: 12, y: 20 }, title),
+      s('text', { x: 12, y: 37, class: 'sub' }, `${it.id} · ${it.status.replace('_', ' ')}${attempts > 1 ? ` · ${attempts} tries` : ''}`)));
+  }
+  return h('div', { class: 'graph-wrap' }, svg);
+}
+
+function legend() {
+  return h('div', { class: 'legend' }, ...['pending', 'in_progress', 'result_committed', 'completed', 'failed', 'cancelled'].map((st) =>
+    h('span', {}, h('i', { style: `background: var(--${st})` }), st.replace('_', ' '))));
+}
+
+function attemptsTable(plan, attempts) {
+  if (!attempts.length) return h('div', { class: 'empty', style: 'padding:12px' }, plan.status === 'proposed' || plan.status === 'draft' ? 'Nothing runs before approval.' : 'No attempts yet.');
+  const t0 = Math.min(...attempts.map((a) => a.intentAt));
+  const t1 = Math.max(...attempts.map((a) => a.settledAt ?? a.resultAt ?? a.intentAt)) || t0 + 1;
+  const span = Math.max(1, t1 - t0);
+  const pct = (t) => `${(100 * (t - t0)) / span}%`;
+  return h('table', { class: 'attempts' },
+    h('thead', {}, h('tr', {}, h('th', {}, 'item'), h('th', {}, '#'), h('th', {}, 'executor'), h('th', {}, 'intent → result → settled'), h('th', {}, 'tool'), h('th', {}, 'total'), h('th', { style: 'width:35%' }, 'when'))),
+    h('tbody', {}, ...attempts.map((a) => {
+      const resultAt = a.resultAt ?? null;
+      const settledAt = a.settledAt ?? null;
+      return h('tr', { 'data-attempt': `${a.itemId}/${a.attempt}` },
+        h('td', { class: 'mono' }, a.itemId),
+        h('td', {}, String(a.attempt)),
+        h('td', { class: 'mono' }, a.executorId),
+        h('td', {}, h('span', { class: 'steps' },
+          h('b', {}, 'intent'), '→', resultAt ? h('b', {}, a.outcome.replace('_', ' ')) : '…', '→', settledAt ? h('b', {}, a.settlement) : '…',
+          a.childPlanId ? ` (child ${a.childPlanId})` : '')),
+        h('td', {}, dur(a.toolMs)),
+        h('td', {}, dur(a.totalMs)),
+        h('td', {}, h('div', { class: 'track', title: `${time(a.intentAt)} → ${resultAt ? time(resultAt) : '…'} → ${settledAt ? time(settledAt) : '…'}` },
+          h('span', { class: 'tool', style: `left:${pct(a.intentAt)};width:max(3px, calc(${pct(resultAt ?? t1)} - ${pct(a.intentAt)}))` }),
+          settledAt && resultAt ? h('span', { class: `settle ${a.settlement}`, style: `left:${pct(resultAt)};width:max(3px, calc(${pct(settledAt)} - ${pct(resultAt)}))` }) : null)));
+    })));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// live updates
+
+let refreshTimer = null;
+async function refresh() {
+  await loadPlans();
+  if (state.selected) await loadDetail();
+}
+function scheduleRefresh(changed) {
+  if (refreshTimer) return;
+  refreshTimer = setTimeout(async () => {
+    refreshTimer = null;
+    await loadPlans();
+    if (state.selected && (!changed || changed.includes(state.selected))) await loadDetail();
+  }, 150);
+}
+
+function live() {
+  const el = $('#live');
+  const text = $('#live-text');
+  let polling = null;
+  const es = new EventSource('/api/stream');
+  es.addEventListener('hello', () => {
+    el.className = 'live on';
+    text.textContent = 'live';
+    if (polling) { clearTimeout(polling); polling = null; }
+  });
+  es.addEventListener('change', (e) => {
+    const { plans } = JSON.parse(e.data);
+    scheduleRefresh(plans);
+  });
+  es.onerror = () => {
+    el.className = 'live off';
+    text.textContent = 'reconnecting (polling)…';
+    const poll = async () => {
+      await refresh().catch(() => {});
+      if (el.className !== 'live on') polling = setTimeout(poll, 3000);
+    };
+    if (!polling) polling = setTimeout(poll, 3000);
+  };
+}
+
+$('#status-filter').addEventListener('change', loadPlans);
+$('#label-filter').addEventListener('change', loadPlans);
+$('#more').addEventListener('click', loadMore);
+
+await loadPlans();
+const fromHash = decodeURIComponent(window.location.hash.slice(1));
+if (fromHash) await select(fromHash);
+else if (state.plans[0]) await select(state.plans[0].planId);
+live();

@@ -1,0 +1,181 @@
+import { EventEmitter } from 'node:events';
+import type { PlanEvent, PlanState, PlanStatus } from '../src/plan/index.js';
+import { stateDigest } from '../src/plan/index.js';
+import type { PartitionProjection, PlanView } from '../src/projection/index.js';
+
+/** Loads a plan's whole history from the log when memory does not hold it (restored from a snapshot, evicted). */
+export type EventLoader = (planId: string) => Promise<PlanEvent[]>;
+
+interface CachedEvents {
+  events: PlanEvent[];
+}
+
+/**
+ * What the HTTP API reads: the partition projections this projector owns, plus a bounded cache of each
+ * plan's events for the events and audit routes (LRU by plan, capped by total events). States are always
+ * in memory; event histories are a cache, re-read from the events topic on a miss.
+ */
+export class ReadModel {
+  readonly partitions = new Map<number, PartitionProjection>();
+  private readonly cache = new Map<string, CachedEvents>();
+  private readonly loading = new Map<string, Promise<PlanEvent[]>>();
+  private cachedEvents = 0;
+  private readonly changes = new EventEmitter();
+  private changed = new Set<string>();
+  private flushTimer: NodeJS.Timeout | undefined;
+  version = 0;
+
+  constructor(
+    private readonly opts: { retainEvents: number; loader: EventLoader; notifyMs?: number },
+  ) {
+    this.changes.setMaxListeners(0);
+  }
+
+  setPartition(p: number, projection: PartitionProjection): void {
+    this.partitions.set(p, projection);
+    this.touchAll(projection);
+  }
+
+  dropPartition(p: number): void {
+    const projection = this.partitions.get(p);
+    if (!projection) return;
+    this.partitions.delete(p);
+    for (const id of projection.plans.keys()) this.evict(id);
+    this.touchAll(projection);
+  }
+
+  private touchAll(projection: PartitionProjection): void {
+    for (const id of projection.plans.keys()) this.changed.add(id);
+    this.scheduleNotify();
+  }
+
+  view(planId: string): (PlanView & { partition: number; lastOffset: string | null }) | undefined {
+    for (const [p, projection] of this.partitions) {
+      const e = projection.get(planId);
+      if (e) return { planId, state: e.state, stalled: e.stalled, partition: p, lastOffset: e.lastOffset };
+    }
+    return undefined;
+  }
+
+  *views(): Iterable<PlanView> {
+    for (const projection of this.partitions.values()) yield* projection.plans.values();
+  }
+
+  /** stateDigest of every plan with a state. */
+  stateDigests(): Map<string, string> {
+    const out = new Map<string, string>();
+    for (const v of this.views()) if (v.state) out.set(v.planId, stateDigest(v.state));
+    return out;
+  }
+
+  states(): Map<string, PlanState> {
+    const out = new Map<string, PlanState>();
+    for (const v of this.views()) if (v.state) out.set(v.planId, v.state);
+    return out;
+  }
+
+  countByStatus(): Map<PlanStatus | 'stalled', number> {
+    const out = new Map<PlanStatus | 'stalled', number>();
+    for (const v of this.views()) {
+      const s = v.state?.status ?? 'none';
+      out.set(s, (out.get(s) ?? 0) + 1);
+      if (v.stalled) out.set('stalled', (out.get('stalled') ?? 0) + 1);
+    }
+    return out;
+  }
+
+  /** An event was applied: extend the plan's cached history when it is complete up to the previous seq. */
+  applied(event: PlanEvent): void {
+    this.changed.add(event.planId);
+    this.scheduleNotify();
+    if (this.opts.retainEvents <= 0) return;
+    const c = this.cache.get(event.planId);
+    if (c !== undefined) {
+      const last = c.events[c.events.length - 1];
+      if (last !== undefined && last.seq + 1 !== event.seq) {
+        this.evict(event.planId);
+        return;
+      }
+      c.events.push(event);
+      this.cachedEvents += 1;
+      // LRU: most recently changed plans last.
+      this.cache.delete(event.planId);
+      this.cache.set(event.planId, c);
+    } else if (event.seq === 1) {
+      this.cache.set(event.planId, { events: [event] });
+      this.cachedEvents += 1;
+    }
+    this.trim();
+  }
+
+  /** A plan changed without an applied event (stalled, erased). */
+  touched(planId: string): void {
+    this.changed.add(planId);
+    this.scheduleNotify();
+  }
+
+  evict(planId: string): void {
+    const c = this.cache.get(planId);
+    if (c) {
+      this.cachedEvents -= c.events.length;
+      this.cache.delete(planId);
+    }
+  }
+
+  private trim(): void {
+    while (this.cachedEvents > this.opts.retainEvents && this.cache.size > 0) {
+      const oldest = this.cache.keys().next().value as string;
+      this.evict(oldest);
+    }
+  }
+
+  /**
+   * Every event of the plan up to its current seq: from memory when the history there is complete,
+   * otherwise read from the events topic (and cached).
+   */
+  async events(planId: string): Promise<PlanEvent[]> {
+    const view = this.view(planId);
+    const seq = view?.state?.seq ?? 0;
+    const c = this.cache.get(planId);
+    if (c !== undefined && c.events.length > 0 && c.events[c.events.length - 1]!.seq >= seq) return c.events.filter((e) => e.seq <= seq);
+    let pending = this.loading.get(planId);
+    if (pending === undefined) {
+      pending = this.opts.loader(planId).finally(() => this.loading.delete(planId));
+      this.loading.set(planId, pending);
+    }
+    const loaded = await pending;
+    // Keep only the prefix the projection has applied (the log may be ahead, or hold events past a stall).
+    const upTo = this.view(planId)?.state?.seq ?? seq;
+    const events = loaded.filter((e) => e.seq <= upTo);
+    if (this.opts.retainEvents > 0 && events.length > 0 && events.length <= this.opts.retainEvents && !this.cache.has(planId)) {
+      this.cache.set(planId, { events: [...events] });
+      this.cachedEvents += events.length;
+      this.trim();
+    }
+    return events;
+  }
+
+  /** Listens for changes: called with the ids of plans that changed, at most every `notifyMs`. */
+  onChange(listener: (planIds: string[], version: number) => void): () => void {
+    this.changes.on('change', listener);
+    return () => this.changes.off('change', listener);
+  }
+
+  private scheduleNotify(): void {
+    if (this.flushTimer !== undefined) return;
+    this.flushTimer = setTimeout(() => {
+      this.flushTimer = undefined;
+      if (this.changed.size === 0) return;
+      const ids = [...this.changed];
+      this.changed = new Set();
+      this.version += 1;
+      this.changes.emit('change', ids, this.version);
+    }, this.opts.notifyMs ?? 250);
+    this.flushTimer.unref();
+  }
+
+  close(): void {
+    clearTimeout(this.flushTimer);
+    this.changes.removeAllListeners();
+  }
+}

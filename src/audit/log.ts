@@ -1,0 +1,200 @@
+import { connect } from 'node:net';
+import type { Admin, Kafka } from 'kafkajs';
+import { createCodec, readSchemaId, type LedgerCodec, type PlanSnapshot } from '../codec/index.js';
+import { topicNames, type LedgerConfig } from '../config.js';
+import { LedgerError } from '../errors.js';
+import { createKafka } from '../kafka/client.js';
+import { readToEnd } from '../kafka/log-reader.js';
+import { partitionFor } from '../kafka/partitioner.js';
+import type { Logger } from '../logging.js';
+import type { PositionedEvent } from './timeline.js';
+import type { SnapshotAt } from './verify.js';
+
+/** An event as read from the log, with the id of the schema it was written with. */
+export interface LoggedEvent extends PositionedEvent {
+  readonly schemaId: number;
+}
+
+/**
+ * Fails fast, with one line, when none of the brokers accepts a TCP connection: kafkajs would otherwise
+ * retry for many seconds before giving up.
+ */
+export async function assertBrokersReachable(config: LedgerConfig, timeoutMs = 3000): Promise<void> {
+  const tries = config.brokers.map(
+    (b) =>
+      new Promise<string | null>((resolve) => {
+        const i = b.lastIndexOf(':');
+        const socket = connect({ host: b.slice(0, i), port: Number(b.slice(i + 1)) });
+        const done = (err: string | null) => {
+          socket.destroy();
+          resolve(err);
+        };
+        socket.setTimeout(timeoutMs, () => done(`no answer within ${timeoutMs} ms`));
+        socket.once('connect', () => done(null));
+        socket.once('error', (e: NodeJS.ErrnoException) => done(e.code ?? e.message));
+      }),
+  );
+  const results = await Promise.all(tries);
+  if (results.some((r) => r === null)) return;
+  throw new LedgerError('UNAVAILABLE', `cannot reach Kafka at ${config.brokers.join(',')} (${results[0]})`, { brokers: config.brokers });
+}
+
+/**
+ * Read access to the ledger's topics for audit, replay, verify and export: reads the log itself (no
+ * projector, no executor), `read_committed`, to the end offset as of the read.
+ */
+export class LedgerLog {
+  readonly names;
+  private constructor(
+    readonly config: LedgerConfig,
+    readonly kafka: Kafka,
+    readonly admin: Admin,
+    readonly codec: LedgerCodec,
+  ) {
+    this.names = topicNames(config.topicPrefix);
+  }
+
+  static async open(config: LedgerConfig, logger: Logger): Promise<LedgerLog> {
+    await assertBrokersReachable(config);
+    const kafka = createKafka(config, logger, 'cli');
+    const admin = kafka.admin();
+    await admin.connect().catch((e: unknown) => {
+      throw new LedgerError('UNAVAILABLE', `cannot reach Kafka at ${config.brokers.join(',')}: ${(e as Error).message}`, {}, { cause: e });
+    });
+    try {
+      const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix, logger, registryTimeoutMs: 5000 });
+      return new LedgerLog(config, kafka, admin, codec);
+    } catch (e) {
+      await admin.disconnect().catch(() => {});
+      throw e;
+    }
+  }
+
+  partitionOf(planId: string): number {
+    return partitionFor(planId, this.config.partitions);
+  }
+
+  async topicExists(topic: string): Promise<boolean> {
+    return (await this.admin.listTopics()).includes(topic);
+  }
+
+  private readerGroup(): string {
+    return `${this.config.topicPrefix}.cli`;
+  }
+
+  /**
+   * Every event of one plan in log order. An event whose key was tombstoned later (an erasure not yet
+   * compacted) is left out, exactly as compaction will leave it out.
+   */
+  async readPlan(planId: string): Promise<LoggedEvent[]> {
+    if (!(await this.topicExists(this.names.events))) return [];
+    const partition = this.partitionOf(planId);
+    const prefix = `${planId}:`;
+    const byKey = new Map<string, LoggedEvent>();
+    await readToEnd({
+      kafka: this.kafka,
+      admin: this.admin,
+      topic: this.names.events,
+      partitions: [partition],
+      groupPrefix: this.readerGroup(),
+      onRecords: async (records) => {
+        for (const r of records) {
+          const key = r.key?.toString();
+          if (key === undefined || !key.startsWith(prefix)) continue;
+          if (!r.value) {
+            byKey.delete(key);
+            continue;
+          }
+          const event = await this.decode(r.value, partition, r.offset);
+          if (event.planId === planId) byKey.set(key, { event, partition, offset: r.offset, schemaId: readSchemaId(r.value) });
+        }
+      },
+    });
+    return inLogOrder(byKey);
+  }
+
+  /**
+   * Every plan's events, grouped by plan in log order. `onProgress(done, total)` counts offsets read out of
+   * the offsets to read (compaction and transaction markers make gaps, so it ends at `total`).
+   */
+  async readAll(onProgress?: (done: number, total: number) => void): Promise<Map<string, LoggedEvent[]>> {
+    const byKey = new Map<string, LoggedEvent>();
+    if (!(await this.topicExists(this.names.events))) return new Map();
+    const offsets = await this.admin.fetchTopicOffsets(this.names.events);
+    const low = new Map(offsets.map((o) => [o.partition, Number(o.low)]));
+    const total = offsets.reduce((n, o) => n + Number(o.high) - Number(o.low), 0);
+    const read = new Map<number, number>();
+    onProgress?.(0, total);
+    await readToEnd({
+      kafka: this.kafka,
+      admin: this.admin,
+      topic: this.names.events,
+      groupPrefix: this.readerGroup(),
+      timeoutMs: 600_000,
+      onRecords: async (records) => {
+        for (const r of records) {
+          const key = `${r.partition}\u0000${r.key?.toString() ?? ''}`;
+          if (!r.value) {
+            byKey.delete(key);
+            continue;
+          }
+          const event = await this.decode(r.value, r.partition, r.offset);
+          byKey.set(key, { event, partition: r.partition, offset: r.offset, schemaId: readSchemaId(r.value) });
+        }
+        const last = records[records.length - 1]!;
+        read.set(last.partition, Number(last.offset) + 1 - (low.get(last.partition) ?? 0));
+        onProgress?.([...read.values()].reduce((a, b) => a + b, 0), total);
+      },
+    });
+    onProgress?.(total, total);
+    const plans = new Map<string, LoggedEvent[]>();
+    for (const r of inLogOrder(byKey)) {
+      let list = plans.get(r.event.planId);
+      if (!list) plans.set(r.event.planId, (list = []));
+      list.push(r);
+    }
+    return plans;
+  }
+
+  /** Every snapshot record of a plan still in the (compacted) snapshots topic, oldest first. */
+  async readSnapshots(planId: string): Promise<SnapshotAt[]> {
+    if (!(await this.topicExists(this.names.snapshots))) return [];
+    const out: SnapshotAt[] = [];
+    await readToEnd({
+      kafka: this.kafka,
+      admin: this.admin,
+      topic: this.names.snapshots,
+      partitions: [this.partitionOf(planId)],
+      groupPrefix: this.readerGroup(),
+      onRecords: async (records) => {
+        for (const r of records) {
+          if (r.key?.toString() !== planId) continue;
+          if (!r.value) {
+            out.length = 0; // a tombstone: earlier snapshots were erased
+            continue;
+          }
+          const snapshot: PlanSnapshot = await this.codec.decodeSnapshot(r.value);
+          out.push({ snapshot, offset: r.offset });
+        }
+      },
+    });
+    return out;
+  }
+
+  private async decode(value: Buffer, partition: number, offset: string) {
+    try {
+      return await this.codec.decodeEvent(value);
+    } catch (e) {
+      throw new LedgerError('SCHEMA', `cannot decode the event at ${this.names.events} ${partition}/${offset}: ${(e as Error).message}`, { partition, offset }, { cause: e });
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.admin.disconnect().catch(() => {});
+  }
+}
+
+/** Records by partition, then offset (a Map keeps insertion order, but a re-sent key moves). */
+function inLogOrder(byKey: Map<string, LoggedEvent>): LoggedEvent[] {
+  return [...byKey.values()].sort((a, b) => a.partition - b.partition || Number(BigInt(a.offset) - BigInt(b.offset)));
+}

@@ -1,0 +1,152 @@
+import { LedgerError } from '../errors.js';
+import { evolve, stateDigest, type PlanEvent, type PlanState } from '../plan/index.js';
+import { summarizeEvent } from '../projection/audit.js';
+
+/** An event with where it sits in the log (the shape `Ledger.planEvents` returns). */
+export interface PositionedEvent {
+  readonly event: PlanEvent;
+  readonly partition: number;
+  readonly offset: string;
+}
+
+/**
+ * One line of the audit timeline: who did what, when, why (causation), on which attempt, with which
+ * idempotency key, with what outcome, and how long after the attempt's intent.
+ */
+export interface AuditRow {
+  kind: 'event';
+  seq: number;
+  /** ISO-8601 time the event occurred (`occurredAt`). */
+  at: string;
+  partition: number;
+  offset: string;
+  type: PlanEvent['type'];
+  actor: string;
+  causationId: string;
+  correlationId: string;
+  itemId: string | null;
+  attempt: number | null;
+  /** The attempt's idempotency key, on every event of an attempt (intent, result, settlement). */
+  idempotencyKey: string | null;
+  /** succeeded | failed_retryable | failed_terminal (results), completed | failed:<reason> | retry (settlements), the rejection code, ... */
+  outcome: string | null;
+  /** ms from the attempt's IntentRecorded to this event (results and settlements). */
+  sinceIntentMs: number | null;
+  /** The tool's own duration as ResultCommitted records it. */
+  toolMs: number | null;
+  summary: string;
+  hash: string;
+}
+
+/** A point in a plan's history: after the event with this seq, or after the last event at or before this time. */
+export type AsOf = { seq: number } | { time: number };
+
+/** `--as-of` / `--until`: digits are a seq, anything else must be an ISO-8601 time. */
+export function parseAsOf(value: string, flag = '--as-of'): AsOf {
+  if (/^\d+$/.test(value)) return { seq: Number(value) };
+  const time = Date.parse(value);
+  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(time)) {
+    throw new LedgerError('VALIDATION', `${flag}: expected a seq (e.g. 7) or an ISO-8601 time (e.g. 2026-01-31T12:00:00Z), got "${value}"`, { field: flag });
+  }
+  return { time };
+}
+
+export function isBefore(e: PlanEvent, asOf: AsOf | null): boolean {
+  return asOf === null ? true : 'seq' in asOf ? e.seq <= asOf.seq : e.occurredAt <= asOf.time;
+}
+
+function outcomeOf(e: PlanEvent): string | null {
+  switch (e.type) {
+    case 'ResultCommitted':
+      return e.data.outcome;
+    case 'ItemCompleted':
+      return 'completed';
+    case 'ItemFailed':
+      return `failed:${e.data.reason}`;
+    case 'ItemRetryScheduled':
+      return e.data.manual ? 'retry:manual' : 'retry';
+    case 'ItemDelegated':
+      return 'delegated';
+    case 'CommandRejected':
+      return e.data.code;
+    case 'PlanApproved':
+      return 'approved';
+    case 'PlanRejected':
+      return 'rejected';
+    case 'PlanCompleted':
+      return 'completed';
+    case 'PlanFailed':
+      return 'failed';
+    case 'PlanCancelled':
+      return 'cancelled';
+    case 'PlanCreated':
+    case 'ItemAdded':
+    case 'PlanProposed':
+    case 'IntentRecorded':
+      return null;
+  }
+}
+
+/**
+ * The audit timeline of one plan's events (in seq order). Results and settlements carry the key of the
+ * attempt they belong to and the time since its intent: after a crash that time includes the take-over.
+ */
+export function auditRows(records: readonly PositionedEvent[]): AuditRow[] {
+  const intents = new Map<string, { key: string; at: number }>();
+  const k = (item: string, attempt: number) => `${item}\u0000${attempt}`;
+  return records.map(({ event: e, partition, offset }) => {
+    const d = e.data as Partial<Record<'itemId' | 'attempt', unknown>>;
+    const itemId = typeof d.itemId === 'string' ? d.itemId : e.type === 'ItemAdded' ? e.data.item.id : null;
+    const attempt = typeof d.attempt === 'number' && d.attempt > 0 ? d.attempt : null;
+    if (e.type === 'IntentRecorded') intents.set(k(e.data.itemId, e.data.attempt), { key: e.data.idempotencyKey, at: e.occurredAt });
+    const intent = itemId !== null && attempt !== null ? intents.get(k(itemId, attempt)) : undefined;
+    return {
+      kind: 'event',
+      seq: e.seq,
+      at: new Date(e.occurredAt).toISOString(),
+      partition,
+      offset,
+      type: e.type,
+      actor: e.actor,
+      causationId: e.causationId,
+      correlationId: e.correlationId,
+      itemId,
+      attempt,
+      idempotencyKey: intent?.key ?? null,
+      outcome: outcomeOf(e),
+      sinceIntentMs: intent && e.type !== 'IntentRecorded' ? e.occurredAt - intent.at : null,
+      toolMs: e.type === 'ResultCommitted' ? e.data.durationMs : null,
+      summary: summarizeEvent(e),
+      hash: e.hash,
+    };
+  });
+}
+
+/** The plan as it was at a point of its history, folded with the same `evolve` as everywhere else. */
+export interface PlanAsOf {
+  kind: 'state';
+  planId: string;
+  /** seq and time of the last event applied. */
+  seq: number;
+  at: string | null;
+  state: PlanState | null;
+  stateDigest: string | null;
+}
+
+export function planAsOf(planId: string, events: readonly PlanEvent[], asOf: AsOf | null): PlanAsOf {
+  let state: PlanState | undefined;
+  let last: PlanEvent | undefined;
+  for (const e of events) {
+    if (!isBefore(e, asOf)) break;
+    state = evolve(state, e);
+    last = e;
+  }
+  return {
+    kind: 'state',
+    planId,
+    seq: last?.seq ?? 0,
+    at: last ? new Date(last.occurredAt).toISOString() : null,
+    state: state ?? null,
+    stateDigest: state ? stateDigest(state) : null,
+  };
+}

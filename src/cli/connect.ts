@@ -1,0 +1,34 @@
+import { LedgerLog, assertBrokersReachable } from '../audit/log.js';
+import { connectLedger, type Ledger } from '../client/index.js';
+import { loadConfig } from '../config.js';
+import { pino } from 'pino';
+import { silentLogger, type Logger } from '../logging.js';
+
+/** CLI logs go to stderr and only when PLAN_LEDGER_LOG_LEVEL asks for them (stdout is for results). */
+export function cliLogger(): Logger {
+  const level = process.env.PLAN_LEDGER_LOG_LEVEL;
+  if (!level) return silentLogger();
+  return pino({ level, name: 'plan-ledger-cli' }, pino.destination(2));
+}
+
+/** A ledger client for commands; fails fast with one line when Kafka cannot be reached. */
+export async function withLedger<T>(fn: (ledger: Ledger) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  await assertBrokersReachable(config);
+  const ledger = await connectLedger(config, { logger: cliLogger() });
+  try {
+    return await fn(ledger);
+  } finally {
+    await ledger.close();
+  }
+}
+
+/** Read access to the log (no executor needed). */
+export async function withLog<T>(fn: (log: LedgerLog) => Promise<T>): Promise<T> {
+  const log = await LedgerLog.open(loadConfig(), cliLogger());
+  try {
+    return await fn(log);
+  } finally {
+    await log.close();
+  }
+}

@@ -1,0 +1,147 @@
+import { readFile } from 'node:fs/promises';
+import { parsePlanFile, toCreatePlanInput } from '../audit/plan-file.js';
+import type { CommandOutcome, Ledger } from '../client/index.js';
+import { LedgerError } from '../errors.js';
+import { evolve, isPlanFinished, type PlanEvent, type PlanState } from '../plan/index.js';
+import { withLedger, withLog } from './connect.js';
+import { json, out, paintStatus, painter } from './output.js';
+import { renderPlan, renderWhy } from './render.js';
+
+interface CommandOpts {
+  json?: boolean;
+  timeout: number;
+  by?: string;
+}
+
+async function loadPlanFile(file: string) {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (e) {
+    throw new LedgerError('VALIDATION', `cannot read plan file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { field: 'file' });
+  }
+  return parsePlanFile(text, file);
+}
+
+function stateAfter(outcome: CommandOutcome, before?: PlanState): PlanState | undefined {
+  let s = before;
+  for (const e of outcome.events) if (!s || e.seq > s.seq) s = evolve(s, e);
+  return s;
+}
+
+function commandJson(outcome: CommandOutcome, s: PlanState | undefined) {
+  return {
+    ok: true,
+    planId: outcome.planId,
+    commandId: outcome.commandId,
+    status: s?.status ?? null,
+    digest: s?.digest ?? null,
+    seq: s?.seq ?? null,
+    events: outcome.events.map((e) => ({ seq: e.seq, type: e.type })),
+  };
+}
+
+/** The plan folded from its events; a history that does not fold is an integrity failure, in one line. */
+function rebuilt(planId: string, records: readonly { event: PlanEvent }[]): PlanState | undefined {
+  let s: PlanState | undefined;
+  try {
+    for (const r of records) s = evolve(s, r.event);
+  } catch (e) {
+    throw new LedgerError('INTEGRITY', `plan ${planId} cannot be rebuilt from its events: ${(e as Error).message} (see plan-ledger verify ${planId})`, { planId });
+  }
+  return s;
+}
+
+async function current(ledger: Ledger, planId: string): Promise<PlanState> {
+  const s = await ledger.getPlan(planId);
+  if (!s || s.status === 'none') throw new LedgerError('NOT_FOUND', `plan ${planId} not found on prefix "${ledger.config.topicPrefix}"`, { planId });
+  return s;
+}
+
+async function create(file: string, o: CommandOpts & { wait?: boolean; waitTimeout?: number }, forcePropose: boolean): Promise<void> {
+  const plan = await loadPlanFile(file);
+  const mode = forcePropose ? 'propose' : (plan.mode ?? 'execute');
+  const paint = painter(!o.json && painter().enabled);
+  await withLedger(async (ledger) => {
+    const created = await ledger.createPlan(toCreatePlanInput(plan, mode), { timeoutMs: o.timeout });
+    let outcome: CommandOutcome = created;
+    let state = stateAfter(created);
+    if (mode === 'propose') {
+      outcome = await ledger.propose(created.planId, { timeoutMs: o.timeout });
+      state = stateAfter(outcome, state);
+    }
+    const s = state!;
+    if (!o.json) {
+      out(renderPlan(s, paint));
+      if (mode === 'propose') {
+        out('');
+        out(paint('bold', 'why each item exists'));
+        out(renderWhy(s));
+        out('');
+        out(`approve with:  plan-ledger approve ${s.planId} --digest ${s.digest}`);
+      }
+    }
+    if (!o.wait) {
+      if (o.json) json({ ...commandJson(outcome, s), mode });
+      return;
+    }
+    const seen = new Map<string, string>();
+    const final = await ledger.waitFor(
+      s.planId,
+      (st) => {
+        if (!o.json) {
+          for (const id of st.itemOrder) {
+            const status = st.items[id]!.status;
+            if (seen.get(id) !== status && status !== 'pending') out(`  ${new Date(st.updatedAt).toISOString().slice(11, 23)}  ${id.padEnd(24)} ${paintStatus(paint, status)}`);
+            seen.set(id, status);
+          }
+        }
+        return isPlanFinished(st.status);
+      },
+      { timeoutMs: o.waitTimeout ?? 600_000 },
+    );
+    if (o.json) json({ ...commandJson(outcome, final), mode });
+    else out(`\nplan ${final.planId} ${paintStatus(paint, final.status)} at seq ${final.seq}`);
+    if (final.status !== 'completed') {
+      throw new LedgerError('CONFLICT', `plan ${final.planId} ended ${final.status}: see plan-ledger audit ${final.planId}`, { planId: final.planId });
+    }
+  });
+}
+
+export const run = (file: string, o: CommandOpts & { wait?: boolean; waitTimeout?: number }) => create(file, o, false);
+export const propose = (file: string, o: CommandOpts) => create(file, o, true);
+
+export async function show(planId: string, o: { json?: boolean }): Promise<void> {
+  await withLog(async (log) => {
+    const s = rebuilt(planId, await log.readPlan(planId));
+    if (!s || s.status === 'none') throw new LedgerError('NOT_FOUND', `plan ${planId} not found on prefix "${log.config.topicPrefix}"`, { planId });
+    if (o.json) json(s);
+    else out(renderPlan(s, painter()));
+  });
+}
+
+async function command(planId: string, o: CommandOpts, send: (ledger: Ledger) => Promise<CommandOutcome>, say: (s: PlanState) => string): Promise<void> {
+  // Existence from the log as the CLI reads it (an erased plan's tombstones hide its events).
+  await withLog(async (log) => {
+    const s = rebuilt(planId, await log.readPlan(planId));
+    if (!s || s.status === 'none') throw new LedgerError('NOT_FOUND', `plan ${planId} not found on prefix "${log.config.topicPrefix}"`, { planId });
+  });
+  await withLedger(async (ledger) => {
+    const outcome = await send(ledger);
+    const s = await current(ledger, planId);
+    if (o.json) json(commandJson(outcome, s));
+    else out(`${say(s)}  (status ${paintStatus(painter(), s.status)}, seq ${s.seq})`);
+  });
+}
+
+export const approve = (planId: string, o: CommandOpts & { digest: string; note?: string }) =>
+  command(planId, o, (l) => l.approve(planId, o.digest, { by: o.by, note: o.note, timeoutMs: o.timeout }), () => `approved plan ${planId} at digest ${o.digest.slice(0, 16)} as ${o.by}`);
+
+export const reject = (planId: string, o: CommandOpts & { reason: string }) =>
+  command(planId, o, (l) => l.reject(planId, o.reason, { by: o.by, timeoutMs: o.timeout }), () => `rejected plan ${planId}: ${o.reason}`);
+
+export const cancel = (planId: string, o: CommandOpts & { reason: string }) =>
+  command(planId, o, (l) => l.cancel(planId, o.reason, { by: o.by, timeoutMs: o.timeout }), () => `cancelled plan ${planId}: ${o.reason}`);
+
+export const retry = (planId: string, itemId: string, o: CommandOpts) =>
+  command(planId, o, (l) => l.retryItem(planId, itemId, { by: o.by, timeoutMs: o.timeout }), () => `item ${itemId} of plan ${planId} is pending again`);

@@ -1,0 +1,73 @@
+import type { AuditRow, PlanAsOf } from '../audit/timeline.js';
+import type { PlanVerification } from '../audit/verify.js';
+import { stateDigest, type PlanState } from '../plan/index.js';
+import { elide, ms, paintStatus, painter, table, type Painter } from './output.js';
+
+/** The plan as an operator reviews it: header, then one row per item. */
+export function renderPlan(s: PlanState, paint: Painter = painter(false)): string {
+  const lines = [
+    `${paint('bold', 'plan')}    ${s.planId}   (${s.mode ?? '-'} mode)`,
+    `goal    ${s.goal}`,
+    `status  ${paintStatus(paint, s.status)}   seq ${s.seq}   items ${s.itemOrder.length}`,
+    `digest  ${s.digest}${s.approvedDigest ? `   (approved${s.approvedDigest === s.digest ? '' : ' at an older digest'})` : ''}`,
+  ];
+  const labels = Object.entries(s.labels);
+  if (labels.length) lines.push(`labels  ${labels.map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  if (s.itemOrder.length) {
+    lines.push('');
+    const rows = s.itemOrder.map((id) => {
+      const it = s.items[id]!;
+      const last = it.attempts[it.attempts.length - 1];
+      return [
+        id,
+        paintStatus(paint, it.status),
+        it.tool,
+        it.dependsOn.join(',') || '-',
+        String(it.attempts.length),
+        last?.executorId ?? '',
+        it.title,
+      ];
+    });
+    lines.push(table(['ITEM', 'STATUS', 'TOOL', 'DEPENDS ON', 'ATT', 'EXECUTOR', 'TITLE'], rows, { indent: 2, paint }));
+  }
+  const rejected = s.rejections[s.rejections.length - 1];
+  if (rejected) lines.push('', `last rejected command: ${rejected.commandType} ${rejected.code}: ${rejected.message}`);
+  return lines.join('\n');
+}
+
+/** The items' `why`, for a reviewer deciding whether to approve. */
+export function renderWhy(s: PlanState): string {
+  return s.itemOrder.map((id) => `  ${id}: ${s.items[id]!.why}`).join('\n');
+}
+
+/** The audit timeline as aligned columns. */
+export function renderAudit(planId: string, rows: readonly AuditRow[], paint: Painter = painter(false)): string {
+  const body = rows.map((r) => [
+    r.at.slice(11, 23),
+    String(r.seq),
+    `${r.partition}/${r.offset}`,
+    r.type,
+    r.actor,
+    r.itemId === null ? '' : r.attempt === null ? r.itemId : `${r.itemId}#${r.attempt}`,
+    r.idempotencyKey ? elide(r.idempotencyKey, planId) : '',
+    r.outcome ? paintStatus(paint, r.outcome) : '',
+    ms(r.sinceIntentMs),
+    elide(r.causationId, planId),
+  ]);
+  return table(['TIME (UTC)', 'SEQ', 'P/OFFSET', 'EVENT', 'ACTOR', 'ITEM#ATT', 'IDEMPOTENCY KEY', 'OUTCOME', '+INTENT', 'CAUSATION'], body, { paint });
+}
+
+export function renderAsOf(v: PlanAsOf, paint: Painter = painter(false)): string {
+  if (!v.state) return `plan ${v.planId} did not exist yet`;
+  return `${paint('bold', `as of seq ${v.seq}`)} (${v.at})\n${renderPlan(v.state, paint)}\nstateDigest ${v.stateDigest}`;
+}
+
+export function renderVerification(v: PlanVerification, paint: Painter = painter(false)): string {
+  const head = `${v.ok ? paint('green', 'OK') : paint('red', 'FAILED')}  plan ${v.planId}: ${v.events} events${v.head ? `, chain head ${v.head.slice(0, 16)}` : ''}`;
+  const rows = v.checks.map((c) => [c.ok ? paint('green', 'ok') : paint('red', 'FAIL'), c.name, c.detail]);
+  return `${head}\n${table(['', 'CHECK', 'DETAIL'], rows, { indent: 2, paint })}`;
+}
+
+export function replaySummary(s: PlanState) {
+  return { planId: s.planId, status: s.status, seq: s.seq, items: s.itemOrder.length, digest: s.digest, stateDigest: stateDigest(s) };
+}

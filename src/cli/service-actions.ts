@@ -1,0 +1,17 @@
+import { loadConfig } from '../config.js';
+import { assertBrokersReachable } from '../audit/log.js';
+import { createLogger } from '../logging.js';
+
+export async function projector(o: { port?: number }): Promise<void> {
+  const config = loadConfig();
+  await assertBrokersReachable(config);
+  const { startProjector } = await import('../../projector/index.js');
+  const logger = createLogger({ name: 'plan-ledger-projector' });
+  const p = await startProjector({ config, logger, ...(o.port !== undefined ? { port: o.port } : {}) });
+  process.stderr.write(`projector on prefix "${config.topicPrefix}": dashboard and API at ${p.url}/\n`);
+  await new Promise<void>((done) => {
+    const stop = () => void p.stop().then(done);
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  });
+}

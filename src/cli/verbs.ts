@@ -1,0 +1,172 @@
+// Verb registration only: commander and nothing heavy. Every action imports its module when it runs, so
+// `plan-ledger stack ...` and `--help` stay fast.
+import { InvalidArgumentError, Option, type Command } from 'commander';
+
+const int = (flag: string) => (v: string) => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`${flag} must be a non-negative integer, got "${v}"`);
+  return n;
+};
+
+const timeout = () => new Option('--timeout <ms>', 'how long to wait for the owning executor').argParser(int('--timeout')).default(30_000);
+const json = () => new Option('--json', 'machine-readable output (JSON)');
+
+function example(...lines: string[]): string {
+  return `\nExample:\n${lines.map((l) => `  $ ${l}`).join('\n')}`;
+}
+
+export function registerPlanCommands(program: Command): void {
+  program
+    .command('run')
+    .description('create a plan from a YAML/JSON file (execute mode runs at once; propose mode waits for approval)')
+    .argument('<file>', 'plan file: goal, mode, labels, items (id, title, why, dependsOn, tool, input, retry)')
+    .option('--wait', 'wait until the plan completes, fails or is cancelled (exit 1 unless completed)')
+    .option('--wait-timeout <ms>', 'with --wait: give up after this long', int('--wait-timeout'), 600_000)
+    .addOption(timeout())
+    .addOption(json())
+    .addHelpText('after', example('plan-ledger run examples/refund.yaml --wait'))
+    .action(async (file: string, o) => (await import('./plan-actions.js')).run(file, o));
+
+  program
+    .command('propose')
+    .description('create a plan from a file in propose mode and propose it: prints the digest to approve')
+    .argument('<file>', 'plan file (YAML or JSON)')
+    .addOption(timeout())
+    .addOption(json())
+    .addHelpText('after', example('plan-ledger propose examples/refund.yaml', 'plan-ledger approve <planId> --digest <digest> --by alice'))
+    .action(async (file: string, o) => (await import('./plan-actions.js')).propose(file, o));
+
+  program
+    .command('show')
+    .description('the plan as its events say now, rebuilt from the log')
+    .argument('<planId>')
+    .addOption(json())
+    .addHelpText('after', example('plan-ledger show plan-mx1p8mq3-96272e4a', 'plan-ledger show plan-mx1p8mq3-96272e4a --json | jq .status'))
+    .action(async (planId: string, o) => (await import('./plan-actions.js')).show(planId, o));
+
+  program
+    .command('approve')
+    .description('approve a proposed plan at the digest you reviewed')
+    .argument('<planId>')
+    .requiredOption('--digest <digest>', 'the digest you reviewed (from propose/show); a changed plan has another one')
+    .option('--by <name>', 'operator name recorded in the ledger', process.env.USER || 'operator')
+    .option('--note <text>', 'approval comment')
+    .addOption(timeout())
+    .addOption(json())
+    .addHelpText('after', example('plan-ledger approve plan-mx1p8mq3-96272e4a --digest 0ecfdba2caf5e331... --by alice'))
+    .action(async (planId: string, o) => (await import('./plan-actions.js')).approve(planId, o));
+
+  program
+    .command('reject')
+    .description('reject a proposed plan (it goes back to draft)')
+    .argument('<planId>')
+    .requiredOption('--reason <text>', 'why, recorded in the ledger')
+    .option('--by <name>', 'operator name recorded in the ledger', process.env.USER || 'operator')
+    .addOption(timeout())
+    .addOption(json())
+    .addHelpText('after', example('plan-ledger reject plan-mx1p8mq3-96272e4a --reason "refund exceeds policy"'))
+    .action(async (planId: string, o) => (await import('./plan-actions.js')).reject(planId, o));
+
+  program
+    .command('cancel')
+    .description('cancel a plan: pending items are cancelled, running tools are aborted')
+    .argument('<planId>')
+    .option('--reason <text>', 'why, recorded in the ledger', 'cancelled by operator')
+    .option('--by <name>', 'operator name recorded in the ledger', process.env.USER || 'operator')
+    .addOption(timeout())
+    .addOption(json())
+    .addHelpText('after', example('plan-ledger cancel plan-mx1p8mq3-96272e4a --reason "customer withdrew"'))
+    .action(async (planId: string, o) => (await import('./plan-actions.js')).cancel(planId, o));
+
+  program
+    .command('retry')
+    .description('make a failed item pending again (a fresh attempt budget)')
+    .argument('<planId>')
+    .argument('<itemId>')
+    .option('--by <name>', 'operator name recorded in the ledger', process.env.USER || 'operator')
+    .addOption(timeout())
+    .addOption(json())
+    .addHelpText('after', example('plan-ledger retry plan-mx1p8mq3-96272e4a refund-payment'))
+    .action(async (planId: string, itemId: string, o) => (await import('./plan-actions.js')).retry(planId, itemId, o));
+}
+
+export function registerAuditCommands(program: Command): void {
+  program
+    .command('audit')
+    .description('the timeline of a plan: every event with time, seq, offset, actor, causation, attempt, key, outcome, durations')
+    .argument('<planId>')
+    .option('--as-of <seq|ISO time>', 'also show the plan as it was then (time travel); the timeline stops there')
+    .option('--json', 'JSON lines: one {"kind":"event"} per event, then one {"kind":"state"}')
+    .addHelpText('after', example('plan-ledger audit plan-mx1p8mq3-96272e4a', 'plan-ledger audit plan-mx1p8mq3-96272e4a --as-of 7', 'plan-ledger audit plan-mx1p8mq3-96272e4a --as-of 2026-01-31T12:00:00Z --json'))
+    .action(async (planId: string, o) => (await import('./audit-actions.js')).audit(planId, o));
+
+  program
+    .command('replay')
+    .description('rebuild plans from the events log alone (no projector) and print their state and digests')
+    .argument('[planId]')
+    .option('--all', 'every plan on the topic prefix')
+    .option('--until <seq|ISO time>', 'stop at this seq or time (per plan)')
+    .option('--state', 'print the full rebuilt state (JSON)')
+    .option('--json', 'JSON lines, one per plan')
+    .addHelpText('after', example('plan-ledger replay plan-mx1p8mq3-96272e4a --until 5', 'plan-ledger replay --all --json'))
+    .action(async (planId: string | undefined, o) => (await import('./audit-actions.js')).replay(planId, o));
+
+  program
+    .command('verify')
+    .description('hash chain, seq, determinism and snapshots of plans in the ledger, or an export bundle offline')
+    .argument('[planId]')
+    .option('--all', 'every plan on the topic prefix')
+    .option('--bundle <file>', 'verify an export bundle offline (no broker, no registry)')
+    .option('--json', 'JSON lines, one per plan')
+    .addHelpText('after', example('plan-ledger verify plan-mx1p8mq3-96272e4a', 'plan-ledger verify --all', 'plan-ledger verify --bundle plan.bundle.json'))
+    .action(async (planId: string | undefined, o) => (await import('./audit-actions.js')).verify(planId, o));
+
+  program
+    .command('export')
+    .description('a self-contained JSON bundle of a plan (events, writer schemas, hashes, chain head, digests)')
+    .argument('<planId>')
+    .option('-o, --output <file>', 'write the bundle here (default: stdout)')
+    .option('--json', 'with -o: print a JSON summary')
+    .addHelpText('after', example('plan-ledger export plan-mx1p8mq3-96272e4a -o plan.bundle.json', 'plan-ledger verify --bundle plan.bundle.json'))
+    .action(async (planId: string, o) => (await import('./audit-actions.js')).exportPlan(planId, o));
+
+  program
+    .command('erase')
+    .description('erase a plan through its owning executor: tombstones for every event and the snapshot (compaction removes them), recorded on <prefix>.ledger-audit')
+    .argument('<planId>')
+    .option('--force', 'erase even while the plan is approved or running')
+    .addOption(timeout())
+    .option('--reason <text>', 'why, recorded in the erasure record', 'erasure requested')
+    .option('--by <name>', 'who asked, recorded in the erasure record', process.env.USER || 'operator')
+    .option('--json', 'print the erasure record as JSON')
+    .addHelpText('after', example('plan-ledger erase plan-mx1p8mq3-96272e4a --reason "GDPR request #481"'))
+    .action(async (planId: string, o) => (await import('./audit-actions.js')).erase(planId, o));
+}
+
+export function registerServiceCommands(program: Command): void {
+  program
+    .command('projector')
+    .description('run the projector: read side, snapshots, HTTP API and web dashboard')
+    .option('--port <n>', 'HTTP port (default PLAN_LEDGER_HTTP_PORT or 8787; 0 = any free port)', int('--port'))
+    .addHelpText(
+      'after',
+      `\nWrite routes (approve from the dashboard) need a bearer token in PLAN_LEDGER_API_TOKEN.\n${example('plan-ledger projector --port 8787')}`,
+    )
+    .action(async (o: { port?: number }) => (await import('./service-actions.js')).projector(o));
+
+  program
+    .command('demo')
+    .description('the guided demo: an agent refunds an order, its executor is killed mid-payment, exactly one refund happens')
+    .option('--keep-open', 'keep the projector (dashboard) running after the demo until Ctrl-C')
+    .option('--stop-stack', 'stop the local stack at the end if the demo started it')
+    .addHelpText(
+      'after',
+      `
+With no PLAN_LEDGER_BROKERS the demo brings the local stack up (plan-ledger stack up) and leaves it running
+for the next run; "plan-ledger stack down" stops it. Every run uses a fresh topic prefix.${example('npm run demo', 'plan-ledger demo --keep-open')}`,
+    )
+    .action(async (o: { keepOpen?: boolean; stopStack?: boolean }) => {
+      const { runDemo } = await import('../../demo/demo.js');
+      process.exitCode = await runDemo(o);
+    });
+}

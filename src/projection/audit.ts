@@ -1,0 +1,189 @@
+import { evolve, stateDigest, type PlanEvent, type PlanState } from '../plan/index.js';
+import { QueryError } from './query.js';
+
+/** A point in a plan's history: after the event with this seq, or the last event at or before this time. */
+export type AsOf = { seq: number } | { time: number };
+
+/** `asOf` as the API takes it: a seq (digits) or an ISO-8601 time. Throws {@link QueryError} on anything else. */
+export function parseAsOf(value: string | undefined): AsOf | null {
+  if (value === undefined || value === '') return null;
+  if (/^\d+$/.test(value)) {
+    const seq = Number(value);
+    if (!Number.isSafeInteger(seq)) throw new QueryError('asOf', `asOf: seq ${value} is too large`);
+    return { seq };
+  }
+  const time = Date.parse(value);
+  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(time)) throw new QueryError('asOf', `asOf: expected a seq or an ISO-8601 time, got "${value}"`);
+  return { time };
+}
+
+/** One line of the audit timeline: who did what, when, why (causation), on which attempt. */
+export interface TimelineEntry {
+  seq: number;
+  at: number;
+  type: PlanEvent['type'];
+  actor: string;
+  causationId: string;
+  correlationId: string;
+  itemId: string | null;
+  attempt: number | null;
+  summary: string;
+  hash: string;
+}
+
+export function timelineEntry(e: PlanEvent): TimelineEntry {
+  const d = e.data as Partial<Record<'itemId' | 'attempt', unknown>>;
+  return {
+    seq: e.seq,
+    at: e.occurredAt,
+    type: e.type,
+    actor: e.actor,
+    causationId: e.causationId,
+    correlationId: e.correlationId,
+    itemId: typeof d.itemId === 'string' ? d.itemId : e.type === 'ItemAdded' ? e.data.item.id : null,
+    attempt: typeof d.attempt === 'number' ? d.attempt : null,
+    summary: summarizeEvent(e),
+    hash: e.hash,
+  };
+}
+
+export function summarizeEvent(e: PlanEvent): string {
+  switch (e.type) {
+    case 'PlanCreated':
+      return `plan created (${e.data.mode}): ${e.data.goal}`;
+    case 'ItemAdded':
+      return `item ${e.data.item.id} added${e.data.followUpOf ? ` as a follow-up of ${e.data.followUpOf}` : ''}: ${e.data.item.title}`;
+    case 'PlanProposed':
+      return `proposed with ${e.data.itemCount} items, digest ${e.data.digest.slice(0, 12)}`;
+    case 'PlanApproved':
+      return `approved by ${e.data.by} at digest ${e.data.digest.slice(0, 12)}${e.data.comment ? `: ${e.data.comment}` : ''}`;
+    case 'PlanRejected':
+      return `rejected by ${e.data.by}: ${e.data.reason}`;
+    case 'ItemDelegated':
+      return `item ${e.data.itemId} attempt ${e.data.attempt} delegated to plan ${e.data.childPlanId}`;
+    case 'IntentRecorded':
+      return `intent: ${e.data.executorId} invokes ${e.data.itemId} attempt ${e.data.attempt} (key ${e.data.idempotencyKey})`;
+    case 'ResultCommitted':
+      return `result of ${e.data.itemId} attempt ${e.data.attempt}: ${e.data.outcome} in ${e.data.durationMs} ms${e.data.error ? ` (${e.data.error.code}: ${e.data.error.message})` : ''}`;
+    case 'ItemCompleted':
+      return `item ${e.data.itemId} completed`;
+    case 'ItemRetryScheduled':
+      return `item ${e.data.itemId} retry scheduled${e.data.manual ? ' by an operator' : ''}`;
+    case 'ItemFailed':
+      return `item ${e.data.itemId} failed (${e.data.reason})`;
+    case 'PlanCompleted':
+      return `plan completed (${e.data.itemCount} items)`;
+    case 'PlanFailed':
+      return `plan failed: ${e.data.reason}`;
+    case 'PlanCancelled':
+      return `plan cancelled: ${e.data.reason}`;
+    case 'CommandRejected':
+      return `command ${e.data.commandType} rejected: ${e.data.code} ${e.data.message}`;
+  }
+}
+
+/** One attempt of an item through the protocol: intent → result → settled, with durations. */
+export interface AttemptTimeline {
+  itemId: string;
+  attempt: number;
+  executorId: string;
+  intentAt: number;
+  intentSeq: number;
+  resultAt: number | null;
+  outcome: string | null;
+  /** The tool's own duration as recorded in ResultCommitted. */
+  toolMs: number | null;
+  settledAt: number | null;
+  /** completed | failed | retry | null while open */
+  settlement: 'completed' | 'failed' | 'retry' | null;
+  childPlanId: string | null;
+  /** intent → settled (or → result while unsettled). */
+  totalMs: number | null;
+}
+
+/** Attempts in the order their intents were recorded, built from the events (the state keeps no settle times). */
+export function attemptsOf(events: readonly PlanEvent[]): AttemptTimeline[] {
+  const out: AttemptTimeline[] = [];
+  const open = new Map<string, AttemptTimeline>();
+  const k = (item: string, attempt: number) => `${item}\u0000${attempt}`;
+  for (const e of events) {
+    switch (e.type) {
+      case 'IntentRecorded': {
+        const a: AttemptTimeline = {
+          itemId: e.data.itemId,
+          attempt: e.data.attempt,
+          executorId: e.data.executorId,
+          intentAt: e.occurredAt,
+          intentSeq: e.seq,
+          resultAt: null,
+          outcome: null,
+          toolMs: null,
+          settledAt: null,
+          settlement: null,
+          childPlanId: null,
+          totalMs: null,
+        };
+        out.push(a);
+        open.set(k(a.itemId, a.attempt), a);
+        break;
+      }
+      case 'ItemDelegated': {
+        const a = open.get(k(e.data.itemId, e.data.attempt));
+        if (a) a.childPlanId = e.data.childPlanId;
+        break;
+      }
+      case 'ResultCommitted': {
+        const a = open.get(k(e.data.itemId, e.data.attempt));
+        if (a) {
+          a.resultAt = e.occurredAt;
+          a.outcome = e.data.outcome;
+          a.toolMs = e.data.durationMs;
+          a.totalMs = e.occurredAt - a.intentAt;
+        }
+        break;
+      }
+      case 'ItemCompleted':
+      case 'ItemFailed':
+      case 'ItemRetryScheduled': {
+        const a = open.get(k(e.data.itemId, e.data.attempt));
+        if (a && a.settledAt === null) {
+          a.settledAt = e.occurredAt;
+          a.settlement = e.type === 'ItemCompleted' ? 'completed' : e.type === 'ItemFailed' ? 'failed' : 'retry';
+          a.totalMs = e.occurredAt - a.intentAt;
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return out;
+}
+
+export interface AuditView {
+  planId: string;
+  asOf: { seq: number; at: number | null };
+  state: PlanState | null;
+  stateDigest: string | null;
+  timeline: TimelineEntry[];
+  attempts: AttemptTimeline[];
+}
+
+/**
+ * The plan as it was at `asOf` (default: now): the state folded from the events up to that point with the
+ * same `evolve` as everywhere else, the timeline of those events and the attempts they record.
+ */
+export function auditAsOf(planId: string, events: readonly PlanEvent[], asOf: AsOf | null): AuditView {
+  const upTo = events.filter((e) => (asOf === null ? true : 'seq' in asOf ? e.seq <= asOf.seq : e.occurredAt <= asOf.time));
+  let state: PlanState | undefined;
+  for (const e of upTo) state = evolve(state, e);
+  const last = upTo[upTo.length - 1];
+  return {
+    planId,
+    asOf: { seq: last?.seq ?? 0, at: last?.occurredAt ?? null },
+    state: state ?? null,
+    stateDigest: state ? stateDigest(state) : null,
+    timeline: upTo.map(timelineEntry),
+    attempts: attemptsOf(upTo),
+  };
+}

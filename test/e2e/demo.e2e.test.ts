@@ -1,0 +1,49 @@
+// The project's main job: `plan-ledger demo` runs end to end — two executors, one killed mid-payment,
+// exactly one refund, a verified ledger — and exits 0 well within two minutes.
+import { spawn } from 'node:child_process';
+import { describe, expect, inject, it } from 'vitest';
+
+describe('plan-ledger demo', () => {
+  it('kills the paying executor mid-call and still refunds exactly once', async () => {
+    const t0 = Date.now();
+    const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      const p = spawn(process.execPath, ['bin/plan-ledger.js', 'demo'], {
+        env: { ...process.env, PLAN_LEDGER_BROKERS: inject('brokers'), PLAN_LEDGER_REGISTRY_URL: inject('registryUrl'), PLAN_LEDGER_HTTP_PORT: '0', NO_COLOR: '1' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      let err = '';
+      p.stdout.on('data', (c: Buffer) => (out += c.toString()));
+      p.stderr.on('data', (c: Buffer) => (err += c.toString()));
+      p.on('close', (c) => resolve({ code: c, stdout: out, stderr: err }));
+    });
+    const seconds = (Date.now() - t0) / 1000;
+    expect(code, `${stdout}\n${stderr}`).toBe(0);
+    expect(seconds).toBeLessThan(120);
+
+    // The plan and its digest were shown, then approved at that digest.
+    const digest = /^digest {2}([0-9a-f]{64})/m.exec(stdout)?.[1];
+    expect(digest).toBeDefined();
+    expect(stdout).toMatch(new RegExp(`alice\\s+approves digest ${digest}`));
+
+    // The executor that called the payment service was killed during the call; the other one repeated
+    // the call with the same key and got the original refund back.
+    const call = /(executor-[AB]) \(pid (\d+)\) calls POST \/refunds, key …\/refund-payment\/1: refund performed/.exec(stdout);
+    expect(call).not.toBeNull();
+    const [, victim, pid] = call!;
+    expect(stdout).toContain(`SIGKILL          ${victim} (pid ${pid}) while its payment call is in flight`);
+    const survivor = victim === 'executor-A' ? 'executor-B' : 'executor-A';
+    expect(stdout).toMatch(new RegExp(`${survivor} \\(pid \\d+\\) calls POST /refunds, key …/refund-payment/1: key seen before`));
+
+    // Exactly one refund; the ledger verifies; the audit shows who did what.
+    expect(stdout).toMatch(/refunds performed\s+1\s+rf_0001\s+119\.40 EUR\s+key …\/refund-payment\/1/);
+    expect(stdout).toMatch(/^OK {2}plan plan-\S+: \d+ events/m);
+    expect(stdout).toMatch(/ok\s+chain\s+hash chain intact/);
+    expect(stdout).toMatch(/ok\s+snapshots\s+\d+ snapshots? agree|ok\s+snapshots\s+no snapshots/);
+    expect(stdout).toMatch(new RegExp(`IntentRecorded\\s+${victim}\\s+refund-payment#1`));
+    expect(stdout).toMatch(new RegExp(`ResultCommitted\\s+${survivor}\\s+refund-payment#1\\s+…/refund-payment/1\\s+succeeded`));
+    expect(stdout).toMatch(/completed; executor-[AB] was killed mid-payment; exactly 1 refund; verify OK/);
+    expect(stdout).toMatch(/dashboard\s+http:\/\/127\.0\.0\.1:\d+\/#plan-/);
+    expect(stdout).toContain('demo OK');
+  });
+});
