@@ -10,7 +10,7 @@ import { silentLogger, type Logger } from '../src/logging.js';
 import type { PlanState } from '../src/plan/index.js';
 import type { Tool } from '../src/tools.js';
 import { PartitionOwner } from './partition-owner.js';
-import { restoreFromEvents } from './restore.js';
+import { restoreOwnedPartition } from './restore.js';
 import { Slots } from './slots.js';
 
 export interface ExecutorOptions {
@@ -125,7 +125,7 @@ class Executor {
       executorId: this.executorId,
       logger: this.logger,
       slots: this.slots,
-      restore: (p) => restoreFromEvents({ kafka: this.kafka, admin: this.admin, codec: this.codec, config: this.config, partition: p, logger: this.logger }),
+      restore: (p) => restoreOwnedPartition({ kafka: this.kafka, admin: this.admin, codec: this.codec, config: this.config, partition: p, logger: this.logger }),
     });
     owner.onBroken = () => void this.reset(partition, owner);
     owner.ready.catch((e: unknown) => {

@@ -41,6 +41,9 @@ export interface OwnerDeps {
   readonly logger: Logger;
   readonly slots: Slots;
   readonly restore: (partition: number) => Promise<{
+    /** Plans seeded from a snapshot and events replayed on top (for the log and the restore benchmark). */
+    fromSnapshot?: number;
+    eventsReplayed?: number;
     plans: Map<string, PlanState>;
     stalled: Map<string, string>;
     /** Plans whose keys were tombstoned last (erased); see {@link PartitionOwner.erased}. */
@@ -126,7 +129,10 @@ export class PartitionOwner {
     let maxToken = 0;
     for (const s of this.plans.values()) for (const it of Object.values(s.items)) for (const a of it.attempts) maxToken = Math.max(maxToken, a.fencingToken);
     this.fencingToken = maxToken + 1;
-    this.log.info({ plans: this.plans.size, stalled: this.stalled.size, fencingToken: this.fencingToken, ms: Date.now() - t0 }, 'partition restored');
+    this.log.info(
+      { plans: this.plans.size, stalled: this.stalled.size, fromSnapshot: restored.fromSnapshot, eventsReplayed: restored.eventsReplayed, fencingToken: this.fencingToken, ms: Date.now() - t0 },
+      'partition restored',
+    );
     for (const planId of this.plans.keys()) this.schedule(planId);
   }
 
@@ -168,6 +174,13 @@ export class PartitionOwner {
           continue;
         }
         this.erased.delete(command.planId); // an accepted CreatePlan: the id starts afresh
+      }
+      const stall = this.stalled.get(command.planId);
+      if (stall !== undefined && command.type !== 'ErasePlan') {
+        // Its log has a record this executor cannot apply; deciding on the partial state could reuse a
+        // seq that is already taken. The command goes to the DLQ with the reason instead.
+        reqs.push(this.deadLetter(m, { code: 'CONFLICT', message: `plan ${command.planId} is stalled (${stall}); the command was not applied`, details: { reason: 'plan_stalled' } }, next));
+        continue;
       }
       if (command.type === 'ErasePlan') {
         reqs.push(this.erase(command, next));

@@ -51,6 +51,10 @@ export interface RestoredPartition {
   readonly projection: PartitionProjection;
   /** Why snapshots were (partly) not trusted, if so. */
   readonly warnings: readonly string[];
+  /** Plan ids whose last record (snapshot or event) is a tombstone: erased, and not created again since. */
+  readonly erased: ReadonlySet<string>;
+  /** Highest seq among each plan's event keys in the replayed tail (a stalled plan's records go past its state). */
+  readonly lastKeySeq: ReadonlyMap<string, number>;
 }
 
 /**
@@ -91,8 +95,13 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
   });
   let watermark: string | null = null;
   let fromSnapshot = 0;
+  const erased = new Set<string>();
+  const lastKeySeq = new Map<string, number>();
   for (const [key, value] of latest) {
-    if (value === null) continue; // erased plan
+    if (value === null) {
+      erased.add(key); // erased plan
+      continue;
+    }
     let snap: PlanSnapshot;
     try {
       snap = await withUnavailableRetry(() => opts.codec.decodeSnapshot(value), retry);
@@ -140,6 +149,16 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
     timeoutMs,
     onRecords: async (records) => {
       for (const r of records) {
+        const k = parseEventKey(r.key);
+        if (k !== null) {
+          if (r.value === null) {
+            erased.add(k.planId);
+            lastKeySeq.delete(k.planId);
+          } else {
+            erased.delete(k.planId);
+            if (k.seq > (lastKeySeq.get(k.planId) ?? 0)) lastKeySeq.set(k.planId, k.seq);
+          }
+        }
         const outcome = await processEventRecord(projection, opts.codec, r, retry);
         if (outcome.kind === 'applied') eventsReplayed += 1 + outcome.drained.length;
         else if (outcome.kind === 'poison' && !deadLettered.has(r.offset)) await opts.onPoison?.(outcome, r);
@@ -164,5 +183,7 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
     deadLettered,
     projection,
     warnings,
+    erased,
+    lastKeySeq,
   };
 }
