@@ -1,0 +1,132 @@
+// Restore benchmark (not a test): how long an executor takes to restore a partition whose history is
+// 10k vs 1M events, when the projector's snapshots and watermark cover the history and a fixed tail of
+// live plans follows it. Times `restoreOwnedPartition` — exactly what a new owner runs on assignment.
+// History: finished plans of 10 items (intent → result → settle each), decided by the domain's own
+// `decide`, encoded by the real codec, produced to one partition; snapshots and the watermark written
+// with the projector's own `snapshotOf`/`watermarkOf` at the offsets the events landed on.
+// Run: npx tsx bench/restore.ts [--sizes 10000,1000000] [--rounds 3]   → bench/results/restore.json
+import { randomBytes } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import type { Message } from 'kafkajs';
+import { createCodec } from '../src/codec/index.js';
+import { loadConfig, topicNames } from '../src/config.js';
+import { createKafka } from '../src/kafka/client.js';
+import { eventKey } from '../src/kafka/partitioner.js';
+import { ensurePlanTopics } from '../src/kafka/topics.js';
+import { silentLogger } from '../src/logging.js';
+import { decide, evolve, type AnyCommand, type PlanEvent, type PlanState } from '../src/plan/index.js';
+import { snapshotOf, watermarkOf } from '../src/projection/index.js';
+import { restoreOwnedPartition } from '../executor/restore.js';
+import { machine, median, writeResults } from './common.js';
+
+const { values } = parseArgs({ options: { sizes: { type: 'string', default: '10000,1000000' }, rounds: { type: 'string', default: '3' }, tail: { type: 'string', default: '100' } } });
+const sizes = values.sizes.split(',').map(Number);
+const rounds = Number(values.rounds);
+const livePlans = Number(values.tail);
+const logger = silentLogger();
+
+let clock = 1_700_000_000_000;
+function run(state: PlanState | undefined, command: AnyCommand, out: PlanEvent[]): PlanState | undefined {
+  const d = decide(state, command, { now: clock++ });
+  if (!d.ok) throw new Error(`${command.type}: ${d.rejection.code} ${d.rejection.message}`);
+  for (const e of d.events) {
+    state = evolve(state, e);
+    out.push(e);
+  }
+  return state;
+}
+const meta = (planId: string, id: string) => ({ planId, commandId: id, issuedAt: clock, actor: 'bench', correlationId: id });
+
+/** A plan of `items` items; `progress` of them run through the whole protocol. */
+function planLog(planId: string, items: number, progress: number): PlanEvent[] {
+  const out: PlanEvent[] = [];
+  let s = run(undefined, {
+    type: 'CreatePlan',
+    ...meta(planId, `${planId}-c`),
+    data: { goal: 'history', mode: 'execute', labels: {}, parent: null, items: Array.from({ length: items }, (_, i) => ({ id: `i${i}`, title: `item ${i}`, why: 'benchmark history', dependsOn: [], tool: 'noop', inputJson: `{"i":${i}}`, retry: null })) },
+  } as AnyCommand, out);
+  for (let i = 0; i < progress; i++) {
+    const itemId = `i${i}`;
+    s = run(s, { type: 'RecordIntent', ...meta(planId, `intent:${i}`), data: { itemId, executorId: 'bench', fencingToken: 1 } } as AnyCommand, out);
+    s = run(s, { type: 'CommitResult', ...meta(planId, `result:${i}`), data: { itemId, attempt: 1, outcome: 'succeeded', outputJson: '{"ok":true}', error: null, durationMs: 1, executorId: 'bench', followUps: [] } } as AnyCommand, out);
+    s = run(s, { type: 'SettleItem', ...meta(planId, `settle:${i}`), data: { itemId } } as AnyCommand, out);
+  }
+  return out;
+}
+
+async function prepare(historyEvents: number) {
+  const config = loadConfig({ topicPrefix: `restore-${randomBytes(4).toString('hex')}`, partitions: 1 });
+  const kafka = createKafka(config, logger, 'bench-restore');
+  const admin = kafka.admin();
+  await admin.connect();
+  await ensurePlanTopics(admin, config);
+  const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix });
+  const t = topicNames(config.topicPrefix);
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  let offset = 0;
+  let batch: Message[] = [];
+  const flush = async () => {
+    if (batch.length) await producer.send({ topic: t.events, acks: -1, messages: batch });
+    batch = [];
+  };
+  const snapshots: Message[] = [];
+  let plans = 0;
+  while (offset < historyEvents) {
+    const planId = `hist-${plans++}`;
+    const events = planLog(planId, 10, 10);
+    let state: PlanState | undefined;
+    for (const e of events) {
+      state = evolve(state, e);
+      batch.push({ key: eventKey(planId, e.seq), value: codec.encodeEvent(e), partition: 0 });
+      offset++;
+    }
+    snapshots.push({ key: planId, value: codec.encodeSnapshot(snapshotOf(state!, 0, String(offset - 1), clock)), partition: 0 });
+    if (batch.length >= 1000) await flush();
+  }
+  await flush();
+  snapshots.push({ key: '__watermark', value: codec.encodeSnapshot(watermarkOf(0, String(offset - 1), clock)), partition: 0 });
+  for (let i = 0; i < snapshots.length; i += 100) await producer.send({ topic: t.snapshots, acks: -1, messages: snapshots.slice(i, i + 100) });
+  // The tail: live plans after the watermark, half-way through their items.
+  let tail = 0;
+  for (let p = 0; p < livePlans; p++) {
+    const planId = `live-${p}`;
+    for (const e of planLog(planId, 10, 3)) {
+      batch.push({ key: eventKey(planId, e.seq), value: codec.encodeEvent(e), partition: 0 });
+      tail++;
+    }
+  }
+  await flush();
+  const end = (await admin.fetchTopicOffsets(t.events))[0]!;
+  await producer.disconnect();
+  return { config, kafka, admin, codec, history: offset, historyPlans: plans, tail, end: Number(end.high) };
+}
+
+const rows: Array<Record<string, number>> = [];
+for (const size of sizes) {
+  const t0 = Date.now();
+  const env = await prepare(size);
+  console.log(`history ${env.history} events (${env.historyPlans} plans) + tail ${env.tail} events written in ${((Date.now() - t0) / 1000).toFixed(1)}s`);
+  const times: number[] = [];
+  let last = { fromSnapshot: 0, eventsReplayed: 0, plans: 0 };
+  for (let r = 0; r < rounds; r++) {
+    const s = performance.now();
+    const restored = await restoreOwnedPartition({ kafka: env.kafka, admin: env.admin, codec: env.codec, config: env.config, partition: 0, logger });
+    times.push(performance.now() - s);
+    last = { fromSnapshot: restored.fromSnapshot, eventsReplayed: restored.eventsReplayed, plans: restored.plans.size };
+  }
+  const row = { historyEvents: env.history, historyPlans: env.historyPlans, tailEvents: env.tail, restoreMsMedian: median(times), ...last };
+  rows.push(row);
+  console.log(`  restore: median ${row.restoreMsMedian.toFixed(0)} ms over ${rounds} rounds; ${last.fromSnapshot} plans from snapshots, ${last.eventsReplayed} events replayed, ${last.plans} plans`);
+  await env.admin.deleteTopics({ topics: Object.values(topicNames(env.config.topicPrefix)).filter((x) => x.includes('.plan-')) }).catch(() => {});
+  await env.admin.disconnect();
+}
+const summary = {
+  machine: machine(),
+  settings: { sizes, rounds, livePlans, itemsPerPlan: 10 },
+  ratioLargestToSmallest: rows.length > 1 ? rows.at(-1)!.restoreMsMedian! / rows[0]!.restoreMsMedian! : null,
+  rows,
+};
+console.log(`ratio ${summary.ratioLargestToSmallest?.toFixed(2)}`);
+writeResults('bench/results/restore.json', summary);
+process.exit(0);
