@@ -9,7 +9,7 @@ import type { Logger } from '../src/logging.js';
 import {
   canonicalJson,
   decide,
-  evolve,
+  evolveAll,
   getItem,
   hasAppliedCommand,
   isPlanFinished,
@@ -292,8 +292,7 @@ export class PartitionOwner {
       if (!recordRejection) return [];
       events = [rejectionEvent(state, command, decision.rejection, ctx)];
     }
-    let s = state;
-    for (const e of events) s = evolve(s, e);
+    const s = evolveAll(state, events);
     if (s) this.plans.set(command.planId, s);
     return events;
   }

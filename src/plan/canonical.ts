@@ -9,41 +9,83 @@ import { PlanError } from './errors.js';
  * @example canonicalJson({ b: [1, 'x'], a: null }) === '{"a":null,"b":[1,"x"]}'
  */
 export function canonicalJson(value: unknown): string {
-  return write(value, '$', new Set());
+  return new Writer().write(value);
 }
 
-function write(value: unknown, path: string, stack: Set<object>): string {
-  if (value === null) return 'null';
-  switch (typeof value) {
-    case 'string':
-      return JSON.stringify(value);
-    case 'boolean':
-      return value ? 'true' : 'false';
-    case 'number':
-      if (!Number.isFinite(value)) throw new PlanError('NOT_CANONICAL', `${path}: ${String(value)} is not a finite number`, path);
-      return JSON.stringify(value);
-    case 'object':
-      break;
-    default:
-      throw new PlanError('NOT_CANONICAL', `${path}: ${typeof value} is not JSON`, path);
-  }
-  if (stack.has(value)) throw new PlanError('NOT_CANONICAL', `${path}: cycle`, path);
-  stack.add(value);
-  try {
-    if (Array.isArray(value)) {
-      const parts: string[] = [];
-      for (let i = 0; i < value.length; i++) parts.push(write(value[i], `${path}[${i}]`, stack));
-      return `[${parts.join(',')}]`;
+/** Canonical JSON of a plain object without one of its top-level keys (an event without its `hash`), with no copy. */
+export function canonicalJsonWithout(value: object, skipKey: string): string {
+  return new Writer(skipKey).write(value);
+}
+
+/**
+ * The walk keeps the open containers and keys on a stack and only builds the error path (`$.data.items[2]`)
+ * when a value is refused, so a valid value costs no path strings.
+ */
+class Writer {
+  private readonly open: object[] = [];
+  private readonly keys: Array<string | number> = [];
+
+  constructor(private readonly skipKey: string | null = null) {}
+
+  write(value: unknown): string {
+    if (value === null) return 'null';
+    switch (typeof value) {
+      case 'string':
+        return JSON.stringify(value);
+      case 'boolean':
+        return value ? 'true' : 'false';
+      case 'number':
+        if (!Number.isFinite(value)) this.fail(`${String(value)} is not a finite number`);
+        return JSON.stringify(value);
+      case 'object':
+        break;
+      default:
+        this.fail(`${typeof value} is not JSON`);
     }
-    const proto: unknown = Object.getPrototypeOf(value);
-    if (proto !== Object.prototype && proto !== null) throw new PlanError('NOT_CANONICAL', `${path}: not a plain object`, path);
-    const record = value as Record<string, unknown>;
-    const keys = Object.keys(record).sort();
-    const parts: string[] = [];
-    for (const key of keys) parts.push(`${JSON.stringify(key)}:${write(record[key], `${path}.${key}`, stack)}`);
-    return `{${parts.join(',')}}`;
-  } finally {
-    stack.delete(value);
+    // Containers nest a few levels at most, so a linear scan is cheaper than a Set.
+    if (this.open.includes(value)) this.fail('cycle');
+    const depth = this.open.length;
+    this.open.push(value);
+    let out: string;
+    if (Array.isArray(value)) {
+      out = '[';
+      for (let i = 0; i < value.length; i++) {
+        this.keys[depth] = i;
+        out += i === 0 ? this.write(value[i]) : `,${this.write(value[i])}`;
+      }
+      out += ']';
+    } else {
+      const proto: unknown = Object.getPrototypeOf(value);
+      if (proto !== Object.prototype && proto !== null) {
+        this.open.pop();
+        this.fail('not a plain object');
+      }
+      const record = value as Record<string, unknown>;
+      const keys = Object.keys(record).sort();
+      const skip = depth === 0 ? this.skipKey : null;
+      out = '{';
+      let first = true;
+      for (const key of keys) {
+        if (key === skip) continue;
+        this.keys[depth] = key;
+        out += `${first ? '' : ','}${JSON.stringify(key)}:${this.write(record[key])}`;
+        first = false;
+      }
+      out += '}';
+    }
+    this.open.pop();
+    this.keys.length = depth;
+    return out;
+  }
+
+  private fail(reason: string): never {
+    let path = '$';
+    for (let i = 0; i < this.open.length; i++) {
+      const k = this.keys[i];
+      if (k === undefined) break;
+      path += typeof k === 'number' ? `[${k}]` : `.${k}`;
+    }
+    throw new PlanError('NOT_CANONICAL', `${path}: ${reason}`, path);
   }
 }
 

@@ -13,7 +13,8 @@ import {
 } from './commands.js';
 import { isPlanError, type Rejection } from './errors.js';
 import type { EventBody, PlanEvent, UnsealedEvent } from './events.js';
-import { evolve } from './evolve.js';
+import { initialState } from './evolve.js';
+import { Fold } from './fold.js';
 import { canProgress, nextRetryAt, resolveRetryPolicy } from './execution.js';
 import { planCommandSchema, eventSchemaVersion } from './generated/schemas.js';
 import type {
@@ -32,8 +33,8 @@ import type {
   RetryItem,
 } from './generated/types.js';
 import { GENESIS_HASH, sealEvent } from './hash-chain.js';
-import { eventId, idempotencyKey, isValidId } from './ids.js';
-import { currentAttempt, getItem, hasAppliedCommand, isPlanFinished, planExists, type PlanState } from './state.js';
+import { eventId, idempotencyKey, isReservedPlanId, isValidId, RESERVED_PLAN_ID_PREFIX } from './ids.js';
+import { currentAttempt, getItem, hasAppliedCommand, isPlanFinished, planExists, type ItemState, type PlanState } from './state.js';
 
 /** Limits `decide` enforces. */
 export interface DecideLimits {
@@ -67,8 +68,13 @@ function reject(code: RejectionCode, message: string, field: string | null = nul
  * hash chain) or a coded rejection. Pure and total: it never throws, whatever `command` is; malformed input
  * becomes `INVALID_FIELD` naming the field path.
  *
- * Idempotent: a command whose commandId already caused events in this plan is accepted with no events,
- * so a redelivered command (after a crash before the offset commit) changes nothing.
+ * Idempotent: a client command whose commandId already caused events in this plan (its own rejection
+ * included) is accepted with no events, so a redelivered command (after a crash before the offset commit)
+ * changes nothing. The executor's internal commands never travel the wire and are not remembered: one
+ * seen again is decided on the state, which refuses it (the item has moved on).
+ *
+ * Plan ids starting with `__` are reserved (the projector keys its watermark snapshot `__watermark`): a
+ * command for one is `INVALID_FIELD` on `planId`.
  *
  * @example
  * const d = decide(undefined, { type: 'CreatePlan', commandId: 'c1', planId: 'p1', issuedAt: 0, actor: 'cli',
@@ -96,6 +102,8 @@ function describe(e: unknown): string {
 
 const metadataFields = (planCommandSchema.fields as readonly { name: string; type: SchemaNode }[]).filter((f) => f.name !== 'payload');
 
+const RESERVED_MESSAGE = `must not start with "${RESERVED_PLAN_ID_PREFIX}" (reserved for the ledger's own keys, such as the projector's __watermark)`;
+
 /** Validates and normalizes a command (metadata, type, payload against its schema). */
 function parseCommand(command: unknown): AnyCommand {
   if (typeof command !== 'object' || command === null || Array.isArray(command)) throw new FieldProblem('command', 'must be an object');
@@ -115,6 +123,7 @@ function parseCommand(command: unknown): AnyCommand {
   out['type'] = type;
   out['data'] = parseValue(schema, raw['data'], 'data');
   if (!isValidId(out['planId'])) throw new FieldProblem('planId', 'must be 1..128 chars of [A-Za-z0-9._:-]');
+  if (isReservedPlanId(out['planId'])) throw new FieldProblem('planId', RESERVED_MESSAGE);
   if (out['commandId'] === '') throw new FieldProblem('commandId', 'must not be empty');
   return out as unknown as AnyCommand;
 }
@@ -126,17 +135,39 @@ function limitsOf(ctx: DecideContext): DecideLimits {
   return l;
 }
 
-/** Builds events one by one, threading seq, hash chain and state (so later events see earlier ones). */
+/**
+ * Builds events one by one, threading seq, hash chain and state (so later events see earlier ones, and an
+ * event `evolve` would refuse fails the decision). The state is folded in place from one copy of the
+ * caller's state, which is never touched, as a branch: no plan digest, and changed items kept aside, so a
+ * step of a large plan does not copy its items map. Read items with `item()`.
+ */
 class Emitter {
   readonly events: PlanEvent[] = [];
+  private fold: Fold | undefined;
   constructor(
-    public state: PlanState | undefined,
+    private readonly start: PlanState | undefined,
     private readonly command: AnyCommand,
     private readonly now: number,
   ) {}
 
-  emit(body: EventBody): PlanState {
-    const seq = (this.state?.seq ?? 0) + 1;
+  /** The state after the events so far (materializes the branch: O(items) once; `item()` is cheaper). */
+  get state(): PlanState | undefined {
+    return this.fold === undefined ? this.start : this.fold.result();
+  }
+
+  /** The plan status after the events so far. */
+  get status(): PlanState['status'] | undefined {
+    return this.fold === undefined ? this.start?.status : this.fold.status;
+  }
+
+  item(id: string): ItemState | undefined {
+    if (this.fold !== undefined) return this.fold.item(id);
+    return this.start === undefined ? undefined : getItem(this.start, id);
+  }
+
+  emit(body: EventBody): void {
+    const seq = this.events.length > 0 ? this.events[this.events.length - 1]!.seq + 1 : (this.start?.seq ?? 0) + 1;
+    const prevHash = this.events.length > 0 ? this.events[this.events.length - 1]!.hash : (this.start?.lastHash ?? GENESIS_HASH);
     const unsealed = {
       eventId: eventId(this.command.planId, seq),
       planId: this.command.planId,
@@ -145,15 +176,15 @@ class Emitter {
       actor: this.command.actor,
       causationId: this.command.commandId,
       correlationId: this.command.correlationId,
-      prevHash: this.state?.lastHash ?? GENESIS_HASH,
+      prevHash,
       schemaVersion: eventSchemaVersion,
       type: body.type,
       data: body.data,
     } as UnsealedEvent;
     const event = sealEvent(unsealed);
-    this.state = evolve(this.state, event);
+    this.fold ??= new Fold(this.start ?? initialState(this.command.planId), true);
+    this.fold.apply(event);
     this.events.push(event);
-    return this.state;
   }
 }
 
@@ -295,6 +326,7 @@ function createPlan(out: Emitter, data: CreatePlan, limits: DecideLimits): void 
   nonEmpty(data.goal, 'data.goal');
   if (data.parent !== null) {
     if (!isValidId(data.parent.planId)) reject('INVALID_FIELD', 'data.parent.planId is not a valid id', 'data.parent.planId');
+    if (isReservedPlanId(data.parent.planId)) reject('INVALID_FIELD', `data.parent.planId ${RESERVED_MESSAGE}`, 'data.parent.planId');
     if (!isValidId(data.parent.itemId)) reject('INVALID_FIELD', 'data.parent.itemId is not a valid id', 'data.parent.itemId');
   }
   validateItems(undefined, data.items, 'data.items', limits);
@@ -466,20 +498,25 @@ function settleItem(out: Emitter, s: PlanState, data: SettleItem, now: number): 
     if (used >= policy.maxAttempts) out.emit({ type: 'ItemFailed', data: { ...base, reason: 'retries_exhausted', error: attempt.error } });
     else out.emit({ type: 'ItemRetryScheduled', data: { ...base, retryAt: nextRetryAt(policy, used, now), manual: false } });
   }
-  settlePlan(out);
+  settlePlan(out, s);
 }
 
 /** After an item settled: PlanCompleted when every item completed, PlanFailed when a failure blocks the rest. */
-function settlePlan(out: Emitter): void {
-  const s = out.state as PlanState;
-  if (s.status !== 'running') return;
-  const items = s.itemOrder.map((id) => getItem(s, id));
-  if (items.length > 0 && items.every((i) => i?.status === 'completed')) {
-    out.emit({ type: 'PlanCompleted', data: { itemCount: items.length } });
+function settlePlan(out: Emitter, s: PlanState): void {
+  // The settle event changed one item (and maybe the status), never the item order.
+  if (out.status !== 'running') return;
+  let allCompleted = s.itemOrder.length > 0;
+  const failed: string[] = [];
+  for (const id of s.itemOrder) {
+    const status = out.item(id)?.status;
+    if (status !== 'completed') allCompleted = false;
+    if (status === 'failed') failed.push(id);
+  }
+  if (allCompleted) {
+    out.emit({ type: 'PlanCompleted', data: { itemCount: s.itemOrder.length } });
     return;
   }
-  const failed = s.itemOrder.filter((id) => getItem(s, id)?.status === 'failed');
-  if (failed.length > 0 && !canProgress(s)) {
+  if (failed.length > 0 && !canProgress(out.state as PlanState)) {
     out.emit({ type: 'PlanFailed', data: { failedItemIds: failed, reason: `item${failed.length > 1 ? 's' : ''} ${failed.join(', ')} failed; nothing else can progress` } });
   }
 }
@@ -492,6 +529,7 @@ function delegateItem(out: Emitter, s: PlanState, data: DelegateItem): void {
   if (attempt.attempt !== data.attempt) reject('INVALID_STATE', `attempt ${data.attempt} is not the current attempt ${attempt.attempt} of ${item.id}`, 'data.attempt');
   if (attempt.childPlanId !== null) reject('INVALID_STATE', `item ${item.id} is already delegated to ${attempt.childPlanId}`, 'data.itemId');
   if (!isValidId(data.childPlanId)) reject('INVALID_FIELD', 'data.childPlanId is not a valid id', 'data.childPlanId');
+  if (isReservedPlanId(data.childPlanId)) reject('INVALID_FIELD', `data.childPlanId ${RESERVED_MESSAGE}`, 'data.childPlanId');
   if (data.childPlanId === s.planId) reject('INVALID_FIELD', 'a plan cannot delegate to itself', 'data.childPlanId');
   out.emit({ type: 'ItemDelegated', data: { itemId: item.id, attempt: attempt.attempt, childPlanId: data.childPlanId } });
 }

@@ -1,9 +1,10 @@
-import { digestAfterAdding, planDigest } from './digest.js';
-import { PlanError } from './errors.js';
+import { planDigest } from './digest.js';
 import type { PlanEvent } from './events.js';
+import { Fold, isNextEvent } from './fold.js';
 import { GENESIS_HASH } from './hash-chain.js';
-import { idempotencyKey } from './ids.js';
-import { currentAttempt, getItem, type AttemptState, type ItemState, type PlanState } from './state.js';
+import type { PlanState } from './state.js';
+
+let emptyDigest: string | undefined;
 
 /** The state of a plan before anything happened (status `none`). */
 export function initialState(planId: string): PlanState {
@@ -26,196 +27,49 @@ export function initialState(planId: string): PlanState {
     createdAt: null,
     updatedAt: 0,
   };
-  return { ...empty, digest: planDigest(empty) };
-}
-
-function invalid(event: PlanEvent, message: string): never {
-  throw new PlanError('INVALID_EVENT', `${event.eventId} (${event.type}): ${message}`, 'type');
+  emptyDigest ??= planDigest(empty); // the same for every plan: no goal, no mode, no items
+  return { ...empty, digest: emptyDigest };
 }
 
 /**
- * Applies one event. Pure: the input state is never mutated (new objects, structural sharing).
+ * Applies one event. Pure: the input state is never mutated; the new state shares every object the event
+ * did not change (copy-on-write of the touched item, its attempt and the maps that hold them).
  *
  * An event whose seq is already applied is ignored (exact re-sends before compaction), so projections
  * are identical before and after compaction. An event that cannot apply (another plan, a gap in seq,
  * an unknown item, a conflicting re-send) throws a `PlanError` `INVALID_EVENT`; `decide` never
  * produces such events.
+ *
+ * @example
+ * let state: PlanState | undefined;
+ * for (const e of events) state = evolve(state, e); // the same state as evolveAll(undefined, events)
  */
 export function evolve(state: PlanState | undefined, event: PlanEvent): PlanState {
   const current = state ?? initialState(event.planId);
-  if (event.planId !== current.planId) invalid(event, `belongs to another plan than ${current.planId}`);
-  if (event.seq <= current.seq) {
-    // Already applied. Only an exact re-send is harmless; a different event with a used seq is a fork.
-    if (event.seq === current.seq && event.hash !== current.lastHash) invalid(event, `conflicts with applied seq ${event.seq}`);
-    return current;
-  }
-  if (event.seq !== current.seq + 1) invalid(event, `seq gap: expected ${current.seq + 1}`);
-  if (event.prevHash !== current.lastHash) invalid(event, 'prevHash does not match the last applied hash');
-  if (current.status === 'none' && event.type !== 'PlanCreated' && event.type !== 'CommandRejected') invalid(event, 'plan does not exist');
-
-  const applied = Object.prototype.hasOwnProperty.call(current.appliedCommandIds, event.causationId) || event.causationId === '';
-  const base: PlanState = {
-    ...current,
-    seq: event.seq,
-    lastHash: event.hash,
-    updatedAt: event.occurredAt,
-    appliedCommandIds: applied ? current.appliedCommandIds : { ...current.appliedCommandIds, [event.causationId]: event.seq },
-  };
-
-  const item = (id: string): ItemState => getItem(current, id) ?? invalid(event, `unknown item ${id}`);
-  const withItem = (s: PlanState, next: ItemState): PlanState => ({ ...s, items: { ...s.items, [next.id]: next } });
-  const withAttempt = (it: ItemState, attempt: number, patch: Partial<AttemptState>): ItemState => {
-    const last = currentAttempt(it);
-    if (last === undefined || last.attempt !== attempt) invalid(event, `attempt ${attempt} is not the current attempt of ${it.id}`);
-    return { ...it, attempts: [...it.attempts.slice(0, -1), { ...last, ...patch }] };
-  };
-
-  switch (event.type) {
-    case 'PlanCreated': {
-      if (current.status !== 'none') invalid(event, 'plan exists');
-      const created: PlanState = {
-        ...base,
-        goal: event.data.goal,
-        mode: event.data.mode,
-        status: event.data.mode === 'execute' ? 'running' : 'draft',
-        labels: event.data.labels,
-        parent: event.data.parent,
-        items: {},
-        itemOrder: [],
-        createdAt: event.occurredAt,
-      };
-      return { ...created, digest: planDigest(created) };
-    }
-    case 'ItemAdded': {
-      const spec = event.data.item;
-      if (getItem(current, spec.id) !== undefined) invalid(event, `duplicate item ${spec.id}`);
-      const added: ItemState = {
-        ...spec,
-        status: 'pending',
-        addedSeq: event.seq,
-        addedAt: event.occurredAt,
-        followUpOf: event.data.followUpOf,
-        attempts: [],
-        retryAt: null,
-        attemptBase: 0,
-        outputJson: null,
-        failure: null,
-      };
-      const itemOrder = [...current.itemOrder, spec.id];
-      const digest = digestAfterAdding(current, spec, itemOrder);
-      return {
-        ...withItem(base, added),
-        itemOrder,
-        digest,
-        // A structural change sends a proposed plan back to draft: it must be proposed (and approved) again.
-        status: current.status === 'proposed' ? 'draft' : current.status,
-      };
-    }
-    case 'PlanProposed':
-      return { ...base, status: 'proposed' };
-    case 'PlanApproved':
-      return {
-        ...base,
-        status: 'approved',
-        approvedDigest: event.data.digest,
-        approvals: [
-          ...current.approvals,
-          { decision: 'approved', digest: event.data.digest, by: event.data.by, at: event.occurredAt, seq: event.seq, note: event.data.comment },
-        ],
-      };
-    case 'PlanRejected':
-      return {
-        ...base,
-        status: 'draft',
-        approvals: [
-          ...current.approvals,
-          { decision: 'rejected', digest: event.data.digest, by: event.data.by, at: event.occurredAt, seq: event.seq, note: event.data.reason },
-        ],
-      };
-    case 'ItemDelegated': {
-      const it = item(event.data.itemId);
-      return withItem(base, withAttempt(it, event.data.attempt, { childPlanId: event.data.childPlanId }));
-    }
-    case 'IntentRecorded': {
-      const it = item(event.data.itemId);
-      const attempt: AttemptState = {
-        attempt: event.data.attempt,
-        idempotencyKey: event.data.idempotencyKey,
-        executorId: event.data.executorId,
-        fencingToken: event.data.fencingToken,
-        startedAt: event.occurredAt,
-        finishedAt: null,
-        outcome: null,
-        outputJson: null,
-        error: null,
-        durationMs: null,
-        childPlanId: null,
-      };
-      if (event.data.idempotencyKey !== idempotencyKey(current.planId, it.id, event.data.attempt)) invalid(event, 'unexpected idempotency key');
-      const next = withItem(base, { ...it, status: 'in_progress', retryAt: null, attempts: [...it.attempts, attempt] });
-      return current.status === 'approved' ? { ...next, status: 'running' } : next;
-    }
-    case 'ResultCommitted': {
-      const it = item(event.data.itemId);
-      const updated = withAttempt(it, event.data.attempt, {
-        finishedAt: event.occurredAt,
-        outcome: event.data.outcome,
-        outputJson: event.data.outputJson,
-        error: event.data.error,
-        durationMs: event.data.durationMs,
-      });
-      return withItem(base, { ...updated, status: 'result_committed' });
-    }
-    case 'ItemCompleted': {
-      const it = item(event.data.itemId);
-      const last = currentAttempt(it);
-      return withItem(base, { ...it, status: 'completed', outputJson: last?.outputJson ?? null });
-    }
-    case 'ItemRetryScheduled': {
-      const it = item(event.data.itemId);
-      const retried: ItemState = event.data.manual
-        ? { ...it, status: 'pending', retryAt: event.data.retryAt, attemptBase: it.attempts.length, failure: null }
-        : { ...it, status: 'pending', retryAt: event.data.retryAt };
-      const next = withItem(base, retried);
-      return current.status === 'failed' ? { ...next, status: 'running' } : next;
-    }
-    case 'ItemFailed': {
-      const it = item(event.data.itemId);
-      return withItem(base, { ...it, status: 'failed', failure: { reason: event.data.reason, error: event.data.error } });
-    }
-    case 'PlanCompleted':
-      return { ...base, status: 'completed' };
-    case 'PlanFailed':
-      return { ...base, status: 'failed' };
-    case 'PlanCancelled': {
-      const items = { ...current.items };
-      for (const id of event.data.cancelledItemIds) {
-        Object.defineProperty(items, id, { value: { ...item(id), status: 'cancelled' }, enumerable: true, writable: true, configurable: true });
-      }
-      return { ...base, status: 'cancelled', items };
-    }
-    case 'CommandRejected':
-      return {
-        ...base,
-        rejections: [
-          ...current.rejections,
-          {
-            seq: event.seq,
-            at: event.occurredAt,
-            commandId: event.data.commandId,
-            commandType: event.data.commandType,
-            code: event.data.code,
-            message: event.data.message,
-            field: event.data.field,
-          },
-        ],
-      };
-  }
+  if (!isNextEvent(current, event)) return current;
+  const fold = new Fold(current);
+  fold.apply(event);
+  return fold.result();
 }
 
-/** Folds events into a state (from scratch, or from a snapshot). */
+/**
+ * Folds events into a state (from scratch, or from a snapshot): the same state as applying them one by one
+ * with `evolve`, for one copy of each thing the events change instead of one per event — use it to replay
+ * a log. Pure: `state` is never mutated. Undefined only when `state` is undefined and there are no events.
+ *
+ * @example evolveAll(snapshot, tail) // restore: the snapshot's state plus the events after it
+ */
 export function evolveAll(state: PlanState | undefined, events: Iterable<PlanEvent>): PlanState | undefined {
+  let fold: Fold | undefined;
   let s = state;
-  for (const e of events) s = evolve(s, e);
-  return s;
+  for (const e of events) {
+    if (fold === undefined) {
+      const current = s ?? initialState(e.planId);
+      s = current;
+      if (!isNextEvent(current, e)) continue;
+      fold = new Fold(current);
+    }
+    fold.apply(e);
+  }
+  return fold === undefined ? s : fold.result();
 }

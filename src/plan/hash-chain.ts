@@ -1,12 +1,15 @@
-import { canonicalJson } from './canonical.js';
+import { canonicalJson, canonicalJsonWithout } from './canonical.js';
 import { sha256Hex } from './digest.js';
 import type { PlanEvent, UnsealedEvent } from './events.js';
 
 /** prevHash of a plan's first event. */
 export const GENESIS_HASH = '0'.repeat(64);
 
-/** `sha256hex(prevHash + '\n' + canonicalJson(event minus hash))`. */
+/** `sha256hex(prevHash + '\n' + canonicalJson(event minus hash))`: the event alone, never the state. */
 export function eventHash(event: UnsealedEvent | PlanEvent): string {
+  const proto: unknown = Object.getPrototypeOf(event);
+  if (proto === Object.prototype || proto === null) return sha256Hex(`${event.prevHash}\n${canonicalJsonWithout(event, 'hash')}`);
+  // Not a plain object (a decoder's record class): hash its own fields, as a copy would have them.
   const { hash: _ignored, ...rest } = event as PlanEvent;
   return sha256Hex(`${event.prevHash}\n${canonicalJson(rest)}`);
 }

@@ -16,6 +16,14 @@ export function isValidId(value: unknown): value is string {
   return typeof value === 'string' && ID_PATTERN.test(value);
 }
 
+/** Plan ids starting with this are reserved for the ledger's own keys (the projector's `__watermark` snapshot). */
+export const RESERVED_PLAN_ID_PREFIX = '__';
+
+/** True for a plan id `decide` refuses because it is reserved (starts with `__`). */
+export function isReservedPlanId(value: string): boolean {
+  return value.startsWith(RESERVED_PLAN_ID_PREFIX);
+}
+
 /** Brands a plan id; throws a `PlanError` with code `INVALID_ID` when the string is not a valid id. */
 export function planId(value: string): PlanId {
   if (!isValidId(value)) throw new PlanError('INVALID_ID', `invalid plan id ${JSON.stringify(value)}`, 'planId');

@@ -98,7 +98,11 @@ export interface PlanState {
   seq: number;
   lastHash: string;
   rejections: RejectionRecord[];
-  /** commandId -> seq of the first event it caused; a command seen again is a no-op. */
+  /**
+   * Client (wire) commandId -> seq of the first event it caused; a client command seen again is a no-op.
+   * The executor's internal commands (RecordIntent, CommitResult, SettleItem, DelegateItem) are not kept:
+   * they never travel the wire, and one entry per item step would make every plan's state grow with its log.
+   */
   appliedCommandIds: Record<string, number>;
   createdAt: number | null;
   updatedAt: number;
@@ -126,6 +130,7 @@ export function currentAttempt(item: ItemState): AttemptState | undefined {
   return item.attempts[item.attempts.length - 1];
 }
 
+/** Whether a client command with this id already caused events (or its rejection) in this plan. */
 export function hasAppliedCommand(state: PlanState | undefined, commandId: string): boolean {
   return state !== undefined && Object.prototype.hasOwnProperty.call(state.appliedCommandIds, commandId);
 }

@@ -78,6 +78,19 @@ describe('CreatePlan', () => {
     given([]).when(command('CreatePlan', { goal: ' ', mode: 'execute', labels: {}, parent: null, items: [] })).thenRejects('INVALID_FIELD', 'data.goal');
   });
   it('INVALID_FIELD for a command of another plan than the state', () => given(executePlan()).when(cmd.add([item('c')], { planId: 'other' })).thenRejects('INVALID_FIELD', 'planId'));
+  it('INVALID_FIELD for a reserved plan id (starting with __, like the projector\'s __watermark)', () => {
+    for (const planId of ['__watermark', '__x', '__']) {
+      const d = decide(undefined, cmd.create([a], 'execute', { planId }), { now: NOW });
+      expect(d).toMatchObject({ ok: false, rejection: { code: 'INVALID_FIELD', field: 'planId' } });
+      if (!d.ok) expect(d.rejection.message).toMatch(/reserved/);
+    }
+    given([]).when(cmd.add([a], { planId: '__watermark' })).thenRejects('INVALID_FIELD', 'planId');
+    given([])
+      .when(command('CreatePlan', { goal: 'g', mode: 'execute', labels: {}, parent: { planId: '__watermark', itemId: 'a' }, items: [] }))
+      .thenRejects('INVALID_FIELD', 'data.parent.planId');
+    // One leading underscore, or __ inside the id, is an ordinary id.
+    for (const planId of ['_p', 'p__1']) expect(decide(undefined, cmd.create([a], 'execute', { planId }), { now: NOW }).ok).toBe(true);
+  });
 });
 
 describe('AddItems', () => {
@@ -331,6 +344,7 @@ describe('DelegateItem / ChildPlanFinished', () => {
     given(delegated()).when(cmd.delegate('a', 1, 'child-2')).thenRejects('INVALID_STATE');
     given(aStarted()).when(cmd.delegate('a', 2, 'child-2')).thenRejects('INVALID_STATE', 'data.attempt');
     given(aStarted()).when(cmd.delegate('a', 1, 'bad id')).thenRejects('INVALID_FIELD', 'data.childPlanId');
+    given(aStarted()).when(cmd.delegate('a', 1, '__watermark')).thenRejects('INVALID_FIELD', 'data.childPlanId');
   });
   it('a completed child commits a succeeded result for the delegated attempt', () => {
     given(delegated())
@@ -369,10 +383,35 @@ describe('DelegateItem / ChildPlanFinished', () => {
 });
 
 describe('idempotency and rejections', () => {
-  it('a command that already caused events is accepted with no events', () => {
-    const c = cmd.intent('a');
-    const { events } = run([cmd.create([a, b]), c]);
-    given(events).when(c).thenNothing();
+  it('a client command that already caused events is accepted with no events', () => {
+    const created = cmd.create([a, b], 'propose');
+    const added = cmd.add([item('c')]);
+    const { events, state } = run([created, added]);
+    given(events).when(created).thenNothing();
+    given(events).when(added).thenNothing();
+    const proposed = cmd.propose();
+    const approved = cmd.approve((state as PlanState).digest);
+    const more = run([proposed, approved], 1000, state).events;
+    for (const c of [created, added, proposed, approved]) given([...events, ...more]).when(c).thenNothing();
+  });
+  it('RetryItem and ChildPlanFinished seen again are accepted with no events', () => {
+    const retry = cmd.retry('a');
+    const failed = run([cmd.create([a, b]), cmd.intent('a'), cmd.commit('a', 1, 'failed_terminal'), cmd.settle('a'), retry]).events;
+    given(failed).when(retry).thenNothing();
+    const finished = cmd.childFinished('a', 'child-1', 'completed', '{"x":1}');
+    const delegated = run([cmd.create([a, b]), cmd.intent('a'), cmd.delegate('a', 1, 'child-1'), finished]).events;
+    given(delegated).when(finished).thenNothing();
+  });
+  it('an executor command seen again is decided on the state, not remembered', () => {
+    // Internal commands never travel the wire, so they are not redelivered; the state refuses a repeat.
+    const intent = cmd.intent('a');
+    const commit = cmd.commit('a', 1);
+    const settle = cmd.settle('a');
+    const { events, state } = run([cmd.create([a, b]), intent, commit, settle]);
+    given(events).when(intent).thenRejects('INVALID_STATE', 'data.itemId');
+    given(events).when(commit).thenRejects('INVALID_STATE', 'data.itemId');
+    given(events).when(settle).thenRejects('INVALID_STATE', 'data.itemId');
+    expect(Object.keys((state as PlanState).appliedCommandIds)).toHaveLength(1); // only CreatePlan
   });
   it('a rejected command is recorded in the chain, also before the plan exists, and is not rejected twice', () => {
     const c = cmd.add([a]);

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   canonicalJson,
   dependencyOutputs,
+  eventHash,
   evolve,
   GENESIS_HASH,
   idempotencyKey,
@@ -39,6 +40,30 @@ describe('canonicalJson', () => {
       }
       expect(isPlanError(caught, 'NOT_CANONICAL')).toBe(true);
     }
+  });
+  it('names the path of the refused value', () => {
+    const cyclic: Record<string, unknown> = { a: [] };
+    (cyclic['a'] as unknown[]).push({ back: cyclic });
+    const cases: Array<[unknown, string]> = [
+      [{ a: [1, { b: undefined }] }, '$.a[1].b'],
+      [[0, [Number.NaN]], '$[1][0]'],
+      [{ d: new Date(0) }, '$.d'],
+      [cyclic, '$.a[0].back'],
+      [undefined, '$'],
+    ];
+    for (const [value, path] of cases) {
+      let caught: unknown;
+      try {
+        canonicalJson(value);
+      } catch (e) {
+        caught = e;
+      }
+      expect(isPlanError(caught, 'NOT_CANONICAL')).toBe(true);
+      expect((caught as { field: string }).field).toBe(path);
+      expect((caught as Error).message.startsWith(`${path}: `)).toBe(true);
+    }
+    // A refused value does not poison the next call.
+    expect(canonicalJson({ z: [{}], a: 'x' })).toBe('{"a":"x","z":[{}]}');
   });
   it('recognises canonical JSON text', () => {
     expect(isCanonicalJsonText('{"a":1,"b":[true]}')).toBe(true);
@@ -82,6 +107,15 @@ describe('digest', () => {
 });
 
 describe('hash chain', () => {
+  it('hashes prevHash and the canonical event without its hash', () => {
+    const { events } = run([cmd.create([item('a')]), cmd.intent('a')]);
+    for (const e of events) {
+      const { hash, ...rest } = e;
+      expect(hash).toBe(sha256Hex(`${e.prevHash}\n${canonicalJson(rest)}`));
+      expect(eventHash(e)).toBe(hash);
+      expect(eventHash(Object.assign(Object.create({ inherited: 1 }) as object, e) as typeof e)).toBe(hash); // not a plain object
+    }
+  });
   it('starts at genesis and names the first broken event', () => {
     const { events } = run([cmd.create([item('a'), item('b')]), cmd.intent('a')]);
     expect(events[0]?.prevHash).toBe(GENESIS_HASH);

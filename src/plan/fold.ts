@@ -1,0 +1,357 @@
+/**
+ * The working copy behind `evolve`, `evolveAll` and `decide`. Not exported from the package: callers only
+ * ever see finished states, which are never changed again.
+ */
+import { isInternalCommandType } from './commands.js';
+import { extendDigest, planDigest } from './digest.js';
+import { PlanError } from './errors.js';
+import type { PlanEvent } from './events.js';
+import { idempotencyKey } from './ids.js';
+import { currentAttempt, getItem, type AttemptState, type ItemState, type PlanState } from './state.js';
+
+function invalid(event: PlanEvent, message: string): never {
+  throw new PlanError('INVALID_EVENT', `${event.eventId} (${event.type}): ${message}`, 'type');
+}
+
+const hasOwn = (record: object, key: string): boolean => Object.prototype.hasOwnProperty.call(record, key);
+
+/** `record[key] = value` that also makes an own `__proto__` key (ids may be any `[A-Za-z0-9._:-]` string). */
+function put<T>(record: Record<string, T>, key: string, value: T): void {
+  if (key === '__proto__') Object.defineProperty(record, key, { value, enumerable: true, writable: true, configurable: true });
+  else record[key] = value;
+}
+
+const SPEC_FIELDS = 7;
+
+/** Fields of an item spec beyond the schema's (a producer's newer schema) are kept on the item, as a spread would. */
+function copyExtraFields(spec: object, item: ItemState): void {
+  const target = item as unknown as Record<string, unknown>;
+  for (const [key, value] of Object.entries(spec)) if (!hasOwn(target, key)) put(target, key, value);
+}
+
+/**
+ * Whether `event` starts a new step of the plan (true) or was applied already (false: an exact re-send,
+ * ignored so projections are identical before and after compaction). Throws `INVALID_EVENT` for an event
+ * that cannot apply: another plan, a gap in seq, a broken prevHash, a conflicting re-send.
+ */
+export function isNextEvent(state: PlanState, event: PlanEvent): boolean {
+  if (event.planId !== state.planId) invalid(event, `belongs to another plan than ${state.planId}`);
+  if (event.seq <= state.seq) {
+    // Already applied. Only an exact re-send is harmless; a different event with a used seq is a fork.
+    if (event.seq === state.seq && event.hash !== state.lastHash) invalid(event, `conflicts with applied seq ${event.seq}`);
+    return false;
+  }
+  if (event.seq !== state.seq + 1) invalid(event, `seq gap: expected ${state.seq + 1}`);
+  if (event.prevHash !== state.lastHash) invalid(event, 'prevHash does not match the last applied hash');
+  if (state.status === 'none' && event.type !== 'PlanCreated' && event.type !== 'CommandRejected') invalid(event, 'plan does not exist');
+  return true;
+}
+
+/**
+ * Whether the command that caused `event` came from a client (the wire), judged from the event and the
+ * state before it. Only those commandIds are kept in `appliedCommandIds`: a client command may be
+ * redelivered and must then be a no-op. The executor's own commands (RecordIntent, CommitResult,
+ * SettleItem, DelegateItem) never travel the wire; a repeated one is decided on the state (and refused).
+ */
+function causedByClientCommand(event: PlanEvent, lookup: (id: string) => ItemState | undefined): boolean {
+  switch (event.type) {
+    case 'PlanCreated':
+    case 'PlanProposed':
+    case 'PlanApproved':
+    case 'PlanRejected':
+    case 'PlanCancelled':
+      return true;
+    case 'ItemAdded':
+      return event.data.followUpOf === null; // a follow-up comes from CommitResult
+    case 'ItemRetryScheduled':
+      return event.data.manual; // RetryItem; an automatic retry comes from SettleItem
+    case 'ResultCommitted': {
+      // ChildPlanFinished commits the result of a delegated attempt; CommitResult is refused for those.
+      const item = lookup(event.data.itemId);
+      const last = item === undefined ? undefined : currentAttempt(item);
+      return last !== undefined && last.childPlanId !== null;
+    }
+    case 'CommandRejected':
+      return !isInternalCommandType(event.data.commandType);
+    case 'IntentRecorded':
+    case 'ItemDelegated':
+    case 'ItemCompleted':
+    case 'ItemFailed':
+    case 'PlanCompleted':
+    case 'PlanFailed':
+      return false;
+  }
+}
+
+/**
+ * A plan being folded. The state and every object in `owned` were created by this fold and are changed in
+ * place; everything else is shared with the state the fold started from and is copied before its first
+ * change (the items map, one item, its attempts, one attempt, the lists). So the starting state is never
+ * touched, one event costs O(what it changes), and many events cost one copy of each thing they change.
+ * The plan digest is brought up to date in `result()`; nothing in the fold reads it.
+ *
+ * A branch (decide's throwaway fold, dropped with its decision) keeps no plan digest — `decide` reads the
+ * digest of the state it was given — and keeps changed items aside until `result()`, so deciding on a
+ * large plan does not copy its items map; read items of a branch with `item()`.
+ */
+export class Fold {
+  private readonly state: PlanState;
+  private readonly owned = new Set<object>();
+  private digestStale = false;
+  /** A branch's changed and added items, not yet in `state.items`. */
+  private readonly aside: Map<string, ItemState> | null;
+
+  constructor(start: PlanState, branch = false) {
+    this.state = { ...start };
+    this.aside = branch ? new Map() : null;
+  }
+
+  /** The item with this id as the events applied so far left it. */
+  item(id: string): ItemState | undefined {
+    return this.aside?.get(id) ?? getItem(this.state, id);
+  }
+
+  /** The plan status and item order after the events applied so far (no copy). */
+  get status(): PlanState['status'] {
+    return this.state.status;
+  }
+  get itemOrder(): readonly string[] {
+    return this.state.itemOrder;
+  }
+
+  /** The state after the events applied so far. It changes if more events are applied to this fold. */
+  result(): PlanState {
+    if (this.aside !== null && this.aside.size > 0) {
+      const items = this.items();
+      for (const [id, it] of this.aside) put(items, id, it);
+      this.aside.clear();
+    }
+    if (this.digestStale) {
+      this.state.digest = planDigest(this.state);
+      this.digestStale = false;
+    }
+    return this.state;
+  }
+
+  apply(event: PlanEvent): void {
+    const s = this.state;
+    if (!isNextEvent(s, event)) return;
+    const record = event.causationId !== '' && !hasOwn(s.appliedCommandIds, event.causationId) && causedByClientCommand(event, (id) => this.item(id));
+
+    switch (event.type) {
+      case 'PlanCreated': {
+        if (s.status !== 'none') invalid(event, 'plan exists');
+        s.goal = event.data.goal;
+        s.mode = event.data.mode;
+        s.status = event.data.mode === 'execute' ? 'running' : 'draft';
+        s.labels = event.data.labels;
+        s.parent = event.data.parent;
+        s.items = this.own({});
+        s.itemOrder = this.own([]);
+        s.createdAt = event.occurredAt;
+        this.digestStale = this.aside === null;
+        break;
+      }
+      case 'ItemAdded': {
+        const spec = event.data.item;
+        if (this.item(spec.id) !== undefined) invalid(event, `duplicate item ${spec.id}`);
+        const added: ItemState = {
+          // Listed rather than spread: `{ ...spec, status, ... }` takes V8's slow path (~7 µs).
+          id: spec.id,
+          title: spec.title,
+          why: spec.why,
+          dependsOn: spec.dependsOn,
+          tool: spec.tool,
+          inputJson: spec.inputJson,
+          retry: spec.retry,
+          status: 'pending',
+          addedSeq: event.seq,
+          addedAt: event.occurredAt,
+          followUpOf: event.data.followUpOf,
+          attempts: [],
+          retryAt: null,
+          attemptBase: 0,
+          outputJson: null,
+          failure: null,
+        };
+        if (Object.keys(spec).length !== SPEC_FIELDS) copyExtraFields(spec, added);
+        this.setItem(spec.id, this.own(added));
+        this.own(added.attempts);
+        const previous = s.itemOrder;
+        if (!this.owned.has(previous)) s.itemOrder = this.own([...previous]);
+        s.itemOrder.push(spec.id);
+        if (this.aside === null) {
+          extendDigest(s, previous, spec);
+          this.digestStale = true;
+        }
+        // A structural change sends a proposed plan back to draft: it must be proposed (and approved) again.
+        if (s.status === 'proposed') s.status = 'draft';
+        break;
+      }
+      case 'PlanProposed':
+        s.status = 'proposed';
+        break;
+      case 'PlanApproved':
+        s.status = 'approved';
+        s.approvedDigest = event.data.digest;
+        this.approvals().push({ decision: 'approved', digest: event.data.digest, by: event.data.by, at: event.occurredAt, seq: event.seq, note: event.data.comment });
+        break;
+      case 'PlanRejected':
+        s.status = 'draft';
+        this.approvals().push({ decision: 'rejected', digest: event.data.digest, by: event.data.by, at: event.occurredAt, seq: event.seq, note: event.data.reason });
+        break;
+      case 'ItemDelegated': {
+        const it = this.changeItem(event, event.data.itemId);
+        this.attempt(event, it, event.data.attempt).childPlanId = event.data.childPlanId;
+        break;
+      }
+      case 'IntentRecorded': {
+        const found = this.item(event.data.itemId) ?? invalid(event, `unknown item ${event.data.itemId}`);
+        if (event.data.idempotencyKey !== idempotencyKey(s.planId, found.id, event.data.attempt)) invalid(event, 'unexpected idempotency key');
+        const it = this.changeItem(event, found.id);
+        this.attempts(it).push(
+          this.own<AttemptState>({
+            attempt: event.data.attempt,
+            idempotencyKey: event.data.idempotencyKey,
+            executorId: event.data.executorId,
+            fencingToken: event.data.fencingToken,
+            startedAt: event.occurredAt,
+            finishedAt: null,
+            outcome: null,
+            outputJson: null,
+            error: null,
+            durationMs: null,
+            childPlanId: null,
+          }),
+        );
+        it.status = 'in_progress';
+        it.retryAt = null;
+        if (s.status === 'approved') s.status = 'running';
+        break;
+      }
+      case 'ResultCommitted': {
+        const it = this.changeItem(event, event.data.itemId);
+        const a = this.attempt(event, it, event.data.attempt);
+        a.finishedAt = event.occurredAt;
+        a.outcome = event.data.outcome;
+        a.outputJson = event.data.outputJson;
+        a.error = event.data.error;
+        a.durationMs = event.data.durationMs;
+        it.status = 'result_committed';
+        break;
+      }
+      case 'ItemCompleted': {
+        const it = this.changeItem(event, event.data.itemId);
+        it.status = 'completed';
+        it.outputJson = currentAttempt(it)?.outputJson ?? null;
+        break;
+      }
+      case 'ItemRetryScheduled': {
+        const it = this.changeItem(event, event.data.itemId);
+        it.status = 'pending';
+        it.retryAt = event.data.retryAt;
+        if (event.data.manual) {
+          it.attemptBase = it.attempts.length;
+          it.failure = null;
+        }
+        if (s.status === 'failed') s.status = 'running';
+        break;
+      }
+      case 'ItemFailed': {
+        const it = this.changeItem(event, event.data.itemId);
+        it.status = 'failed';
+        it.failure = { reason: event.data.reason, error: event.data.error };
+        break;
+      }
+      case 'PlanCompleted':
+        s.status = 'completed';
+        break;
+      case 'PlanFailed':
+        s.status = 'failed';
+        break;
+      case 'PlanCancelled':
+        for (const id of event.data.cancelledItemIds) this.changeItem(event, id).status = 'cancelled';
+        s.status = 'cancelled';
+        break;
+      case 'CommandRejected':
+        this.rejections().push({
+          seq: event.seq,
+          at: event.occurredAt,
+          commandId: event.data.commandId,
+          commandType: event.data.commandType,
+          code: event.data.code,
+          message: event.data.message,
+          field: event.data.field,
+        });
+        break;
+    }
+
+    s.seq = event.seq;
+    s.lastHash = event.hash;
+    s.updatedAt = event.occurredAt;
+    if (record) put(this.commandIds(), event.causationId, event.seq);
+  }
+
+  private own<T extends object>(value: T): T {
+    this.owned.add(value);
+    return value;
+  }
+
+  private owns(value: object): boolean {
+    return this.owned.has(value);
+  }
+
+  private items(): Record<string, ItemState> {
+    const s = this.state;
+    if (!this.owns(s.items)) s.items = this.own({ ...s.items });
+    return s.items;
+  }
+
+  private commandIds(): PlanState['appliedCommandIds'] {
+    const s = this.state;
+    if (!this.owns(s.appliedCommandIds)) s.appliedCommandIds = this.own({ ...s.appliedCommandIds });
+    return s.appliedCommandIds;
+  }
+
+  private approvals(): PlanState['approvals'] {
+    const s = this.state;
+    if (!this.owns(s.approvals)) s.approvals = this.own([...s.approvals]);
+    return s.approvals;
+  }
+
+  private rejections(): PlanState['rejections'] {
+    const s = this.state;
+    if (!this.owns(s.rejections)) s.rejections = this.own([...s.rejections]);
+    return s.rejections;
+  }
+
+  private setItem(id: string, it: ItemState): void {
+    if (this.aside !== null) this.aside.set(id, it);
+    else put(this.items(), id, it);
+  }
+
+  /** The item, ready to change. */
+  private changeItem(event: PlanEvent, id: string): ItemState {
+    const found = this.item(id) ?? invalid(event, `unknown item ${id}`);
+    if (this.owns(found)) return found;
+    const copy = this.own({ ...found });
+    this.setItem(id, copy);
+    return copy;
+  }
+
+  /** The attempts of an item that is ready to change, ready to change. */
+  private attempts(it: ItemState): AttemptState[] {
+    if (!this.owns(it.attempts)) it.attempts = this.own([...it.attempts]);
+    return it.attempts;
+  }
+
+  /** The current attempt (which must be `attempt`) of an item that is ready to change, ready to change. */
+  private attempt(event: PlanEvent, it: ItemState, attempt: number): AttemptState {
+    const last = currentAttempt(it);
+    if (last === undefined || last.attempt !== attempt) invalid(event, `attempt ${attempt} is not the current attempt of ${it.id}`);
+    if (this.owns(last)) return last;
+    const copy = this.own({ ...last });
+    this.attempts(it)[it.attempts.length - 1] = copy;
+    return copy;
+  }
+}
