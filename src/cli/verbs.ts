@@ -69,7 +69,7 @@ export function registerPlanCommands(program: Command): void {
 
   program
     .command('cancel')
-    .description('cancel a plan: pending items are cancelled, running tools are aborted')
+    .description('cancel a plan: pending items are cancelled; an item already running finishes and its result is recorded')
     .argument('<planId>')
     .option('--reason <text>', 'why, recorded in the ledger', 'cancelled by operator')
     .option('--by <name>', 'operator name recorded in the ledger', process.env.USER || 'operator')

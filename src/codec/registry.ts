@@ -64,13 +64,22 @@ export class RegistryAccess {
    */
   async register(subject: string, schema: object): Promise<number> {
     const { registry, registryUrl, timeoutMs } = this.opts;
-    try {
-      const { id } = await withTimeout(`registering ${subject}`, registryUrl, timeoutMs, () =>
-        registry.register({ type: SchemaType.AVRO, schema: JSON.stringify(schema) }, { subject, compatibility: COMPATIBILITY.BACKWARD }),
-      );
-      return id;
-    } catch (e) {
-      throw this.registerError(subject, e);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const { id } = await withTimeout(`registering ${subject}`, registryUrl, timeoutMs, () =>
+          registry.register({ type: SchemaType.AVRO, schema: JSON.stringify(schema) }, { subject, compatibility: COMPATIBILITY.BACKWARD }),
+        );
+        return id;
+      } catch (e) {
+        // Two processes registering a NEW subject at once both see "first registration" and both set
+        // its compatibility rule; the slower one gets 409 "A rule named 'COMPATIBILITY' already exists".
+        // The schema itself is registered: asking again finds the rule and returns the id.
+        if (attempt < 5 && /rule named .* already exists/i.test(errorMessage(e))) {
+          await new Promise((r) => setTimeout(r, 50 * attempt));
+          continue;
+        }
+        throw this.registerError(subject, e);
+      }
     }
   }
 

@@ -108,6 +108,19 @@ describe('codec against the real registry', () => {
     expect(Object.isFrozen(schema)).toBe(true);
   });
 
+  it('lets several processes register the same new subjects at once (executors starting together)', async () => {
+    // Each of the four sees a "first registration" and sets the subject's compatibility rule; the
+    // registry refuses all but one of those rule writes with 409 — the codec must still come up. The
+    // race does not happen every time, so a few fresh prefixes.
+    for (let round = 0; round < 6; round++) {
+      const config = testConfig();
+      const codecs = await Promise.all(Array.from({ length: 4 }, () => createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix })));
+      const ids = codecs.map((c) => c.schemaIds);
+      expect(ids.every((x) => x.event === ids[0]!.event && x.command === ids[0]!.command && x.snapshot === ids[0]!.snapshot)).toBe(true);
+      expect(ids[0]!.event).toBeGreaterThan(0);
+    }
+  });
+
   it('makes no registry call after warm-up; a new writer id is fetched once and read through a resolver', async () => {
     const config = testConfig();
     const proxy = await registryProxy(config.registryUrl);
