@@ -4,7 +4,7 @@ import { createCodec, readSchemaId, type LedgerCodec, type PlanSnapshot } from '
 import { topicNames, type LedgerConfig } from '../config.js';
 import { LedgerError } from '../errors.js';
 import { createKafka } from '../kafka/client.js';
-import { readToEnd } from '../kafka/log-reader.js';
+import { fetchTopicOffsetsRetrying, readToEnd } from '../kafka/log-reader.js';
 import { partitionFor } from '../kafka/partitioner.js';
 import type { Logger } from '../logging.js';
 import type { PositionedEvent } from './timeline.js';
@@ -120,7 +120,7 @@ export class LedgerLog {
   async readAll(onProgress?: (done: number, total: number) => void): Promise<Map<string, LoggedEvent[]>> {
     const byKey = new Map<string, LoggedEvent>();
     if (!(await this.topicExists(this.names.events))) return new Map();
-    const offsets = await this.admin.fetchTopicOffsets(this.names.events);
+    const offsets = await fetchTopicOffsetsRetrying(this.admin, this.names.events);
     const low = new Map(offsets.map((o) => [o.partition, Number(o.low)]));
     const total = offsets.reduce((n, o) => n + Number(o.high) - Number(o.low), 0);
     const read = new Map<number, number>();

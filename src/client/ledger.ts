@@ -5,7 +5,7 @@ import { createCodec, type LedgerCodec } from '../codec/index.js';
 import { loadConfig, topicNames, type LedgerConfig, type LedgerConfigInput } from '../config.js';
 import { LedgerError } from '../errors.js';
 import { createKafka } from '../kafka/client.js';
-import { readToEnd } from '../kafka/log-reader.js';
+import { fetchTopicOffsetsRetrying, readToEnd } from '../kafka/log-reader.js';
 import { partitionFor } from '../kafka/partitioner.js';
 import { auditTopic, ensurePlanTopics } from '../kafka/topics.js';
 import { silentLogger, type Logger } from '../logging.js';
@@ -144,7 +144,7 @@ class LedgerClient implements Ledger {
     await this.producer.connect();
     // A tail of the events topic, positioned at the end as of now, so every outcome of a command sent
     // after connect is seen. Its throw-away group never commits.
-    const ends = await this.admin.fetchTopicOffsets(this.topics.events);
+    const ends = await fetchTopicOffsetsRetrying(this.admin, this.topics.events);
     this.tail = this.kafka.consumer({ groupId: `${this.config.topicPrefix}.${this.clientId}`, maxWaitTimeInMs: 50, sessionTimeout: 30_000 });
     let joined!: () => void;
     const ready = new Promise<void>((r) => (joined = r));

@@ -36,13 +36,31 @@ export interface ReadToEndOptions {
 }
 
 /**
+ * `admin.fetchTopicOffsets`, retried while the error is retriable — right after a broker restart or a
+ * leader change the partition answers NOT_LEADER / LEADER_NOT_AVAILABLE for a moment, and kafkajs's
+ * admin does not retry ListOffsets by itself.
+ */
+export async function fetchTopicOffsetsRetrying(admin: Admin, topic: string, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {
+    try {
+      return await admin.fetchTopicOffsets(topic);
+    } catch (e) {
+      const retriable = (e as { retriable?: boolean }).retriable === true || /leader|not available|connection|ECONNREFUSED/i.test((e as Error).message ?? '');
+      if (!retriable || Date.now() + delay > deadline) throw e;
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
+}
+
+/**
  * Reads partitions from a start offset up to their end offset as it was when the read began, with
  * `read_committed` isolation, and stops. "End" is the last stable offset: transaction markers and
  * compaction leave gaps, so the read stops when the next offset to read reaches the end, never by
  * counting records. Returns the next offset of every partition read.
  */
 export async function readToEnd(opts: ReadToEndOptions): Promise<Map<number, string>> {
-  const offsets = await opts.admin.fetchTopicOffsets(opts.topic);
+  const offsets = await fetchTopicOffsetsRetrying(opts.admin, opts.topic);
   const wanted = new Set(opts.partitions ?? offsets.map((o) => o.partition));
   const end = new Map<number, bigint>();
   const next = new Map<number, bigint>();

@@ -144,15 +144,15 @@ export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
     writeFileSync(join(nodeDir, 'format.log'), `${format.stdout}\n${format.stderr}`);
     throw new LedgerError('ENVIRONMENT', `formatting Kafka storage failed; see ${join(nodeDir, 'format.log')}`);
   }
-  const kafkaRec = spawnDetached({
-    name: KAFKA,
+  const kafkaLaunch: KafkaLaunch = {
     bin: brokerJava.bin,
     args: ['-Xms256m', '-Xmx1g', '-XX:+UseG1GC', '-XX:MaxGCPauseMillis=20', '-Djava.awt.headless=true', ...jvmCommon, '-cp', classpath, 'kafka.Kafka', props],
     cwd: nodeDir,
     logFile: kafkaLog, // JVM output and log4j2 share one file
-    pidFile: pidFile(o.dir, KAFKA),
     marker: props,
-  });
+  };
+  writeFileSync(join(nodeDir, 'launch.json'), JSON.stringify(kafkaLaunch));
+  const kafkaRec = spawnDetached({ name: KAFKA, ...kafkaLaunch, pidFile: pidFile(o.dir, KAFKA) });
 
   // Registry: Apicurio's fast-jar, in-memory storage, global BACKWARD compatibility.
   const regDir = join(o.dir, REGISTRY);
@@ -198,6 +198,34 @@ export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
   }
   writeFileSync(join(o.dir, 'stack.json'), `${JSON.stringify(info, null, 2)}\n`);
   return { info, alreadyRunning: false, seconds: (Date.now() - t0) / 1000 };
+}
+
+/** How the broker was started, so it can be started again on the same storage. */
+interface KafkaLaunch {
+  readonly bin: string;
+  readonly args: string[];
+  readonly cwd: string;
+  readonly logFile: string;
+  readonly marker: string;
+}
+
+/**
+ * Restarts the running stack's broker on the same storage (a broker outage for tests and drills):
+ * stops it — SIGTERM, or SIGKILL with `hard` — optionally stays down for `downMs`, starts it again with
+ * the same command line and waits until it answers. Topics, records and schema ids survive.
+ */
+export async function restartBroker(opts: Pick<StackOptions, 'dir'> & { hard?: boolean; downMs?: number } = {}): Promise<void> {
+  const { dir } = resolve(opts);
+  const info = readStackInfo(dir);
+  const file = pidFile(dir, KAFKA);
+  const rec = readPid(file);
+  if (!info || !rec) throw new LedgerError('NOT_FOUND', `no running local stack in ${dir}`);
+  const launch = JSON.parse(readFileSync(join(dir, KAFKA, 'launch.json'), 'utf8')) as KafkaLaunch;
+  if (opts.hard) process.kill(rec.pid, 'SIGKILL');
+  await stopProcess(rec, file);
+  if (opts.downMs) await new Promise((r) => setTimeout(r, opts.downMs));
+  const again = spawnDetached({ name: KAFKA, ...launch, pidFile: file });
+  await waitUntilReady(again, `Kafka broker on ${info.brokers.join(',')}`, () => kafkaAnswers(info.brokers), 90_000);
 }
 
 /** Stops exactly the processes this stack started (by pid file) and waits until they are gone. */

@@ -1,0 +1,70 @@
+// Guarantee 4 (DESIGN §6): a broker outage is a pause. The broker of a private local stack is killed
+// (SIGKILL) mid-plan and started again on the same storage; the executor and the client ride it out,
+// the plan completes with one effect per item, and no accepted event is lost (chain intact, seq contiguous).
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectLedger } from '../../src/client/index.js';
+import { loadConfig, type LedgerConfig } from '../../src/config.js';
+import { verifyChain } from '../../src/plan/index.js';
+import { restartBroker, stackDown, stackUp } from '../../src/stack/stack.js';
+import { startExecutor } from '../../executor/index.js';
+import { EffectsService } from '../fixtures/effects-service.js';
+import { tools } from '../fixtures/tools.js';
+import { randomPrefix, waitFor } from '../support/helpers.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'plan-ledger-outage-'));
+let config: LedgerConfig;
+let effects: EffectsService;
+
+beforeAll(async () => {
+  const up = await stackUp({ dir, kafkaPort: 19492, registryPort: 18481 });
+  config = loadConfig({ brokers: up.info.brokers, registryUrl: up.info.registryUrl, topicPrefix: randomPrefix('outage'), partitions: 3 });
+  effects = await new EffectsService().start();
+  process.env.EFFECTS_URL = effects.url;
+}, 180_000);
+
+afterAll(async () => {
+  await effects?.stop();
+  await stackDown({ dir });
+}, 60_000);
+
+describe('broker outage', () => {
+  it('the plan running across a broker kill and restart completes with one effect per item and an intact log', async () => {
+    const executor = await startExecutor({ tools, config, executorId: 'outage-exec', sessionTimeoutMs: 10_000, heartbeatIntervalMs: 1000 });
+    const ledger = await connectLedger(config);
+    try {
+      await executor.started;
+      const items = Array.from({ length: 10 }, (_, i) => ({
+        id: `s${i}`,
+        title: `step ${i}`,
+        why: 'spans the outage',
+        tool: 'effect',
+        input: { holdMs: 300 },
+        dependsOn: i ? [`s${i - 1}`] : [],
+      }));
+      const { planId } = await ledger.createPlan({ goal: 'survive a broker restart', mode: 'execute', items });
+      await waitFor(() => effects.calls.some((c) => c.key === `${planId}/s2/1`), { message: 'third step started', timeoutMs: 30_000 });
+
+      await restartBroker({ dir, hard: true, downMs: 3000 });
+
+      const done = await ledger.waitFor(planId, 'completed', { timeoutMs: 150_000 });
+      expect(done.itemOrder.every((id) => done.items[id]!.status === 'completed')).toBe(true);
+      // One effect per item: every key that reached the service belongs to attempt 1 of its item.
+      const keys = [...effects.effects.keys()].filter((k) => k.startsWith(`${planId}/`)).sort();
+      expect(keys).toEqual(items.map((i) => `${planId}/${i.id}/1`).sort());
+      const events = (await ledger.planEvents(planId)).map((r) => r.event);
+      expect(verifyChain(events).ok).toBe(true);
+      expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+      expect(events.filter((e) => e.type === 'ItemCompleted')).toHaveLength(10);
+
+      // And the ledger takes new work after the outage.
+      const next = await ledger.createPlan({ goal: 'after the outage', mode: 'execute', items: [{ id: 'x', title: 'x', why: 'new work', tool: 'noop' }] });
+      await ledger.waitFor(next.planId, 'completed', { timeoutMs: 60_000 });
+    } finally {
+      await ledger.close();
+      await executor.stop();
+    }
+  });
+});
