@@ -78,7 +78,7 @@ export async function startExecutor(opts: ExecutorOptions): Promise<ExecutorHand
     if (tools.has(t.name)) throw new LedgerError('VALIDATION', `two tools are named "${t.name}"`, { field: 'tools' });
     tools.set(t.name, t);
   }
-  const kafka = createKafka(config, logger, 'executor');
+  const kafka = createKafka(config, logger, 'executor', 'service');
   const admin = kafka.admin();
   await admin.connect();
   try {

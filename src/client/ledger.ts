@@ -145,7 +145,9 @@ class LedgerClient implements Ledger {
     // A tail of the events topic, positioned at the end as of now, so every outcome of a command sent
     // after connect is seen. Its throw-away group never commits.
     const ends = await fetchTopicOffsetsRetrying(this.admin, this.topics.events);
-    this.tail = this.kafka.consumer({ groupId: `${this.config.topicPrefix}.${this.clientId}`, maxWaitTimeInMs: 50, sessionTimeout: 30_000 });
+    // The tail lives as long as the client: it rides out a broker outage like a service does and
+    // notices the broker's return within 2 s (one-shot calls keep the short retry budget).
+    this.tail = createKafka(this.config, this.logger, 'client-tail', 'service').consumer({ groupId: `${this.config.topicPrefix}.${this.clientId}`, maxWaitTimeInMs: 50, sessionTimeout: 30_000 });
     let joined!: () => void;
     const ready = new Promise<void>((r) => (joined = r));
     this.tail.on(this.tail.events.GROUP_JOIN, () => {
