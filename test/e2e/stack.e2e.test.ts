@@ -3,11 +3,19 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { portOpen } from '../../src/stack/processes.js';
+import { freePortBlock } from '../support/helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'plan-ledger-stack-'));
-const env = { ...process.env, PLAN_LEDGER_STACK_DIR: dir, PLAN_LEDGER_STACK_KAFKA_PORT: '19392', PLAN_LEDGER_STACK_REGISTRY_PORT: '18381' };
+let kafkaPort = 0;
+let registryPort = 0;
+let env: NodeJS.ProcessEnv = {};
+beforeAll(async () => {
+  kafkaPort = await freePortBlock(1);
+  registryPort = await freePortBlock(10);
+  env = { ...process.env, PLAN_LEDGER_STACK_DIR: dir, PLAN_LEDGER_STACK_KAFKA_PORT: String(kafkaPort), PLAN_LEDGER_STACK_REGISTRY_PORT: String(registryPort) };
+});
 const cli = (...args: string[]) => spawnSync(process.execPath, ['bin/plan-ledger.js', 'stack', ...args], { env, encoding: 'utf8', timeout: 170_000 });
 
 describe('plan-ledger stack up | status | down', () => {
@@ -15,8 +23,8 @@ describe('plan-ledger stack up | status | down', () => {
     const up = cli('up', '--json');
     expect(up.status, up.stderr).toBe(0);
     const info = JSON.parse(up.stdout) as { brokers: string[]; registryUrl: string; alreadyRunning: boolean };
-    expect(info.brokers).toEqual(['127.0.0.1:19392']);
-    expect(info.registryUrl).toBe('http://127.0.0.1:18381/apis/ccompat/v7');
+    expect(info.brokers).toEqual([`127.0.0.1:${kafkaPort}`]);
+    expect(info.registryUrl).toBe(`http://127.0.0.1:${registryPort}/apis/ccompat/v7`);
     expect(info.alreadyRunning).toBe(false);
     expect(existsSync(join(dir, 'stack.json'))).toBe(true);
     const res = await fetch(`${info.registryUrl}/config`);
@@ -38,12 +46,12 @@ describe('plan-ledger stack up | status | down', () => {
       encoding: 'utf8',
     });
     expect(clash.status).toBe(1);
-    expect(clash.stderr.trim()).toBe('plan-ledger: port 19392 (Kafka broker) is taken by another process; free it or choose another port with PLAN_LEDGER_STACK_KAFKA_PORT');
+    expect(clash.stderr.trim()).toBe(`plan-ledger: port ${kafkaPort} (Kafka broker) is taken by another process; free it or choose another port with PLAN_LEDGER_STACK_KAFKA_PORT`);
 
     const down = cli('down');
     expect(down.status).toBe(0);
     expect(down.stdout).toMatch(/^stopped registry \(pid \d+\), kafka-1 \(pid \d+\)/);
-    for (const port of [19392, 19393, 18381, 18391]) expect(await portOpen('127.0.0.1', port)).toBe(false);
+    for (const port of [kafkaPort, kafkaPort + 1, registryPort, registryPort + 10]) expect(await portOpen('127.0.0.1', port)).toBe(false);
     const after = cli('status');
     expect(after.status).toBe(3);
     expect(after.stdout).toMatch(/^not running/);
