@@ -3,7 +3,8 @@
 // live plans follows it. Times `restoreOwnedPartition` — exactly what a new owner runs on assignment.
 // History: finished plans of 10 items (intent → result → settle each), decided by the domain's own
 // `decide`, encoded by the real codec, produced to one partition; snapshots and the watermark written
-// with the projector's own `snapshotOf`/`watermarkOf` at the offsets the events landed on.
+// with the projector's own `snapshotMessage`/`watermarkMessage` (the same Avro value and the same
+// `plan-status` / `max-fencing-token` headers the projector writes) at the offsets the events landed on.
 // Run: npx tsx bench/restore.ts [--sizes 10000,1000000] [--rounds 3]   → bench/results/restore.json
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
@@ -11,11 +12,12 @@ import type { Message } from 'kafkajs';
 import { createCodec } from '../src/codec/index.js';
 import { loadConfig, topicNames } from '../src/config.js';
 import { createKafka } from '../src/kafka/client.js';
+import { readToEnd } from '../src/kafka/log-reader.js';
 import { eventKey } from '../src/kafka/partitioner.js';
 import { ensurePlanTopics } from '../src/kafka/topics.js';
 import { silentLogger } from '../src/logging.js';
 import { decide, evolve, type AnyCommand, type PlanEvent, type PlanState } from '../src/plan/index.js';
-import { snapshotOf, watermarkOf } from '../src/projection/index.js';
+import { maxFencingTokenOf, snapshotMessage, watermarkMessage } from '../src/projection/index.js';
 import { restoreOwnedPartition } from '../executor/restore.js';
 import { machine, median, writeResults } from './common.js';
 
@@ -72,6 +74,7 @@ async function prepare(historyEvents: number) {
   };
   const snapshots: Message[] = [];
   let plans = 0;
+  let maxToken = 0;
   while (offset < historyEvents) {
     const planId = `hist-${plans++}`;
     const events = planLog(planId, 10, 10);
@@ -81,11 +84,12 @@ async function prepare(historyEvents: number) {
       batch.push({ key: eventKey(planId, e.seq), value: codec.encodeEvent(e), partition: 0 });
       offset++;
     }
-    snapshots.push({ key: planId, value: codec.encodeSnapshot(snapshotOf(state!, 0, String(offset - 1), clock)), partition: 0 });
+    snapshots.push(snapshotMessage(codec, state!, 0, String(offset - 1), clock));
+    maxToken = Math.max(maxToken, maxFencingTokenOf(state!));
     if (batch.length >= 1000) await flush();
   }
   await flush();
-  snapshots.push({ key: '__watermark', value: codec.encodeSnapshot(watermarkOf(0, String(offset - 1), clock)), partition: 0 });
+  snapshots.push(watermarkMessage(codec, 0, String(offset - 1), maxToken, clock));
   for (let i = 0; i < snapshots.length; i += 100) await producer.send({ topic: t.snapshots, acks: -1, messages: snapshots.slice(i, i + 100) });
   // The tail: live plans after the watermark, half-way through their items.
   let tail = 0;
@@ -108,16 +112,27 @@ for (const size of sizes) {
   const env = await prepare(size);
   console.log(`history ${env.history} events (${env.historyPlans} plans) + tail ${env.tail} events written in ${((Date.now() - t0) / 1000).toFixed(1)}s`);
   const times: number[] = [];
-  let last = { fromSnapshot: 0, eventsReplayed: 0, plans: 0 };
+  let last = { fromSnapshot: 0, eventsReplayed: 0, plans: 0, dormant: 0, maxFencingToken: 0 };
   for (let r = 0; r < rounds; r++) {
     const s = performance.now();
     const restored = await restoreOwnedPartition({ kafka: env.kafka, admin: env.admin, codec: env.codec, config: env.config, partition: 0, logger });
     times.push(performance.now() - s);
-    last = { fromSnapshot: restored.fromSnapshot, eventsReplayed: restored.eventsReplayed, plans: restored.plans.size };
+    last = { fromSnapshot: restored.fromSnapshot, eventsReplayed: restored.eventsReplayed, plans: restored.plans.size, dormant: restored.dormant.size, maxFencingToken: restored.maxFencingToken };
   }
-  const row = { historyEvents: env.history, historyPlans: env.historyPlans, tailEvents: env.tail, restoreMsMedian: median(times), ...last };
+  // What is left of the history in the restore: reading the snapshots topic itself (one record per plan
+  // ever run, dormant or not), timed alone with nothing done per record.
+  const readTimes: number[] = [];
+  let snapshotBytes = 0;
+  for (let r = 0; r < rounds; r++) {
+    snapshotBytes = 0;
+    const s = performance.now();
+    await readToEnd({ kafka: env.kafka, admin: env.admin, topic: topicNames(env.config.topicPrefix).snapshots, partitions: [0], groupPrefix: `${env.config.topicPrefix}.bench`, onRecords: (rs) => rs.forEach((x) => (snapshotBytes += x.value?.length ?? 0)) });
+    readTimes.push(performance.now() - s);
+  }
+  const row = { historyEvents: env.history, historyPlans: env.historyPlans, tailEvents: env.tail, restoreMsMedian: median(times), snapshotsReadMsMedian: median(readTimes), snapshotMiB: snapshotBytes / 2 ** 20, ...last };
   rows.push(row);
-  console.log(`  restore: median ${row.restoreMsMedian.toFixed(0)} ms over ${rounds} rounds; ${last.fromSnapshot} plans from snapshots, ${last.eventsReplayed} events replayed, ${last.plans} plans`);
+  console.log(`  restore: median ${row.restoreMsMedian.toFixed(0)} ms over ${rounds} rounds; ${last.fromSnapshot} plans from snapshots, ${last.dormant} dormant (undecoded), ${last.eventsReplayed} events replayed, ${last.plans} plans`);
+  console.log(`  reading the snapshots topic alone (${row.snapshotMiB.toFixed(1)} MiB): median ${row.snapshotsReadMsMedian.toFixed(0)} ms`);
   await env.admin.deleteTopics({ topics: Object.values(topicNames(env.config.topicPrefix)).filter((x) => x.includes('.plan-')) }).catch(() => {});
   await env.admin.disconnect();
 }

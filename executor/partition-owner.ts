@@ -27,6 +27,7 @@ import {
   type PlanState,
 } from '../src/plan/index.js';
 import { toItemSpec } from '../src/plan-input.js';
+import { stateFromSnapshot } from '../src/projection/snapshot.js';
 import { isTerminalError, isToolResult, type Tool, type ToolContext, type ToolResult } from '../src/tools.js';
 import { TransactionalAppender, type AppendRequest } from './appender.js';
 import { faultPoint } from './faults.js';
@@ -50,6 +51,10 @@ export interface OwnerDeps {
     erased?: Set<string>;
     /** Highest seq among each plan's event keys (covers a stalled plan's records past its state). */
     lastKeySeq?: Map<string, number>;
+    /** Finished plans left undecoded: planId → raw snapshot value (see {@link PartitionOwner.dormant}). */
+    dormant?: Map<string, Buffer>;
+    /** Highest fencing token ever used on the partition, dormant plans included. */
+    maxFencingToken?: number;
   }>;
   readonly now?: () => number;
 }
@@ -71,6 +76,11 @@ export class PartitionOwner {
    * same transaction, so nothing of the erased plan id stays live in the ledger.
    */
   readonly erased = new Set<string>();
+  /**
+   * Finished (completed, cancelled) plans restored without decoding: planId → the raw value of their latest
+   * snapshot. Nothing runs for them; a command for one loads it into {@link plans} first ({@link wake}).
+   */
+  readonly dormant = new Map<string, Buffer>();
   /** Highest event-key seq of stalled plans (their state stops before the poison record). */
   private readonly stalledKeySeq = new Map<string, number>();
   private readonly inFlight = new Set<string>();
@@ -126,11 +136,13 @@ export class PartitionOwner {
     for (const [id, r] of restored.stalled) this.stalled.set(id, r);
     for (const id of restored.erased ?? []) this.erased.add(id);
     for (const [id, seq] of restored.lastKeySeq ?? []) if (this.stalled.has(id)) this.stalledKeySeq.set(id, seq);
-    let maxToken = 0;
+    for (const [id, value] of restored.dormant ?? []) if (!this.plans.has(id)) this.dormant.set(id, value);
+    // Above every token ever used on the partition: the watermark vouches for the plans left dormant.
+    let maxToken = restored.maxFencingToken ?? 0;
     for (const s of this.plans.values()) for (const it of Object.values(s.items)) for (const a of it.attempts) maxToken = Math.max(maxToken, a.fencingToken);
     this.fencingToken = maxToken + 1;
     this.log.info(
-      { plans: this.plans.size, stalled: this.stalled.size, fromSnapshot: restored.fromSnapshot, eventsReplayed: restored.eventsReplayed, fencingToken: this.fencingToken, ms: Date.now() - t0 },
+      { plans: this.plans.size, dormant: this.dormant.size, stalled: this.stalled.size, fromSnapshot: restored.fromSnapshot, eventsReplayed: restored.eventsReplayed, fencingToken: this.fencingToken, ms: Date.now() - t0 },
       'partition restored',
     );
     for (const planId of this.plans.keys()) this.schedule(planId);
@@ -167,6 +179,8 @@ export class PartitionOwner {
         reqs.push(this.deadLetter(m, { code: 'VALIDATION', message: `command for plan ${command.planId} arrived on partition ${this.partition}; its partition is ${home}`, details: { reason: 'misrouted' } }, next));
         continue;
       }
+      // A finished plan restored dormant: load it, so the command is decided against its real state.
+      if (!this.plans.has(command.planId) && this.dormant.has(command.planId)) await this.wake(command.planId);
       if (!this.plans.has(command.planId) && this.erased.has(command.planId)) {
         const rejected = this.rejectForErased(command, next);
         if (rejected) {
@@ -176,7 +190,9 @@ export class PartitionOwner {
         this.erased.delete(command.planId); // an accepted CreatePlan: the id starts afresh
       }
       const stall = this.stalled.get(command.planId);
-      if (stall !== undefined && command.type !== 'ErasePlan') {
+      // ErasePlan is let through for a stalled plan with a state; without one (e.g. a dormant plan whose
+      // snapshot does not verify) it cannot be decided without writing over the plan's first event.
+      if (stall !== undefined && (command.type !== 'ErasePlan' || !this.plans.has(command.planId))) {
         // Its log has a record this executor cannot apply; deciding on the partial state could reuse a
         // seq that is already taken. The command goes to the DLQ with the reason instead.
         reqs.push(this.deadLetter(m, { code: 'CONFLICT', message: `plan ${command.planId} is stalled (${stall}); the command was not applied`, details: { reason: 'plan_stalled' } }, next));
@@ -192,6 +208,35 @@ export class PartitionOwner {
     }
     await Promise.all(reqs);
     for (const id of touched) this.schedule(id);
+  }
+
+  /**
+   * Loads a dormant plan from its raw snapshot (decode + verify) into {@link plans}. A snapshot that does
+   * not verify stalls the plan with the reason (its commands go to the DLQ; deciding on no state would
+   * write over its first event). An unreachable registry throws UNAVAILABLE: the batch is retried.
+   */
+  private async wake(planId: string): Promise<void> {
+    const value = this.dormant.get(planId);
+    if (value === undefined) return;
+    let reason: string;
+    try {
+      const snap = await this.d.codec.decodeSnapshot(value);
+      const check = stateFromSnapshot(snap);
+      if (check.ok && snap.planId === planId) {
+        this.dormant.delete(planId);
+        if (!this.plans.has(planId)) this.plans.set(planId, check.state);
+        this.log.debug({ planId, seq: check.state.seq, status: check.state.status }, 'dormant plan loaded');
+        return;
+      }
+      reason = check.ok ? `snapshot is of plan ${snap.planId}` : check.reason;
+      this.stalledKeySeq.set(planId, snap.seq);
+    } catch (e) {
+      if (isLedgerError(e, 'UNAVAILABLE')) throw e;
+      reason = e instanceof Error ? e.message : String(e);
+    }
+    this.dormant.delete(planId);
+    this.stalled.set(planId, `dormant snapshot not trusted: ${reason}`);
+    this.log.error({ planId, reason }, 'dormant plan stalled: its snapshot does not verify');
   }
 
   /**
@@ -244,6 +289,7 @@ export class PartitionOwner {
       lastSeq,
     });
     this.plans.delete(planId);
+    this.dormant.delete(planId);
     this.stalled.delete(planId);
     this.stalledKeySeq.delete(planId);
     this.erased.add(planId);

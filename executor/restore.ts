@@ -16,14 +16,25 @@ export interface RestoredPartition {
   /** Plans seeded from a snapshot, and events replayed on top: restore cost follows the tail. */
   fromSnapshot: number;
   eventsReplayed: number;
+  /**
+   * Finished plans (completed, cancelled) left undecoded: planId → raw snapshot value. The owner decodes
+   * one only when a command arrives for it, so restore cost does not grow with the plans ever run.
+   */
+  dormant: Map<string, Buffer>;
+  /** Highest fencing token ever used on the partition (dormant plans included); the owner fences above it. */
+  maxFencingToken: number;
 }
+
+/** Statuses a plan cannot leave by running: the executor restores such plans dormant. */
+export const DORMANT_STATUSES = ['completed', 'cancelled'] as const;
 
 /**
  * Restores every plan of an owned partition the way every reader does (src/projection's
  * restorePartition): the latest snapshot per plan and the partition's watermark from the snapshots
  * topic, then only the events after the watermark, with stalls re-established from the DLQ. A record
  * that cannot be decoded or applied stalls its plan — never skipped silently — and the projector, the
- * reader of record, dead-letters it; the executor only refuses to run that plan.
+ * reader of record, dead-letters it; the executor only refuses to run that plan. Completed and cancelled
+ * plans whose snapshots say so stay undecoded (`dormant`) until a command needs one.
  */
 export async function restoreOwnedPartition(opts: {
   kafka: Kafka;
@@ -41,6 +52,7 @@ export async function restoreOwnedPartition(opts: {
     config: opts.config,
     partition: opts.partition,
     logger: log,
+    dormantStatuses: DORMANT_STATUSES,
     onPoison: (outcome, record) => {
       log.error({ offset: record.offset, planId: outcome.planId, reason: outcome.decision.reason }, `plan stalled: ${outcome.decision.message}`);
     },
@@ -54,5 +66,7 @@ export async function restoreOwnedPartition(opts: {
     lastKeySeq: new Map(r.lastKeySeq),
     fromSnapshot: r.fromSnapshot,
     eventsReplayed: r.eventsReplayed,
+    dormant: r.dormant,
+    maxFencingToken: r.maxFencingToken,
   };
 }

@@ -13,8 +13,8 @@ import {
   processEventRecord,
   restorePartition,
   retryDelayMs,
-  snapshotOf,
-  watermarkOf,
+  snapshotMessage,
+  watermarkMessage,
   type PartitionProjection,
   type RecordOutcome,
   type SnapshotPolicyOptions,
@@ -40,7 +40,7 @@ export interface ProjectionServiceOptions {
 /** Bytes of keys and values per produce request of snapshots. */
 const MAX_SEND_BYTES = 768 * 1024;
 
-function* chunks<T extends { key: string; value: Buffer }>(records: T[], maxBytes: number): Generator<T[]> {
+function* chunks<T extends { key: string; value: Buffer; headers?: Record<string, string> }>(records: T[], maxBytes: number): Generator<T[]> {
   let chunk: T[] = [];
   let bytes = 0;
   for (const r of records) {
@@ -312,17 +312,19 @@ export class ProjectionService {
    */
   private writeSnapshots(p: number, run: PartitionRun, planIds: string[], watermark: boolean): Promise<void> {
     const now = Date.now();
-    const records: Array<{ key: string; value: Buffer; partition: number }> = [];
+    const records: Array<{ key: string; value: Buffer; partition: number; headers: Record<string, string> }> = [];
     const written: Array<[string, number]> = [];
     for (const id of planIds) {
       const e = run.projection.get(id);
       if (!e?.state || e.lastOffset === null) continue;
-      records.push({ key: id, value: this.codec.encodeSnapshot(snapshotOf(e.state, p, e.lastOffset, now)), partition: p });
+      // With the plan's status as a header: a new owner leaves finished plans undecoded (restore's dormantStatuses).
+      records.push(snapshotMessage(this.codec, e.state, p, e.lastOffset, now));
       written.push([id, e.state.seq]);
       run.projection.policy.written(id, e.state.seq);
     }
     const w = watermark ? run.projection.watermarkOffset() : null;
-    if (w !== null) records.push({ key: '__watermark', value: this.codec.encodeSnapshot(watermarkOf(p, w, now)), partition: p });
+    // The watermark carries the highest fencing token seen on the partition, including plans a new owner will not decode.
+    if (w !== null) records.push(watermarkMessage(this.codec, p, w, run.projection.maxFencingToken, now));
     if (records.length === 0) return Promise.resolve();
     const send = async () => {
       try {

@@ -1,6 +1,7 @@
 import { evolve, type PlanEvent, type PlanState } from '../plan/index.js';
 import { classifyFailure, parseEventKey, stallOf, type FailureDecision, type Stall } from './poison.js';
 import { SnapshotPolicy, type SnapshotPolicyOptions } from './snapshot-policy.js';
+import { maxFencingTokenOf } from './snapshot.js';
 
 /** A plan as one partition's projection holds it. */
 export interface PlanEntry {
@@ -43,6 +44,11 @@ export class PartitionProjection {
   /** Offset of the last record processed (applied, duplicate, held, erased or poison); null before any. */
   lastOffset: string | null = null;
   eventsApplied = 0;
+  /**
+   * Highest `attempts[].fencingToken` of any plan this projection has seen (seeded, applied, or noted from
+   * a watermark); kept when a plan is erased, so it never goes down. Written on the watermark.
+   */
+  maxFencingToken = 0;
   /** Events waiting for a missing earlier seq, per plan, by seq. */
   private readonly pending = new Map<string, Map<number, PendingEvent>>();
 
@@ -57,6 +63,12 @@ export class PartitionProjection {
   seed(state: PlanState): void {
     this.plans.set(state.planId, { planId: state.planId, state, lastOffset: null, stalled: null });
     this.policy.restored(state.planId, state.seq, state.seq);
+    this.noteFencingToken(maxFencingTokenOf(state));
+  }
+
+  /** Raises {@link maxFencingToken} to `token` (e.g. from a watermark's header, covering plans not decoded). */
+  noteFencingToken(token: number): void {
+    if (token > this.maxFencingToken) this.maxFencingToken = token;
   }
 
   /** Marks a plan stalled (e.g. from the DLQ on restore). Keeps an existing stall. */
@@ -157,6 +169,7 @@ export class PartitionProjection {
     entry.state = next;
     entry.lastOffset = maxOffset(entry.lastOffset, offset);
     this.eventsApplied += 1;
+    if (event.type === 'IntentRecorded') this.noteFencingToken(event.data.fencingToken);
     this.policy.applied(event.planId, event.seq, event.type);
   }
 

@@ -3,12 +3,12 @@ import type { LedgerCodec } from '../codec/index.js';
 import { topicNames, type LedgerConfig } from '../config.js';
 import { readToEnd, type LogRecord } from '../kafka/log-reader.js';
 import type { Logger } from '../logging.js';
-import type { PlanState } from '../plan/index.js';
+import type { PlanState, PlanStatus } from '../plan/index.js';
 import { PartitionProjection, type RecordOutcome } from './partition.js';
 import { readDeadLetters } from './dlq-reader.js';
-import { parseEventKey, stallOf, type Stall } from './poison.js';
+import { classifyFailure, parseEventKey, stallOf, type Stall } from './poison.js';
 import { processEventRecord, withUnavailableRetry } from './records.js';
-import { isWatermark, stateFromSnapshot, type PlanSnapshot } from './snapshot.js';
+import { isWatermark, parseMaxFencingToken, PLAN_STATUS_HEADER, stateFromSnapshot, WATERMARK_KEY, type PlanSnapshot } from './snapshot.js';
 import type { SnapshotPolicyOptions } from './snapshot-policy.js';
 
 export interface RestorePartitionOptions {
@@ -27,6 +27,15 @@ export interface RestorePartitionOptions {
   readonly readDeadLetters?: boolean;
   /** Called for each record of the replayed tail that cannot be decoded or applied (not yet dead-lettered). */
   readonly onPoison?: (outcome: Extract<RecordOutcome, { kind: 'poison' }>, record: LogRecord) => void | Promise<void>;
+  /**
+   * Plans whose latest snapshot record carries a `plan-status` header in this set (e.g. the executor's
+   * `['completed', 'cancelled']`: nothing can change them but a rejection or an erasure) are not decoded:
+   * their raw snapshot values come back in `dormant`, so restore cost does not grow with the number of
+   * plans ever run. A tail event of a dormant plan decodes its snapshot on the spot. Only applies when the
+   * watermark carries `max-fencing-token` (a writer that sets both headers); otherwise every snapshot is
+   * decoded, as without this option. Default: none (every plan decoded).
+   */
+  readonly dormantStatuses?: readonly PlanStatus[];
   /** Per read (default 10 minutes). */
   readonly timeoutMs?: number;
   readonly signal?: AbortSignal;
@@ -55,6 +64,16 @@ export interface RestoredPartition {
   readonly erased: ReadonlySet<string>;
   /** Highest seq among each plan's event keys in the replayed tail (a stalled plan's records go past its state). */
   readonly lastKeySeq: ReadonlyMap<string, number>;
+  /**
+   * Plans left undecoded (see `dormantStatuses`): planId → the raw value of its latest snapshot record, to
+   * decode with `codec.decodeSnapshot` + `stateFromSnapshot` when the plan is needed. Not in `plans`.
+   */
+  readonly dormant: Map<string, Buffer>;
+  /**
+   * Highest `attempts[].fencingToken` of any plan of the partition: the watermark's `max-fencing-token`
+   * header max'd with every plan restored here (0 when none). A new owner fences with this + 1.
+   */
+  readonly maxFencingToken: number;
 }
 
 /**
@@ -81,7 +100,7 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
   const warnings: string[] = [];
 
   // 1. Latest snapshot per key.
-  const latest = new Map<string, Buffer | null>();
+  const latest = new Map<string, { value: Buffer | null; status: string | undefined; maxFencingToken: number | null }>();
   await readToEnd({
     kafka: opts.kafka,
     admin: opts.admin,
@@ -90,16 +109,29 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
     groupPrefix,
     timeoutMs,
     onRecords: (records) => {
-      for (const r of records) if (r.key !== null) latest.set(r.key.toString('utf8'), r.value);
+      for (const r of records) {
+        if (r.key === null) continue;
+        const key = r.key.toString('utf8');
+        latest.set(key, { value: r.value, status: r.headers[PLAN_STATUS_HEADER], maxFencingToken: key === WATERMARK_KEY ? parseMaxFencingToken(r.headers) : null });
+      }
     },
   });
   let watermark: string | null = null;
   let fromSnapshot = 0;
   const erased = new Set<string>();
   const lastKeySeq = new Map<string, number>();
-  for (const [key, value] of latest) {
+  const dormant = new Map<string, Buffer>();
+  // Dormancy needs the watermark to vouch for the fencing tokens of the plans it leaves undecoded.
+  const watermarkToken = latest.get(WATERMARK_KEY)?.maxFencingToken ?? null;
+  const dormantStatuses = watermarkToken === null ? new Set<string>() : new Set<string>(opts.dormantStatuses ?? []);
+  if (watermarkToken !== null) projection.noteFencingToken(watermarkToken);
+  for (const [key, { value, status }] of latest) {
     if (value === null) {
       erased.add(key); // erased plan
+      continue;
+    }
+    if (status !== undefined && dormantStatuses.has(status) && key !== WATERMARK_KEY) {
+      dormant.set(key, value);
       continue;
     }
     let snap: PlanSnapshot;
@@ -121,6 +153,35 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
     projection.seed(check.state);
     fromSnapshot += 1;
   }
+  /**
+   * A dormant plan is needed after all (a tail event or a dead letter of it): decode and verify its snapshot
+   * and seed the projection with it. False when it does not verify.
+   */
+  const wake = async (planId: string): Promise<boolean> => {
+    const value = dormant.get(planId);
+    if (value === undefined) return true;
+    dormant.delete(planId);
+    try {
+      const snap = await withUnavailableRetry(() => opts.codec.decodeSnapshot(value), retry);
+      const check = stateFromSnapshot(snap);
+      if (!check.ok || snap.planId !== planId) {
+        warnings.push(`snapshot ${planId}: ${check.ok ? 'key does not match planId' : check.reason}`);
+        return false;
+      }
+      projection.seed(check.state);
+      fromSnapshot += 1;
+      return true;
+    } catch (e) {
+      if (classifyFailure(e).action === 'retry') throw e; // aborted while the registry was down
+      warnings.push(`snapshot ${planId}: ${e instanceof Error ? e.message : String(e)}`);
+      return false;
+    }
+  };
+  /** A dormant snapshot that does not verify: the watermark's promise does not hold; restore without dormancy. */
+  const untrusted = () => {
+    log?.warn({ warnings }, 'a dormant snapshot is not trusted; restoring again with every snapshot decoded');
+    return restorePartition({ ...opts, dormantStatuses: [] });
+  };
   // A snapshot that cannot be trusted means the watermark's promise does not hold for that plan.
   const replayFrom = warnings.length === 0 && watermark !== null ? (BigInt(watermark) + 1n).toString() : null;
   if (warnings.length) log?.warn({ warnings }, 'snapshots not trusted; replaying the partition from its start');
@@ -133,12 +194,15 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
       if (d.cause === null || d.cause.sourceTopic !== names.events || d.cause.sourcePartition !== p) continue;
       deadLettered.add(d.cause.sourceOffset);
       const k = parseEventKey(d.key);
-      if (k !== null) projection.stall(k.planId, stallOf(d.cause, d.cause.sourceOffset, k.seq));
+      if (k === null) continue;
+      if (!(await wake(k.planId))) return untrusted();
+      projection.stall(k.planId, stallOf(d.cause, d.cause.sourceOffset, k.seq));
     }
   }
 
   // 3. The tail.
   let eventsReplayed = 0;
+  let distrusted = false;
   const next = await readToEnd({
     kafka: opts.kafka,
     admin: opts.admin,
@@ -149,12 +213,19 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
     timeoutMs,
     onRecords: async (records) => {
       for (const r of records) {
+        if (distrusted) return;
         const k = parseEventKey(r.key);
         if (k !== null) {
           if (r.value === null) {
+            dormant.delete(k.planId); // erased: nothing left to wake
             erased.add(k.planId);
             lastKeySeq.delete(k.planId);
           } else {
+            // e.g. a CommandRejected appended to a completed plan: the plan continues from its snapshot.
+            if (!(await wake(k.planId))) {
+              distrusted = true;
+              return;
+            }
             erased.delete(k.planId);
             if (k.seq > (lastKeySeq.get(k.planId) ?? 0)) lastKeySeq.set(k.planId, k.seq);
           }
@@ -165,6 +236,7 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
       }
     },
   });
+  if (distrusted) return untrusted();
   // Read to the end: a seq still missing is not in the log.
   for (const gap of projection.settleGaps()) {
     if (!deadLettered.has(gap.outcome.offset)) {
@@ -172,9 +244,11 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
     }
   }
   const nextOffset = next.get(p) ?? replayFrom ?? '0';
-  log?.info({ fromSnapshot, eventsReplayed, watermark: replayFrom === null ? null : watermark, nextOffset }, 'partition restored');
+  const plans = projection.states();
+  const maxFencingToken = projection.maxFencingToken; // the watermark's header, seeds and every applied intent
+  log?.info({ fromSnapshot, dormant: dormant.size, eventsReplayed, watermark: replayFrom === null ? null : watermark, nextOffset }, 'partition restored');
   return {
-    plans: projection.states(),
+    plans,
     nextOffset,
     fromSnapshot,
     eventsReplayed,
@@ -185,5 +259,7 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
     warnings,
     erased,
     lastKeySeq,
+    dormant,
+    maxFencingToken,
   };
 }

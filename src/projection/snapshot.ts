@@ -1,5 +1,5 @@
 import { canonicalJson, sha256Hex, stateDigest, type PlanState } from '../plan/index.js';
-import type { PlanSnapshot } from '../codec/index.js';
+import type { LedgerCodec, PlanSnapshot } from '../codec/index.js';
 
 export type { PlanSnapshot };
 
@@ -73,3 +73,62 @@ export function stateFromSnapshot(s: PlanSnapshot): SnapshotCheck {
 
 /** stateDigest of a state, re-exported for callers that compare projections. */
 export { stateDigest };
+
+/**
+ * Header of a plan's snapshot record: the plan's status at the snapshot. A reader can tell finished
+ * (dormant) plans apart without decoding the record; the Avro value is the same with or without it.
+ */
+export const PLAN_STATUS_HEADER = 'plan-status';
+
+/**
+ * Header of a watermark record: the highest `attempts[].fencingToken` of any plan of the partition the
+ * writer had seen when it wrote the watermark (0 when none). A new owner of the partition must fence
+ * above it even for plans it does not decode (see `dormantStatuses` of `restorePartition`).
+ */
+export const MAX_FENCING_TOKEN_HEADER = 'max-fencing-token';
+
+/** Highest fencing token among a plan's attempts (0 when it has none). */
+export function maxFencingTokenOf(state: PlanState): number {
+  let max = 0;
+  for (const item of Object.values(state.items)) for (const a of item.attempts) if (a.fencingToken > max) max = a.fencingToken;
+  return max;
+}
+
+/** A record for the snapshots topic (kafkajs `Message` shape). */
+export interface SnapshotMessage {
+  readonly key: string;
+  readonly value: Buffer;
+  readonly partition: number;
+  readonly headers: Record<string, string>;
+}
+
+/**
+ * The snapshot record of a plan as every writer produces it: the Avro value of {@link snapshotOf}, keyed by
+ * planId, with the {@link PLAN_STATUS_HEADER}. The projector and the restore benchmark both use this.
+ */
+export function snapshotMessage(codec: Pick<LedgerCodec, 'encodeSnapshot'>, state: PlanState, partition: number, eventsOffset: string, takenAt: number): SnapshotMessage {
+  return {
+    key: state.planId,
+    value: codec.encodeSnapshot(snapshotOf(state, partition, eventsOffset, takenAt)),
+    partition,
+    headers: { [PLAN_STATUS_HEADER]: state.status },
+  };
+}
+
+/** The watermark record of a partition ({@link watermarkOf}) with the {@link MAX_FENCING_TOKEN_HEADER}. */
+export function watermarkMessage(codec: Pick<LedgerCodec, 'encodeSnapshot'>, partition: number, eventsOffset: string, maxFencingToken: number, takenAt: number): SnapshotMessage {
+  return {
+    key: WATERMARK_KEY,
+    value: codec.encodeSnapshot(watermarkOf(partition, eventsOffset, takenAt)),
+    partition,
+    headers: { [MAX_FENCING_TOKEN_HEADER]: String(maxFencingToken) },
+  };
+}
+
+/** The max-fencing-token header's value; null when absent or not a non-negative integer. */
+export function parseMaxFencingToken(headers: Readonly<Record<string, string>> | undefined): number | null {
+  const v = headers?.[MAX_FENCING_TOKEN_HEADER];
+  if (v === undefined || !/^\d+$/.test(v)) return null;
+  const n = Number(v);
+  return Number.isSafeInteger(n) ? n : null;
+}

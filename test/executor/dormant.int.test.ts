@@ -1,0 +1,155 @@
+// Dormant finished plans: the projector's snapshots say each plan's status (header `plan-status`) and its
+// watermark the highest fencing token of the partition (header `max-fencing-token`); a new owner restores
+// completed and cancelled plans without decoding them and loads one only when a command needs it.
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { startExecutor, type ExecutorHandle } from '../../executor/index.js';
+import { restoreOwnedPartition } from '../../executor/restore.js';
+import { createCodec } from '../../src/codec/index.js';
+import { isLedgerError } from '../../src/errors.js';
+import { readToEnd, type LogRecord } from '../../src/kafka/log-reader.js';
+import { topicNames } from '../../src/config.js';
+import { startProjector } from '../../projector/index.js';
+import { stateDigest, verifyChain, type PlanEvent, type PlanState } from '../../src/plan/index.js';
+import { MAX_FENCING_TOKEN_HEADER, PLAN_STATUS_HEADER, restorePartition, WATERMARK_KEY } from '../../src/projection/index.js';
+import type { Ledger } from '../../src/client/index.js';
+import type { LedgerConfig } from '../../src/config.js';
+import { tools } from '../fixtures/tools.js';
+import { randomPrefix, testAdmin, testConfig, testKafka, testLogger, waitFor } from '../support/helpers.js';
+import { chainOfItems, ledgerWithExecutor } from './support.js';
+
+async function executor(config: LedgerConfig, executorId: string): Promise<ExecutorHandle> {
+  const e = await startExecutor({ tools, config, executorId, concurrency: 8, logger: testLogger, sessionTimeoutMs: 6000, heartbeatIntervalMs: 500 });
+  onTestFinished(() => e.stop());
+  await e.started;
+  return e;
+}
+
+/** Runs the projector until it has projected every event, then stops it: snapshots and a watermark are left behind. */
+async function snapshotEverything(config: LedgerConfig, expected: Map<string, string>): Promise<void> {
+  const p = await startProjector({ config, logger: testLogger, port: 0, apiToken: null, watermarkIntervalMs: 300, defaultMetrics: false });
+  try {
+    await waitFor(
+      async () => {
+        if (!(await p.caughtUp())) return false;
+        const got = p.stateDigests();
+        return [...expected].every(([id, d]) => got.get(id) === d);
+      },
+      { timeoutMs: 45_000, message: 'projector caught up' },
+    );
+  } finally {
+    await p.stop();
+  }
+}
+
+async function chainOf(ledger: Ledger, planId: string): Promise<PlanEvent[]> {
+  const events = (await ledger.planEvents(planId)).map((r) => r.event);
+  expect(verifyChain(events).ok).toBe(true);
+  expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+  return events;
+}
+
+function tokensOf(events: PlanEvent[]): number[] {
+  return events.flatMap((e) => (e.type === 'IntentRecorded' ? [e.data.fencingToken] : []));
+}
+
+describe('dormant finished plans (real broker and registry)', () => {
+  it('restores completed and cancelled plans undecoded; a later command on one is decided against its real state', async () => {
+    const config = testConfig({ partitions: 1 });
+    const { ledger, executor: a } = await ledgerWithExecutor({ config, executorId: 'dormant-A', logger: testLogger });
+    const { planId: done } = await ledger.createPlan({ goal: 'finished before the restart', mode: 'execute', items: chainOfItems(3) });
+    const completed = await ledger.waitFor(done, 'completed', { timeoutMs: 30_000 });
+    const { planId: dropped } = await ledger.createPlan({ goal: 'cancelled before it ran', mode: 'propose', items: chainOfItems(2) });
+    await ledger.cancel(dropped);
+    const cancelled = await ledger.waitFor(dropped, 'cancelled', { timeoutMs: 30_000 });
+    const { planId: waiting } = await ledger.createPlan({ goal: 'waits for approval', mode: 'propose', items: chainOfItems(2) });
+    await ledger.propose(waiting);
+    const proposed = await ledger.waitFor(waiting, 'proposed', { timeoutMs: 30_000 });
+    await a.stop();
+    await snapshotEverything(config, new Map([completed, cancelled, proposed].map((s) => [s.planId, stateDigest(s)])));
+
+    // The projector's records carry the headers.
+    const kafka = testKafka(config);
+    const admin = await testAdmin(kafka);
+    const snaps = new Map<string, LogRecord>();
+    await readToEnd({ kafka, admin, topic: topicNames(config.topicPrefix).snapshots, groupPrefix: randomPrefix('r'), onRecords: (rs) => rs.forEach((r) => snaps.set(r.key!.toString(), r)) });
+    expect(snaps.get(done)?.headers[PLAN_STATUS_HEADER]).toBe('completed');
+    expect(snaps.get(dropped)?.headers[PLAN_STATUS_HEADER]).toBe('cancelled');
+    expect(snaps.get(waiting)?.headers[PLAN_STATUS_HEADER]).toBe('proposed');
+    const maxToken = Math.max(...tokensOf(await chainOf(ledger, done)));
+    expect(snaps.get(WATERMARK_KEY)?.headers[MAX_FENCING_TOKEN_HEADER]).toBe(String(maxToken));
+
+    // With dormancy: the same live plans, the finished ones as raw snapshots; without: today's restore.
+    const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix });
+    const base = { kafka, admin, codec, config, partition: 0, logger: testLogger };
+    const full = await restorePartition(base);
+    const lean = await restorePartition({ ...base, dormantStatuses: ['completed', 'cancelled'] });
+    expect(full.dormant.size).toBe(0);
+    expect([...lean.dormant.keys()].sort()).toEqual([done, dropped].sort());
+    expect(lean.plans).toEqual(new Map([[waiting, full.plans.get(waiting)!]]));
+    expect(full.plans.get(done)).toEqual(completed);
+    expect(lean.maxFencingToken).toBe(maxToken);
+    expect(full.maxFencingToken).toBe(maxToken);
+    expect(lean.eventsReplayed).toBe(0);
+    expect(lean.warnings).toEqual([]);
+    expect((await restoreOwnedPartition(base)).dormant.size).toBe(2);
+
+    // A new owner: RetryItem on the dormant completed plan is rejected at the next seq, chain intact.
+    const b = await executor(config, 'dormant-B');
+    expect(b.planState(done)).toBeUndefined(); // dormant until a command needs it
+    const refused = await ledger.retryItem(done, 'item-00').catch((e: unknown) => e);
+    expect(isLedgerError(refused, 'REJECTED')).toBe(true);
+    expect((refused as { details: { rejection: string } }).details.rejection).toBe('PLAN_FINISHED');
+    let events = await chainOf(ledger, done);
+    expect(events).toHaveLength(completed.seq + 1);
+    expect(events.at(-1)).toMatchObject({ type: 'CommandRejected', seq: completed.seq + 1 });
+    expect(b.planState(done)?.seq).toBe(completed.seq + 1);
+
+    // The next owner meets that rejection in its tail (after the watermark): it wakes the snapshot and
+    // applies the event — no seq gap, no stall — and a further command goes to seq + 2.
+    await b.stop();
+    const tail = await restoreOwnedPartition(base);
+    expect(tail.stalled.size).toBe(0);
+    expect(tail.dormant.has(done)).toBe(false);
+    expect(tail.plans.get(done)?.seq).toBe(completed.seq + 1);
+    const c = await executor(config, 'dormant-C');
+    expect(c.planState(done)?.seq).toBe(completed.seq + 1);
+    await expect(ledger.retryItem(done, 'item-01')).rejects.toMatchObject({ details: { rejection: 'PLAN_FINISHED' } });
+    events = await chainOf(ledger, done);
+    expect(events.at(-1)).toMatchObject({ type: 'CommandRejected', seq: completed.seq + 2 });
+
+    // ErasePlan on a dormant (cancelled) plan erases every one of its events.
+    const erased = await ledger.erase(dropped, { by: 'dpo' });
+    expect(erased.erasure).toMatchObject({ statusAtErasure: 'cancelled', forced: false });
+    expect(await ledger.planEvents(dropped)).toEqual([]);
+    expect(c.planState(dropped)).toBeUndefined();
+    await ledger.approve(waiting, proposed.digest, { by: 'ops' });
+    await ledger.waitFor(waiting, 'completed', { timeoutMs: 30_000 });
+  });
+
+  it("a new owner fences above every token of the partition even when all earlier plans are dormant", async () => {
+    const config = testConfig({ partitions: 1 });
+    const { ledger, executor: a } = await ledgerWithExecutor({ config, executorId: 'fence-A', logger: testLogger });
+    const { planId: first } = await ledger.createPlan({ goal: 'first owner', mode: 'execute', items: chainOfItems(2) });
+    const firstState: PlanState = await ledger.waitFor(first, 'completed', { timeoutMs: 30_000 });
+    const before = Math.max(...tokensOf(await chainOf(ledger, first)));
+    await a.stop();
+    await snapshotEverything(config, new Map([[first, stateDigest(firstState)]]));
+
+    const kafka = testKafka(config);
+    const admin = await testAdmin(kafka);
+    const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix });
+    const r = await restoreOwnedPartition({ kafka, admin, codec, config, partition: 0, logger: testLogger });
+    expect(r.plans.size).toBe(0); // nothing live: the only plan is dormant
+    expect([...r.dormant.keys()]).toEqual([first]);
+    expect(r.maxFencingToken).toBe(before);
+
+    await executor(config, 'fence-B');
+    const { planId: second } = await ledger.createPlan({ goal: 'second owner', mode: 'execute', items: chainOfItems(2) });
+    await ledger.waitFor(second, 'completed', { timeoutMs: 30_000 });
+    const after = tokensOf(await chainOf(ledger, second));
+    expect(after.length).toBe(2);
+    for (const t of after) expect(t).toBeGreaterThan(before);
+  });
+});
+
+
