@@ -14,7 +14,7 @@ import { auditRows } from '../src/audit/timeline.js';
 import { renderAudit, renderPlan, renderVerification, renderWhy } from '../src/cli/render.js';
 import { elide, painter, type Painter } from '../src/cli/output.js';
 import { connectLedger, type Ledger } from '../src/client/index.js';
-import { loadConfig, type LedgerConfig } from '../src/config.js';
+import { configToEnv, loadConfig, type LedgerConfig } from '../src/config.js';
 import { isLedgerError } from '../src/errors.js';
 import { partitionFor } from '../src/kafka/partitioner.js';
 import { packageRoot } from '../src/package-root.js';
@@ -223,10 +223,7 @@ function spawnExecutor(root: string, config: LedgerConfig, label: string, shopUr
     cwd: root,
     env: {
       ...process.env,
-      PLAN_LEDGER_BROKERS: config.brokers.join(','),
-      PLAN_LEDGER_REGISTRY_URL: config.registryUrl,
-      PLAN_LEDGER_TOPIC_PREFIX: config.topicPrefix,
-      PLAN_LEDGER_PARTITIONS: String(config.partitions),
+      ...configToEnv(config),
       PLAN_LEDGER_SESSION_TIMEOUT_MS: '6000',
       PLAN_LEDGER_HEARTBEAT_INTERVAL_MS: '500',
       PLAN_LEDGER_LOG_LEVEL: 'info',

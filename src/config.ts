@@ -68,6 +68,32 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): LedgerConfi
 }
 
 /**
+ * The PLAN_LEDGER_* variables that reproduce `config` in a child process (executors, the CLI): the
+ * inverse of {@link configFromEnv}, so a parent hands its whole connection down, SASL and TLS included.
+ */
+export function configToEnv(config: LedgerConfig): Record<string, string> {
+  const env: Record<string, string> = {
+    PLAN_LEDGER_BROKERS: config.brokers.join(','),
+    PLAN_LEDGER_REGISTRY_URL: config.registryUrl,
+    PLAN_LEDGER_TOPIC_PREFIX: config.topicPrefix,
+    PLAN_LEDGER_CLIENT_ID: config.clientId,
+    PLAN_LEDGER_PARTITIONS: String(config.partitions),
+    PLAN_LEDGER_REPLICATION_FACTOR: String(config.replicationFactor),
+  };
+  if (config.ssl) env.PLAN_LEDGER_SSL = 'true';
+  if (config.sasl) {
+    env.PLAN_LEDGER_SASL_MECHANISM = config.sasl.mechanism;
+    env.PLAN_LEDGER_SASL_USERNAME = config.sasl.username;
+    env.PLAN_LEDGER_SASL_PASSWORD = config.sasl.password;
+  }
+  if (config.registryAuth) {
+    env.PLAN_LEDGER_REGISTRY_USERNAME = config.registryAuth.username;
+    env.PLAN_LEDGER_REGISTRY_PASSWORD = config.registryAuth.password;
+  }
+  return env;
+}
+
+/**
  * Compiles the configuration once: explicit values, then PLAN_LEDGER_* variables, then the running
  * local stack (`plan-ledger stack up`) for the broker and registry addresses, then defaults.
  * A bad value fails with its field path and the reason.

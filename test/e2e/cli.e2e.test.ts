@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Admin, Kafka } from 'kafkajs';
 import type { ExportBundle } from '../../src/audit/bundle.js';
 import type { AuditRow, PlanAsOf } from '../../src/audit/timeline.js';
-import { topicNames, type LedgerConfig } from '../../src/config.js';
+import { configToEnv, topicNames, type LedgerConfig } from '../../src/config.js';
 import { readToEnd } from '../../src/kafka/log-reader.js';
 import { planTopicSpecs } from '../../src/kafka/topics.js';
 import { connectLedger } from '../../src/client/index.js';
@@ -33,10 +33,7 @@ function cli(args: string[], env: Record<string, string> = {}): Promise<Result> 
     const p = spawn(process.execPath, ['bin/plan-ledger.js', ...args], {
       env: {
         ...process.env,
-        PLAN_LEDGER_BROKERS: config.brokers.join(','),
-        PLAN_LEDGER_REGISTRY_URL: config.registryUrl,
-        PLAN_LEDGER_TOPIC_PREFIX: config.topicPrefix,
-        PLAN_LEDGER_PARTITIONS: String(config.partitions),
+        ...configToEnv(config),
         NO_COLOR: '1',
         ...env,
       },

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { onTestFinished } from 'vitest';
-import type { LedgerConfig } from '../../src/config.js';
+import { configToEnv, type LedgerConfig } from '../../src/config.js';
 import { waitFor } from './helpers.js';
 
 export interface ExecutorProcess {
@@ -21,10 +21,7 @@ export function spawnExecutor(config: LedgerConfig, opts: { label: string; env?:
   const proc = spawn(process.execPath, ['bin/plan-ledger.js', 'executor', '--tools', opts.tools ?? 'test/fixtures/tools.ts', '--id', opts.label], {
     env: {
       ...process.env,
-      PLAN_LEDGER_BROKERS: config.brokers.join(','),
-      PLAN_LEDGER_REGISTRY_URL: config.registryUrl,
-      PLAN_LEDGER_TOPIC_PREFIX: config.topicPrefix,
-      PLAN_LEDGER_PARTITIONS: String(config.partitions),
+      ...configToEnv(config),
       PLAN_LEDGER_SESSION_TIMEOUT_MS: '6000',
       PLAN_LEDGER_HEARTBEAT_INTERVAL_MS: '500',
       PLAN_LEDGER_LOG_LEVEL: 'info',
