@@ -27,6 +27,7 @@ import {
   type PlanState,
 } from '../src/plan/index.js';
 import { toItemSpec } from '../src/plan-input.js';
+import { dlqHeaders } from '../src/projection/poison.js';
 import { stateFromSnapshot } from '../src/projection/snapshot.js';
 import { isTerminalError, isToolResult, type Tool, type ToolContext, type ToolResult } from '../src/tools.js';
 import { TransactionalAppender, type AppendRequest } from './appender.js';
@@ -90,6 +91,9 @@ export class PartitionOwner {
   private fencingToken = 1;
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
+  /** When the timer fires, and per plan when it next has a retry to start. */
+  private timerAt: number | undefined;
+  private readonly wakeAt = new Map<string, number>();
   private readonly running = new Set<Promise<void>>();
   private readonly log: Logger;
   private readonly topics;
@@ -304,21 +308,20 @@ export class PartitionOwner {
     });
   }
 
+  /** The command goes to the DLQ (same partition number, original key and value, cause in headers) with its offset. */
   private deadLetter(m: KafkaMessage, e: unknown, commitOffset: string): Promise<void> {
     const err = e as { code?: string; message?: string; details?: { reason?: string } };
-    this.log.error({ offset: m.offset, err: err.message }, 'undecodable command sent to the DLQ');
-    const dlq: Message = {
-      key: m.key,
-      value: m.value,
-      headers: {
-        'source-topic': this.topics.commands,
-        'source-partition': String(this.partition),
-        'source-offset': m.offset,
-        'error-code': String(err.code ?? 'SCHEMA'),
-        'error-reason': String(err.details?.reason ?? 'unknown'),
-        'error-message': String(err.message ?? e),
-      },
-    };
+    const reason = String(err.details?.reason ?? 'unknown');
+    this.log.error({ offset: m.offset, reason, err: err.message }, 'command sent to the DLQ');
+    const headers = dlqHeaders({
+      sourceTopic: this.topics.commands,
+      sourcePartition: this.partition,
+      sourceOffset: m.offset,
+      code: String(err.code ?? 'SCHEMA'),
+      reason,
+      message: String(err.message ?? e),
+    });
+    const dlq: Message = { key: m.key, value: m.value, partition: this.partition, headers };
     return this.appender.append({ events: [], extra: [{ topic: this.topics.dlq, messages: [dlq] }], commitOffset });
   }
 
@@ -403,24 +406,45 @@ export class PartitionOwner {
       }
     }
     void this.startReady(planId).catch((e: unknown) => this.onItemError(planId, '(intents)', e));
-    this.armTimer();
   }
 
-  private armTimer(): void {
-    const now = this.now();
-    let next: number | null = null;
-    for (const s of this.plans.values()) {
-      const w = nextWakeUp(s, now);
-      if (w !== null && (next === null || w < next)) next = w;
+  /**
+   * Notes when a plan next has an item to start (a scheduled retry), and keeps one timer at the earliest
+   * such time of the partition. Per plan, so an item step costs nothing for the other plans.
+   */
+  private noteWakeUp(planId: string): void {
+    const state = this.plans.get(planId);
+    const at = state ? nextWakeUp(state, this.now()) : null;
+    if (at === null) {
+      this.wakeAt.delete(planId);
+      return;
     }
+    this.wakeAt.set(planId, at);
+    if (this.timerAt === undefined || at < this.timerAt) this.armTimer(at);
+  }
+
+  private armTimer(at: number): void {
     if (this.timer) clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => this.onTimer(), Math.max(0, at - this.now()) + 5);
+    this.timer.unref();
+  }
+
+  /** The timer fired: schedule the plans whose retry time came, re-arm for the next one. */
+  private onTimer(): void {
     this.timer = undefined;
-    if (next !== null) {
-      this.timer = setTimeout(() => {
-        for (const id of this.plans.keys()) this.schedule(id);
-      }, Math.max(0, next - now) + 5);
-      this.timer.unref();
+    this.timerAt = undefined;
+    const now = this.now();
+    let next: number | undefined;
+    for (const [planId, at] of [...this.wakeAt]) {
+      if (at <= now) {
+        this.wakeAt.delete(planId);
+        this.schedule(planId);
+      } else if (next === undefined || at < next) {
+        next = at;
+      }
     }
+    if (next !== undefined && this.timerAt === undefined) this.armTimer(next);
   }
 
   /**
@@ -458,7 +482,7 @@ export class PartitionOwner {
       faultPoint('after_intent', { planId, itemId: i.itemId, attempt: i.attempt });
       this.launchInvocation(planId, i.itemId, i.attempt, false);
     }
-    this.armTimer();
+    this.noteWakeUp(planId);
   }
 
   private launchInvocation(planId: string, itemId: string, attempt: number, recovering: boolean): void {

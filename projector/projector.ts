@@ -2,14 +2,13 @@ import type { Admin, Consumer, EachBatchPayload, Kafka, KafkaMessage, Producer }
 import { createCodec, type LedgerCodec } from '../src/codec/index.js';
 import { topicNames, type LedgerConfig } from '../src/config.js';
 import { createKafka } from '../src/kafka/client.js';
-import { readToEnd } from '../src/kafka/log-reader.js';
+import { readPlanRecords } from '../src/kafka/log-reader.js';
 import { partitionFor } from '../src/kafka/partitioner.js';
 import { ensurePlanTopics } from '../src/kafka/topics.js';
 import type { Logger } from '../src/logging.js';
 import type { PlanEvent } from '../src/plan/index.js';
 import {
   dlqHeaders,
-  parseEventKey,
   processEventRecord,
   restorePartition,
   retryDelayMs,
@@ -438,30 +437,16 @@ export class ProjectionService {
   /** A plan's history from the events topic (its partition, from the start), for plans memory does not hold. */
   private async loadEvents(planId: string): Promise<PlanEvent[]> {
     const p = partitionFor(planId, this.opts.config.partitions);
+    const records = await readPlanRecords({ kafka: this.kafka, admin: this.admin, topic: this.names.events, partition: p, planId, groupPrefix: `${this.names.projectorGroup}.history` });
     const byKey = new Map<number, PlanEvent>();
-    await readToEnd({
-      kafka: this.kafka,
-      admin: this.admin,
-      topic: this.names.events,
-      partitions: [p],
-      groupPrefix: `${this.names.projectorGroup}.history`,
-      onRecords: async (records) => {
-        for (const r of records) {
-          const k = parseEventKey(r.key);
-          if (k === null || k.planId !== planId) continue;
-          if (r.value === null) {
-            byKey.delete(k.seq); // a tombstone: the plan (up to here) was erased
-            continue;
-          }
-          try {
-            const e = await this.codec.decodeEvent(r.value);
-            if (e.planId === planId && !byKey.has(e.seq)) byKey.set(e.seq, e);
-          } catch {
-            // a poison record of this plan: it is in the DLQ and the plan is stalled; the history stops before it
-          }
-        }
-      },
-    });
+    for (const r of records) {
+      try {
+        const e = await this.codec.decodeEvent(r.value);
+        if (e.planId === planId) byKey.set(e.seq, e);
+      } catch {
+        // a poison record of this plan: it is in the DLQ and the plan is stalled; the history stops before it
+      }
+    }
     const events = [...byKey.values()].sort((a, b) => a.seq - b.seq);
     const out: PlanEvent[] = [];
     for (const e of events) {

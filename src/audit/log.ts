@@ -4,7 +4,7 @@ import { createCodec, readSchemaId, type LedgerCodec, type PlanSnapshot } from '
 import { topicNames, type LedgerConfig } from '../config.js';
 import { LedgerError } from '../errors.js';
 import { createKafka } from '../kafka/client.js';
-import { fetchTopicOffsetsRetrying, readToEnd } from '../kafka/log-reader.js';
+import { fetchTopicOffsetsRetrying, readPlanRecords, readToEnd } from '../kafka/log-reader.js';
 import { partitionFor } from '../kafka/partitioner.js';
 import type { Logger } from '../logging.js';
 import type { PositionedEvent } from './timeline.js';
@@ -89,28 +89,13 @@ export class LedgerLog {
   async readPlan(planId: string): Promise<LoggedEvent[]> {
     if (!(await this.topicExists(this.names.events))) return [];
     const partition = this.partitionOf(planId);
-    const prefix = `${planId}:`;
-    const byKey = new Map<string, LoggedEvent>();
-    await readToEnd({
-      kafka: this.kafka,
-      admin: this.admin,
-      topic: this.names.events,
-      partitions: [partition],
-      groupPrefix: this.readerGroup(),
-      onRecords: async (records) => {
-        for (const r of records) {
-          const key = r.key?.toString();
-          if (key === undefined || !key.startsWith(prefix)) continue;
-          if (!r.value) {
-            byKey.delete(key);
-            continue;
-          }
-          const event = await this.decode(r.value, partition, r.offset);
-          if (event.planId === planId) byKey.set(key, { event, partition, offset: r.offset, schemaId: readSchemaId(r.value) });
-        }
-      },
-    });
-    return inLogOrder(byKey);
+    const records = await readPlanRecords({ kafka: this.kafka, admin: this.admin, topic: this.names.events, partition, planId, groupPrefix: this.readerGroup() });
+    const out: LoggedEvent[] = [];
+    for (const r of records) {
+      const event = await this.decode(r.value, partition, r.offset);
+      if (event.planId === planId) out.push({ event, partition, offset: r.offset, schemaId: readSchemaId(r.value) });
+    }
+    return out;
   }
 
   /**

@@ -1,6 +1,6 @@
 import { LedgerError } from '../errors.js';
-import { evolve, stateDigest, type PlanEvent, type PlanState } from '../plan/index.js';
-import { summarizeEvent } from '../projection/audit.js';
+import { stateDigest, type PlanEvent, type PlanState } from '../plan/index.js';
+import { atOrBefore, foldAsOf, parseAsOfText, summarizeEvent, type AsOf } from '../projection/audit.js';
 
 /** An event with where it sits in the log (the shape `Ledger.planEvents` returns). */
 export interface PositionedEvent {
@@ -38,22 +38,18 @@ export interface AuditRow {
   hash: string;
 }
 
-/** A point in a plan's history: after the event with this seq, or after the last event at or before this time. */
-export type AsOf = { seq: number } | { time: number };
+export type { AsOf };
 
 /** `--as-of` / `--until`: digits are a seq, anything else must be an ISO-8601 time. */
 export function parseAsOf(value: string, flag = '--as-of'): AsOf {
-  if (/^\d+$/.test(value)) return { seq: Number(value) };
-  const time = Date.parse(value);
-  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(time)) {
+  const asOf = parseAsOfText(value);
+  if (asOf === undefined) {
     throw new LedgerError('VALIDATION', `${flag}: expected a seq (e.g. 7) or an ISO-8601 time (e.g. 2026-01-31T12:00:00Z), got "${value}"`, { field: flag });
   }
-  return { time };
+  return asOf;
 }
 
-export function isBefore(e: PlanEvent, asOf: AsOf | null): boolean {
-  return asOf === null ? true : 'seq' in asOf ? e.seq <= asOf.seq : e.occurredAt <= asOf.time;
-}
+export { atOrBefore as isBefore };
 
 function outcomeOf(e: PlanEvent): string | null {
   switch (e.type) {
@@ -134,13 +130,8 @@ export interface PlanAsOf {
 }
 
 export function planAsOf(planId: string, events: readonly PlanEvent[], asOf: AsOf | null): PlanAsOf {
-  let state: PlanState | undefined;
-  let last: PlanEvent | undefined;
-  for (const e of events) {
-    if (!isBefore(e, asOf)) break;
-    state = evolve(state, e);
-    last = e;
-  }
+  const { upTo, state } = foldAsOf(events, asOf);
+  const last = upTo.at(-1);
   return {
     kind: 'state',
     planId,

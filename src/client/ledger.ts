@@ -5,8 +5,8 @@ import { createCodec, type LedgerCodec } from '../codec/index.js';
 import { loadConfig, topicNames, type LedgerConfig, type LedgerConfigInput } from '../config.js';
 import { LedgerError } from '../errors.js';
 import { createKafka } from '../kafka/client.js';
-import { fetchTopicOffsetsRetrying, readToEnd } from '../kafka/log-reader.js';
-import { partitionFor } from '../kafka/partitioner.js';
+import { fetchTopicOffsetsRetrying, readPlanRecords, readToEnd } from '../kafka/log-reader.js';
+import { parseEventKey, partitionFor } from '../kafka/partitioner.js';
 import { auditTopic, ensurePlanTopics } from '../kafka/topics.js';
 import { silentLogger, type Logger } from '../logging.js';
 import { evolve, type CommandPayloads, type CommandType, type PlanCommand, type PlanEvent, type PlanMode, type PlanState, type PlanStatus } from '../plan/index.js';
@@ -160,8 +160,9 @@ class LedgerClient implements Ledger {
       autoCommit: false,
       eachBatch: async ({ batch }) => {
         for (const m of batch.messages) {
-          const key = m.key?.toString() ?? '';
-          const planId = key.slice(0, key.lastIndexOf(':'));
+          const planId = parseEventKey(m.key)?.planId;
+          if (planId === undefined) continue;
+          const key = m.key!.toString();
           if (!m.value) {
             for (const l of [...(this.tombstoneListeners.get(planId) ?? [])]) l(key);
             continue;
@@ -374,30 +375,20 @@ class LedgerClient implements Ledger {
 
   async planEvents(planId: string): Promise<LedgerEventRecord[]> {
     const partition = partitionFor(planId, this.config.partitions);
-    const prefix = `${planId}:`;
-    // By key, so a tombstone (an erased plan, before compaction removed its records) deletes the
-    // record it shadows instead of leaving an erased event visible.
-    const byKey = new Map<string, LedgerEventRecord>();
-    await readToEnd({
+    const records = await readPlanRecords({
       kafka: this.kafka,
       admin: this.admin,
       topic: this.topics.events,
-      partitions: [partition],
+      partition,
+      planId,
       groupPrefix: `${this.config.topicPrefix}.${this.clientId}`,
-      onRecords: async (records) => {
-        for (const r of records) {
-          const key = r.key?.toString();
-          if (!key || !key.startsWith(prefix)) continue;
-          if (!r.value) {
-            byKey.delete(key);
-            continue;
-          }
-          const event = await this.codec.decodeEvent(r.value);
-          if (event.planId === planId) byKey.set(key, { event, partition, offset: r.offset });
-        }
-      },
     });
-    return [...byKey.values()].sort((a, b) => a.event.seq - b.event.seq);
+    const out: LedgerEventRecord[] = [];
+    for (const r of records) {
+      const event = await this.codec.decodeEvent(r.value);
+      if (event.planId === planId) out.push({ event, partition, offset: r.offset });
+    }
+    return out.sort((a, b) => a.event.seq - b.event.seq);
   }
 
   async getPlan(planId: string): Promise<PlanState | undefined> {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Admin, Kafka } from 'kafkajs';
+import { parseEventKey } from './partitioner.js';
 
 export interface LogRecord {
   readonly topic: string;
@@ -135,4 +136,36 @@ export async function readToEnd(opts: ReadToEndOptions): Promise<Map<number, str
   }
   // Offsets past the snapshot of "end" may have been fetched; report at most the end we aimed for.
   return new Map([...next].map(([p, o]) => { const e = end.get(p) ?? o; return [p, (o > e ? e : o).toString()]; }));
+}
+
+/**
+ * The live records of one plan on its events partition, in log order: for each key `planId:seq` the
+ * latest record, and nothing for a key whose latest record is a tombstone (an erasure compaction has
+ * not removed yet) — exactly what compaction will leave. Callers decode the values their own way.
+ */
+export async function readPlanRecords(opts: {
+  kafka: Kafka;
+  admin: Admin;
+  topic: string;
+  partition: number;
+  planId: string;
+  groupPrefix: string;
+}): Promise<Array<LogRecord & { seq: number; value: Buffer }>> {
+  const bySeq = new Map<number, LogRecord & { seq: number; value: Buffer }>();
+  await readToEnd({
+    kafka: opts.kafka,
+    admin: opts.admin,
+    topic: opts.topic,
+    partitions: [opts.partition],
+    groupPrefix: opts.groupPrefix,
+    onRecords: (records) => {
+      for (const r of records) {
+        const k = parseEventKey(r.key);
+        if (k === null || k.planId !== opts.planId) continue;
+        bySeq.delete(k.seq); // a later record of a key replaces the earlier one, as compaction will
+        if (r.value !== null) bySeq.set(k.seq, { ...r, seq: k.seq, value: r.value });
+      }
+    },
+  });
+  return [...bySeq.values()].sort((a, b) => Number(BigInt(a.offset) - BigInt(b.offset)));
 }

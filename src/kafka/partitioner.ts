@@ -17,3 +17,14 @@ export function partitionFor(planId: string, partitions: number): number {
 export function eventKey(planId: string, seq: number): string {
   return `${planId}:${seq}`;
 }
+
+/** The parts of an event record key `planId:seq` (plan ids may contain `:`, the seq is after the last one). */
+export function parseEventKey(key: Buffer | string | null | undefined): { planId: string; seq: number } | null {
+  if (key === null || key === undefined) return null;
+  const text = typeof key === 'string' ? key : key.toString('utf8');
+  const i = text.lastIndexOf(':');
+  if (i <= 0 || i === text.length - 1) return null;
+  const seq = Number(text.slice(i + 1));
+  if (!Number.isSafeInteger(seq) || seq < 1) return null;
+  return { planId: text.slice(0, i), seq };
+}

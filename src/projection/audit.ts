@@ -1,20 +1,36 @@
-import { evolve, stateDigest, type PlanEvent, type PlanState } from '../plan/index.js';
+import { evolveAll, stateDigest, type PlanEvent, type PlanState } from '../plan/index.js';
 import { QueryError } from './query.js';
 
 /** A point in a plan's history: after the event with this seq, or the last event at or before this time. */
 export type AsOf = { seq: number } | { time: number };
 
+/** A seq (digits) or an ISO-8601 time, or undefined when the text is neither. Callers raise their own error. */
+export function parseAsOfText(value: string): AsOf | undefined {
+  if (/^\d+$/.test(value)) {
+    const seq = Number(value);
+    return Number.isSafeInteger(seq) ? { seq } : undefined;
+  }
+  const time = Date.parse(value);
+  return /^\d{4}-\d{2}-\d{2}/.test(value) && !Number.isNaN(time) ? { time } : undefined;
+}
+
 /** `asOf` as the API takes it: a seq (digits) or an ISO-8601 time. Throws {@link QueryError} on anything else. */
 export function parseAsOf(value: string | undefined): AsOf | null {
   if (value === undefined || value === '') return null;
-  if (/^\d+$/.test(value)) {
-    const seq = Number(value);
-    if (!Number.isSafeInteger(seq)) throw new QueryError('asOf', `asOf: seq ${value} is too large`);
-    return { seq };
-  }
-  const time = Date.parse(value);
-  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(time)) throw new QueryError('asOf', `asOf: expected a seq or an ISO-8601 time, got "${value}"`);
-  return { time };
+  const asOf = parseAsOfText(value);
+  if (asOf === undefined) throw new QueryError('asOf', `asOf: expected a seq or an ISO-8601 time, got "${value}"`);
+  return asOf;
+}
+
+/** True when the event is part of the plan as it was at `asOf` (null: now). */
+export function atOrBefore(e: PlanEvent, asOf: AsOf | null): boolean {
+  return asOf === null ? true : 'seq' in asOf ? e.seq <= asOf.seq : e.occurredAt <= asOf.time;
+}
+
+/** The events up to `asOf` and the plan they fold to, with the same fold as everywhere else. */
+export function foldAsOf(events: readonly PlanEvent[], asOf: AsOf | null): { upTo: PlanEvent[]; state: PlanState | undefined } {
+  const upTo = events.filter((e) => atOrBefore(e, asOf));
+  return { upTo, state: evolveAll(undefined, upTo) };
 }
 
 /** One line of the audit timeline: who did what, when, why (causation), on which attempt. */
@@ -174,9 +190,7 @@ export interface AuditView {
  * same `evolve` as everywhere else, the timeline of those events and the attempts they record.
  */
 export function auditAsOf(planId: string, events: readonly PlanEvent[], asOf: AsOf | null): AuditView {
-  const upTo = events.filter((e) => (asOf === null ? true : 'seq' in asOf ? e.seq <= asOf.seq : e.occurredAt <= asOf.time));
-  let state: PlanState | undefined;
-  for (const e of upTo) state = evolve(state, e);
+  const { upTo, state } = foldAsOf(events, asOf);
   const last = upTo[upTo.length - 1];
   return {
     planId,

@@ -1,16 +1,7 @@
 import { isLedgerError } from '../errors.js';
 import { isPlanError } from '../plan/index.js';
 
-/** The parts of an event record key `planId:seq` (plan ids may contain `:`, the seq is after the last one). */
-export function parseEventKey(key: Buffer | string | null | undefined): { planId: string; seq: number } | null {
-  if (key === null || key === undefined) return null;
-  const text = typeof key === 'string' ? key : key.toString('utf8');
-  const i = text.lastIndexOf(':');
-  if (i <= 0 || i === text.length - 1) return null;
-  const seq = Number(text.slice(i + 1));
-  if (!Number.isSafeInteger(seq) || seq < 1) return null;
-  return { planId: text.slice(0, i), seq };
-}
+export { parseEventKey } from '../kafka/partitioner.js';
 
 /** What to do with a record that failed to decode or apply. */
 export type FailureDecision =
