@@ -18,7 +18,7 @@ export interface ExecutorOptions {
   readonly tools: readonly Tool[];
   /** Connection and topic settings; defaults come from PLAN_LEDGER_* and the local stack. */
   readonly config?: LedgerConfigInput;
-  /** Max item protocols running at once (default 16). */
+  /** Max tool calls running at once across the owned partitions (default 16); recording intents and results does not hold a slot. */
   readonly concurrency?: number;
   readonly logger?: Logger;
   /** Stable name in events (`actor`, attempt `executorId`); default host-pid-random. */

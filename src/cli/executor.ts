@@ -30,7 +30,7 @@ export function registerExecutorCommand(program: Command): void {
     .command('executor')
     .description('run an executor: a consumer-group worker that owns plans and runs their items')
     .requiredOption('--tools <module>', 'module exporting `tools` (an array of defineTool(...)) or a default array')
-    .option('--concurrency <n>', 'max items running at once', (v) => Number(v), 16)
+    .option('--concurrency <n>', 'max tool calls running at once (recording results does not count)', (v) => Number(v), 16)
     .option('--id <name>', 'executor id recorded in events (default host-pid-random)')
     .addHelpText(
       'after',
