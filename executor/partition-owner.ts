@@ -271,6 +271,12 @@ export class PartitionOwner {
    * event key `planId:1..seq` on the events partition, a tombstone for the plan's snapshot, and a
    * `PlanErased` record on `<prefix>.ledger-audit`. Then the owner forgets the plan; its items still in
    * flight find no plan when they return and record nothing.
+   *
+   * A child plan erased before it finished (only possible with `force`) would leave its parent item
+   * waiting forever, so the same transaction tells the parent: a `ChildPlanFinished` with status `failed`
+   * and error `CHILD_ERASED`, under the commandId a finishing child uses (`child-finished:<childPlanId>`).
+   * A child that finished already told its parent and sends nothing; should both commands ever reach the
+   * parent (a stalled child whose state lags its log), the parent applies the first and ignores the other.
    */
   private erase(command: Extract<PlanCommand, { type: 'ErasePlan' }>, commitOffset: string): Promise<void> {
     const { planId } = command;
@@ -282,6 +288,7 @@ export class PartitionOwner {
 
     const lastSeq = Math.max(state.seq, this.stalledKeySeq.get(planId) ?? 0);
     const tombstones: Message[] = Array.from({ length: lastSeq }, (_, i) => ({ key: eventKey(planId, i + 1), value: null }));
+    const toParent = state.parent && !isPlanFinished(state.status) ? this.childErasedCommand(state, command) : undefined;
     const record = erasureRecord(state, {
       commandId: command.commandId,
       by: command.data.by,
@@ -291,18 +298,20 @@ export class PartitionOwner {
       now: this.now(),
       executorId: this.d.executorId,
       lastSeq,
+      ...(toParent ? { parentNotified: { planId: toParent.planId, itemId: toParent.data.parentItemId, commandId: toParent.commandId } } : {}),
     });
     this.plans.delete(planId);
     this.dormant.delete(planId);
     this.stalled.delete(planId);
     this.stalledKeySeq.delete(planId);
     this.erased.add(planId);
-    this.log.info({ planId, status: state.status, events: lastSeq, forced: record.forced, by: record.by }, 'plan erased');
+    this.log.info({ planId, status: state.status, events: lastSeq, forced: record.forced, by: record.by, parentNotified: record.parentNotified }, 'plan erased');
     return this.appender.append({
       events: tombstones,
       extra: [
         { topic: this.topics.snapshots, messages: [{ key: planId, value: null, partition: this.partition }] },
         { topic: auditTopic(this.d.config.topicPrefix), messages: [{ key: planId, value: JSON.stringify(record) }] },
+        ...(toParent ? [{ topic: this.topics.commands, messages: [this.commandMessage(toParent)] }] : []),
       ],
       commitOffset,
     });
@@ -362,29 +371,54 @@ export class PartitionOwner {
   }
 
   private childFinishedCommand(state: PlanState, finished: PlanEvent): { topic: string; messages: Message[] } {
-    const parent = state.parent!;
     const outputs: Record<string, unknown> = {};
     for (const id of state.itemOrder) {
       const out = state.items[id]?.outputJson;
       if (out != null) outputs[id] = JSON.parse(out);
     }
     const status = finished.type === 'PlanCompleted' ? 'completed' : finished.type === 'PlanFailed' ? 'failed' : 'cancelled';
-    const command: PlanCommand = {
+    const command = this.toParent(state, finished.correlationId, {
+      status,
+      outputJson: status === 'completed' ? canonicalJson(outputs) : null,
+      error: status === 'completed' ? null : { code: `CHILD_${status.toUpperCase()}`, message: `child plan ${state.planId} ${status}`, detailsJson: null },
+    });
+    return { topic: this.topics.commands, messages: [this.commandMessage(command)] };
+  }
+
+  /**
+   * The ChildPlanFinished a child plan erased before it finished sends its parent: status `failed`, so
+   * the parent item fails terminally, as with a failed child. Same commandId as a finishing child's.
+   */
+  private childErasedCommand(state: PlanState, erase: Extract<PlanCommand, { type: 'ErasePlan' }>): Extract<PlanCommand, { type: 'ChildPlanFinished' }> {
+    const { by } = erase.data;
+    return this.toParent(state, erase.correlationId, {
+      status: 'failed',
+      outputJson: null,
+      error: {
+        code: 'CHILD_ERASED',
+        message: `child plan ${state.planId} was erased by ${by} while ${state.status}`,
+        detailsJson: canonicalJson({ childPlanId: state.planId, erasedBy: by, erasureCommandId: erase.commandId, statusAtErasure: state.status }),
+      },
+    });
+  }
+
+  /** A ChildPlanFinished from a child plan to the item of its parent that delegated to it. */
+  private toParent(
+    state: PlanState,
+    correlationId: string,
+    result: Pick<Extract<PlanCommand, { type: 'ChildPlanFinished' }>['data'], 'status' | 'outputJson' | 'error'>,
+  ): Extract<PlanCommand, { type: 'ChildPlanFinished' }> {
+    const parent = state.parent!;
+    return {
       type: 'ChildPlanFinished',
+      // One id per child: whatever ends the child first (finishing, erasure) is the one the parent applies.
       commandId: `child-finished:${state.planId}`,
       planId: parent.planId,
       issuedAt: this.now(),
       actor: this.d.executorId,
-      correlationId: finished.correlationId,
-      data: {
-        parentItemId: parent.itemId,
-        childPlanId: state.planId,
-        status,
-        outputJson: status === 'completed' ? canonicalJson(outputs) : null,
-        error: status === 'completed' ? null : { code: `CHILD_${status.toUpperCase()}`, message: `child plan ${state.planId} ${status}`, detailsJson: null },
-      },
+      correlationId,
+      data: { parentItemId: parent.itemId, childPlanId: state.planId, ...result },
     };
-    return { topic: this.topics.commands, messages: [this.commandMessage(command)] };
   }
 
   private commandMessage(c: PlanCommand): Message {

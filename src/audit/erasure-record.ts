@@ -29,12 +29,27 @@ export interface ErasureRecord {
   /** The executor that wrote the tombstones. */
   executorId: string;
   tombstones: { events: number; snapshots: number };
+  /**
+   * Only for a child plan erased before it finished: the parent item it was delegated from, and the
+   * ChildPlanFinished (status failed, error CHILD_ERASED) sent to it in the same transaction.
+   */
+  parentNotified?: { planId: string; itemId: string; commandId: string };
 }
 
 /** The erasure record of a plan erased from `state` (pure: time and ids come in as data). */
 export function erasureRecord(
   state: PlanState,
-  o: { commandId: string; by: string; reason: string; force: boolean; partition: number; now: number; executorId: string; lastSeq?: number },
+  o: {
+    commandId: string;
+    by: string;
+    reason: string;
+    force: boolean;
+    partition: number;
+    now: number;
+    executorId: string;
+    lastSeq?: number;
+    parentNotified?: ErasureRecord['parentNotified'];
+  },
 ): ErasureRecord {
   const lastSeq = Math.max(state.seq, o.lastSeq ?? 0);
   return {
@@ -53,6 +68,7 @@ export function erasureRecord(
     stateDigest: stateDigest(state),
     executorId: o.executorId,
     tombstones: { events: lastSeq, snapshots: 1 },
+    ...(o.parentNotified ? { parentNotified: o.parentNotified } : {}),
   };
 }
 
