@@ -2,9 +2,12 @@
 // the same events topic in the same run, the live projector's catch-up, and the memory of 100k plans.
 //
 //   npx tsx bench/projector.ts            (PLANS=3000 ROUNDS=5 MEMORY_PLANS=100000 to change the sizes)
+//   PROFILE=/tmp/rebuild.cpuprofile ...   (a CPU profile of the rebuild rounds only, for Chrome DevTools)
 //
 // Needs the local stack (`node bin/plan-ledger.js stack up`). Writes bench/results/projector.json.
 import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { Kafka } from 'kafkajs';
@@ -209,14 +212,22 @@ async function main() {
     // 2. Rounds: raw eachBatch consumer vs restorePartition on every partition (in parallel, as the
     //    projector restores its assignment), no snapshots: the full-log rebuild. Alternating order.
     const rounds: Array<{ rawEventsPerSec: number; rebuildEventsPerSec: number; ratio: number; rawMs: number; rebuildMs: number }> = [];
+    const profiler = process.env.PROFILE ? new Session() : null;
+    const profiles: object[] = [];
+    if (profiler) {
+      profiler.connect();
+      await profiler.post('Profiler.enable');
+    }
     for (let r = 0; r < ROUNDS; r++) {
       const runRaw = () => rawConsume(kafka, names.events, ends);
       const runRebuild = async () => {
+        if (profiler) await profiler.post('Profiler.start');
         const t = performance.now();
         const results = await Promise.all(
           [...ends.keys()].map((partition) => restorePartition({ kafka, admin, codec, config, partition, logger })),
         );
         const ms = performance.now() - t;
+        if (profiler) profiles.push((await profiler.post('Profiler.stop')).profile);
         const replayed = results.reduce((n, x) => n + x.eventsReplayed, 0);
         if (replayed !== total) throw new Error(`rebuild replayed ${replayed} of ${total}`);
         for (const x of results) for (const [id, s] of x.plans) if (stateDigest(s) !== expected.get(id)) throw new Error(`digest mismatch for ${id}`);
@@ -233,6 +244,11 @@ async function main() {
       };
       rounds.push(row);
       console.log(`round ${r + 1}: raw ${row.rawEventsPerSec}/s, rebuild ${row.rebuildEventsPerSec}/s, ratio ${row.ratio}`);
+    }
+
+    if (profiler) {
+      writeFileSync(process.env.PROFILE!, JSON.stringify(profiles.at(-1)));
+      profiler.disconnect();
     }
 
     // 3. The live projector catching up on the whole log from nothing (consumer group, restore of empty

@@ -154,6 +154,12 @@ class Channel<T> {
     return this.decodeWithNewSchema(buf);
   }
 
+  /** Decodes without a promise when the writer schema is known already; undefined when it is not (use {@link decode}). */
+  decodeKnown(buf: Buffer): T | undefined {
+    const reader = this.readers.get(readSchemaId(buf));
+    return reader === undefined ? undefined : this.read(reader, buf);
+  }
+
   private async decodeWithNewSchema(buf: Buffer): Promise<T> {
     return this.read(await this.readerFor(readSchemaId(buf)), buf);
   }
@@ -240,6 +246,9 @@ class Codec implements LedgerCodec {
   }
   decodeEvent(value: Buffer): Promise<PlanEvent> {
     return this.events.decode(value);
+  }
+  decodeKnownEvent(value: Buffer): PlanEvent | undefined {
+    return this.events.decodeKnown(value);
   }
   encodeCommand(command: PlanCommand): Buffer {
     return this.commands.encode(command);

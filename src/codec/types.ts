@@ -63,6 +63,12 @@ export interface LedgerCodec {
   /** Throws `SCHEMA` `invalid_value` when the event does not fit the schema. */
   encodeEvent(event: PlanEvent): Buffer;
   decodeEvent(value: Buffer): Promise<PlanEvent>;
+  /**
+   * `decodeEvent` without a promise, for replaying a log: the event when its writer schema is known already
+   * (seen before, or this codec's own), undefined when it is not (then `await decodeEvent`). Throws the same
+   * typed `SCHEMA` errors.
+   */
+  decodeKnownEvent(value: Buffer): PlanEvent | undefined;
   /** Throws `SCHEMA` `invalid_value` when the command does not fit the schema. */
   encodeCommand(command: PlanCommand): Buffer;
   decodeCommand(value: Buffer): Promise<PlanCommand>;

@@ -98,7 +98,11 @@ export async function readToEnd(opts: ReadToEndOptions): Promise<Map<number, str
   });
   // Start positions other than the earliest need a seek, which kafkajs accepts once the group is joined.
   const seeks = [...next].filter(([p, o]) => o > BigInt(offsets.find((x) => x.partition === p)?.low ?? '0'));
+  // The reader's group holds every partition of the topic: pause those not asked for, or each reader of
+  // one partition would fetch (and drop) the whole topic.
+  const unwanted = offsets.map((o) => o.partition).filter((p) => !wanted.has(p));
   consumer.on(consumer.events.GROUP_JOIN, () => {
+    if (unwanted.length) consumer.pause([{ topic: opts.topic, partitions: unwanted }]);
     for (const [p, o] of seeks) consumer.seek({ topic: opts.topic, partition: p, offset: o.toString() });
   });
   consumer.on(consumer.events.CRASH, (ev) => {

@@ -19,7 +19,13 @@ export function eventKey(planId: string, seq: number): string {
 }
 
 /** The parts of an event record key `planId:seq` (plan ids may contain `:`, the seq is after the last one). */
-export function parseEventKey(key: Buffer | string | null | undefined): { planId: string; seq: number } | null {
+/** An events-topic record key, parsed. */
+export interface EventKey {
+  readonly planId: string;
+  readonly seq: number;
+}
+
+export function parseEventKey(key: Buffer | string | null | undefined): EventKey | null {
   if (key === null || key === undefined) return null;
   const text = typeof key === 'string' ? key : key.toString('utf8');
   const i = text.lastIndexOf(':');

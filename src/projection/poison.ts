@@ -1,7 +1,7 @@
 import { isLedgerError } from '../errors.js';
 import { isPlanError } from '../plan/index.js';
 
-export { parseEventKey } from '../kafka/partitioner.js';
+export { parseEventKey, type EventKey } from '../kafka/partitioner.js';
 
 /** What to do with a record that failed to decode or apply. */
 export type FailureDecision =

@@ -7,14 +7,14 @@ import type { PlanState, PlanStatus } from '../plan/index.js';
 import { PartitionProjection, type RecordOutcome } from './partition.js';
 import { readDeadLetters } from './dlq-reader.js';
 import { classifyFailure, parseEventKey, stallOf, type Stall } from './poison.js';
-import { processEventRecord, withUnavailableRetry } from './records.js';
+import { processEventBatch, withUnavailableRetry } from './records.js';
 import { isWatermark, parseMaxFencingToken, PLAN_STATUS_HEADER, stateFromSnapshot, WATERMARK_KEY, type PlanSnapshot } from './snapshot.js';
 import type { SnapshotPolicyOptions } from './snapshot-policy.js';
 
 export interface RestorePartitionOptions {
   readonly kafka: Kafka;
   readonly admin: Admin;
-  readonly codec: Pick<LedgerCodec, 'decodeEvent' | 'decodeSnapshot'>;
+  readonly codec: Pick<LedgerCodec, 'decodeEvent' | 'decodeKnownEvent' | 'decodeSnapshot'>;
   readonly config: LedgerConfig;
   readonly partition: number;
   readonly logger?: Logger;
@@ -212,28 +212,29 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
     groupPrefix,
     timeoutMs,
     onRecords: async (records) => {
-      for (const r of records) {
-        if (distrusted) return;
-        const k = parseEventKey(r.key);
-        if (k !== null) {
-          if (r.value === null) {
-            dormant.delete(k.planId); // erased: nothing left to wake
-            erased.add(k.planId);
-            lastKeySeq.delete(k.planId);
-          } else {
-            // e.g. a CommandRejected appended to a completed plan: the plan continues from its snapshot.
-            if (!(await wake(k.planId))) {
-              distrusted = true;
-              return;
-            }
-            erased.delete(k.planId);
-            if (k.seq > (lastKeySeq.get(k.planId) ?? 0)) lastKeySeq.set(k.planId, k.seq);
+      if (distrusted) return;
+      const keys = records.map((r) => parseEventKey(r.key));
+      for (let i = 0; i < records.length; i++) {
+        const r = records[i]!;
+        const k = keys[i];
+        if (k == null) continue;
+        if (r.value === null) {
+          dormant.delete(k.planId); // erased: nothing left to wake
+          erased.add(k.planId);
+          lastKeySeq.delete(k.planId);
+        } else {
+          // e.g. a CommandRejected appended to a completed plan: the plan continues from its snapshot.
+          if (dormant.has(k.planId) && !(await wake(k.planId))) {
+            distrusted = true;
+            return;
           }
+          erased.delete(k.planId);
+          if (k.seq > (lastKeySeq.get(k.planId) ?? 0)) lastKeySeq.set(k.planId, k.seq);
         }
-        const outcome = await processEventRecord(projection, opts.codec, r, retry);
-        if (outcome.kind === 'applied') eventsReplayed += 1 + outcome.drained.length;
-        else if (outcome.kind === 'poison' && !deadLettered.has(r.offset)) await opts.onPoison?.(outcome, r);
       }
+      const batch = await processEventBatch(projection, opts.codec, records, retry, keys);
+      eventsReplayed += batch.applied;
+      for (const { outcome, record } of batch.poison) if (!deadLettered.has(record.offset)) await opts.onPoison?.(outcome, record);
     },
   });
   if (distrusted) return untrusted();
