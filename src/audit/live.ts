@@ -1,5 +1,131 @@
+// Audit, replay and verify of plans in the live ledger, read from the log alone (no projector, no
+// executor). The CLI verbs and the ledger client both call these; they only differ in how they show them.
+import { LedgerError } from '../errors.js';
+import { evolve, stateDigest, type PlanEvent, type PlanState, type PlanStatus } from '../plan/index.js';
 import type { LedgerLog, LoggedEvent } from './log.js';
+import { auditRows, isBefore, planAsOf, type AsOf, type AuditRow, type PlanAsOf } from './timeline.js';
 import { verifyPlan, type PlanVerification } from './verify.js';
+
+/** Only rejections of commands sent to an id that never existed (they form a chain of their own). */
+function onlyRejections(records: readonly LoggedEvent[]): boolean {
+  return records.every((r) => r.event.type === 'CommandRejected');
+}
+
+/**
+ * Every event of a plan (see {@link LedgerLog.readPlan}). `NOT_FOUND` for an id the log holds nothing
+ * of but such rejections: unknown, or erased.
+ */
+export async function readPlanHistory(log: LedgerLog, planId: string): Promise<LoggedEvent[]> {
+  const records = await log.readPlan(planId);
+  if (records.length === 0 || onlyRejections(records)) {
+    throw new LedgerError('NOT_FOUND', `plan ${planId} not found on prefix "${log.config.topicPrefix}"`, { planId });
+  }
+  return records;
+}
+
+/** The audit of one plan: its timeline, up to a point when asked, and the plan as it was there. */
+export interface PlanAudit {
+  planId: string;
+  /** Where the plan's events live. */
+  topic: string;
+  partition: number;
+  /** Events of the plan in the log now (the timeline stops at `asOf`). */
+  events: number;
+  /** The point asked for; null for now. */
+  asOf: AsOf | null;
+  /** One row per event up to `asOf`, in seq order. */
+  rows: AuditRow[];
+  /** The plan folded from exactly those events: as of `asOf`, or now. */
+  state: PlanAsOf;
+}
+
+export async function auditPlan(log: LedgerLog, planId: string, asOf: AsOf | null): Promise<PlanAudit> {
+  const records = await readPlanHistory(log, planId);
+  const upTo = records.filter((r) => isBefore(r.event, asOf));
+  return {
+    planId,
+    topic: log.names.events,
+    partition: log.partitionOf(planId),
+    events: records.length,
+    asOf,
+    rows: auditRows(upTo),
+    state: planAsOf(planId, upTo.map((r) => r.event), null),
+  };
+}
+
+/** A plan rebuilt from its events alone with the domain's `evolve`. */
+export interface PlanReplay {
+  ok: true;
+  planId: string;
+  status: PlanStatus;
+  /** seq of the last event applied (the plan's, or the last one up to `until`). */
+  seq: number;
+  /** Number of items. */
+  items: number;
+  /** The plan digest (what an approval names). */
+  digest: string;
+  /** `stateDigest` of the rebuilt state: equal in every process that folds the same events. */
+  stateDigest: string;
+  /** Events of the plan in the log (all of them, also with `until`). */
+  events: number;
+  state: PlanState;
+}
+
+/** A plan whose events do not fold into a state (`verify` names the broken event). */
+export interface ReplayFailure {
+  ok: false;
+  planId: string;
+  events: number;
+  /** Why the fold stopped. */
+  reason: string;
+}
+
+function rebuild(events: readonly PlanEvent[], until: AsOf | null): PlanState | undefined {
+  let s: PlanState | undefined;
+  for (const e of events) {
+    if (!isBefore(e, until)) break;
+    s = evolve(s, e);
+  }
+  return s;
+}
+
+/** Rebuilds one plan up to `until` (null: all of it); undefined when it did not exist yet at that point. */
+export function replayHistory(planId: string, records: readonly LoggedEvent[], until: AsOf | null): PlanReplay | ReplayFailure | undefined {
+  let s: PlanState | undefined;
+  try {
+    s = rebuild(records.map((r) => r.event), until);
+  } catch (e) {
+    return { ok: false, planId, events: records.length, reason: (e as Error).message };
+  }
+  if (!s || s.status === 'none') return undefined;
+  return { ok: true, planId: s.planId, status: s.status, seq: s.seq, items: s.itemOrder.length, digest: s.digest, stateDigest: stateDigest(s), events: records.length, state: s };
+}
+
+/** One line for a plan that cannot be rebuilt. */
+export function describeReplayFailure(f: ReplayFailure): string {
+  return `plan ${f.planId} cannot be rebuilt: ${f.reason} (see plan-ledger verify ${f.planId})`;
+}
+
+/**
+ * Rebuilds one plan up to `until`. `NOT_FOUND` for an unknown plan or one that did not exist yet at
+ * `until` (`untilText` says how it was asked for); `INTEGRITY` when its events do not fold.
+ */
+export async function replayPlan(log: LedgerLog, planId: string, until: AsOf | null, untilText?: string): Promise<PlanReplay> {
+  const r = replayHistory(planId, await readPlanHistory(log, planId), until);
+  if (r?.ok === false) throw new LedgerError('INTEGRITY', describeReplayFailure(r), { broken: 1 });
+  if (r === undefined) throw new LedgerError('NOT_FOUND', `plan ${planId} did not exist yet at ${untilText}`, { planId });
+  return r;
+}
+
+/** Rebuilds every plan of `plans` (from {@link LedgerLog.readAll}) that existed at `until`, in their order. */
+export function replayPlans(plans: ReadonlyMap<string, readonly LoggedEvent[]>, until: AsOf | null): Array<PlanReplay | ReplayFailure> {
+  const out: Array<PlanReplay | ReplayFailure> = [];
+  for (const [id, records] of plans) {
+    const r = replayHistory(id, records, until);
+    if (r !== undefined) out.push(r);
+  }
+  return out;
+}
 
 /**
  * Verifies a plan in the live ledger: the checks of {@link verifyPlan}, with the second rebuild fed by an
@@ -10,4 +136,22 @@ export async function verifyFromLog(log: LedgerLog, planId: string, records?: Lo
   const roundTripped = await Promise.all(recs.map((r) => log.codec.decodeEvent(log.codec.encodeEvent(r.event))));
   const snapshots = await log.readSnapshots(planId);
   return verifyPlan({ planId, records: recs, roundTripped, snapshots });
+}
+
+/** Verifies one plan of the live ledger; `NOT_FOUND` for an unknown plan. A broken plan is a result, not a throw. */
+export async function verifyPlanInLog(log: LedgerLog, planId: string): Promise<PlanVerification> {
+  return verifyFromLog(log, planId, await readPlanHistory(log, planId));
+}
+
+/**
+ * Verifies every plan of `plans` (from {@link LedgerLog.readAll}), in their order. Commands sent to a
+ * plan that never existed leave a valid chain of rejections: nothing to verify there.
+ */
+export async function verifyPlans(log: LedgerLog, plans: ReadonlyMap<string, LoggedEvent[]>): Promise<PlanVerification[]> {
+  const results: PlanVerification[] = [];
+  for (const [id, records] of plans) {
+    if (records[0]?.event.seq === 1 && onlyRejections(records)) continue;
+    results.push(await verifyFromLog(log, id, records));
+  }
+  return results;
 }

@@ -50,10 +50,14 @@ export class LedgerLog {
     readonly kafka: Kafka,
     readonly admin: Admin,
     readonly codec: LedgerCodec,
+    private readonly readerGroup: string,
+    /** Whether {@link close} disconnects the admin (false when the connections belong to someone else). */
+    private readonly ownsConnections: boolean,
   ) {
     this.names = topicNames(config.topicPrefix);
   }
 
+  /** Opens its own connections (the CLI's); {@link close} releases them. */
   static async open(config: LedgerConfig, logger: Logger): Promise<LedgerLog> {
     await assertBrokersReachable(config);
     const kafka = createKafka(config, logger, 'cli');
@@ -63,11 +67,19 @@ export class LedgerLog {
     });
     try {
       const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix, logger, registryTimeoutMs: 5000 });
-      return new LedgerLog(config, kafka, admin, codec);
+      return new LedgerLog(config, kafka, admin, codec, `${config.topicPrefix}.cli`, true);
     } catch (e) {
       await admin.disconnect().catch(() => {});
       throw e;
     }
+  }
+
+  /**
+   * A log over connections the caller owns (the ledger client's): {@link close} leaves them open.
+   * `readerGroup` prefixes the throw-away consumer groups of its reads.
+   */
+  static over(opts: { config: LedgerConfig; kafka: Kafka; admin: Admin; codec: LedgerCodec; readerGroup: string }): LedgerLog {
+    return new LedgerLog(opts.config, opts.kafka, opts.admin, opts.codec, opts.readerGroup, false);
   }
 
   partitionOf(planId: string): number {
@@ -78,28 +90,26 @@ export class LedgerLog {
     return (await this.admin.listTopics()).includes(topic);
   }
 
-  private readerGroup(): string {
-    return `${this.config.topicPrefix}.cli`;
-  }
-
   /**
-   * Every event of one plan in log order. An event whose key was tombstoned later (an erasure not yet
-   * compacted) is left out, exactly as compaction will leave it out.
+   * Every event of one plan, in seq order: the order `evolve` and the hash chain take them in (the latest
+   * copy of a re-sent key sits after later seqs in the log, as compaction keeps it). An event whose key was tombstoned
+   * later (an erasure not yet compacted) is left out, exactly as compaction will leave it out.
    */
   async readPlan(planId: string): Promise<LoggedEvent[]> {
     if (!(await this.topicExists(this.names.events))) return [];
     const partition = this.partitionOf(planId);
-    const records = await readPlanRecords({ kafka: this.kafka, admin: this.admin, topic: this.names.events, partition, planId, groupPrefix: this.readerGroup() });
+    const records = await readPlanRecords({ kafka: this.kafka, admin: this.admin, topic: this.names.events, partition, planId, groupPrefix: this.readerGroup });
     const out: LoggedEvent[] = [];
     for (const r of records) {
       const event = await this.decode(r.value, partition, r.offset);
       if (event.planId === planId) out.push({ event, partition, offset: r.offset, schemaId: readSchemaId(r.value) });
     }
-    return out;
+    return out.sort(bySeq);
   }
 
   /**
-   * Every plan's events, grouped by plan in log order. `onProgress(done, total)` counts offsets read out of
+   * Every plan's events, grouped by plan (plans in the order the log first shows them, each plan's events
+   * in seq order, as {@link readPlan}). `onProgress(done, total)` counts offsets read out of
    * the offsets to read (compaction and transaction markers make gaps, so it ends at `total`).
    */
   async readAll(onProgress?: (done: number, total: number) => void): Promise<Map<string, LoggedEvent[]>> {
@@ -114,7 +124,7 @@ export class LedgerLog {
       kafka: this.kafka,
       admin: this.admin,
       topic: this.names.events,
-      groupPrefix: this.readerGroup(),
+      groupPrefix: this.readerGroup,
       timeoutMs: 600_000,
       onRecords: async (records) => {
         for (const r of records) {
@@ -138,6 +148,7 @@ export class LedgerLog {
       if (!list) plans.set(r.event.planId, (list = []));
       list.push(r);
     }
+    for (const list of plans.values()) list.sort(bySeq);
     return plans;
   }
 
@@ -150,7 +161,7 @@ export class LedgerLog {
       admin: this.admin,
       topic: this.names.snapshots,
       partitions: [this.partitionOf(planId)],
-      groupPrefix: this.readerGroup(),
+      groupPrefix: this.readerGroup,
       onRecords: async (records) => {
         for (const r of records) {
           if (r.key?.toString() !== planId) continue;
@@ -175,11 +186,15 @@ export class LedgerLog {
   }
 
   async close(): Promise<void> {
-    await this.admin.disconnect().catch(() => {});
+    if (this.ownsConnections) await this.admin.disconnect().catch(() => {});
   }
 }
 
 /** Records by partition, then offset (a Map keeps insertion order, but a re-sent key moves). */
 function inLogOrder(byKey: Map<string, LoggedEvent>): LoggedEvent[] {
   return [...byKey.values()].sort((a, b) => a.partition - b.partition || Number(BigInt(a.offset) - BigInt(b.offset)));
+}
+
+function bySeq(a: LoggedEvent, b: LoggedEvent): number {
+  return a.event.seq - b.event.seq;
 }

@@ -1,87 +1,60 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { buildBundle, verifyBundle } from '../audit/bundle.js';
 import { auditTopic, erasePlan } from '../audit/erase.js';
+import { auditPlan, describeReplayFailure, readPlanHistory, replayPlan, replayPlans, verifyPlanInLog, verifyPlans, type ReplayFailure } from '../audit/live.js';
 import type { LedgerLog, LoggedEvent } from '../audit/log.js';
-import { auditRows, isBefore, parseAsOf, planAsOf, type AsOf } from '../audit/timeline.js';
-import { verifyFromLog } from '../audit/live.js';
+import { parseAsOf } from '../audit/timeline.js';
 import { describeBroken, type PlanVerification } from '../audit/verify.js';
 import { LedgerError } from '../errors.js';
-import { evolve, type PlanEvent, type PlanState } from '../plan/index.js';
 import { withLedger, withLog } from './connect.js';
 import { json, out, painter } from './output.js';
-import { renderAsOf, renderAudit, renderPlan, renderVerification, replaySummary } from './render.js';
-
-async function planRecords(log: LedgerLog, planId: string): Promise<LoggedEvent[]> {
-  const records = await log.readPlan(planId);
-  if (records.length === 0 || records.every((r) => r.event.type === 'CommandRejected')) {
-    throw new LedgerError('NOT_FOUND', `plan ${planId} not found on prefix "${log.config.topicPrefix}"`, { planId });
-  }
-  return records;
-}
+import { renderAsOf, renderAudit, renderPlan, renderVerification } from './render.js';
 
 export async function audit(planId: string, o: { asOf?: string; json?: boolean }): Promise<void> {
   const asOf = o.asOf === undefined ? null : parseAsOf(o.asOf, '--as-of');
   await withLog(async (log) => {
-    const records = await planRecords(log, planId);
-    const upTo = records.filter((r) => isBefore(r.event, asOf));
-    const rows = auditRows(upTo);
-    const state = planAsOf(planId, upTo.map((r) => r.event), null);
+    const a = await auditPlan(log, planId, asOf);
     if (o.json) {
-      for (const r of rows) json(r);
-      json(state);
+      for (const r of a.rows) json(r);
+      json(a.state);
       return;
     }
     const paint = painter();
-    out(`${paint('bold', 'audit')} ${planId}   ${records.length} events on ${log.names.events} partition ${log.partitionOf(planId)}${asOf ? `, shown up to ${o.asOf}` : ''}`);
-    out(renderAudit(planId, rows, paint));
+    out(`${paint('bold', 'audit')} ${planId}   ${a.events} events on ${a.topic} partition ${a.partition}${asOf ? `, shown up to ${o.asOf}` : ''}`);
+    out(renderAudit(planId, a.rows, paint));
     if (asOf) {
       out('');
-      out(renderAsOf(state, paint));
+      out(renderAsOf(a.state, paint));
     }
   });
-}
-
-/** Rebuilds a plan from its events with the domain's `evolve`, up to `until`. */
-function rebuild(events: readonly PlanEvent[], until: AsOf | null): PlanState | undefined {
-  let s: PlanState | undefined;
-  for (const e of events) {
-    if (!isBefore(e, until)) break;
-    s = evolve(s, e);
-  }
-  return s;
 }
 
 export async function replay(planId: string | undefined, o: { all?: boolean; until?: string; state?: boolean; json?: boolean }): Promise<void> {
   if (!planId === !o.all) throw new LedgerError('VALIDATION', 'replay: name one plan or pass --all', { field: 'planId' });
   const until = o.until === undefined ? null : parseAsOf(o.until, '--until');
   await withLog(async (log) => {
-    const plans = planId ? new Map([[planId, await planRecords(log, planId)]]) : await readAllWithProgress(log);
     const paint = painter();
-    let n = 0;
-    const broken: string[] = [];
-    for (const [id, records] of plans) {
-      let s: PlanState | undefined;
-      try {
-        s = rebuild(records.map((r) => r.event), until);
-      } catch (e) {
-        broken.push(`plan ${id} cannot be rebuilt: ${(e as Error).message} (see plan-ledger verify ${id})`);
-        if (planId || o.json) continue;
-        out(`${id.padEnd(40)} ${paint('red', 'cannot be rebuilt')}: ${(e as Error).message}`);
+    if (planId) {
+      const r = await replayPlan(log, planId, until, o.until);
+      const summary = { planId: r.planId, status: r.status, seq: r.seq, items: r.items, digest: r.digest, stateDigest: r.stateDigest, events: r.events, ...(o.state ? { state: r.state } : {}) };
+      if (o.json) return json(summary);
+      out(renderPlan(r.state, paint));
+      out(`stateDigest ${r.stateDigest}   (rebuilt from ${r.seq} of ${r.events} events, no projector)`);
+      if (o.state) out(JSON.stringify(r.state, null, 2));
+      return;
+    }
+    const results = replayPlans(await readAllWithProgress(log), until);
+    for (const r of results) {
+      if (!r.ok) {
+        if (!o.json) out(`${r.planId.padEnd(40)} ${paint('red', 'cannot be rebuilt')}: ${r.reason}`);
         continue;
       }
-      if (!s || s.status === 'none') continue;
-      n++;
-      const summary = { ...replaySummary(s), events: records.length, ...(o.state ? { state: s } : {}) };
-      if (o.json) json(summary);
-      else if (planId) {
-        out(renderPlan(s, paint));
-        out(`stateDigest ${summary.stateDigest}   (rebuilt from ${s.seq} of ${records.length} events, no projector)`);
-        if (o.state) out(JSON.stringify(s, null, 2));
-      } else out(`${id.padEnd(40)} ${s.status.padEnd(10)} seq ${String(s.seq).padEnd(6)} stateDigest ${summary.stateDigest}`);
+      if (o.json) json({ planId: r.planId, status: r.status, seq: r.seq, items: r.items, digest: r.digest, stateDigest: r.stateDigest, events: r.events, ...(o.state ? { state: r.state } : {}) });
+      else out(`${r.planId.padEnd(40)} ${r.status.padEnd(10)} seq ${String(r.seq).padEnd(6)} stateDigest ${r.stateDigest}`);
     }
-    if (!planId && !o.json) out(`${n} plans rebuilt from ${log.names.events}`);
-    if (broken.length) throw new LedgerError('INTEGRITY', broken[0]!, { broken: broken.length });
-    if (planId && n === 0) throw new LedgerError('NOT_FOUND', `plan ${planId} did not exist yet at ${o.until}`, { planId });
+    if (!o.json) out(`${results.filter((r) => r.ok).length} plans rebuilt from ${log.names.events}`);
+    const broken = results.filter((r): r is ReplayFailure => !r.ok);
+    if (broken[0]) throw new LedgerError('INTEGRITY', describeReplayFailure(broken[0]), { broken: broken.length });
   });
 }
 
@@ -127,21 +100,14 @@ export async function verify(planId: string | undefined, o: { all?: boolean; bun
     return report([verifyBundle(raw)], o);
   }
   await withLog(async (log) => {
-    if (planId) return report([await verifyFromLog(log, planId, await planRecords(log, planId))], o);
-    const plans = await readAllWithProgress(log);
-    const results: PlanVerification[] = [];
-    for (const [id, records] of plans) {
-      // Commands sent to a plan that never existed leave a valid chain of rejections: nothing to verify.
-      if (records[0]?.event.seq === 1 && records.every((r) => r.event.type === 'CommandRejected')) continue;
-      results.push(await verifyFromLog(log, id, records));
-    }
-    report(results, { json: o.json, brief: true });
+    if (planId) return report([await verifyPlanInLog(log, planId)], o);
+    report(await verifyPlans(log, await readAllWithProgress(log)), { json: o.json, brief: true });
   });
 }
 
 export async function exportPlan(planId: string, o: { output?: string; json?: boolean }): Promise<void> {
   await withLog(async (log) => {
-    const records = await planRecords(log, planId);
+    const records = await readPlanHistory(log, planId);
     const ids = [...new Set(records.map((r) => r.schemaId))];
     const schemas = new Map(await Promise.all(ids.map(async (id) => [id, await log.codec.schemaFor(id)] as const)));
     const bundle = buildBundle({

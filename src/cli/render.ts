@@ -1,6 +1,6 @@
 import type { AuditRow, PlanAsOf } from '../audit/timeline.js';
 import type { PlanVerification } from '../audit/verify.js';
-import { stateDigest, type PlanState } from '../plan/index.js';
+import type { PlanState } from '../plan/index.js';
 import { elide, ms, paintStatus, painter, table, type Painter } from './output.js';
 
 /** The plan as an operator reviews it: header, then one row per item. */
@@ -66,8 +66,4 @@ export function renderVerification(v: PlanVerification, paint: Painter = painter
   const head = `${v.ok ? paint('green', 'OK') : paint('red', 'FAILED')}  plan ${v.planId}: ${v.events} events${v.head ? `, chain head ${v.head.slice(0, 16)}` : ''}`;
   const rows = v.checks.map((c) => [c.ok ? paint('green', 'ok') : paint('red', 'FAIL'), c.name, c.detail]);
   return `${head}\n${table(['', 'CHECK', 'DETAIL'], rows, { indent: 2, paint })}`;
-}
-
-export function replaySummary(s: PlanState) {
-  return { planId: s.planId, status: s.status, seq: s.seq, items: s.itemOrder.length, digest: s.digest, stateDigest: stateDigest(s) };
 }
