@@ -49,6 +49,29 @@ export function parseAsOf(value: string, flag = '--as-of'): AsOf {
   return asOf;
 }
 
+/**
+ * A point in a plan's history as the library takes it: a seq (a number, or a string of digits), an
+ * ISO-8601 time string, or a `Date`.
+ */
+export type AsOfInput = number | string | Date;
+
+/** {@link AsOfInput} → {@link AsOf}; a value that is none of those is a `VALIDATION` error naming `field`. */
+export function toAsOf(value: AsOfInput, field: string): AsOf {
+  if (typeof value === 'string') return parseAsOf(value, field);
+  if (value instanceof Date) {
+    const time = value.getTime();
+    if (Number.isNaN(time)) throw new LedgerError('VALIDATION', `${field}: invalid Date`, { field });
+    return { time };
+  }
+  if (!Number.isSafeInteger(value) || value < 0) throw new LedgerError('VALIDATION', `${field}: expected a seq (a non-negative integer), got ${value}`, { field });
+  return { seq: value };
+}
+
+/** How a point was asked for, for messages: the text as given, a seq, or a Date's ISO form. */
+export function asOfText(value: AsOfInput): string {
+  return value instanceof Date ? value.toISOString() : String(value);
+}
+
 export { atOrBefore as isBefore };
 
 function outcomeOf(e: PlanEvent): string | null {

@@ -1,1 +1,18 @@
-export { connectLedger, type Ledger, type CreatePlanInput, type CommandOutcome, type CommandOptions, type EraseOptions, type EraseOutcome, type LedgerEventRecord } from './ledger.js';
+export {
+  connectLedger,
+  type Ledger,
+  type CreatePlanInput,
+  type CommandOutcome,
+  type CommandOptions,
+  type EraseOptions,
+  type EraseOutcome,
+  type LedgerEventRecord,
+  type AuditOptions,
+  type ReplayOptions,
+  type AllPlans,
+} from './ledger.js';
+export type { PlanFilter, PlanStatusFilter } from './list-plans.js';
+export type { PlanPage, PlanSummary, PlanProgress } from '../projection/query.js';
+export type { PlanAudit, PlanReplay, ReplayFailure } from '../audit/live.js';
+export type { AuditRow, PlanAsOf, AsOf, AsOfInput } from '../audit/timeline.js';
+export type { PlanVerification, Check, CheckName, BrokenAt } from '../audit/verify.js';

@@ -1,6 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import type { Admin, Consumer, Kafka, Producer } from 'kafkajs';
 import { parseErasureRecord, type ErasureRecord } from '../audit/erasure-record.js';
+import { auditPlan, replayPlan, replayPlans, verifyPlanInLog, verifyPlans, type PlanAudit, type PlanReplay, type ReplayFailure } from '../audit/live.js';
+import { LedgerLog } from '../audit/log.js';
+import { asOfText, toAsOf, type AsOfInput } from '../audit/timeline.js';
+import type { PlanVerification } from '../audit/verify.js';
 import { createCodec, type LedgerCodec } from '../codec/index.js';
 import { loadConfig, topicNames, type LedgerConfig, type LedgerConfigInput } from '../config.js';
 import { LedgerError } from '../errors.js';
@@ -11,6 +15,8 @@ import { auditTopic, ensurePlanTopics } from '../kafka/topics.js';
 import { silentLogger, type Logger } from '../logging.js';
 import { evolve, type CommandPayloads, type CommandType, type PlanCommand, type PlanEvent, type PlanMode, type PlanState, type PlanStatus } from '../plan/index.js';
 import { toItemSpec, type ItemInput } from '../plan-input.js';
+import type { PlanPage } from '../projection/query.js';
+import { listPlansFromLog, type PlanFilter } from './list-plans.js';
 
 export interface CreatePlanInput {
   goal: string;
@@ -58,6 +64,21 @@ export interface LedgerEventRecord {
   readonly offset: string;
 }
 
+export interface AuditOptions {
+  /** Stop the timeline at this point and fold the plan as it was there: a seq, an ISO-8601 time or a Date. */
+  asOf?: AsOfInput;
+}
+
+export interface ReplayOptions {
+  /** Rebuild up to this point of each plan: a seq, an ISO-8601 time or a Date. Default: all of it. */
+  until?: AsOfInput;
+}
+
+/** Every plan of the ledger (the topic prefix), for `replay` and `verify`. */
+export interface AllPlans {
+  all: true;
+}
+
 export interface Ledger {
   readonly config: LedgerConfig;
   createPlan(input: CreatePlanInput, opts?: CommandOptions): Promise<CommandOutcome & { digest: string }>;
@@ -81,6 +102,64 @@ export interface Ledger {
   getPlan(planId: string): Promise<PlanState | undefined>;
   /** Every event of a plan in order, with where it sits in the log. */
   planEvents(planId: string): Promise<LedgerEventRecord[]>;
+  /**
+   * One page of plans, newest first, rebuilt from the log (no projector needed) with the filters, order
+   * and cursor of the projector's `GET /api/plans`; `stalled` matches plans with a record that could not
+   * be decoded or applied. Pages follow a keyset cursor: a plan added while paging shifts no page. A bad
+   * filter is a `VALIDATION` error naming the field.
+   *
+   * @example
+   * let page = await ledger.listPlans({ status: ['running', 'proposed'], label: 'team:payments', limit: 20 });
+   * for (;;) {
+   *   for (const p of page.plans) console.log(p.planId, p.status, `${p.progress.completed}/${p.progress.total}`);
+   *   if (!page.nextCursor) break;
+   *   page = await ledger.listPlans({ status: ['running', 'proposed'], label: 'team:payments', limit: 20, cursor: page.nextCursor });
+   * }
+   */
+  listPlans(filter?: PlanFilter): Promise<PlanPage>;
+  /**
+   * The audit timeline of a plan, read from the log: one row per event with its position, actor,
+   * causation, item and attempt, the attempt's idempotency key, the outcome and the time since the
+   * attempt's intent (after a crash that includes the take-over) — what `plan-ledger audit` prints. With
+   * `asOf` the timeline stops there and `state` is the plan as it was then (time travel); without, the
+   * plan now. `NOT_FOUND` for an unknown or erased plan.
+   *
+   * @example
+   * const { rows, state } = await ledger.audit(planId, { asOf: 7 }); // or an ISO time, or a Date
+   * for (const r of rows) if (r.type === 'ResultCommitted') console.log(r.itemId, r.attempt, r.idempotencyKey, r.outcome);
+   * console.log(state.state?.status, state.stateDigest); // the plan after seq 7
+   */
+  audit(planId: string, opts?: AuditOptions): Promise<PlanAudit>;
+  /**
+   * Rebuilds a plan from its events alone with the domain's `evolve` (what `plan-ledger replay` prints):
+   * its state, digest and `stateDigest`, up to `until` when given. `NOT_FOUND` for an unknown plan or
+   * one that did not exist yet at `until`; `INTEGRITY` when its events do not fold (`verify` names the
+   * broken one). With `{ all: true }`, every plan of the prefix that existed at `until`, in log order; a
+   * plan that does not fold is an entry with `ok: false` and the reason, not a throw.
+   *
+   * @example
+   * const r = await ledger.replay(planId);
+   * // r.stateDigest === stateDigest((await ledger.getPlan(planId))!)
+   * const before = await ledger.replay(planId, { until: '2026-01-31T12:00:00Z' });
+   * const everything = await ledger.replay({ all: true });
+   * const broken = everything.filter((p) => !p.ok);
+   */
+  replay(planId: string, opts?: ReplayOptions): Promise<PlanReplay>;
+  replay(target: AllPlans, opts?: ReplayOptions): Promise<Array<PlanReplay | ReplayFailure>>;
+  /**
+   * Verifies a plan in the live ledger, as `plan-ledger verify` does: seq contiguous from 1, hash chain
+   * intact, independent rebuilds (a straight fold, an Avro round trip, a snapshot hand-over) agree on
+   * `stateDigest`, and every snapshot on the snapshots topic agrees with a replay up to its seq. A broken
+   * plan is a result with `ok: false` and `firstBroken` naming the first broken event, not a throw;
+   * `NOT_FOUND` for an unknown plan. With `{ all: true }`, every plan of the prefix.
+   *
+   * @example
+   * const v = await ledger.verify(planId);
+   * if (!v.ok) console.error(`seq ${v.firstBroken?.seq} (${v.firstBroken?.check}): ${v.firstBroken?.reason}`);
+   * const failing = (await ledger.verify({ all: true })).filter((p) => !p.ok);
+   */
+  verify(planId: string): Promise<PlanVerification>;
+  verify(target: AllPlans): Promise<PlanVerification[]>;
   /** Resolves with the plan's state once it reaches `status` (or satisfies the predicate). */
   waitFor(planId: string, status: PlanStatus | ((s: PlanState) => boolean), opts?: { timeoutMs?: number }): Promise<PlanState>;
   close(): Promise<void>;
@@ -128,6 +207,8 @@ class LedgerClient implements Ledger {
   private readonly tombstoneListeners = new Map<string, Set<TombstoneListener>>();
   private readonly topics;
   private readonly clientId = `client-${randomBytes(4).toString('hex')}`;
+  /** Read access to the log over this client's connections, for audit, replay and verify. */
+  private readonly log: LedgerLog;
 
   constructor(
     private readonly kafka: Kafka,
@@ -137,6 +218,7 @@ class LedgerClient implements Ledger {
     private readonly logger: Logger,
   ) {
     this.topics = topicNames(config.topicPrefix);
+    this.log = LedgerLog.over({ config, kafka, admin, codec, readerGroup: `${config.topicPrefix}.${this.clientId}` });
   }
 
   async start(): Promise<void> {
@@ -397,6 +479,32 @@ class LedgerClient implements Ledger {
     return s;
   }
 
+  listPlans(filter?: PlanFilter): Promise<PlanPage> {
+    return listPlansFromLog({ kafka: this.kafka, admin: this.admin, codec: this.codec, config: this.config, logger: this.logger }, filter);
+  }
+
+  async audit(planId: string, opts: AuditOptions = {}): Promise<PlanAudit> {
+    const asOf = opts.asOf === undefined ? null : toAsOf(opts.asOf, 'asOf');
+    return auditPlan(this.log, planId, asOf);
+  }
+
+  replay(planId: string, opts?: ReplayOptions): Promise<PlanReplay>;
+  replay(target: AllPlans, opts?: ReplayOptions): Promise<Array<PlanReplay | ReplayFailure>>;
+  async replay(target: string | AllPlans, opts: ReplayOptions = {}): Promise<PlanReplay | Array<PlanReplay | ReplayFailure>> {
+    const until = opts.until === undefined ? null : toAsOf(opts.until, 'until');
+    if (isAll(target)) return replayPlans(await this.log.readAll(), until);
+    if (typeof target !== 'string' || target === '') throw new LedgerError('VALIDATION', 'replay: name one plan or pass { all: true }', { field: 'planId' });
+    return replayPlan(this.log, target, until, opts.until === undefined ? undefined : asOfText(opts.until));
+  }
+
+  verify(planId: string): Promise<PlanVerification>;
+  verify(target: AllPlans): Promise<PlanVerification[]>;
+  async verify(target: string | AllPlans): Promise<PlanVerification | PlanVerification[]> {
+    if (isAll(target)) return verifyPlans(this.log, await this.log.readAll());
+    if (typeof target !== 'string' || target === '') throw new LedgerError('VALIDATION', 'verify: name one plan or pass { all: true }', { field: 'planId' });
+    return verifyPlanInLog(this.log, target);
+  }
+
   async waitFor(planId: string, status: PlanStatus | ((s: PlanState) => boolean), opts: { timeoutMs?: number } = {}): Promise<PlanState> {
     const match = typeof status === 'function' ? status : (s: PlanState) => s.status === status;
     const timeoutMs = opts.timeoutMs ?? 60_000;
@@ -438,6 +546,10 @@ class LedgerClient implements Ledger {
     await Promise.allSettled([this.tail?.disconnect(), this.producer?.disconnect()]);
     await this.admin.disconnect().catch(() => {});
   }
+}
+
+function isAll(target: unknown): target is AllPlans {
+  return typeof target === 'object' && target !== null && (target as AllPlans).all === true;
 }
 
 function digestAfter(events: PlanEvent[]): string | undefined {
