@@ -30,9 +30,16 @@ export type KafkaSecurity =
       readonly users: readonly { readonly name: string; readonly password: string }[];
     };
 
-/** 16 random bytes, URL-safe base64 without padding: what `StorageTool random-uuid` prints. */
+/**
+ * 16 random bytes, URL-safe base64 without padding: what `kafka-storage random-uuid` prints. Like Kafka's
+ * own `Uuid.randomUuid`, never one that starts with '-', which `kafka-storage format -t` would read as an
+ * option (one id in 64 would fail the format).
+ */
 export function newClusterId(): string {
-  return randomBytes(16).toString('base64url');
+  for (;;) {
+    const id = randomBytes(16).toString('base64url');
+    if (!id.startsWith('-')) return id;
+  }
 }
 
 /** Broker settings that make a small local cluster behave like a test rig (fast cleaner, no delays). */

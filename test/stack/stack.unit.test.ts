@@ -13,6 +13,12 @@ describe('local stack configuration', () => {
     expect(v.apicurio).toMatch(/^3\.\d+\.\d+$/);
   });
 
+  it('makes cluster ids kafka-storage accepts: 22 URL-safe base64 characters, never a leading dash', () => {
+    const ids = Array.from({ length: 5000 }, () => newClusterId());
+    for (const id of ids) expect(id).toMatch(/^[A-Za-z0-9_][A-Za-z0-9_-]{21}$/);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
   it('renders a single-node combined KRaft broker', () => {
     const spec: KafkaClusterSpec = {
       clusterId: newClusterId(),
