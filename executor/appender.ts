@@ -1,5 +1,6 @@
 import type { Message, Producer } from 'kafkajs';
 import { LedgerError } from '../src/errors.js';
+import { isFencingError } from '../src/kafka/client.js';
 import type { Logger } from '../src/logging.js';
 
 /** One unit of work for the partition's next transaction. */
@@ -29,15 +30,6 @@ interface Pending {
   req: AppendRequest;
   resolve: () => void;
   reject: (e: unknown) => void;
-}
-
-/** True for the errors a fenced (superseded) transactional producer gets. */
-export function isFencingError(e: unknown): boolean {
-  const err = e as { type?: string; name?: string; message?: string; cause?: unknown } | undefined;
-  if (!err) return false;
-  if (err.type === 'INVALID_PRODUCER_EPOCH' || err.type === 'PRODUCER_FENCED' || err.type === 'INVALID_PRODUCER_ID_MAPPING') return true;
-  if (/fenced|producer.?epoch|epoch.*(old|stale)/i.test(err.message ?? '')) return true;
-  return err.cause !== undefined && err.cause !== e ? isFencingError(err.cause) : false;
 }
 
 /**

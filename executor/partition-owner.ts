@@ -3,6 +3,7 @@ import { erasureRecord } from '../src/audit/erasure-record.js';
 import { topicNames, type LedgerConfig } from '../src/config.js';
 import type { LedgerCodec } from '../src/codec/index.js';
 import { isLedgerError } from '../src/errors.js';
+import { connectFenced } from '../src/kafka/client.js';
 import { eventKey, partitionFor } from '../src/kafka/partitioner.js';
 import { auditTopic } from '../src/kafka/topics.js';
 import type { Logger } from '../src/logging.js';
@@ -126,7 +127,7 @@ export class PartitionOwner {
       // the broker has written the markers; retry that quickly (the Java client uses 20 ms too).
       retry: { initialRetryTime: 20, maxRetryTime: 2_000, retries: 30 },
     });
-    await this.producer.connect();
+    await connectFenced(this.producer);
     this.appender = new TransactionalAppender({
       producer: this.producer,
       eventsTopic: this.topics.events,

@@ -28,6 +28,12 @@ export function createMetrics(opts: { plansByStatus: () => Map<PlanStatus | 'sta
     help: 'Snapshot writes that failed (the plans are snapshotted again before the next watermark).',
     registers: [registry],
   });
+  const fenced = new Counter({
+    name: 'plan_ledger_projector_fenced_total',
+    help: 'Snapshot writes refused because another projector of the group took the partition over (this one stops writing it until the group assigns it again).',
+    labelNames: ['partition'],
+    registers: [registry],
+  });
   const dlqRecords = new Counter({
     name: 'plan_ledger_projector_dlq_records_total',
     help: 'Records sent to the DLQ topic, by error code and reason.',
@@ -54,7 +60,7 @@ export function createMetrics(opts: { plansByStatus: () => Map<PlanStatus | 'sta
       for (const [status, n] of opts.plansByStatus()) this.set({ status }, n);
     },
   });
-  return { registry, eventsApplied, lag, snapshotWrites, snapshotFailures, dlqRecords, heldEvents, registryRetries };
+  return { registry, eventsApplied, lag, snapshotWrites, snapshotFailures, fenced, dlqRecords, heldEvents, registryRetries };
 }
 
 export type ProjectorMetrics = ReturnType<typeof createMetrics>;

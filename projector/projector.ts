@@ -1,7 +1,7 @@
 import type { Admin, Consumer, EachBatchPayload, Kafka, KafkaMessage, Producer } from 'kafkajs';
 import { createCodec, type LedgerCodec } from '../src/codec/index.js';
 import { topicNames, type LedgerConfig } from '../src/config.js';
-import { createKafka } from '../src/kafka/client.js';
+import { connectFenced, createKafka, isFencingError } from '../src/kafka/client.js';
 import { readPlanRecords } from '../src/kafka/log-reader.js';
 import { partitionFor } from '../src/kafka/partitioner.js';
 import { ensurePlanTopics } from '../src/kafka/topics.js';
@@ -84,6 +84,14 @@ export class ProjectionService {
   private consumer!: Consumer;
   codec!: LedgerCodec;
   private readonly runs = new Map<number, PartitionRun>();
+  /**
+   * The snapshot writer of each assigned partition: a transactional producer with the id
+   * `<group>.p<N>`, initialised before the partition is restored, so a previous owner (a paused or
+   * partitioned projector of the same group) is fenced and cannot land an older snapshot after ours.
+   */
+  private readonly writers = new Map<number, Producer>();
+  /** Partitions whose writer was fenced: not restored or written again until the group assigns them anew. */
+  private readonly fencedOut = new Set<number>();
   private readonly restoring = new Map<number, Promise<PartitionRun>>();
   private assigned = new Set<number>();
   private writes: Promise<void> = Promise.resolve();
@@ -166,12 +174,14 @@ export class ProjectionService {
 
   private onAssignment(partitions: number[]): void {
     this.assigned = new Set(partitions);
+    this.fencedOut.clear(); // the group's word is the latest on who owns what
     for (const p of [...this.runs.keys()]) {
       if (!this.assigned.has(p)) {
         this.runs.delete(p);
         this.model.dropPartition(p);
       }
     }
+    for (const p of [...this.writers.keys()]) if (!this.assigned.has(p)) this.retireWriter(p);
     // Restore every assigned partition at once; eachBatch waits for its partition's restore.
     for (const p of partitions) this.restoreInBackground(p, 1);
   }
@@ -179,7 +189,7 @@ export class ProjectionService {
   /** A partition with no new events gets no batch to retry its restore, so a failed one is retried here. */
   private restoreInBackground(p: number, attempt: number): void {
     this.ensureRestored(p).catch((e: unknown) => {
-      if (this.stopped || !this.assigned.has(p)) return;
+      if (this.stopped || !this.assigned.has(p) || this.fencedOut.has(p)) return;
       const delay = retryDelayMs(attempt, 500, 30_000);
       this.log.error({ partition: p, attempt, delayMs: delay, err: e instanceof Error ? e.message : String(e) }, 'partition restore failed; retrying');
       setTimeout(() => this.restoreInBackground(p, attempt + 1), delay).unref();
@@ -189,6 +199,7 @@ export class ProjectionService {
   private ensureRestored(p: number): Promise<PartitionRun> {
     const run = this.runs.get(p);
     if (run) return Promise.resolve(run);
+    if (this.fencedOut.has(p)) return Promise.reject(new Error(`partition ${p} was taken over by another projector; waiting for the group's next assignment`));
     let pending = this.restoring.get(p);
     if (pending === undefined) {
       pending = this.restore(p).finally(() => this.restoring.delete(p));
@@ -199,6 +210,9 @@ export class ProjectionService {
 
   private async restore(p: number): Promise<PartitionRun> {
     const started = Date.now();
+    // Fence first, then read: once InitProducerId returns, a previous owner can commit no snapshot
+    // more, so what the restore reads is final.
+    await this.writerFor(p);
     const r = await restorePartition({
       kafka: this.kafka,
       admin: this.admin,
@@ -228,6 +242,9 @@ export class ProjectionService {
 
   private async eachBatch({ batch, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
     const p = batch.partition;
+    // Taken over by another projector: nothing of it is ours until the group assigns it again (and the
+    // restore then seeks back to where its snapshots end, so skipping these records loses nothing).
+    if (this.fencedOut.has(p)) return;
     let run = this.runs.get(p);
     if (run === undefined) {
       const beat = setInterval(() => void heartbeat().catch(() => {}), 1000);
@@ -325,11 +342,16 @@ export class ProjectionService {
     // The watermark carries the highest fencing token seen on the partition, including plans a new owner will not decode.
     if (w !== null) records.push(watermarkMessage(this.codec, p, w, run.projection.maxFencingToken, now));
     if (records.length === 0) return Promise.resolve();
+    const writer = this.writers.get(p);
+    if (writer === undefined) {
+      for (const [id] of written) run.projection.policy.unwritten(id);
+      return Promise.resolve();
+    }
     const send = async () => {
       try {
-        // In chunks under the broker's default batch limit (message.max.bytes, 1 MiB), in order; the
-        // watermark is in the last chunk, so it is written only after every snapshot it vouches for.
-        for (const chunk of chunks(records, MAX_SEND_BYTES)) await this.producer.send({ topic: this.names.snapshots, acks: -1, messages: chunk });
+        // One transaction, in chunks under the broker's default batch limit (message.max.bytes, 1 MiB);
+        // the watermark is in the last chunk, so it never lands without every snapshot it vouches for.
+        await this.transact(p, writer, chunks(records, MAX_SEND_BYTES));
         this.metrics.snapshotWrites.inc({ kind: 'plan' }, written.length);
         if (w !== null) {
           this.metrics.snapshotWrites.inc({ kind: 'watermark' });
@@ -340,8 +362,9 @@ export class ProjectionService {
             .catch((e: unknown) => this.log.warn({ partition: p, err: (e as Error).message }, 'offset commit failed'));
         }
       } catch (e) {
-        this.metrics.snapshotFailures.inc();
         for (const [id] of written) run.projection.policy.unwritten(id);
+        if (this.fenced(p, writer, e)) return;
+        this.metrics.snapshotFailures.inc();
         this.log.warn({ partition: p, err: (e as Error).message, plans: written.length }, 'snapshot write failed; the plans are snapshotted again');
       }
     };
@@ -356,10 +379,13 @@ export class ProjectionService {
    * one; this tombstone, on the same write queue and after any such snapshot, makes the erasure stick.
    */
   private eraseSnapshots(p: number, planIds: string[]): Promise<void> {
+    const writer = this.writers.get(p);
+    if (writer === undefined) return Promise.resolve(); // not ours any more: the new owner restores without them
     const send = async () => {
       try {
-        await this.producer.send({ topic: this.names.snapshots, acks: -1, messages: planIds.map((key) => ({ key, value: null, partition: p })) });
+        await this.transact(p, writer, [planIds.map((key) => ({ key, value: null, partition: p }))]);
       } catch (e) {
+        if (this.fenced(p, writer, e)) return;
         this.metrics.snapshotFailures.inc();
         this.log.warn({ partition: p, err: (e as Error).message, plans: planIds.length }, 'snapshot tombstones of erased plans failed');
       }
@@ -367,6 +393,64 @@ export class ProjectionService {
     const next = this.writes.then(send);
     this.writes = next;
     return next;
+  }
+
+  /** The partition's snapshot writer, created (and the previous owner fenced) on first use. */
+  private async writerFor(p: number): Promise<Producer> {
+    const known = this.writers.get(p);
+    if (known) return known;
+    const producer = this.kafka.producer({
+      transactionalId: `${this.opts.groupId ?? this.names.projectorGroup}.p${p}`,
+      idempotent: true,
+      maxInFlightRequests: 1,
+      // A transaction right after a commit meets CONCURRENT_TRANSACTIONS until the markers are written.
+      retry: { initialRetryTime: 20, maxRetryTime: 2_000, retries: 30 },
+    });
+    await connectFenced(producer);
+    if (!this.assigned.has(p) || this.stopped) {
+      await producer.disconnect().catch(() => {});
+      throw new Error(`partition ${p} was revoked while its writer started`);
+    }
+    this.writers.set(p, producer);
+    return producer;
+  }
+
+  /** Sends the chunks to the snapshots topic in one transaction of `writer`, aborted on failure. */
+  private async transact(p: number, writer: Producer, batches: Iterable<Array<{ key: string; value: Buffer | null; partition: number; headers?: Record<string, string> }>>): Promise<void> {
+    const tx = await writer.transaction();
+    try {
+      for (const messages of batches) await tx.send({ topic: this.names.snapshots, acks: -1, messages });
+      await tx.commit();
+    } catch (e) {
+      await tx.abort().catch(() => {}); // a fenced producer cannot abort either; the coordinator already did
+      throw e;
+    }
+  }
+
+  /**
+   * A write failed because another projector of the group initialised the partition's writer after us:
+   * it owns the partition now (we were paused, or cut off, through a rebalance). Stop writing and
+   * projecting it; if the group still assigns it to us, the next assignment restores it afresh.
+   */
+  private fenced(p: number, writer: Producer, e: unknown): boolean {
+    if (!isFencingError(e)) return false;
+    this.metrics.fenced.inc({ partition: String(p) });
+    this.log.warn({ partition: p, err: (e as Error).message }, 'snapshot writer fenced: another projector took the partition over; not writing it any more');
+    if (this.writers.get(p) === writer) {
+      this.fencedOut.add(p);
+      this.runs.delete(p);
+      this.model.dropPartition(p);
+      this.retireWriter(p);
+    }
+    return true;
+  }
+
+  /** Disconnects a partition's writer after the writes queued before now. */
+  private retireWriter(p: number): void {
+    const writer = this.writers.get(p);
+    if (writer === undefined) return;
+    this.writers.delete(p);
+    this.writes = this.writes.then(() => writer.disconnect().catch(() => {}));
   }
 
   /** Periodic: per partition with new records, snapshot every dirty plan, then write the watermark. Also refreshes lag. */
@@ -468,6 +552,8 @@ export class ProjectionService {
     } catch (e) {
       this.log.warn({ err: (e as Error).message }, 'final watermark failed');
     }
+    await this.writes.catch(() => {});
+    for (const p of [...this.writers.keys()]) this.retireWriter(p);
     await this.writes.catch(() => {});
     await this.consumer?.disconnect().catch(() => {});
     await this.producer?.disconnect().catch(() => {});

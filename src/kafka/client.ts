@@ -1,4 +1,4 @@
-import { Kafka, type KafkaConfig, type SASLOptions } from 'kafkajs';
+import { Kafka, type KafkaConfig, type Producer, type SASLOptions } from 'kafkajs';
 import type { LedgerConfig } from '../config.js';
 import { kafkajsLevel, kafkajsLogCreator, type Logger } from '../logging.js';
 
@@ -27,4 +27,26 @@ export function createKafka(config: LedgerConfig, logger: Logger, clientSuffix?:
   };
   if (config.sasl) opts.sasl = config.sasl as SASLOptions;
   return new Kafka(opts);
+}
+
+/** True for the errors a fenced (superseded) transactional producer gets: a newer writer took its id. */
+export function isFencingError(e: unknown): boolean {
+  const err = e as { type?: string; name?: string; message?: string; cause?: unknown } | undefined;
+  if (!err) return false;
+  if (err.type === 'INVALID_PRODUCER_EPOCH' || err.type === 'PRODUCER_FENCED' || err.type === 'INVALID_PRODUCER_ID_MAPPING') return true;
+  if (/fenced|producer.?epoch|epoch.*(old|stale)/i.test(err.message ?? '')) return true;
+  return err.cause !== undefined && err.cause !== e ? isFencingError(err.cause) : false;
+}
+
+/**
+ * Connects a transactional producer and fences every older producer of its `transactionalId` before it
+ * returns. kafkajs's `connect()` only initialises an idempotent producer id; the transactional
+ * InitProducerId — which bumps the epoch, so an older holder can commit nothing more, and aborts its open
+ * transaction — happens at the first `transaction()`. An empty transaction, aborted, does it now: a new
+ * owner must fence before it reads the log it is taking over, or a paused old owner could still append to it.
+ */
+export async function connectFenced(producer: Producer): Promise<void> {
+  await producer.connect();
+  const tx = await producer.transaction();
+  await tx.abort();
 }

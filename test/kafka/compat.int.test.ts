@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import type { Kafka } from 'kafkajs';
 import { topicNames } from '../../src/config.js';
+import { connectFenced } from '../../src/kafka/client.js';
 import { describeTopicConfig, ensurePlanTopics, ensureTopics } from '../../src/kafka/topics.js';
 import { readToEnd, type LogRecord } from '../../src/kafka/log-reader.js';
 import { closeAfter, randomGroupId, randomPrefix, testAdmin, testConfig, testKafka, waitFor } from '../support/helpers.js';
@@ -128,6 +129,39 @@ describe('kafkajs against the real broker', () => {
     expect(`${err?.name} ${err?.type} ${err?.message}`).toMatch(/fenc|epoch|INVALID_PRODUCER_EPOCH|PRODUCER_FENCED/i);
     const { records } = await readAll(kafka, admin, topic);
     expect(records.map((r) => r.value?.toString())).toEqual(['from-newer']);
+  });
+
+  it('kafkajs connect() alone does not fence an older producer of the same transactionalId; connectFenced does, at once', async () => {
+    const kafka = testKafka();
+    const { admin, topic } = await newTopic(kafka);
+    const id = `${randomPrefix('fence')}.projector.p0`;
+    const older = txProducer(kafka, id);
+    await older.connect();
+    const first = await older.transaction();
+    await first.send({ topic, messages: [{ value: 'older-1' }] });
+    await first.commit();
+
+    // connect() initialises only an idempotent producer id: the older producer still commits.
+    const plain = txProducer(kafka, id);
+    await plain.connect();
+    const second = await older.transaction();
+    await second.send({ topic, messages: [{ value: 'older-2' }] });
+    await second.commit();
+
+    // connectFenced bumps the transactional epoch before it returns: the older producer is refused.
+    const fencer = txProducer(kafka, id);
+    await connectFenced(fencer);
+    const third = await older.transaction();
+    const err = await (async () => {
+      await third.send({ topic, messages: [{ value: 'older-3' }] });
+      await third.commit();
+    })().then(
+      () => undefined,
+      (e: unknown) => e as Error & { type?: string },
+    );
+    expect(err?.type).toBe('INVALID_PRODUCER_EPOCH');
+    const { records } = await readAll(kafka, admin, topic);
+    expect(records.map((r) => r.value?.toString())).toEqual(['older-1', 'older-2']);
   });
 
   it('reads a partition to its end offset across transaction markers and aborted records, and stops', async () => {

@@ -3,9 +3,10 @@ import { inject, onTestFinished } from 'vitest';
 import type { Admin, Kafka } from 'kafkajs';
 import { loadConfig, type LedgerConfig, type LedgerConfigInput } from '../../src/config.js';
 import { createKafka } from '../../src/kafka/client.js';
-import { silentLogger, type Logger } from '../../src/logging.js';
+import { createLogger, silentLogger, type Logger } from '../../src/logging.js';
 
-export const testLogger: Logger = silentLogger();
+/** Silent; `TEST_LOG=debug` (or any pino level) shows what the services under test log. */
+export const testLogger: Logger = process.env.TEST_LOG ? createLogger({ name: 'test', level: process.env.TEST_LOG }) : silentLogger();
 
 /** A fresh prefix per test, so tests never see each other's topics or groups. */
 export function randomPrefix(label = 't'): string {

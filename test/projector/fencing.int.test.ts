@@ -1,0 +1,101 @@
+// Projector snapshot writers are fenced per partition: a projector that lost a partition while it was
+// paused or cut off (a zombie) cannot land a snapshot after the new owner's, against the real broker.
+import { describe, expect, it } from 'vitest';
+import { startProjector, type ProjectorHandle } from '../../projector/index.js';
+import { connectFenced } from '../../src/kafka/client.js';
+import { partitionFor } from '../../src/kafka/partitioner.js';
+import { stateDigest } from '../../src/plan/index.js';
+import { PLAN_STATUS_HEADER, stateFromSnapshot, type PlanSnapshot } from '../../src/projection/index.js';
+import { closeAfter, testConfig, testLogger, waitFor } from '../support/helpers.js';
+import { cleanup, LedgerWriter, readAll, testLedger, type TestLedger } from './support.js';
+
+async function projector(config: ReturnType<typeof testConfig>): Promise<ProjectorHandle> {
+  const p = await startProjector({ config, logger: testLogger, port: 0, apiToken: null, watermarkIntervalMs: 300, defaultMetrics: false });
+  cleanup(() => p.stop());
+  return p;
+}
+
+/** The committed snapshot records of `planId` (read_committed: an aborted or fenced write never shows). */
+async function snapshotsOf(l: TestLedger, planId: string): Promise<PlanSnapshot[]> {
+  const out: PlanSnapshot[] = [];
+  for (const r of await readAll(l, l.topics.snapshots)) {
+    if (r.key?.toString() !== planId || r.value === null) continue;
+    out.push(await l.codec.decodeSnapshot(r.value));
+  }
+  return out;
+}
+
+function fencedCount(metrics: string, partition: number): number {
+  return Number(new RegExp(`plan_ledger_projector_fenced_total\\{partition="${partition}"\\} (\\d+)`).exec(metrics)?.[1] ?? 0);
+}
+
+describe('projector fencing', () => {
+  it('a fenced projector writes nothing more to that partition, serves the others, and restores it when the group assigns it again', async () => {
+    const config = testConfig();
+    const ledger = await testLedger(config);
+    const writer = new LedgerWriter(ledger);
+    // Two plans on different partitions.
+    const a = 'fenced-a';
+    const pa = partitionFor(a, config.partitions);
+    const b = Array.from({ length: 50 }, (_, i) => `other-${i}`).find((id) => partitionFor(id, config.partitions) !== pa)!;
+    const pb = partitionFor(b, config.partitions);
+    const [stepsA, stepsB] = [writer.lifecycle(a, 3), writer.lifecycle(b, 3)];
+    const half = 3; // create + the first item's intent and result
+    for (let i = 0; i < half; i++) await writer.run([...stepsA[i]!, ...stepsB[i]!]);
+
+    const first = await projector(config);
+    await first.flush();
+    await waitFor(async () => (await snapshotsOf(ledger, a)).length > 0, { message: 'a snapshot of plan a' });
+    const beforeFence = await snapshotsOf(ledger, a);
+    const seqBeforeFence = Math.max(...beforeFence.map((s) => s.seq));
+
+    // A new owner of partition pa (as another projector of the group would) initialises its writer id.
+    const usurper = closeAfter(ledger.kafka.producer({ transactionalId: `${ledger.topics.projectorGroup}.p${pa}`, idempotent: true, maxInFlightRequests: 1 }));
+    await connectFenced(usurper);
+
+    // The rest of both plans: the fenced projector applies them, but only pb's snapshots may land.
+    for (let i = half; i < stepsA.length; i++) await writer.run([...stepsA[i]!, ...(stepsB[i] ?? [])]);
+    for (let i = stepsA.length; i < stepsB.length; i++) await writer.run(stepsB[i]!);
+    const expected = writer.replayDigests();
+    const finalA = writer.states.get(a)!;
+    const finalB = writer.states.get(b)!;
+    expect(finalA.status).toBe('completed');
+
+    await waitFor(async () => fencedCount(await first.service.metrics.registry.metrics(), pa) >= 1, { timeoutMs: 30_000, message: 'the projector noticed it was fenced' });
+    await waitFor(async () => (await snapshotsOf(ledger, b)).some((s) => s.seq === finalB.seq), { timeoutMs: 30_000, message: "plan b's final snapshot (its partition is still ours)" });
+    await first.flush();
+    // Nothing the fenced projector wrote for pa after the fence is visible.
+    const afterFence = await snapshotsOf(ledger, a);
+    expect(afterFence.map((s) => s.seq)).toEqual(beforeFence.map((s) => s.seq));
+    expect(Math.max(...afterFence.map((s) => s.seq))).toBe(seqBeforeFence);
+    expect(seqBeforeFence).toBeLessThan(finalA.seq);
+    // It no longer serves pa's plans (the owner of pa does), keeps serving pb's, and stays healthy.
+    expect(first.plan(a)).toBeUndefined();
+    expect(first.plan(b)?.state?.seq).toBe(finalB.seq);
+    expect(first.service.health().ok).toBe(true);
+    expect(first.service.partitions().map((x) => x.partition)).not.toContain(pa);
+    expect(pb).not.toBe(pa);
+
+    // The group assigns again (a second member joins, then leaves): pa is restored — fencing the
+    // usurper in turn — and its snapshots are written again, up to plan a's final state.
+    const second = await projector(config);
+    await waitFor(() => second.service.partitions().length > 0, { timeoutMs: 45_000, message: 'second projector holds a partition' });
+    await second.stop();
+    await waitFor(async () => (await first.caughtUp()) && first.stateDigests().get(a) === expected.get(a), { timeoutMs: 45_000, message: 'first projector owns pa again' });
+    await first.flush();
+    await waitFor(async () => (await snapshotsOf(ledger, a)).some((s) => s.seq === finalA.seq), { timeoutMs: 30_000, message: "plan a's final snapshot" });
+    const last = (await snapshotsOf(ledger, a)).find((s) => s.seq === finalA.seq)!;
+    const check = stateFromSnapshot(last);
+    expect(check.ok && stateDigest(check.state)).toBe(expected.get(a));
+    // The usurper, fenced in turn, can commit nothing.
+    const tx = await usurper.transaction();
+    await expect(
+      (async () => {
+        await tx.send({ topic: ledger.topics.snapshots, messages: [{ key: a, value: Buffer.from('stale'), partition: pa, headers: { [PLAN_STATUS_HEADER]: 'running' } }] });
+        await tx.commit();
+      })(),
+    ).rejects.toThrow();
+    await tx.abort().catch(() => {});
+    expect((await snapshotsOf(ledger, a)).at(-1)?.seq).toBe(finalA.seq);
+  });
+});
