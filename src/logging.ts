@@ -32,9 +32,18 @@ export function kafkajsLogCreator(logger: Logger): logCreator {
   return () =>
     ({ level, log }) => {
       const { message, ...extra } = log;
-      child[levels[level] ?? 'info'](extra, message);
+      child[message === BOUNDED_RETRIES_NOTICE ? 'debug' : (levels[level] ?? 'info')](extra, message);
     };
 }
+
+/**
+ * kafkajs warns at every idempotent producer whose retries are bounded. Ours are bounded on purpose, so
+ * that an outage surfaces instead of hanging a send forever, and nothing relies on unbounded retries for
+ * exactly-once: the transactional producers abort a transaction whose send failed (nothing of it becomes
+ * visible), and what the idempotent ones write is deduplicated by its reader (commands by commandId, dead
+ * letters by source offset). Logged at debug, not once per producer at warn.
+ */
+const BOUNDED_RETRIES_NOTICE = 'Limiting retries for the idempotent producer may invalidate EoS guarantees';
 
 /** kafkajs level matching a pino level, so kafkajs does not build lines pino would drop. */
 export function kafkajsLevel(logger: Logger): logLevel {

@@ -60,4 +60,12 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+// `plan-ledger audit p | head`: a reader that closes the pipe early ends the output, not with a stack trace.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw e;
+  });
+}
+
 process.exitCode = await main(process.argv);
