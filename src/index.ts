@@ -30,6 +30,8 @@ export {
   type Check,
   type CheckName,
   type BrokenAt,
+  type EraseOptions,
+  type EraseOutcome,
 } from './client/index.js';
 export {
   defineTool,
@@ -44,6 +46,7 @@ export {
   type ChildPlanSpec,
 } from './tools.js';
 export { startExecutor, type ExecutorHandle, type ExecutorOptions } from '../executor/index.js';
+export { startProjector, type ProjectorHandle, type ProjectorOptions } from '../projector/index.js';
 export { loadConfig, topicNames, type LedgerConfig, type LedgerConfigInput } from './config.js';
 export { LedgerError, isLedgerError, ErrorCodes, type ErrorCode } from './errors.js';
 export { createLogger, type Logger } from './logging.js';
