@@ -2,9 +2,13 @@
 // 10k vs 1M events, when the projector's snapshots and watermark cover the history and a fixed tail of
 // live plans follows it. Times `restoreOwnedPartition` — exactly what a new owner runs on assignment.
 // History: finished plans of 10 items (intent → result → settle each), decided by the domain's own
-// `decide`, encoded by the real codec, produced to one partition; snapshots and the watermark written
-// with the projector's own `snapshotMessage`/`watermarkMessage` (the same Avro value and the same
-// `plan-status` / `max-fencing-token` headers the projector writes) at the offsets the events landed on.
+// `decide`, encoded by the real codec, produced to one partition; their snapshots written as the
+// projector writes a finished plan's (`planSnapshotRecords`: the snapshot to the archive topic, a
+// tombstone to the snapshots topic) and the watermark with `watermarkMessage`, at the offsets the events
+// landed on. Measured twice per size: with the tombstones still in the snapshots topic (the first
+// `delete.retention.ms`, 10 minutes, after plans finish) and after the log cleaner removed them (steady
+// state; the bench lowers the topic's cleaner settings and waits for it). Also timed: the executor's
+// background read of the archive (`archived.load()`), which the first command for an unknown plan awaits.
 // Run: npx tsx bench/restore.ts [--sizes 10000,1000000] [--rounds 3]   → bench/results/restore.json
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
@@ -17,7 +21,7 @@ import { eventKey } from '../src/kafka/partitioner.js';
 import { ensurePlanTopics } from '../src/kafka/topics.js';
 import { silentLogger } from '../src/logging.js';
 import { decide, evolve, type AnyCommand, type PlanEvent, type PlanState } from '../src/plan/index.js';
-import { maxFencingTokenOf, snapshotMessage, watermarkMessage } from '../src/projection/index.js';
+import { maxFencingTokenOf, planSnapshotRecords, WATERMARK_KEY, watermarkMessage } from '../src/projection/index.js';
 import { restoreOwnedPartition } from '../executor/restore.js';
 import { machine, median, writeResults } from './common.js';
 
@@ -73,6 +77,7 @@ async function prepare(historyEvents: number) {
     batch = [];
   };
   const snapshots: Message[] = [];
+  const archived: Message[] = [];
   let plans = 0;
   let maxToken = 0;
   while (offset < historyEvents) {
@@ -84,12 +89,16 @@ async function prepare(historyEvents: number) {
       batch.push({ key: eventKey(planId, e.seq), value: codec.encodeEvent(e), partition: 0 });
       offset++;
     }
-    snapshots.push(snapshotMessage(codec, state!, 0, String(offset - 1), clock));
+    const records = planSnapshotRecords(codec, t, state!, 0, String(offset - 1), clock);
+    snapshots.push(...records.snapshots);
+    archived.push(...records.archive);
     maxToken = Math.max(maxToken, maxFencingTokenOf(state!));
     if (batch.length >= 1000) await flush();
   }
   await flush();
-  snapshots.push(watermarkMessage(codec, 0, String(offset - 1), maxToken, clock));
+  const watermark = watermarkMessage(codec, 0, String(offset - 1), maxToken, clock);
+  snapshots.push(watermark);
+  for (let i = 0; i < archived.length; i += 100) await producer.send({ topic: t.archive, acks: -1, messages: archived.slice(i, i + 100) });
   for (let i = 0; i < snapshots.length; i += 100) await producer.send({ topic: t.snapshots, acks: -1, messages: snapshots.slice(i, i + 100) });
   // The tail: live plans after the watermark, half-way through their items.
   let tail = 0;
@@ -102,46 +111,83 @@ async function prepare(historyEvents: number) {
   }
   await flush();
   const end = (await admin.fetchTopicOffsets(t.events))[0]!;
-  await producer.disconnect();
-  return { config, kafka, admin, codec, history: offset, historyPlans: plans, tail, end: Number(end.high) };
+  /** Lets the log cleaner remove the snapshots topic's tombstones (as it does once delete.retention.ms passed). */
+  const compactSnapshots = async () => {
+    await admin.alterConfigs({
+      validateOnly: false,
+      resources: [
+        {
+          type: 2, // TOPIC
+          name: t.snapshots,
+          // alterConfigs replaces the topic's whole configuration: restate the policy.
+          configEntries: [
+            { name: 'cleanup.policy', value: 'compact' },
+            { name: 'retention.ms', value: '-1' },
+            { name: 'segment.ms', value: '200' },
+            { name: 'min.cleanable.dirty.ratio', value: '0.01' },
+            { name: 'min.compaction.lag.ms', value: '0' },
+            { name: 'delete.retention.ms', value: '0' },
+          ],
+        },
+      ],
+    });
+    const deadline = Date.now() + 180_000;
+    for (;;) {
+      // The cleaner only cleans closed segments: the projector rewrites its watermark, which rolls them.
+      await producer.send({ topic: t.snapshots, acks: -1, messages: [{ ...watermark, value: watermark.value }] });
+      await new Promise((r) => setTimeout(r, 500));
+      let left = 0;
+      await readToEnd({ kafka, admin, topic: t.snapshots, partitions: [0], groupPrefix: `${config.topicPrefix}.bench`, onRecords: (rs) => rs.forEach((x) => (left += x.key?.toString() === WATERMARK_KEY ? 0 : 1)) });
+      if (left === 0) return;
+      if (Date.now() > deadline) throw new Error(`the cleaner left ${left} tombstones in ${t.snapshots}`);
+    }
+  };
+  return { config, kafka, admin, codec, producer, compactSnapshots, history: offset, historyPlans: plans, tail, end: Number(end.high) };
 }
 
-const rows: Array<Record<string, number>> = [];
+const rows: Array<Record<string, number | string>> = [];
 for (const size of sizes) {
   const t0 = Date.now();
   const env = await prepare(size);
   console.log(`history ${env.history} events (${env.historyPlans} plans) + tail ${env.tail} events written in ${((Date.now() - t0) / 1000).toFixed(1)}s`);
-  const times: number[] = [];
-  let last = { fromSnapshot: 0, eventsReplayed: 0, plans: 0, dormant: 0, maxFencingToken: 0 };
-  for (let r = 0; r < rounds; r++) {
+  const measure = async (phase: string) => {
+    const times: number[] = [];
+    const archiveTimes: number[] = [];
+    let last = { fromSnapshot: 0, eventsReplayed: 0, plans: 0, dormant: 0, archived: 0, maxFencingToken: 0 };
+    for (let r = 0; r < rounds; r++) {
+      const s = performance.now();
+      const restored = await restoreOwnedPartition({ kafka: env.kafka, admin: env.admin, codec: env.codec, config: env.config, partition: 0, logger });
+      times.push(performance.now() - s);
+      const a = performance.now();
+      const archive = await restored.archived!.load();
+      archiveTimes.push(performance.now() - a);
+      last = { fromSnapshot: restored.fromSnapshot, eventsReplayed: restored.eventsReplayed, plans: restored.plans.size, dormant: restored.dormant.size, archived: archive.values.size, maxFencingToken: restored.maxFencingToken };
+    }
+    // What the restore reads of the snapshots topic, timed alone with nothing done per record.
+    let snapshotRecords = 0;
+    let snapshotBytes = 0;
     const s = performance.now();
-    const restored = await restoreOwnedPartition({ kafka: env.kafka, admin: env.admin, codec: env.codec, config: env.config, partition: 0, logger });
-    times.push(performance.now() - s);
-    last = { fromSnapshot: restored.fromSnapshot, eventsReplayed: restored.eventsReplayed, plans: restored.plans.size, dormant: restored.dormant.size, maxFencingToken: restored.maxFencingToken };
-  }
-  // What is left of the history in the restore: reading the snapshots topic itself (one record per plan
-  // ever run, dormant or not), timed alone with nothing done per record.
-  const readTimes: number[] = [];
-  let snapshotBytes = 0;
-  for (let r = 0; r < rounds; r++) {
-    snapshotBytes = 0;
-    const s = performance.now();
-    await readToEnd({ kafka: env.kafka, admin: env.admin, topic: topicNames(env.config.topicPrefix).snapshots, partitions: [0], groupPrefix: `${env.config.topicPrefix}.bench`, onRecords: (rs) => rs.forEach((x) => (snapshotBytes += x.value?.length ?? 0)) });
-    readTimes.push(performance.now() - s);
-  }
-  const row = { historyEvents: env.history, historyPlans: env.historyPlans, tailEvents: env.tail, restoreMsMedian: median(times), snapshotsReadMsMedian: median(readTimes), snapshotMiB: snapshotBytes / 2 ** 20, ...last };
-  rows.push(row);
-  console.log(`  restore: median ${row.restoreMsMedian.toFixed(0)} ms over ${rounds} rounds; ${last.fromSnapshot} plans from snapshots, ${last.dormant} dormant (undecoded), ${last.eventsReplayed} events replayed, ${last.plans} plans`);
-  console.log(`  reading the snapshots topic alone (${row.snapshotMiB.toFixed(1)} MiB): median ${row.snapshotsReadMsMedian.toFixed(0)} ms`);
+    await readToEnd({ kafka: env.kafka, admin: env.admin, topic: topicNames(env.config.topicPrefix).snapshots, partitions: [0], groupPrefix: `${env.config.topicPrefix}.bench`, onRecords: (rs) => rs.forEach((x) => ((snapshotRecords += 1), (snapshotBytes += x.value?.length ?? 0))) });
+    const readMs = performance.now() - s;
+    const row = { phase, historyEvents: env.history, historyPlans: env.historyPlans, tailEvents: env.tail, restoreMsMedian: median(times), archiveLoadMsMedian: median(archiveTimes), snapshotRecords, snapshotsReadMs: readMs, snapshotMiB: snapshotBytes / 2 ** 20, ...last };
+    rows.push(row);
+    console.log(`  ${phase}: restore median ${row.restoreMsMedian.toFixed(0)} ms over ${rounds} rounds (${last.plans} live plans, ${last.eventsReplayed} events replayed, ${snapshotRecords} snapshot-topic records); archive read in the background: ${row.archiveLoadMsMedian.toFixed(0)} ms for ${last.archived} plans`);
+  };
+  await measure('tombstones');
+  await env.compactSnapshots();
+  await measure('compacted');
+  await env.producer.disconnect();
   await env.admin.deleteTopics({ topics: Object.values(topicNames(env.config.topicPrefix)).filter((x) => x.includes('.plan-')) }).catch(() => {});
   await env.admin.disconnect();
 }
+const byPhase = (phase: string) => rows.filter((r) => r.phase === phase).map((r) => r.restoreMsMedian as number);
+const ratio = (xs: number[]) => (xs.length > 1 ? xs.at(-1)! / xs[0]! : null);
 const summary = {
   machine: machine(),
   settings: { sizes, rounds, livePlans, itemsPerPlan: 10 },
-  ratioLargestToSmallest: rows.length > 1 ? rows.at(-1)!.restoreMsMedian! / rows[0]!.restoreMsMedian! : null,
+  ratioLargestToSmallest: { compacted: ratio(byPhase('compacted')), tombstones: ratio(byPhase('tombstones')) },
   rows,
 };
-console.log(`ratio ${summary.ratioLargestToSmallest?.toFixed(2)}`);
+console.log(`ratio largest/smallest: compacted ${summary.ratioLargestToSmallest.compacted?.toFixed(2)}, with tombstones ${summary.ratioLargestToSmallest.tombstones?.toFixed(2)}`);
 writeResults('bench/results/restore.json', summary);
 process.exit(0);

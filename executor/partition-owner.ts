@@ -29,6 +29,7 @@ import {
 } from '../src/plan/index.js';
 import { toItemSpec } from '../src/plan-input.js';
 import { dlqHeaders } from '../src/projection/poison.js';
+import type { ArchiveLoader } from '../src/projection/restore.js';
 import { stateFromSnapshot } from '../src/projection/snapshot.js';
 import { isTerminalError, isToolResult, type Tool, type ToolContext, type ToolResult } from '../src/tools.js';
 import { TransactionalAppender, type AppendRequest } from './appender.js';
@@ -57,6 +58,8 @@ export interface OwnerDeps {
     dormant?: Map<string, Buffer>;
     /** Highest fencing token ever used on the partition, dormant plans included. */
     maxFencingToken?: number;
+    /** The partition's archived plans, read on first need (see {@link PartitionOwner.loadArchive}). */
+    archived?: ArchiveLoader;
   }>;
   readonly now?: () => number;
 }
@@ -83,6 +86,8 @@ export class PartitionOwner {
    * snapshot. Nothing runs for them; a command for one loads it into {@link plans} first ({@link wake}).
    */
   readonly dormant = new Map<string, Buffer>();
+  /** Archived plans not yet merged into {@link dormant} / {@link erased} (see {@link loadArchive}). */
+  private archived: ArchiveLoader | undefined;
   /** Highest event-key seq of stalled plans (their state stops before the poison record). */
   private readonly stalledKeySeq = new Map<string, number>();
   private readonly inFlight = new Set<string>();
@@ -142,6 +147,9 @@ export class PartitionOwner {
     for (const id of restored.erased ?? []) this.erased.add(id);
     for (const [id, seq] of restored.lastKeySeq ?? []) if (this.stalled.has(id)) this.stalledKeySeq.set(id, seq);
     for (const [id, value] of restored.dormant ?? []) if (!this.plans.has(id)) this.dormant.set(id, value);
+    this.archived = restored.archived;
+    // Read the archive in the background, so the first command for an unknown plan rarely waits for it.
+    if (this.archived) void this.archived.load().catch(() => {});
     // Above every token ever used on the partition: the watermark vouches for the plans left dormant.
     let maxToken = restored.maxFencingToken ?? 0;
     for (const s of this.plans.values()) for (const it of Object.values(s.items)) for (const a of it.attempts) maxToken = Math.max(maxToken, a.fencingToken);
@@ -184,6 +192,8 @@ export class PartitionOwner {
         reqs.push(this.deadLetter(m, { code: 'VALIDATION', message: `command for plan ${command.planId} arrived on partition ${this.partition}; its partition is ${home}`, details: { reason: 'misrouted' } }, next));
         continue;
       }
+      // A plan this owner does not hold may be archived (finished) or erased: know which before deciding.
+      if (!this.plans.has(command.planId)) await this.loadArchive();
       // A finished plan restored dormant: load it, so the command is decided against its real state.
       if (!this.plans.has(command.planId) && this.dormant.has(command.planId)) await this.wake(command.planId);
       if (!this.plans.has(command.planId) && this.erased.has(command.planId)) {
@@ -213,6 +223,21 @@ export class PartitionOwner {
     }
     await Promise.all(reqs);
     for (const id of touched) this.schedule(id);
+  }
+
+  /**
+   * Merges the partition's archive (once): each archived plan becomes {@link dormant} and each erased id
+   * {@link erased} — unless the owner has met the id since its restore (held, erased or created again).
+   * A failed read (broker outage) throws, so the command batch is retried, and is tried again then.
+   */
+  private async loadArchive(): Promise<void> {
+    if (this.archived === undefined) return;
+    const archive = await this.archived.load();
+    if (this.archived === undefined) return; // merged by a concurrent call
+    this.archived = undefined;
+    for (const [id, value] of archive.values) if (!this.plans.has(id) && !this.erased.has(id) && !this.dormant.has(id)) this.dormant.set(id, value);
+    for (const id of archive.erased) if (!this.plans.has(id) && !this.dormant.has(id)) this.erased.add(id);
+    this.log.debug({ archived: archive.values.size, erased: archive.erased.size }, 'archive loaded');
   }
 
   /**
@@ -269,7 +294,7 @@ export class PartitionOwner {
   /**
    * ErasePlan: decided like any command (refused while approved or running without `force`), and when
    * accepted the erasure itself, in ONE transaction with the command's offset: a tombstone for every
-   * event key `planId:1..seq` on the events partition, a tombstone for the plan's snapshot, and a
+   * event key `planId:1..seq` on the events partition, a tombstone for the plan's snapshot and its archive record, and a
    * `PlanErased` record on `<prefix>.ledger-audit`. Then the owner forgets the plan; its items still in
    * flight find no plan when they return and record nothing.
    *
@@ -311,6 +336,7 @@ export class PartitionOwner {
       events: tombstones,
       extra: [
         { topic: this.topics.snapshots, messages: [{ key: planId, value: null, partition: this.partition }] },
+        { topic: this.topics.archive, messages: [{ key: planId, value: null, partition: this.partition }] },
         { topic: auditTopic(this.d.config.topicPrefix), messages: [{ key: planId, value: JSON.stringify(record) }] },
         ...(toParent ? [{ topic: this.topics.commands, messages: [this.commandMessage(toParent)] }] : []),
       ],

@@ -3,7 +3,7 @@ import type { LedgerConfig } from '../src/config.js';
 import type { LedgerCodec } from '../src/codec/index.js';
 import type { Logger } from '../src/logging.js';
 import type { PlanState } from '../src/plan/index.js';
-import { restorePartition } from '../src/projection/index.js';
+import { restorePartition, type ArchiveLoader } from '../src/projection/index.js';
 
 export interface RestoredPartition {
   plans: Map<string, PlanState>;
@@ -23,6 +23,11 @@ export interface RestoredPartition {
   dormant: Map<string, Buffer>;
   /** Highest fencing token ever used on the partition (dormant plans included); the owner fences above it. */
   maxFencingToken: number;
+  /**
+   * The partition's archived (finished) plans, not read by the restore: the owner loads them before it
+   * decides a command for a plan it does not hold, so restore cost follows the live plans.
+   */
+  archived?: ArchiveLoader;
 }
 
 /** Statuses a plan cannot leave by running: the executor restores such plans dormant. */
@@ -34,7 +39,9 @@ export const DORMANT_STATUSES = ['completed', 'cancelled'] as const;
  * topic, then only the events after the watermark, with stalls re-established from the DLQ. A record
  * that cannot be decoded or applied stalls its plan — never skipped silently — and the projector, the
  * reader of record, dead-letters it; the executor only refuses to run that plan. Completed and cancelled
- * plans whose snapshots say so stay undecoded (`dormant`) until a command needs one.
+ * plans stay undecoded until a command needs one: those the projector archived are not even read (the
+ * owner loads the archive partition before it decides a command for a plan it does not hold), and those
+ * whose snapshots are still in the snapshots topic come back raw (`dormant`).
  */
 export async function restoreOwnedPartition(opts: {
   kafka: Kafka;
@@ -53,6 +60,7 @@ export async function restoreOwnedPartition(opts: {
     partition: opts.partition,
     logger: log,
     dormantStatuses: DORMANT_STATUSES,
+    archive: 'defer',
     onPoison: (outcome, record) => {
       log.error({ offset: record.offset, planId: outcome.planId, reason: outcome.decision.reason }, `plan stalled: ${outcome.decision.message}`);
     },
@@ -68,5 +76,6 @@ export async function restoreOwnedPartition(opts: {
     eventsReplayed: r.eventsReplayed,
     dormant: r.dormant,
     maxFencingToken: r.maxFencingToken,
+    archived: r.archived,
   };
 }

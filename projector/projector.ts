@@ -12,8 +12,9 @@ import {
   processEventRecord,
   restorePartition,
   retryDelayMs,
-  snapshotMessage,
+  planSnapshotRecords,
   watermarkMessage,
+  type SnapshotTopicRecords,
   type PartitionProjection,
   type RecordOutcome,
   type SnapshotPolicyOptions,
@@ -39,11 +40,11 @@ export interface ProjectionServiceOptions {
 /** Bytes of keys and values per produce request of snapshots. */
 const MAX_SEND_BYTES = 768 * 1024;
 
-function* chunks<T extends { key: string; value: Buffer; headers?: Record<string, string> }>(records: T[], maxBytes: number): Generator<T[]> {
+function* chunks<T extends { key: string; value: Buffer | null; headers?: Record<string, string> }>(records: T[], maxBytes: number): Generator<T[]> {
   let chunk: T[] = [];
   let bytes = 0;
   for (const r of records) {
-    const size = r.value.length + r.key.length + 64;
+    const size = (r.value?.length ?? 0) + r.key.length + 64;
     if (chunk.length > 0 && bytes + size > maxBytes) {
       yield chunk;
       chunk = [];
@@ -328,13 +329,16 @@ export class ProjectionService {
    */
   private writeSnapshots(p: number, run: PartitionRun, planIds: string[], watermark: boolean): Promise<void> {
     const now = Date.now();
-    const records: Array<{ key: string; value: Buffer; partition: number; headers: Record<string, string> }> = [];
+    const records: SnapshotTopicRecords['messages'] = [];
+    const archived: SnapshotTopicRecords['messages'] = [];
     const written: Array<[string, number]> = [];
     for (const id of planIds) {
       const e = run.projection.get(id);
       if (!e?.state || e.lastOffset === null) continue;
-      // With the plan's status as a header: a new owner leaves finished plans undecoded (restore's dormantStatuses).
-      records.push(snapshotMessage(this.codec, e.state, p, e.lastOffset, now));
+      // A live plan's snapshot (with its status as a header); a finished one's to the archive, a tombstone here.
+      const r = planSnapshotRecords(this.codec, this.names, e.state, p, e.lastOffset, now);
+      records.push(...r.snapshots);
+      archived.push(...r.archive);
       written.push([id, e.state.seq]);
       run.projection.policy.written(id, e.state.seq);
     }
@@ -351,7 +355,10 @@ export class ProjectionService {
       try {
         // One transaction, in chunks under the broker's default batch limit (message.max.bytes, 1 MiB);
         // the watermark is in the last chunk, so it never lands without every snapshot it vouches for.
-        await this.transact(p, writer, chunks(records, MAX_SEND_BYTES));
+        await this.transact(writer, [
+          ...[...chunks(archived, MAX_SEND_BYTES)].map((messages) => ({ topic: this.names.archive, messages })),
+          ...[...chunks(records, MAX_SEND_BYTES)].map((messages) => ({ topic: this.names.snapshots, messages })),
+        ]);
         this.metrics.snapshotWrites.inc({ kind: 'plan' }, written.length);
         if (w !== null) {
           this.metrics.snapshotWrites.inc({ kind: 'watermark' });
@@ -374,16 +381,21 @@ export class ProjectionService {
   }
 
   /**
-   * Tombstones the snapshots of erased plans. The executor already did in the erasure's transaction, but
-   * a snapshot this projector queued before it reached the event tombstones may have landed after that
-   * one; this tombstone, on the same write queue and after any such snapshot, makes the erasure stick.
+   * Tombstones the snapshots and archive records of erased plans. The executor already did in the
+   * erasure's transaction, but a snapshot this projector queued before it reached the event tombstones may
+   * have landed after that one; this tombstone, on the same write queue and after any such snapshot, makes
+   * the erasure stick.
    */
   private eraseSnapshots(p: number, planIds: string[]): Promise<void> {
     const writer = this.writers.get(p);
     if (writer === undefined) return Promise.resolve(); // not ours any more: the new owner restores without them
     const send = async () => {
       try {
-        await this.transact(p, writer, [planIds.map((key) => ({ key, value: null, partition: p }))]);
+        const tombstones = planIds.map((key) => ({ key, value: null, partition: p }));
+        await this.transact(writer, [
+          { topic: this.names.snapshots, messages: tombstones },
+          { topic: this.names.archive, messages: tombstones },
+        ]);
       } catch (e) {
         if (this.fenced(p, writer, e)) return;
         this.metrics.snapshotFailures.inc();
@@ -415,11 +427,11 @@ export class ProjectionService {
     return producer;
   }
 
-  /** Sends the chunks to the snapshots topic in one transaction of `writer`, aborted on failure. */
-  private async transact(p: number, writer: Producer, batches: Iterable<Array<{ key: string; value: Buffer | null; partition: number; headers?: Record<string, string> }>>): Promise<void> {
+  /** Sends the batches, in order, in one transaction of `writer`, aborted on failure. */
+  private async transact(writer: Producer, batches: SnapshotTopicRecords[]): Promise<void> {
     const tx = await writer.transaction();
     try {
-      for (const messages of batches) await tx.send({ topic: this.names.snapshots, acks: -1, messages });
+      for (const { topic, messages } of batches) await tx.send({ topic, acks: -1, messages });
       await tx.commit();
     } catch (e) {
       await tx.abort().catch(() => {}); // a fenced producer cannot abort either; the coordinator already did

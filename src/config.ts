@@ -143,6 +143,7 @@ export function topicNames(prefix: string) {
     commands: `${prefix}.plan-commands`,
     events: `${prefix}.plan-events`,
     snapshots: `${prefix}.plan-snapshots`,
+    archive: `${prefix}.plan-archive`,
     dlq: `${prefix}.plan-dlq`,
     executorsGroup: `${prefix}.executors`,
     projectorGroup: `${prefix}.projector`,

@@ -152,21 +152,28 @@ export class LedgerLog {
     return plans;
   }
 
-  /** Every snapshot record of a plan still in the (compacted) snapshots topic, oldest first. */
+  /**
+   * Every snapshot record of a plan still in the (compacted) snapshots topic, oldest first, then its
+   * records in the archive topic (a finished plan's snapshots move there).
+   */
   async readSnapshots(planId: string): Promise<SnapshotAt[]> {
-    if (!(await this.topicExists(this.names.snapshots))) return [];
+    return [...(await this.readSnapshotsIn(this.names.snapshots, planId)), ...(await this.readSnapshotsIn(this.names.archive, planId))];
+  }
+
+  private async readSnapshotsIn(topic: string, planId: string): Promise<SnapshotAt[]> {
+    if (!(await this.topicExists(topic))) return [];
     const out: SnapshotAt[] = [];
     await readToEnd({
       kafka: this.kafka,
       admin: this.admin,
-      topic: this.names.snapshots,
+      topic,
       partitions: [this.partitionOf(planId)],
       groupPrefix: this.readerGroup,
       onRecords: async (records) => {
         for (const r of records) {
           if (r.key?.toString() !== planId) continue;
           if (!r.value) {
-            out.length = 0; // a tombstone: earlier snapshots were erased
+            out.length = 0; // a tombstone: earlier snapshots were erased (or, here, moved to the archive)
             continue;
           }
           const snapshot: PlanSnapshot = await this.codec.decodeSnapshot(r.value);

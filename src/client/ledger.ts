@@ -91,9 +91,9 @@ export interface Ledger {
   retryItem(planId: string, itemId: string, opts?: CommandOptions): Promise<CommandOutcome>;
   /**
    * Erases a plan through its owning executor (the only writer of its partition): in one transaction it
-   * tombstones every event key `planId:1..seq` and the plan's snapshot, and records a `PlanErased` entry
-   * on `<prefix>.ledger-audit`; then it forgets the plan (a later command for the id is PLAN_NOT_FOUND,
-   * except CreatePlan). Compaction then removes the records. Rejected (`REJECTED` with code
+   * tombstones every event key `planId:1..seq` and the plan's snapshot and archive record, and records a
+   * `PlanErased` entry on `<prefix>.ledger-audit`; then it forgets the plan (a later command for the id
+   * is PLAN_NOT_FOUND, except CreatePlan). Compaction then removes the records. Rejected (`REJECTED` with code
    * `INVALID_STATE`) while the plan is approved or running unless `force`; `PLAN_NOT_FOUND` for an
    * unknown or already erased plan.
    */

@@ -14,7 +14,7 @@ export function auditTopic(prefix: string): string {
 }
 
 /**
- * The plan topics (DESIGN §3): co-partitioned commands/events/snapshots, events compacted with no
+ * The plan topics (DESIGN §3): co-partitioned commands/events/snapshots/archive, events compacted with no
  * time retention (their keys are unique, so compaction removes only exact re-sends and erasures);
  * plus the single-partition ledger-audit topic, which must exist before an executor's erasure
  * transaction writes to it.
@@ -26,7 +26,20 @@ export function planTopicSpecs(config: LedgerConfig): ITopicConfig[] {
   return [
     { topic: t.commands, ...base, configEntries: entries({ 'cleanup.policy': 'delete', 'retention.ms': String(7 * DAY_MS) }) },
     { topic: t.events, ...base, configEntries: entries({ 'cleanup.policy': 'compact', 'retention.ms': '-1', 'min.compaction.lag.ms': '0' }) },
-    { topic: t.snapshots, ...base, configEntries: entries({ 'cleanup.policy': 'compact', 'retention.ms': '-1' }) },
+    // Live plans only: a finished plan's snapshot moves to the archive and leaves a tombstone here, which
+    // the cleaner removes with the old values; so what a new owner reads follows the live set, not history.
+    {
+      topic: t.snapshots,
+      ...base,
+      configEntries: entries({
+        'cleanup.policy': 'compact',
+        'retention.ms': '-1',
+        'segment.ms': String(60 * 60 * 1000),
+        'min.cleanable.dirty.ratio': '0.1',
+        'delete.retention.ms': String(10 * 60 * 1000),
+      }),
+    },
+    { topic: t.archive, ...base, configEntries: entries({ 'cleanup.policy': 'compact', 'retention.ms': '-1' }) },
     { topic: t.dlq, ...base, configEntries: entries({ 'cleanup.policy': 'delete', 'retention.ms': String(30 * DAY_MS) }) },
     { topic: auditTopic(config.topicPrefix), numPartitions: 1, replicationFactor: config.replicationFactor, configEntries: entries({ 'cleanup.policy': 'delete', 'retention.ms': '-1' }) },
   ];

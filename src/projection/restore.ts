@@ -36,6 +36,16 @@ export interface RestorePartitionOptions {
    * decoded, as without this option. Default: none (every plan decoded).
    */
   readonly dormantStatuses?: readonly PlanStatus[];
+  /**
+   * Plans in the archive topic (finished: completed or cancelled; see `ARCHIVED_STATUSES`). `load`
+   * (default): read the archive partition and seed every archived plan, as a reader that serves them all
+   * (the projector, the CLI) needs. `defer`: read only the live snapshots now, so restore cost follows the
+   * live plans and the tail, not the plans ever run; the archive is read when a tail event or a dead letter
+   * needs an archived plan, or when the caller asks (`archived.load()`, e.g. the executor before it
+   * decides a command for a plan it does not hold). Archived plans are never decoded in `defer` mode: their
+   * raw values come back from `archived.load()`, and the watermark's `max-fencing-token` covers them.
+   */
+  readonly archive?: 'load' | 'defer';
   /** Per read (default 10 minutes). */
   readonly timeoutMs?: number;
   readonly signal?: AbortSignal;
@@ -74,6 +84,58 @@ export interface RestoredPartition {
    * header max'd with every plan restored here (0 when none). A new owner fences with this + 1.
    */
   readonly maxFencingToken: number;
+  /** The partition's archived plans (read already with `archive: 'load'`; on first `load()` with `defer`). */
+  readonly archived: ArchiveLoader;
+}
+
+/** The archive partition as last read: each archived plan's raw snapshot value, and the erased ids. */
+export interface ArchivedPlans {
+  /** planId → raw value of its latest archive record (decode with `codec.decodeSnapshot` + `stateFromSnapshot`). */
+  readonly values: ReadonlyMap<string, Buffer>;
+  /** Plan ids whose latest archive record is a tombstone: erased (until the cleaner removes the tombstone). */
+  readonly erased: ReadonlySet<string>;
+}
+
+export interface ArchiveLoader {
+  /** Reads the archive partition once (a failed read is tried again on the next call). */
+  load(): Promise<ArchivedPlans>;
+}
+
+/** Reads one archive partition to its end: the latest record per key. */
+export async function readArchive(opts: Pick<RestorePartitionOptions, 'kafka' | 'admin' | 'config' | 'partition' | 'timeoutMs'>): Promise<ArchivedPlans> {
+  const names = topicNames(opts.config.topicPrefix);
+  const latest = new Map<string, Buffer | null>();
+  await readToEnd({
+    kafka: opts.kafka,
+    admin: opts.admin,
+    topic: names.archive,
+    partitions: [opts.partition],
+    groupPrefix: `${names.projectorGroup}.archive`,
+    timeoutMs: opts.timeoutMs ?? 600_000,
+    onRecords: (records) => {
+      for (const r of records) if (r.key !== null) latest.set(r.key.toString('utf8'), r.value);
+    },
+  });
+  const values = new Map<string, Buffer>();
+  const erased = new Set<string>();
+  for (const [key, value] of latest) {
+    if (value === null) erased.add(key);
+    else values.set(key, value);
+  }
+  return { values, erased };
+}
+
+function archiveLoader(read: () => Promise<ArchivedPlans>): ArchiveLoader {
+  let pending: Promise<ArchivedPlans> | undefined;
+  return {
+    load() {
+      pending ??= read().catch((e: unknown) => {
+        pending = undefined;
+        throw e;
+      });
+      return pending;
+    },
+  };
 }
 
 /**
@@ -121,13 +183,31 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
   const erased = new Set<string>();
   const lastKeySeq = new Map<string, number>();
   const dormant = new Map<string, Buffer>();
+  const archived = archiveLoader(() => readArchive({ ...opts, timeoutMs }));
+  const deferArchive = opts.archive === 'defer';
   // Dormancy needs the watermark to vouch for the fencing tokens of the plans it leaves undecoded.
   const watermarkToken = latest.get(WATERMARK_KEY)?.maxFencingToken ?? null;
   const dormantStatuses = watermarkToken === null ? new Set<string>() : new Set<string>(opts.dormantStatuses ?? []);
   if (watermarkToken !== null) projection.noteFencingToken(watermarkToken);
+  // Archived plans: their latest snapshot is in the archive (the snapshots topic holds a tombstone, until
+  // the cleaner removes it). Read now only in `load` mode; a plan in both (a read between the archive
+  // write and the cleaner) is taken from the record with the higher seq.
+  if (!deferArchive) {
+    const archive = await archived.load();
+    for (const [key, value] of archive.values) {
+      const live = latest.get(key);
+      if (live?.value) {
+        const seqOf = (v: Buffer) => withUnavailableRetry(() => opts.codec.decodeSnapshot(v), retry).then((x) => x.seq, () => -1);
+        if ((await seqOf(live.value)) >= (await seqOf(value))) continue;
+      }
+      latest.set(key, { value, status: undefined, maxFencingToken: null });
+    }
+    for (const key of archive.erased) if (latest.get(key)?.value == null) latest.set(key, { value: null, status: undefined, maxFencingToken: null });
+  }
   for (const [key, { value, status }] of latest) {
     if (value === null) {
-      erased.add(key); // erased plan
+      // Erased; or, deferring the archive, maybe archived: the archive tells (`archived.load()`).
+      if (!deferArchive) erased.add(key);
       continue;
     }
     if (status !== undefined && dormantStatuses.has(status) && key !== WATERMARK_KEY) {
@@ -157,7 +237,12 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
    * A dormant plan is needed after all (a tail event or a dead letter of it): decode and verify its snapshot
    * and seed the projection with it. False when it does not verify.
    */
-  const wake = async (planId: string): Promise<boolean> => {
+  const wake = async (planId: string, seq: number): Promise<boolean> => {
+    if (deferArchive && seq > 1 && !dormant.has(planId) && projection.get(planId)?.state === undefined) {
+      // A record of a plan that is neither live nor new (its first seq): archived, unless it was erased.
+      const value = (await archived.load()).values.get(planId);
+      if (value !== undefined) dormant.set(planId, value);
+    }
     const value = dormant.get(planId);
     if (value === undefined) return true;
     dormant.delete(planId);
@@ -180,7 +265,7 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
   /** A dormant snapshot that does not verify: the watermark's promise does not hold; restore without dormancy. */
   const untrusted = () => {
     log?.warn({ warnings }, 'a dormant snapshot is not trusted; restoring again with every snapshot decoded');
-    return restorePartition({ ...opts, dormantStatuses: [] });
+    return restorePartition({ ...opts, dormantStatuses: [], archive: 'load' });
   };
   // A snapshot that cannot be trusted means the watermark's promise does not hold for that plan.
   const replayFrom = warnings.length === 0 && watermark !== null ? (BigInt(watermark) + 1n).toString() : null;
@@ -195,7 +280,7 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
       deadLettered.add(d.cause.sourceOffset);
       const k = parseEventKey(d.key);
       if (k === null) continue;
-      if (!(await wake(k.planId))) return untrusted();
+      if (!(await wake(k.planId, k.seq))) return untrusted();
       projection.stall(k.planId, stallOf(d.cause, d.cause.sourceOffset, k.seq));
     }
   }
@@ -203,6 +288,7 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
   // 3. The tail.
   let eventsReplayed = 0;
   let distrusted = false;
+  const inTail = new Set<string>();
   const next = await readToEnd({
     kafka: opts.kafka,
     admin: opts.admin,
@@ -224,7 +310,11 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
           lastKeySeq.delete(k.planId);
         } else {
           // e.g. a CommandRejected appended to a completed plan: the plan continues from its snapshot.
-          if (dormant.has(k.planId) && !(await wake(k.planId))) {
+          // The first tail record of a plan the snapshots do not hold, past its seq 1: an archived plan.
+          const first = !inTail.has(k.planId);
+          inTail.add(k.planId);
+          const unknown = deferArchive && first && k.seq > 1 && projection.get(k.planId)?.state === undefined;
+          if ((dormant.has(k.planId) || unknown) && !(await wake(k.planId, k.seq))) {
             distrusted = true;
             return;
           }
@@ -262,5 +352,6 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
     lastKeySeq,
     dormant,
     maxFencingToken,
+    archived,
   };
 }

@@ -115,6 +115,42 @@ export function snapshotMessage(codec: Pick<LedgerCodec, 'encodeSnapshot'>, stat
   };
 }
 
+/**
+ * Statuses a plan never leaves (a command on such a plan is only ever rejected; erasure removes it): its
+ * snapshot moves to the archive topic and leaves a tombstone in the snapshots topic, so a new owner of the
+ * partition reads only live plans' snapshots and loads an archived plan when something needs it.
+ * (`failed` is not among them: RetryItem takes a failed plan back to running.)
+ */
+export const ARCHIVED_STATUSES: readonly PlanState['status'][] = ['completed', 'cancelled'];
+
+export function isArchivedStatus(status: string | undefined): boolean {
+  return status !== undefined && (ARCHIVED_STATUSES as readonly string[]).includes(status);
+}
+
+/** Records for one topic of the snapshot writer (kafkajs `TopicMessages` shape). */
+export interface SnapshotTopicRecords {
+  readonly topic: string;
+  readonly messages: Array<{ key: string; value: Buffer | null; partition: number; headers?: Record<string, string> }>;
+}
+
+/**
+ * Where a plan's snapshot goes, as every writer does it: a live plan's to the snapshots topic; a plan in
+ * an {@link ARCHIVED_STATUSES} status to the archive topic, with a tombstone for its key in the snapshots
+ * topic (both in the writer's one transaction).
+ */
+export function planSnapshotRecords(
+  codec: Pick<LedgerCodec, 'encodeSnapshot'>,
+  topics: { snapshots: string; archive: string },
+  state: PlanState,
+  partition: number,
+  eventsOffset: string,
+  takenAt: number,
+): { snapshots: SnapshotTopicRecords['messages']; archive: SnapshotTopicRecords['messages'] } {
+  const message = snapshotMessage(codec, state, partition, eventsOffset, takenAt);
+  if (!isArchivedStatus(state.status)) return { snapshots: [message], archive: [] };
+  return { snapshots: [{ key: state.planId, value: null, partition }], archive: [message] };
+}
+
 /** The watermark record of a partition ({@link watermarkOf}) with the {@link MAX_FENCING_TOKEN_HEADER}. */
 export function watermarkMessage(codec: Pick<LedgerCodec, 'encodeSnapshot'>, partition: number, eventsOffset: string, maxFencingToken: number, takenAt: number): SnapshotMessage {
   return {

@@ -1,6 +1,7 @@
-// Dormant finished plans: the projector's snapshots say each plan's status (header `plan-status`) and its
-// watermark the highest fencing token of the partition (header `max-fencing-token`); a new owner restores
-// completed and cancelled plans without decoding them and loads one only when a command needs it.
+// Archived finished plans: the projector moves a completed or cancelled plan's snapshot to the archive
+// topic (status in header `plan-status`) and its watermark carries the highest fencing token of the
+// partition (header `max-fencing-token`); a new owner restores only the live plans and loads an archived
+// one only when a command or a tail event needs it.
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { startExecutor, type ExecutorHandle } from '../../executor/index.js';
 import { restoreOwnedPartition } from '../../executor/restore.js';
@@ -67,35 +68,50 @@ describe('dormant finished plans (real broker and registry)', () => {
     await a.stop();
     await snapshotEverything(config, new Map([completed, cancelled, proposed].map((s) => [s.planId, stateDigest(s)])));
 
-    // The projector's records carry the headers.
+    // The projector archived the finished plans (a tombstone in the snapshots topic, the full snapshot
+    // with its status in the archive); the live one stays; the watermark carries the partition's top token.
     const kafka = testKafka(config);
     const admin = await testAdmin(kafka);
-    const snaps = new Map<string, LogRecord>();
-    await readToEnd({ kafka, admin, topic: topicNames(config.topicPrefix).snapshots, groupPrefix: randomPrefix('r'), onRecords: (rs) => rs.forEach((r) => snaps.set(r.key!.toString(), r)) });
-    expect(snaps.get(done)?.headers[PLAN_STATUS_HEADER]).toBe('completed');
-    expect(snaps.get(dropped)?.headers[PLAN_STATUS_HEADER]).toBe('cancelled');
+    const names = topicNames(config.topicPrefix);
+    const lastOf = async (topic: string) => {
+      const last = new Map<string, LogRecord>();
+      await readToEnd({ kafka, admin, topic, groupPrefix: randomPrefix('r'), onRecords: (rs) => rs.forEach((r) => last.set(r.key!.toString(), r)) });
+      return last;
+    };
+    const snaps = await lastOf(names.snapshots);
+    const archive = await lastOf(names.archive);
+    expect(snaps.get(done)?.value).toBeNull();
+    expect(snaps.get(dropped)?.value).toBeNull();
     expect(snaps.get(waiting)?.headers[PLAN_STATUS_HEADER]).toBe('proposed');
+    expect(archive.get(done)?.headers[PLAN_STATUS_HEADER]).toBe('completed');
+    expect(archive.get(dropped)?.headers[PLAN_STATUS_HEADER]).toBe('cancelled');
+    expect([...archive.keys()].sort()).toEqual([done, dropped].sort());
     const maxToken = Math.max(...tokensOf(await chainOf(ledger, done)));
     expect(snaps.get(WATERMARK_KEY)?.headers[MAX_FENCING_TOKEN_HEADER]).toBe(String(maxToken));
 
-    // With dormancy: the same live plans, the finished ones as raw snapshots; without: today's restore.
+    // Loading the archive (the projector, the CLI) gives every plan; deferring it (an executor) gives the
+    // live plans only, with the archived ones raw, on demand.
     const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix });
     const base = { kafka, admin, codec, config, partition: 0, logger: testLogger };
     const full = await restorePartition(base);
-    const lean = await restorePartition({ ...base, dormantStatuses: ['completed', 'cancelled'] });
-    expect(full.dormant.size).toBe(0);
-    expect([...lean.dormant.keys()].sort()).toEqual([done, dropped].sort());
-    expect(lean.plans).toEqual(new Map([[waiting, full.plans.get(waiting)!]]));
-    expect(full.plans.get(done)).toEqual(completed);
+    const lean = await restorePartition({ ...base, dormantStatuses: ['completed', 'cancelled'], archive: 'defer' });
+    expect(full.plans).toEqual(new Map([[done, completed], [dropped, cancelled], [waiting, proposed]]));
+    expect(lean.plans).toEqual(new Map([[waiting, proposed]]));
+    expect(lean.dormant.size).toBe(0);
+    expect(lean.erased.size).toBe(0);
+    expect([...(await lean.archived.load()).values.keys()].sort()).toEqual([done, dropped].sort());
     expect(lean.maxFencingToken).toBe(maxToken);
     expect(full.maxFencingToken).toBe(maxToken);
     expect(lean.eventsReplayed).toBe(0);
     expect(lean.warnings).toEqual([]);
-    expect((await restoreOwnedPartition(base)).dormant.size).toBe(2);
+    const owned = await restoreOwnedPartition(base);
+    expect([...owned.plans.keys()]).toEqual([waiting]);
+    expect([...(await owned.archived!.load()).values.keys()].sort()).toEqual([done, dropped].sort());
 
-    // A new owner: RetryItem on the dormant completed plan is rejected at the next seq, chain intact.
+    // A new owner: RetryItem on the archived completed plan is rejected at the next seq, chain intact;
+    // CreatePlan with its id is refused (the owner read the archive before deciding).
     const b = await executor(config, 'dormant-B');
-    expect(b.planState(done)).toBeUndefined(); // dormant until a command needs it
+    expect(b.planState(done)).toBeUndefined(); // archived until a command needs it
     const refused = await ledger.retryItem(done, 'item-00').catch((e: unknown) => e);
     expect(isLedgerError(refused, 'REJECTED')).toBe(true);
     expect((refused as { details: { rejection: string } }).details.rejection).toBe('PLAN_FINISHED');
@@ -103,25 +119,29 @@ describe('dormant finished plans (real broker and registry)', () => {
     expect(events).toHaveLength(completed.seq + 1);
     expect(events.at(-1)).toMatchObject({ type: 'CommandRejected', seq: completed.seq + 1 });
     expect(b.planState(done)?.seq).toBe(completed.seq + 1);
+    await expect(ledger.createPlan({ planId: dropped, goal: 'same id again', mode: 'execute', items: chainOfItems(1) })).rejects.toMatchObject({ details: { rejection: 'PLAN_EXISTS' } });
+    expect((await chainOf(ledger, dropped)).at(-1)).toMatchObject({ type: 'CommandRejected', seq: cancelled.seq + 1 });
 
-    // The next owner meets that rejection in its tail (after the watermark): it wakes the snapshot and
-    // applies the event — no seq gap, no stall — and a further command goes to seq + 2.
+    // The next owner meets those rejections in its tail (after the watermark): it loads the plans from the
+    // archive and applies the events — no seq gap, no stall — and a further command goes to seq + 2.
     await b.stop();
     const tail = await restoreOwnedPartition(base);
     expect(tail.stalled.size).toBe(0);
-    expect(tail.dormant.has(done)).toBe(false);
     expect(tail.plans.get(done)?.seq).toBe(completed.seq + 1);
+    expect(tail.plans.get(dropped)?.seq).toBe(cancelled.seq + 1);
     const c = await executor(config, 'dormant-C');
     expect(c.planState(done)?.seq).toBe(completed.seq + 1);
     await expect(ledger.retryItem(done, 'item-01')).rejects.toMatchObject({ details: { rejection: 'PLAN_FINISHED' } });
     events = await chainOf(ledger, done);
     expect(events.at(-1)).toMatchObject({ type: 'CommandRejected', seq: completed.seq + 2 });
 
-    // ErasePlan on a dormant (cancelled) plan erases every one of its events.
+    // ErasePlan on an archived (cancelled) plan erases every one of its events and its archive record.
     const erased = await ledger.erase(dropped, { by: 'dpo' });
     expect(erased.erasure).toMatchObject({ statusAtErasure: 'cancelled', forced: false });
     expect(await ledger.planEvents(dropped)).toEqual([]);
     expect(c.planState(dropped)).toBeUndefined();
+    expect((await lastOf(names.archive)).get(dropped)?.value).toBeNull();
+    expect((await (await restorePartition({ ...base, archive: 'defer' })).archived.load()).erased).toEqual(new Set([dropped]));
     await ledger.approve(waiting, proposed.digest, { by: 'ops' });
     await ledger.waitFor(waiting, 'completed', { timeoutMs: 30_000 });
   });
@@ -139,8 +159,8 @@ describe('dormant finished plans (real broker and registry)', () => {
     const admin = await testAdmin(kafka);
     const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix });
     const r = await restoreOwnedPartition({ kafka, admin, codec, config, partition: 0, logger: testLogger });
-    expect(r.plans.size).toBe(0); // nothing live: the only plan is dormant
-    expect([...r.dormant.keys()]).toEqual([first]);
+    expect(r.plans.size).toBe(0); // nothing live: the only plan is archived
+    expect([...(await r.archived!.load()).values.keys()]).toEqual([first]);
     expect(r.maxFencingToken).toBe(before);
 
     await executor(config, 'fence-B');

@@ -15,10 +15,13 @@ async function projector(config: ReturnType<typeof testConfig>): Promise<Project
   return p;
 }
 
-/** The committed snapshot records of `planId` (read_committed: an aborted or fenced write never shows). */
+/**
+ * The committed snapshot records of `planId` (read_committed: an aborted or fenced write never shows), in
+ * the snapshots topic and then the archive (where a finished plan's snapshot goes).
+ */
 async function snapshotsOf(l: TestLedger, planId: string): Promise<PlanSnapshot[]> {
   const out: PlanSnapshot[] = [];
-  for (const r of await readAll(l, l.topics.snapshots)) {
+  for (const r of [...(await readAll(l, l.topics.snapshots)), ...(await readAll(l, l.topics.archive))]) {
     if (r.key?.toString() !== planId || r.value === null) continue;
     out.push(await l.codec.decodeSnapshot(r.value));
   }

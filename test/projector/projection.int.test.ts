@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { startProjector, type ProjectorHandle } from '../../projector/index.js';
 import { canonicalJson, evolve, sha256Hex, stateDigest, type PlanEvent, type PlanState } from '../../src/plan/index.js';
-import { isWatermark, restorePartition, type PlanSnapshot } from '../../src/projection/index.js';
+import { isWatermark, PLAN_STATUS_HEADER, restorePartition, type PlanSnapshot } from '../../src/projection/index.js';
 import { parseEventKey } from '../../src/projection/index.js';
 import { testConfig, testLogger, waitFor } from '../support/helpers.js';
 import { cleanup, commands, interleave, items, LedgerWriter, readAll, testLedger } from './support.js';
@@ -86,7 +86,21 @@ describe('projector projection', () => {
       const k = parseEventKey(r.key)!;
       where.set(`${r.partition}:${r.offset}`, { ...k, partition: r.partition });
     }
-    const records = await readAll(ledger, ledger.topics.snapshots);
+    // A finished plan's snapshot moves to the archive, leaving a tombstone in the snapshots topic.
+    const live = await readAll(ledger, ledger.topics.snapshots);
+    const archive = await readAll(ledger, ledger.topics.archive);
+    const lastLive = new Map(live.map((r) => [r.key!.toString(), r]));
+    const lastArchived = new Map(archive.map((r) => [r.key!.toString(), r]));
+    const finished = [...writer.states.values()].filter((s) => s.status === 'completed');
+    expect(finished.length).toBeGreaterThan(20);
+    for (const s of finished) {
+      expect(lastLive.get(s.planId)?.value, s.planId).toBeNull();
+      const a = lastArchived.get(s.planId)!;
+      expect(a.headers[PLAN_STATUS_HEADER]).toBe('completed');
+      expect((await ledger.codec.decodeSnapshot(a.value!)).seq).toBe(s.seq);
+    }
+    expect([...lastArchived.keys()].sort()).toEqual(finished.map((s) => s.planId).sort());
+    const records = [...live, ...archive].filter((r) => r.value !== null);
     const snapshots: PlanSnapshot[] = [];
     for (const r of records) snapshots.push(await ledger.codec.decodeSnapshot(r.value!));
     const planSnaps = snapshots.filter((s) => !isWatermark(s));
