@@ -99,6 +99,8 @@ export interface ArchivedPlans {
 export interface ArchiveLoader {
   /** Reads the archive partition once (a failed read is tried again on the next call). */
   load(): Promise<ArchivedPlans>;
+  /** Whether the archive partition has been read (restore cost in `defer` mode leaves it out). */
+  readonly read: boolean;
 }
 
 /** Reads one archive partition to its end: the latest record per key. */
@@ -125,15 +127,25 @@ export async function readArchive(opts: Pick<RestorePartitionOptions, 'kafka' | 
   return { values, erased };
 }
 
-function archiveLoader(read: () => Promise<ArchivedPlans>): ArchiveLoader {
+function archiveLoader(readArchivePartition: () => Promise<ArchivedPlans>): ArchiveLoader {
   let pending: Promise<ArchivedPlans> | undefined;
+  let read = false;
   return {
     load() {
-      pending ??= read().catch((e: unknown) => {
-        pending = undefined;
-        throw e;
-      });
+      pending ??= readArchivePartition().then(
+        (a) => {
+          read = true;
+          return a;
+        },
+        (e: unknown) => {
+          pending = undefined;
+          throw e;
+        },
+      );
       return pending;
+    },
+    get read() {
+      return read;
     },
   };
 }

@@ -99,7 +99,10 @@ describe('dormant finished plans (real broker and registry)', () => {
     expect(lean.plans).toEqual(new Map([[waiting, proposed]]));
     expect(lean.dormant.size).toBe(0);
     expect(lean.erased.size).toBe(0);
+    expect(full.archived.read).toBe(true);
+    expect(lean.archived.read).toBe(false); // the restore itself did not read the archive
     expect([...(await lean.archived.load()).values.keys()].sort()).toEqual([done, dropped].sort());
+    expect(lean.archived.read).toBe(true);
     expect(lean.maxFencingToken).toBe(maxToken);
     expect(full.maxFencingToken).toBe(maxToken);
     expect(lean.eventsReplayed).toBe(0);
@@ -126,6 +129,7 @@ describe('dormant finished plans (real broker and registry)', () => {
     // archive and applies the events — no seq gap, no stall — and a further command goes to seq + 2.
     await b.stop();
     const tail = await restoreOwnedPartition(base);
+    expect(tail.archived!.read).toBe(true); // its tail needed two archived plans
     expect(tail.stalled.size).toBe(0);
     expect(tail.plans.get(done)?.seq).toBe(completed.seq + 1);
     expect(tail.plans.get(dropped)?.seq).toBe(cancelled.seq + 1);

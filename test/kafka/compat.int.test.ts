@@ -35,7 +35,7 @@ describe('kafkajs against the real broker', () => {
     const kafka = testKafka(config);
     const admin = await testAdmin(kafka);
     const t = topicNames(config.topicPrefix);
-    for (const topic of [t.commands, t.events, t.snapshots, t.dlq]) admin.track(topic);
+    for (const topic of [t.commands, t.events, t.snapshots, t.archive, t.dlq]) admin.track(topic);
     await ensurePlanTopics(admin, config);
     await ensurePlanTopics(admin, config); // second call is a no-op, not an error
 
@@ -43,8 +43,12 @@ describe('kafkajs against the real broker', () => {
     expect(events).toEqual({ 'cleanup.policy': 'compact', 'retention.ms': '-1', 'min.compaction.lag.ms': '0' });
     const commands = await describeTopicConfig(admin, t.commands, ['cleanup.policy', 'retention.ms']);
     expect(commands).toEqual({ 'cleanup.policy': 'delete', 'retention.ms': String(7 * 24 * 3600 * 1000) });
-    const meta = await admin.fetchTopicMetadata({ topics: [t.commands, t.events, t.snapshots] });
-    expect(meta.topics.map((m) => m.partitions.length)).toEqual([3, 3, 3]);
+    // Snapshots hold live plans only: cleaned often, tombstones (finished plans moved to the archive) soon gone.
+    const snapshots = await describeTopicConfig(admin, t.snapshots, ['cleanup.policy', 'segment.ms', 'min.cleanable.dirty.ratio', 'delete.retention.ms']);
+    expect(snapshots).toEqual({ 'cleanup.policy': 'compact', 'segment.ms': '3600000', 'min.cleanable.dirty.ratio': '0.1', 'delete.retention.ms': '600000' });
+    expect(await describeTopicConfig(admin, t.archive, ['cleanup.policy', 'retention.ms'])).toEqual({ 'cleanup.policy': 'compact', 'retention.ms': '-1' });
+    const meta = await admin.fetchTopicMetadata({ topics: [t.commands, t.events, t.snapshots, t.archive] });
+    expect(meta.topics.map((m) => m.partitions.length)).toEqual([3, 3, 3, 3]);
 
     await expect(ensurePlanTopics(admin, { ...config, partitions: 5 })).rejects.toMatchObject({ code: 'CONFLICT' });
   });
