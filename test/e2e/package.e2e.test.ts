@@ -61,9 +61,10 @@ describe('the installed package', () => {
     const health = await waitFor(
       async () => {
         const r = await fetch(`${base}/healthz`).catch(() => null);
-        return r?.ok ? ((await r.json()) as { status: string; partitions: unknown[] }) : null;
+        const h = r?.ok ? ((await r.json()) as { status: string; partitions: unknown[] }) : null;
+        return h && h.partitions.length === config.partitions ? h : null; // healthy, and every partition restored
       },
-      { timeoutMs: 60_000, message: `installed projector healthy (stderr: ${stderr.slice(-500)})` },
+      { timeoutMs: 60_000, message: `installed projector healthy with every partition (stderr: ${stderr.slice(-500)})` },
     );
     expect(health.status).toBe('ok');
     expect(health.partitions).toHaveLength(config.partitions);
