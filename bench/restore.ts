@@ -161,7 +161,7 @@ for (const size of sizes) {
       const a = performance.now();
       const archive = await restored.archived!.load();
       archiveTimes.push(performance.now() - a);
-      last = { fromSnapshot: restored.fromSnapshot, eventsReplayed: restored.eventsReplayed, plans: restored.plans.size, dormant: restored.dormant.size, archived: archive.values.size, maxFencingToken: restored.maxFencingToken };
+      last = { fromSnapshot: restored.fromSnapshot, eventsReplayed: restored.eventsReplayed, plans: restored.plans.size, dormant: restored.dormant.size, archived: archive.offsets.size, maxFencingToken: restored.maxFencingToken };
     }
     // What the restore reads of the snapshots topic, timed alone with nothing done per record.
     let snapshotRecords = 0;

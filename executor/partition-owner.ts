@@ -86,8 +86,11 @@ export class PartitionOwner {
    * snapshot. Nothing runs for them; a command for one loads it into {@link plans} first ({@link wake}).
    */
   readonly dormant = new Map<string, Buffer>();
-  /** Archived plans not yet merged into {@link dormant} / {@link erased} (see {@link loadArchive}). */
+  /** The partition's archive; `archiveMerged` once its index is in {@link archivedIds} / {@link erased}. */
   private archived: ArchiveLoader | undefined;
+  private archiveMerged = false;
+  /** Archived (finished) plans not loaded yet: a command for one reads its snapshot from the archive. */
+  private readonly archivedIds = new Set<string>();
   /** Highest event-key seq of stalled plans (their state stops before the poison record). */
   private readonly stalledKeySeq = new Map<string, number>();
   private readonly inFlight = new Set<string>();
@@ -193,7 +196,7 @@ export class PartitionOwner {
         continue;
       }
       // A plan this owner does not hold may be archived (finished) or erased: know which before deciding.
-      if (!this.plans.has(command.planId)) await this.loadArchive();
+      if (!this.plans.has(command.planId)) await this.fromArchive(command.planId);
       // A finished plan restored dormant: load it, so the command is decided against its real state.
       if (!this.plans.has(command.planId) && this.dormant.has(command.planId)) await this.wake(command.planId);
       if (!this.plans.has(command.planId) && this.erased.has(command.planId)) {
@@ -226,18 +229,27 @@ export class PartitionOwner {
   }
 
   /**
-   * Merges the partition's archive (once): each archived plan becomes {@link dormant} and each erased id
-   * {@link erased} — unless the owner has met the id since its restore (held, erased or created again).
-   * A failed read (broker outage) throws, so the command batch is retried, and is tried again then.
+   * Before deciding a command for a plan this owner does not hold: merges the partition's archive index
+   * (once) — archived plans into {@link archivedIds}, erased ids into {@link erased}, skipping ids the
+   * owner has met since its restore (held, erased or created again) — and, when the plan is archived,
+   * reads its snapshot into {@link dormant}. A failed read (broker outage) throws, so the command batch is
+   * retried, and is tried again then.
    */
-  private async loadArchive(): Promise<void> {
+  private async fromArchive(planId: string): Promise<void> {
     if (this.archived === undefined) return;
-    const archive = await this.archived.load();
-    if (this.archived === undefined) return; // merged by a concurrent call
-    this.archived = undefined;
-    for (const [id, value] of archive.values) if (!this.plans.has(id) && !this.erased.has(id) && !this.dormant.has(id)) this.dormant.set(id, value);
-    for (const id of archive.erased) if (!this.plans.has(id) && !this.dormant.has(id)) this.erased.add(id);
-    this.log.debug({ archived: archive.values.size, erased: archive.erased.size }, 'archive loaded');
+    if (!this.archiveMerged) {
+      const archive = await this.archived.load();
+      if (!this.archiveMerged) {
+        this.archiveMerged = true;
+        for (const id of archive.offsets.keys()) if (!this.plans.has(id) && !this.erased.has(id) && !this.dormant.has(id)) this.archivedIds.add(id);
+        for (const id of archive.erased) if (!this.plans.has(id) && !this.dormant.has(id)) this.erased.add(id);
+        this.log.debug({ archived: archive.offsets.size, erased: archive.erased.size }, 'archive index loaded');
+      }
+    }
+    if (!this.archivedIds.has(planId) || this.plans.has(planId)) return;
+    const value = await this.archived.value(planId);
+    this.archivedIds.delete(planId);
+    if (value !== undefined && !this.plans.has(planId)) this.dormant.set(planId, value);
   }
 
   /**
@@ -328,6 +340,7 @@ export class PartitionOwner {
     });
     this.plans.delete(planId);
     this.dormant.delete(planId);
+    this.archivedIds.delete(planId);
     this.stalled.delete(planId);
     this.stalledKeySeq.delete(planId);
     this.erased.add(planId);

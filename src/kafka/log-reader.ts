@@ -29,6 +29,8 @@ export interface ReadToEndOptions {
   readonly partitions?: readonly number[];
   /** Offset to start at per partition (default: the earliest retained offset). */
   readonly from?: ReadonlyMap<number, string>;
+  /** Offset to stop before per partition, when earlier than the partition's end (default: the end). */
+  readonly until?: ReadonlyMap<number, string>;
   /** Prefix of the throw-away consumer group used for the read (it never commits offsets). */
   readonly groupPrefix: string;
   /** Called for each fetched batch, in offset order per partition. */
@@ -67,7 +69,8 @@ export async function readToEnd(opts: ReadToEndOptions): Promise<Map<number, str
   const next = new Map<number, bigint>();
   for (const o of offsets) {
     if (!wanted.has(o.partition)) continue;
-    end.set(o.partition, BigInt(o.high));
+    const until = opts.until?.get(o.partition);
+    end.set(o.partition, until !== undefined && BigInt(until) < BigInt(o.high) ? BigInt(until) : BigInt(o.high));
     const start = opts.from?.get(o.partition);
     next.set(o.partition, start !== undefined && BigInt(start) > BigInt(o.low) ? BigInt(start) : BigInt(o.low));
   }

@@ -88,25 +88,37 @@ export interface RestoredPartition {
   readonly archived: ArchiveLoader;
 }
 
-/** The archive partition as last read: each archived plan's raw snapshot value, and the erased ids. */
+/** The archive partition as last read: where each archived plan's latest record is, and the erased ids. */
 export interface ArchivedPlans {
-  /** planId → raw value of its latest archive record (decode with `codec.decodeSnapshot` + `stateFromSnapshot`). */
-  readonly values: ReadonlyMap<string, Buffer>;
+  /** planId → offset of its latest archive record (its raw value: {@link ArchiveLoader.value}). */
+  readonly offsets: ReadonlyMap<string, string>;
   /** Plan ids whose latest archive record is a tombstone: erased (until the cleaner removes the tombstone). */
   readonly erased: ReadonlySet<string>;
 }
 
 export interface ArchiveLoader {
-  /** Reads the archive partition once (a failed read is tried again on the next call). */
+  /** Reads the archive partition's index once (a failed read is tried again on the next call). */
   load(): Promise<ArchivedPlans>;
+  /**
+   * The raw value of a plan's latest archive record (decode with `codec.decodeSnapshot` +
+   * `stateFromSnapshot`), undefined when the plan is not archived. Reads the one record at its offset;
+   * a record the cleaner has moved on (the plan was archived again since the index was read) makes it
+   * read the index again.
+   */
+  value(planId: string): Promise<Buffer | undefined>;
   /** Whether the archive partition has been read (restore cost in `defer` mode leaves it out). */
   readonly read: boolean;
 }
 
-/** Reads one archive partition to its end: the latest record per key. */
-export async function readArchive(opts: Pick<RestorePartitionOptions, 'kafka' | 'admin' | 'config' | 'partition' | 'timeoutMs'>): Promise<ArchivedPlans> {
+type ArchiveReadOptions = Pick<RestorePartitionOptions, 'kafka' | 'admin' | 'config' | 'partition' | 'timeoutMs'>;
+
+/**
+ * Reads one archive partition to its end: the latest record per key. Keeps the values only when asked
+ * (a reader that decodes every archived plan); an index of offsets is a few bytes per plan.
+ */
+async function readArchive(opts: ArchiveReadOptions, keepValues: boolean): Promise<ArchivedPlans & { values: Map<string, Buffer> }> {
   const names = topicNames(opts.config.topicPrefix);
-  const latest = new Map<string, Buffer | null>();
+  const latest = new Map<string, { offset: string; value: Buffer | null }>();
   await readToEnd({
     kafka: opts.kafka,
     admin: opts.admin,
@@ -115,34 +127,83 @@ export async function readArchive(opts: Pick<RestorePartitionOptions, 'kafka' | 
     groupPrefix: `${names.projectorGroup}.archive`,
     timeoutMs: opts.timeoutMs ?? 600_000,
     onRecords: (records) => {
-      for (const r of records) if (r.key !== null) latest.set(r.key.toString('utf8'), r.value);
+      for (const r of records) {
+        if (r.key === null) continue;
+        latest.set(r.key.toString('utf8'), { offset: r.offset, value: r.value === null ? null : keepValues ? r.value : EMPTY });
+      }
     },
   });
+  const offsets = new Map<string, string>();
   const values = new Map<string, Buffer>();
   const erased = new Set<string>();
-  for (const [key, value] of latest) {
-    if (value === null) erased.add(key);
-    else values.set(key, value);
+  for (const [key, { offset, value }] of latest) {
+    if (value === null) {
+      erased.add(key);
+      continue;
+    }
+    offsets.set(key, offset);
+    if (keepValues) values.set(key, value);
   }
-  return { values, erased };
+  return { offsets, erased, values };
 }
 
-function archiveLoader(readArchivePartition: () => Promise<ArchivedPlans>): ArchiveLoader {
-  let pending: Promise<ArchivedPlans> | undefined;
+const EMPTY = Buffer.alloc(0);
+
+/** The record at `offset` of an archive partition, if it is still there and still `planId`'s. */
+async function readArchiveRecord(opts: ArchiveReadOptions, planId: string, offset: string): Promise<Buffer | undefined> {
+  const names = topicNames(opts.config.topicPrefix);
+  let found: Buffer | undefined;
+  await readToEnd({
+    kafka: opts.kafka,
+    admin: opts.admin,
+    topic: names.archive,
+    partitions: [opts.partition],
+    from: new Map([[opts.partition, offset]]),
+    until: new Map([[opts.partition, (BigInt(offset) + 1n).toString()]]),
+    groupPrefix: `${names.projectorGroup}.archive`,
+    timeoutMs: opts.timeoutMs ?? 600_000,
+    onRecords: (records) => {
+      for (const r of records) if (r.offset === offset && r.key?.toString('utf8') === planId && r.value !== null) found = r.value;
+    },
+  });
+  return found;
+}
+
+/**
+ * The archive of one partition, read on first need. With `keepValues` (a reader that decodes every
+ * archived plan) the values come with the one read; without, an index of offsets, and each value is read
+ * when asked for.
+ */
+function archiveLoader(opts: ArchiveReadOptions, keepValues: boolean): ArchiveLoader {
+  let pending: Promise<ArchivedPlans & { values: Map<string, Buffer> }> | undefined;
   let read = false;
+  const load = () => {
+    pending ??= readArchive(opts, keepValues).then(
+      (a) => {
+        read = true;
+        return a;
+      },
+      (e: unknown) => {
+        pending = undefined;
+        throw e;
+      },
+    );
+    return pending;
+  };
   return {
-    load() {
-      pending ??= readArchivePartition().then(
-        (a) => {
-          read = true;
-          return a;
-        },
-        (e: unknown) => {
-          pending = undefined;
-          throw e;
-        },
-      );
-      return pending;
+    load,
+    async value(planId) {
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const a = await load();
+        const cached = a.values.get(planId);
+        if (cached !== undefined) return cached;
+        const offset = a.offsets.get(planId);
+        if (offset === undefined) return undefined;
+        const value = await readArchiveRecord(opts, planId, offset);
+        if (value !== undefined) return value;
+        pending = undefined; // archived again since the index was read: read the index again
+      }
+      return undefined;
     },
     get read() {
       return read;
@@ -195,8 +256,8 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
   const erased = new Set<string>();
   const lastKeySeq = new Map<string, number>();
   const dormant = new Map<string, Buffer>();
-  const archived = archiveLoader(() => readArchive({ ...opts, timeoutMs }));
   const deferArchive = opts.archive === 'defer';
+  const archived = archiveLoader({ ...opts, timeoutMs }, !deferArchive);
   // Dormancy needs the watermark to vouch for the fencing tokens of the plans it leaves undecoded.
   const watermarkToken = latest.get(WATERMARK_KEY)?.maxFencingToken ?? null;
   const dormantStatuses = watermarkToken === null ? new Set<string>() : new Set<string>(opts.dormantStatuses ?? []);
@@ -206,7 +267,9 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
   // write and the cleaner) is taken from the record with the higher seq.
   if (!deferArchive) {
     const archive = await archived.load();
-    for (const [key, value] of archive.values) {
+    for (const key of archive.offsets.keys()) {
+      const value = await archived.value(key); // read with the index (keepValues)
+      if (value === undefined) continue;
       const live = latest.get(key);
       if (live?.value) {
         const seqOf = (v: Buffer) => withUnavailableRetry(() => opts.codec.decodeSnapshot(v), retry).then((x) => x.seq, () => -1);
@@ -252,7 +315,7 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
   const wake = async (planId: string, seq: number): Promise<boolean> => {
     if (deferArchive && seq > 1 && !dormant.has(planId) && projection.get(planId)?.state === undefined) {
       // A record of a plan that is neither live nor new (its first seq): archived, unless it was erased.
-      const value = (await archived.load()).values.get(planId);
+      const value = await archived.value(planId);
       if (value !== undefined) dormant.set(planId, value);
     }
     const value = dormant.get(planId);

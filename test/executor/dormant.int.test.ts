@@ -101,15 +101,20 @@ describe('dormant finished plans (real broker and registry)', () => {
     expect(lean.erased.size).toBe(0);
     expect(full.archived.read).toBe(true);
     expect(lean.archived.read).toBe(false); // the restore itself did not read the archive
-    expect([...(await lean.archived.load()).values.keys()].sort()).toEqual([done, dropped].sort());
+    expect([...(await lean.archived.load()).offsets.keys()].sort()).toEqual([done, dropped].sort());
     expect(lean.archived.read).toBe(true);
+    // The index holds offsets; a value is read on demand, from the record at its offset.
+    const doneSnapshot = await codec.decodeSnapshot((await lean.archived.value(done))!);
+    expect(doneSnapshot).toMatchObject({ planId: done, seq: completed.seq });
+    expect(await lean.archived.value(waiting)).toBeUndefined(); // live, not archived
+    expect(await lean.archived.value('never-existed')).toBeUndefined();
     expect(lean.maxFencingToken).toBe(maxToken);
     expect(full.maxFencingToken).toBe(maxToken);
     expect(lean.eventsReplayed).toBe(0);
     expect(lean.warnings).toEqual([]);
     const owned = await restoreOwnedPartition(base);
     expect([...owned.plans.keys()]).toEqual([waiting]);
-    expect([...(await owned.archived!.load()).values.keys()].sort()).toEqual([done, dropped].sort());
+    expect([...(await owned.archived!.load()).offsets.keys()].sort()).toEqual([done, dropped].sort());
 
     // A new owner: RetryItem on the archived completed plan is rejected at the next seq, chain intact;
     // CreatePlan with its id is refused (the owner read the archive before deciding).
@@ -164,7 +169,7 @@ describe('dormant finished plans (real broker and registry)', () => {
     const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix });
     const r = await restoreOwnedPartition({ kafka, admin, codec, config, partition: 0, logger: testLogger });
     expect(r.plans.size).toBe(0); // nothing live: the only plan is archived
-    expect([...(await r.archived!.load()).values.keys()]).toEqual([first]);
+    expect([...(await r.archived!.load()).offsets.keys()]).toEqual([first]);
     expect(r.maxFencingToken).toBe(before);
 
     await executor(config, 'fence-B');
