@@ -12,6 +12,8 @@
 // Run: npx tsx bench/restore.ts [--sizes 10000,1000000] [--rounds 3]   → bench/results/restore.json
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import type { Message } from 'kafkajs';
 import { createCodec } from '../src/codec/index.js';
 import { loadConfig, topicNames } from '../src/config.js';
@@ -30,6 +32,12 @@ const sizes = values.sizes.split(',').map(Number);
 const rounds = Number(values.rounds);
 const livePlans = Number(values.tail);
 const logger = silentLogger();
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+const heapAfterGc = () => {
+  for (let i = 0; i < 3; i++) gc();
+  return process.memoryUsage().heapUsed;
+};
 
 let clock = 1_700_000_000_000;
 function run(state: PlanState | undefined, command: AnyCommand, out: PlanEvent[]): PlanState | undefined {
@@ -153,14 +161,18 @@ for (const size of sizes) {
   const measure = async (phase: string) => {
     const times: number[] = [];
     const archiveTimes: number[] = [];
+    let archiveHeapMiB = 0;
     let last = { fromSnapshot: 0, eventsReplayed: 0, plans: 0, dormant: 0, archived: 0, maxFencingToken: 0 };
     for (let r = 0; r < rounds; r++) {
       const s = performance.now();
       const restored = await restoreOwnedPartition({ kafka: env.kafka, admin: env.admin, codec: env.codec, config: env.config, partition: 0, logger });
       times.push(performance.now() - s);
+      const before = heapAfterGc();
       const a = performance.now();
       const archive = await restored.archived!.load();
       archiveTimes.push(performance.now() - a);
+      archiveHeapMiB = (heapAfterGc() - before) / 2 ** 20; // what the executor keeps of the archive: its index
+      if (archive.offsets.size === 0) throw new Error('empty archive index');
       last = { fromSnapshot: restored.fromSnapshot, eventsReplayed: restored.eventsReplayed, plans: restored.plans.size, dormant: restored.dormant.size, archived: archive.offsets.size, maxFencingToken: restored.maxFencingToken };
     }
     // What the restore reads of the snapshots topic, timed alone with nothing done per record.
@@ -169,9 +181,9 @@ for (const size of sizes) {
     const s = performance.now();
     await readToEnd({ kafka: env.kafka, admin: env.admin, topic: topicNames(env.config.topicPrefix).snapshots, partitions: [0], groupPrefix: `${env.config.topicPrefix}.bench`, onRecords: (rs) => rs.forEach((x) => ((snapshotRecords += 1), (snapshotBytes += x.value?.length ?? 0))) });
     const readMs = performance.now() - s;
-    const row = { phase, historyEvents: env.history, historyPlans: env.historyPlans, tailEvents: env.tail, restoreMsMedian: median(times), archiveLoadMsMedian: median(archiveTimes), snapshotRecords, snapshotsReadMs: readMs, snapshotMiB: snapshotBytes / 2 ** 20, ...last };
+    const row = { phase, historyEvents: env.history, historyPlans: env.historyPlans, tailEvents: env.tail, restoreMsMedian: median(times), archiveLoadMsMedian: median(archiveTimes), archiveIndexHeapMiB: +archiveHeapMiB.toFixed(2), snapshotRecords, snapshotsReadMs: readMs, snapshotMiB: snapshotBytes / 2 ** 20, ...last };
     rows.push(row);
-    console.log(`  ${phase}: restore median ${row.restoreMsMedian.toFixed(0)} ms over ${rounds} rounds (${last.plans} live plans, ${last.eventsReplayed} events replayed, ${snapshotRecords} snapshot-topic records); archive read in the background: ${row.archiveLoadMsMedian.toFixed(0)} ms for ${last.archived} plans`);
+    console.log(`  ${phase}: restore median ${row.restoreMsMedian.toFixed(0)} ms over ${rounds} rounds (${last.plans} live plans, ${last.eventsReplayed} events replayed, ${snapshotRecords} snapshot-topic records); archive read in the background: ${row.archiveLoadMsMedian.toFixed(0)} ms for ${last.archived} plans, index ${row.archiveIndexHeapMiB} MiB of heap`);
   };
   await measure('tombstones');
   await env.compactSnapshots();
