@@ -20,7 +20,7 @@ import { loadConfig, topicNames } from '../src/config.js';
 import { createKafka } from '../src/kafka/client.js';
 import { readToEnd } from '../src/kafka/log-reader.js';
 import { eventKey } from '../src/kafka/partitioner.js';
-import { ensurePlanTopics } from '../src/kafka/topics.js';
+import { compactPromptly, ensurePlanTopics } from '../src/kafka/topics.js';
 import { silentLogger } from '../src/logging.js';
 import { decide, evolve, type AnyCommand, type PlanEvent, type PlanState } from '../src/plan/index.js';
 import { maxFencingTokenOf, planSnapshotRecords, WATERMARK_KEY, watermarkMessage } from '../src/projection/index.js';
@@ -121,24 +121,7 @@ async function prepare(historyEvents: number) {
   const end = (await admin.fetchTopicOffsets(t.events))[0]!;
   /** Lets the log cleaner remove the snapshots topic's tombstones (as it does once delete.retention.ms passed). */
   const compactSnapshots = async () => {
-    await admin.alterConfigs({
-      validateOnly: false,
-      resources: [
-        {
-          type: 2, // TOPIC
-          name: t.snapshots,
-          // alterConfigs replaces the topic's whole configuration: restate the policy.
-          configEntries: [
-            { name: 'cleanup.policy', value: 'compact' },
-            { name: 'retention.ms', value: '-1' },
-            { name: 'segment.ms', value: '200' },
-            { name: 'min.cleanable.dirty.ratio', value: '0.01' },
-            { name: 'min.compaction.lag.ms', value: '0' },
-            { name: 'delete.retention.ms', value: '0' },
-          ],
-        },
-      ],
-    });
+    await compactPromptly(admin, t.snapshots);
     const deadline = Date.now() + 180_000;
     for (;;) {
       // The cleaner only cleans closed segments: the projector rewrites its watermark, which rolls them.

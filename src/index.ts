@@ -4,35 +4,7 @@
  * @example
  * import { connectLedger, defineTool, startExecutor } from 'plan-ledger';
  */
-export {
-  connectLedger,
-  type Ledger,
-  type CreatePlanInput,
-  type CommandOutcome,
-  type CommandOptions,
-  type LedgerEventRecord,
-  type AuditOptions,
-  type ReplayOptions,
-  type AllPlans,
-  type PlanFilter,
-  type PlanStatusFilter,
-  type PlanPage,
-  type PlanSummary,
-  type PlanProgress,
-  type PlanAudit,
-  type AuditRow,
-  type PlanAsOf,
-  type AsOf,
-  type AsOfInput,
-  type PlanReplay,
-  type ReplayFailure,
-  type PlanVerification,
-  type Check,
-  type CheckName,
-  type BrokenAt,
-  type EraseOptions,
-  type EraseOutcome,
-} from './client/index.js';
+export * from './client/index.js';
 export {
   defineTool,
   TerminalError,

@@ -1,6 +1,6 @@
 import { LedgerError } from '../errors.js';
 import { stateDigest, type PlanEvent, type PlanState } from '../plan/index.js';
-import { atOrBefore, foldAsOf, parseAsOfText, summarizeEvent, type AsOf } from '../projection/audit.js';
+import { atOrBefore, foldAsOf, itemAttemptOf, parseAsOfText, summarizeEvent, type AsOf } from '../projection/audit.js';
 
 /** An event with where it sits in the log (the shape `Ledger.planEvents` returns). */
 export interface PositionedEvent {
@@ -114,9 +114,8 @@ export function auditRows(records: readonly PositionedEvent[]): AuditRow[] {
   const intents = new Map<string, { key: string; at: number }>();
   const k = (item: string, attempt: number) => `${item}\u0000${attempt}`;
   return records.map(({ event: e, partition, offset }) => {
-    const d = e.data as Partial<Record<'itemId' | 'attempt', unknown>>;
-    const itemId = typeof d.itemId === 'string' ? d.itemId : e.type === 'ItemAdded' ? e.data.item.id : null;
-    const attempt = typeof d.attempt === 'number' && d.attempt > 0 ? d.attempt : null;
+    const { itemId, attempt: carried } = itemAttemptOf(e);
+    const attempt = carried !== null && carried > 0 ? carried : null; // a manual retry's attempt 0 is "none"
     if (e.type === 'IntentRecorded') intents.set(k(e.data.itemId, e.data.attempt), { key: e.data.idempotencyKey, at: e.occurredAt });
     const intent = itemId !== null && attempt !== null ? intents.get(k(itemId, attempt)) : undefined;
     return {

@@ -47,8 +47,17 @@ export interface TimelineEntry {
   hash: string;
 }
 
-export function timelineEntry(e: PlanEvent): TimelineEntry {
+/** The item an event is about (ItemAdded's new item included) and the attempt number it carries, if any. */
+export function itemAttemptOf(e: PlanEvent): { itemId: string | null; attempt: number | null } {
   const d = e.data as Partial<Record<'itemId' | 'attempt', unknown>>;
+  return {
+    itemId: typeof d.itemId === 'string' ? d.itemId : e.type === 'ItemAdded' ? e.data.item.id : null,
+    attempt: typeof d.attempt === 'number' ? d.attempt : null,
+  };
+}
+
+export function timelineEntry(e: PlanEvent): TimelineEntry {
+  const { itemId, attempt } = itemAttemptOf(e);
   return {
     seq: e.seq,
     at: e.occurredAt,
@@ -56,8 +65,8 @@ export function timelineEntry(e: PlanEvent): TimelineEntry {
     actor: e.actor,
     causationId: e.causationId,
     correlationId: e.correlationId,
-    itemId: typeof d.itemId === 'string' ? d.itemId : e.type === 'ItemAdded' ? e.data.item.id : null,
-    attempt: typeof d.attempt === 'number' ? d.attempt : null,
+    itemId,
+    attempt,
     summary: summarizeEvent(e),
     hash: e.hash,
   };

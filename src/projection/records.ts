@@ -65,15 +65,7 @@ export async function processEventRecord(
 ): Promise<RecordOutcome> {
   const early = projection.precheck(record.offset, record.key, record.value);
   if (early !== null) return early;
-  let event: PlanEvent;
-  try {
-    event = await withUnavailableRetry(() => codec.decodeEvent(record.value as Buffer), retry);
-  } catch (e) {
-    const d = classifyFailure(e);
-    if (d.action === 'retry') throw e; // aborted while the registry was down
-    return projection.fail(record.offset, record.key, d);
-  }
-  return projection.applyEvent(record.offset, record.key, event, record.value);
+  return settle(projection, record, await decodeAwaited(codec, record.value as Buffer, retry));
 }
 
 /** What {@link processEventBatch} did with a batch. */
@@ -133,7 +125,7 @@ export async function processEventBatch<R extends EventRecord>(
     } catch (e) {
       d = decodeFailure(e);
     }
-    d ??= await decodeNew(codec, value, retry);
+    d ??= await decodeAwaited(codec, value, retry);
     decoded[i] = d;
     if (d instanceof DecodeFailure || d.planId !== k.planId || d.seq !== k.seq) run.clean = false;
     else run.events.push(d);
@@ -182,8 +174,8 @@ function decodeFailure(e: unknown): DecodeFailure {
   return new DecodeFailure(e);
 }
 
-/** A record of a writer schema this codec has not seen yet: fetched from the registry, outages waited out. */
-async function decodeNew(codec: Pick<LedgerCodec, 'decodeEvent'>, value: Buffer, retry: RetryOptions): Promise<PlanEvent | DecodeFailure> {
+/** Decodes through the registry when needed (a writer schema not seen yet), waiting out its outages. */
+async function decodeAwaited(codec: Pick<LedgerCodec, 'decodeEvent'>, value: Buffer, retry: RetryOptions): Promise<PlanEvent | DecodeFailure> {
   try {
     return await withUnavailableRetry(() => codec.decodeEvent(value), retry);
   } catch (e) {
@@ -194,11 +186,13 @@ async function decodeNew(codec: Pick<LedgerCodec, 'decodeEvent'>, value: Buffer,
 /** {@link processEventRecord} for a record decoded already. */
 function applyDecoded(projection: PartitionProjection, record: EventRecord, d: PlanEvent | DecodeFailure): RecordOutcome {
   const early = projection.precheck(record.offset, record.key, record.value);
-  if (early !== null) return early;
-  if (d instanceof DecodeFailure) {
-    const decision = classifyFailure(d.error);
-    if (decision.action === 'retry') throw d.error;
-    return projection.fail(record.offset, record.key, decision);
-  }
-  return projection.applyEvent(record.offset, record.key, d, record.value);
+  return early ?? settle(projection, record, d);
+}
+
+/** A record past its precheck: its event applied, or its decode failure stalling the plan. */
+function settle(projection: PartitionProjection, record: EventRecord, d: PlanEvent | DecodeFailure): RecordOutcome {
+  if (!(d instanceof DecodeFailure)) return projection.applyEvent(record.offset, record.key, d, record.value);
+  const decision = classifyFailure(d.error);
+  if (decision.action === 'retry') throw d.error; // not reached: decodeFailure throws these
+  return projection.fail(record.offset, record.key, decision);
 }

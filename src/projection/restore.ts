@@ -118,7 +118,7 @@ type ArchiveReadOptions = Pick<RestorePartitionOptions, 'kafka' | 'admin' | 'con
  */
 async function readArchive(opts: ArchiveReadOptions, keepValues: boolean): Promise<ArchivedPlans & { values: Map<string, Buffer> }> {
   const names = topicNames(opts.config.topicPrefix);
-  const latest = new Map<string, { offset: string; value: Buffer | null }>();
+  const latest = new Map<string, { offset: string; value: Buffer | null; tombstone: boolean }>();
   await readToEnd({
     kafka: opts.kafka,
     admin: opts.admin,
@@ -129,25 +129,23 @@ async function readArchive(opts: ArchiveReadOptions, keepValues: boolean): Promi
     onRecords: (records) => {
       for (const r of records) {
         if (r.key === null) continue;
-        latest.set(r.key.toString('utf8'), { offset: r.offset, value: r.value === null ? null : keepValues ? r.value : EMPTY });
+        latest.set(r.key.toString('utf8'), { offset: r.offset, value: keepValues ? r.value : null, tombstone: r.value === null });
       }
     },
   });
   const offsets = new Map<string, string>();
   const values = new Map<string, Buffer>();
   const erased = new Set<string>();
-  for (const [key, { offset, value }] of latest) {
-    if (value === null) {
+  for (const [key, { offset, value, tombstone }] of latest) {
+    if (tombstone) {
       erased.add(key);
       continue;
     }
     offsets.set(key, offset);
-    if (keepValues) values.set(key, value);
+    if (value !== null) values.set(key, value);
   }
   return { offsets, erased, values };
 }
-
-const EMPTY = Buffer.alloc(0);
 
 /** The record at `offset` of an archive partition, if it is still there and still `planId`'s. */
 async function readArchiveRecord(opts: ArchiveReadOptions, planId: string, offset: string): Promise<Buffer | undefined> {
@@ -312,9 +310,10 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
    * A dormant plan is needed after all (a tail event or a dead letter of it): decode and verify its snapshot
    * and seed the projection with it. False when it does not verify.
    */
+  /** A record of a plan that is neither held nor new (past its first seq): archived, unless it was erased. */
+  const mayBeArchived = (planId: string, seq: number): boolean => deferArchive && seq > 1 && !dormant.has(planId) && projection.get(planId)?.state === undefined;
   const wake = async (planId: string, seq: number): Promise<boolean> => {
-    if (deferArchive && seq > 1 && !dormant.has(planId) && projection.get(planId)?.state === undefined) {
-      // A record of a plan that is neither live nor new (its first seq): archived, unless it was erased.
+    if (mayBeArchived(planId, seq)) {
       const value = await archived.value(planId);
       if (value !== undefined) dormant.set(planId, value);
     }
@@ -388,8 +387,7 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
           // The first tail record of a plan the snapshots do not hold, past its seq 1: an archived plan.
           const first = !inTail.has(k.planId);
           inTail.add(k.planId);
-          const unknown = deferArchive && first && k.seq > 1 && projection.get(k.planId)?.state === undefined;
-          if ((dormant.has(k.planId) || unknown) && !(await wake(k.planId, k.seq))) {
+          if ((dormant.has(k.planId) || (first && mayBeArchived(k.planId, k.seq))) && !(await wake(k.planId, k.seq))) {
             distrusted = true;
             return;
           }

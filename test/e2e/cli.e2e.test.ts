@@ -10,7 +10,7 @@ import type { ExportBundle } from '../../src/audit/bundle.js';
 import type { AuditRow, PlanAsOf } from '../../src/audit/timeline.js';
 import { configToEnv, topicNames, type LedgerConfig } from '../../src/config.js';
 import { readToEnd } from '../../src/kafka/log-reader.js';
-import { planTopicSpecs } from '../../src/kafka/topics.js';
+import { planTopicSpecs, promptCompactionConfig } from '../../src/kafka/topics.js';
 import { connectLedger } from '../../src/client/index.js';
 import { isLedgerError } from '../../src/errors.js';
 import type { PlanState } from '../../src/plan/index.js';
@@ -106,21 +106,8 @@ beforeAll(async () => {
   admin = kafka.admin();
   await admin.connect();
   const names = topicNames(config.topicPrefix);
-  const specs = planTopicSpecs(config).map((s) =>
-    s.topic === names.events
-      ? {
-          ...s,
-          configEntries: [
-            { name: 'cleanup.policy', value: 'compact' },
-            { name: 'retention.ms', value: '-1' },
-            { name: 'segment.ms', value: '200' },
-            { name: 'min.cleanable.dirty.ratio', value: '0.01' },
-            { name: 'delete.retention.ms', value: '100' },
-            { name: 'min.compaction.lag.ms', value: '0' },
-          ],
-        }
-      : s,
-  );
+  // Events compacted promptly, so the erasure test can watch compaction remove a plan.
+  const specs = planTopicSpecs(config).map((s) => (s.topic === names.events ? { ...s, configEntries: promptCompactionConfig() } : s));
   await admin.createTopics({ topics: specs, waitForLeaders: true });
 
   executor = spawn(process.execPath, ['bin/plan-ledger.js', 'executor', '--tools', 'test/fixtures/tools.ts', '--id', 'cli-exec'], {

@@ -1,7 +1,7 @@
 // Compaction of the events topic removes exact re-sends (keys are unique per event): projections are the
 // same before and after it has run — through restorePartition and through the projector's consumer.
 import { describe, expect, it } from 'vitest';
-import kafkajs from 'kafkajs';
+import { compactPromptly } from '../../src/kafka/topics.js';
 import { startProjector } from '../../projector/index.js';
 import { stateDigest } from '../../src/plan/index.js';
 import { restorePartition } from '../../src/projection/index.js';
@@ -22,24 +22,7 @@ describe('projection and compaction', () => {
   it('gives the same digests before and after compaction removed re-sent events', async () => {
     const config = testConfig({ partitions: 1 });
     const ledger = await testLedger(config);
-    await ledger.admin.alterConfigs({
-      validateOnly: false,
-      resources: [
-        {
-          type: kafkajs.ConfigResourceTypes.TOPIC,
-          name: ledger.topics.events,
-          // AlterConfigs replaces the topic's whole config: restate the plan topic's own entries too.
-          configEntries: [
-            { name: 'cleanup.policy', value: 'compact' },
-            { name: 'retention.ms', value: '-1' },
-            { name: 'min.compaction.lag.ms', value: '0' },
-            { name: 'segment.ms', value: '100' },
-            { name: 'min.cleanable.dirty.ratio', value: '0.01' },
-            { name: 'delete.retention.ms', value: '100' },
-          ],
-        },
-      ],
-    });
+    await compactPromptly(ledger.admin, ledger.topics.events);
     const writer = new LedgerWriter(ledger);
     const history = [];
     for (const step of writer.lifecycle('compacted', 5, { failFirstTry: true })) history.push(...(await writer.run(step)));
