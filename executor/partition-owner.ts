@@ -3,7 +3,7 @@ import { erasureRecord } from '../src/audit/erasure-record.js';
 import { topicNames, type LedgerConfig } from '../src/config.js';
 import type { LedgerCodec } from '../src/codec/index.js';
 import { isLedgerError } from '../src/errors.js';
-import { connectFenced } from '../src/kafka/client.js';
+import { connectFenced, transactionalProducer } from '../src/kafka/client.js';
 import { eventKey, partitionFor } from '../src/kafka/partitioner.js';
 import { auditTopic } from '../src/kafka/topics.js';
 import type { Logger } from '../src/logging.js';
@@ -126,15 +126,7 @@ export class PartitionOwner {
     const t0 = Date.now();
     // Fence first, then read: once our InitProducerId returns, the previous owner can commit nothing
     // more, so the log we restore from is final.
-    this.producer = this.d.kafka.producer({
-      transactionalId: `${this.d.config.topicPrefix}.executor.p${this.partition}`,
-      idempotent: true,
-      maxInFlightRequests: 1,
-      transactionTimeout: 30_000,
-      // A transaction that starts right after the previous commit meets CONCURRENT_TRANSACTIONS until
-      // the broker has written the markers; retry that quickly (the Java client uses 20 ms too).
-      retry: { initialRetryTime: 20, maxRetryTime: 2_000, retries: 30 },
-    });
+    this.producer = transactionalProducer(this.d.kafka, `${this.d.config.topicPrefix}.executor.p${this.partition}`, { transactionTimeout: 30_000 });
     await connectFenced(this.producer);
     this.appender = new TransactionalAppender({
       producer: this.producer,

@@ -1,7 +1,7 @@
 import type { Admin, Consumer, EachBatchPayload, Kafka, KafkaMessage, Producer } from 'kafkajs';
 import { createCodec, type LedgerCodec } from '../src/codec/index.js';
 import { topicNames, type LedgerConfig } from '../src/config.js';
-import { connectFenced, createKafka, isFencingError } from '../src/kafka/client.js';
+import { connectFenced, createKafka, isFencingError, transactionalProducer } from '../src/kafka/client.js';
 import { readPlanRecords } from '../src/kafka/log-reader.js';
 import { partitionFor } from '../src/kafka/partitioner.js';
 import { ensurePlanTopics } from '../src/kafka/topics.js';
@@ -375,9 +375,7 @@ export class ProjectionService {
         this.log.warn({ partition: p, err: (e as Error).message, plans: written.length }, 'snapshot write failed; the plans are snapshotted again');
       }
     };
-    const next = this.writes.then(send);
-    this.writes = next;
-    return next;
+    return this.enqueue(send);
   }
 
   /**
@@ -402,7 +400,12 @@ export class ProjectionService {
         this.log.warn({ partition: p, err: (e as Error).message, plans: planIds.length }, 'snapshot tombstones of erased plans failed');
       }
     };
-    const next = this.writes.then(send);
+    return this.enqueue(send);
+  }
+
+  /** Runs `job` on the one write queue, after every write queued before it (records land in capture order). */
+  private enqueue(job: () => Promise<void>): Promise<void> {
+    const next = this.writes.then(job);
     this.writes = next;
     return next;
   }
@@ -411,13 +414,7 @@ export class ProjectionService {
   private async writerFor(p: number): Promise<Producer> {
     const known = this.writers.get(p);
     if (known) return known;
-    const producer = this.kafka.producer({
-      transactionalId: `${this.opts.groupId ?? this.names.projectorGroup}.p${p}`,
-      idempotent: true,
-      maxInFlightRequests: 1,
-      // A transaction right after a commit meets CONCURRENT_TRANSACTIONS until the markers are written.
-      retry: { initialRetryTime: 20, maxRetryTime: 2_000, retries: 30 },
-    });
+    const producer = transactionalProducer(this.kafka, `${this.opts.groupId ?? this.names.projectorGroup}.p${p}`);
     await connectFenced(producer);
     if (!this.assigned.has(p) || this.stopped) {
       await producer.disconnect().catch(() => {});
@@ -462,7 +459,7 @@ export class ProjectionService {
     const writer = this.writers.get(p);
     if (writer === undefined) return;
     this.writers.delete(p);
-    this.writes = this.writes.then(() => writer.disconnect().catch(() => {}));
+    void this.enqueue(() => writer.disconnect().catch(() => {}));
   }
 
   /** Periodic: per partition with new records, snapshot every dirty plan, then write the watermark. Also refreshes lag. */
