@@ -132,7 +132,7 @@ export function registerAuditCommands(program: Command): void {
 
   program
     .command('erase')
-    .description('erase a plan through its owning executor: tombstones for every event and the snapshot (compaction removes them), recorded on <prefix>.ledger-audit')
+    .description('erase a plan through its owning executor: tombstones for every event, the snapshot and the archive record (compaction removes them), recorded on <prefix>.ledger-audit')
     .argument('<planId>')
     .option('--force', 'erase even while the plan is approved or running')
     .addOption(timeout())
