@@ -209,16 +209,19 @@ class Executor {
       eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
         const owner = this.owners.get(batch.partition);
         if (!owner || owner.isStopping || this.stopping) return;
-        // Restoring can outlast a session timeout on long logs: keep heartbeating while waiting.
-        let restored = false;
-        void owner.ready.then(
-          () => (restored = true),
-          () => (restored = true),
-        );
-        while (!restored) {
-          await new Promise((r) => setTimeout(r, 500));
-          if (!isRunning() || isStale()) return;
-          await heartbeat().catch(() => {});
+        // Restoring can outlast a session timeout on long logs: keep heartbeating while waiting. An owner
+        // that is ready already is read synchronously, so a command batch never sleeps for nothing.
+        if (!owner.isReadySettled) {
+          let restored = false;
+          void owner.ready.then(
+            () => (restored = true),
+            () => (restored = true),
+          );
+          while (!restored) {
+            await Promise.race([owner.ready.catch(() => {}), new Promise((r) => setTimeout(r, 500))]);
+            if (!isRunning() || isStale()) return;
+            if (!restored) await heartbeat().catch(() => {});
+          }
         }
         if (owner.isStopping || !isRunning() || isStale()) return;
         try {

@@ -107,6 +107,8 @@ export class PartitionOwner {
   private readonly log: Logger;
   private readonly topics;
   readonly ready: Promise<void>;
+  /** Settled: `ready` has resolved or rejected (read synchronously on the command path). */
+  private readySettled = false;
 
   constructor(
     readonly partition: number,
@@ -115,7 +117,10 @@ export class PartitionOwner {
     this.log = d.logger.child({ component: 'partition-owner', partition });
     this.topics = topicNames(d.config.topicPrefix);
     this.ready = this.start();
-    this.ready.catch(() => {});
+    this.ready.then(
+      () => (this.readySettled = true),
+      () => (this.readySettled = true),
+    );
   }
 
   private now(): number {
@@ -159,6 +164,11 @@ export class PartitionOwner {
   /** Transactions and events this owner's appender committed. */
   get stats(): { transactions: number; events: number } {
     return this.appender ? { ...this.appender.stats } : { transactions: 0, events: 0 };
+  }
+
+  /** Taking ownership has finished (fenced and restored, or failed): commands need not wait. */
+  get isReadySettled(): boolean {
+    return this.readySettled;
   }
 
   get isStopped(): boolean {
