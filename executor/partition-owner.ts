@@ -8,7 +8,6 @@ import { eventKey, partitionFor } from '../src/kafka/partitioner.js';
 import { auditTopic } from '../src/kafka/topics.js';
 import type { Logger } from '../src/logging.js';
 import {
-  canonicalJson,
   decide,
   evolveAll,
   getItem,
@@ -19,21 +18,25 @@ import {
   readyItems,
   rejectionEvent,
   type AnyCommand,
+  type DecideLimits,
   type InternalCommand,
   type InternalCommandPayloads,
   type ItemError,
-  type Outcome,
   type PlanCommand,
   type PlanEvent,
   type PlanState,
+  type Rejection,
 } from '../src/plan/index.js';
 import { toItemSpec } from '../src/plan-input.js';
-import { dlqHeaders } from '../src/projection/poison.js';
 import type { ArchiveLoader } from '../src/projection/restore.js';
 import { stateFromSnapshot } from '../src/projection/snapshot.js';
-import { isTerminalError, isToolResult, type Tool, type ToolContext, type ToolResult } from '../src/tools.js';
+import type { Tool } from '../src/tools.js';
 import { TransactionalAppender, type AppendRequest } from './appender.js';
 import { faultPoint } from './faults.js';
+import { runAttempt, type AttemptOutcome } from './item-runner.js';
+import type { ExecutorMetrics } from './metrics.js';
+import { childErasedCommand, childFinishedCommand, commandMessage, deadLetterMessage, eventMessages, recordBytes } from './records.js';
+import { RetryTimer } from './retry-timer.js';
 import type { Slots } from './slots.js';
 
 export interface OwnerDeps {
@@ -62,6 +65,38 @@ export interface OwnerDeps {
     archived?: ArchiveLoader;
   }>;
   readonly now?: () => number;
+  readonly limits: OwnerLimits;
+  readonly metrics: ExecutorMetrics;
+}
+
+/** The bounds an owner keeps every step within (see the README's Limits). */
+export interface OwnerLimits {
+  /** Largest record the events topic takes (its max.message.bytes); a bigger event is refused before it is appended. */
+  readonly maxRecordBytes: number;
+  /** Default tool timeout; a tool's own `timeoutMs` wins. */
+  readonly toolTimeoutMs: number;
+  /** How long a tool that ignores its aborted signal keeps its slot after the timeout. */
+  readonly abortGraceMs: number;
+  /** Limits `decide` enforces (payload bytes, items per plan). */
+  readonly decide: DecideLimits;
+}
+
+/** A command the owner could not get into the ledger: the executor counts these per offset (see Executor). */
+export class CommandStepError extends Error {
+  constructor(
+    readonly offset: string,
+    readonly failure: unknown,
+  ) {
+    super(`command at offset ${offset} failed: ${failure instanceof Error ? failure.message : String(failure)}`);
+  }
+}
+
+/** How the executor asks an owner to take a batch after failures (see Executor.eachBatch). */
+export interface BatchGuard {
+  /** Decide and append one command per transaction, so a failure names its command. */
+  readonly isolate?: boolean;
+  /** A command that failed repeatedly: dead-letter it with this cause instead of deciding it again. */
+  readonly poison?: { readonly offset: string; readonly cause: string; readonly failures: number };
 }
 
 
@@ -99,10 +134,7 @@ export class PartitionOwner {
   private appender!: TransactionalAppender;
   private fencingToken = 1;
   private stopped = false;
-  private timer: NodeJS.Timeout | undefined;
-  /** When the timer fires, and per plan when it next has a retry to start. */
-  private timerAt: number | undefined;
-  private readonly wakeAt = new Map<string, number>();
+  private readonly retries: RetryTimer;
   private readonly running = new Set<Promise<void>>();
   private readonly log: Logger;
   private readonly topics;
@@ -116,6 +148,10 @@ export class PartitionOwner {
   ) {
     this.log = d.logger.child({ component: 'partition-owner', partition });
     this.topics = topicNames(d.config.topicPrefix);
+    this.retries = new RetryTimer(
+      () => this.now(),
+      (planId) => this.schedule(planId),
+    );
     this.ready = this.start();
     this.ready.then(
       () => (this.readySettled = true),
@@ -140,6 +176,7 @@ export class PartitionOwner {
       partition: this.partition,
       consumerGroupId: this.topics.executorsGroup,
       logger: this.log,
+      maxRequestBytes: this.d.limits.maxRecordBytes,
     });
     const restored = await this.d.restore(this.partition);
     for (const [id, s] of restored.plans) this.plans.set(id, s);
@@ -175,59 +212,83 @@ export class PartitionOwner {
     return this.stopped;
   }
 
-  /** Commands of this partition, in offset order: decide, append events, commit offsets — one transaction. */
-  async handleCommands(messages: KafkaMessage[]): Promise<void> {
+  /**
+   * Commands of this partition, in offset order: decide, append events, commit offsets — one transaction
+   * (group commit). With `guard.isolate`, one command per transaction, so a failure names its command
+   * ({@link CommandStepError}); `guard.poison` is a command that failed repeatedly: it goes to the DLQ with
+   * its cause instead of being decided again, and the partition moves on.
+   */
+  async handleCommands(messages: KafkaMessage[], guard: BatchGuard = {}): Promise<void> {
     await this.ready;
     if (this.draining || messages.length === 0) return;
     const reqs: Promise<void>[] = [];
     const touched = new Set<string>();
     for (const m of messages) {
       const next = (BigInt(m.offset) + 1n).toString();
+      const req = this.handleCommand(m, next, guard, touched);
+      if (!req) continue;
+      if (guard.isolate) {
+        try {
+          await req;
+        } catch (e) {
+          throw isLedgerError(e, 'FENCED') || isLedgerError(e, 'UNAVAILABLE') ? e : new CommandStepError(m.offset, e);
+        }
+      } else {
+        reqs.push(req);
+      }
+    }
+    await Promise.all(reqs);
+    for (const id of touched) this.schedule(id);
+  }
+
+  /** One command: the append request that records what it caused (events, a rejection, a DLQ record). */
+  private handleCommand(m: KafkaMessage, next: string, guard: BatchGuard, touched: Set<string>): Promise<void> | undefined {
+    if (guard.poison && guard.poison.offset === m.offset) {
+      return this.deadLetter(m, { code: 'INTERNAL', message: `the command failed ${guard.poison.failures} times in a row; last: ${guard.poison.cause}`, details: { reason: 'repeated_failure' } }, next);
+    }
+    return this.decodeAndDecide(m, next, touched);
+  }
+
+  private decodeAndDecide(m: KafkaMessage, next: string, touched: Set<string>): Promise<void> {
+    return (async () => {
       let command: PlanCommand;
       try {
         command = await this.d.codec.decodeCommand(m.value ?? Buffer.alloc(0));
       } catch (e) {
         if (isLedgerError(e, 'UNAVAILABLE')) throw e; // registry down: retry the batch, do not dead-letter
-        reqs.push(this.deadLetter(m, e, next));
-        continue;
+        return this.deadLetter(m, e, next);
       }
       const home = partitionFor(command.planId, this.d.config.partitions);
       if (home !== this.partition) {
         // A producer with another partition count or partitioner: the plan's events live on `home`.
-        reqs.push(this.deadLetter(m, { code: 'VALIDATION', message: `command for plan ${command.planId} arrived on partition ${this.partition}; its partition is ${home}`, details: { reason: 'misrouted' } }, next));
-        continue;
+        return this.deadLetter(m, { code: 'VALIDATION', message: `command for plan ${command.planId} arrived on partition ${this.partition}; its partition is ${home}`, details: { reason: 'misrouted' } }, next);
       }
       // A plan this owner does not hold may be archived (finished) or erased: know which before deciding.
       if (!this.plans.has(command.planId)) await this.fromArchive(command.planId);
       // A finished plan restored dormant: load it, so the command is decided against its real state.
       if (!this.plans.has(command.planId) && this.dormant.has(command.planId)) await this.wake(command.planId);
-      if (!this.plans.has(command.planId) && this.erased.has(command.planId)) {
-        const rejected = this.rejectForErased(command, next);
-        if (rejected) {
-          reqs.push(rejected);
-          continue;
-        }
-        this.erased.delete(command.planId); // an accepted CreatePlan: the id starts afresh
-      }
       const stall = this.stalled.get(command.planId);
       // ErasePlan is let through for a stalled plan with a state; without one (e.g. a dormant plan whose
       // snapshot does not verify) it cannot be decided without writing over the plan's first event.
       if (stall !== undefined && (command.type !== 'ErasePlan' || !this.plans.has(command.planId))) {
         // Its log has a record this executor cannot apply; deciding on the partial state could reuse a
         // seq that is already taken. The command goes to the DLQ with the reason instead.
-        reqs.push(this.deadLetter(m, { code: 'CONFLICT', message: `plan ${command.planId} is stalled (${stall}); the command was not applied`, details: { reason: 'plan_stalled' } }, next));
-        continue;
+        return this.deadLetter(m, { code: 'CONFLICT', message: `plan ${command.planId} is stalled (${stall}); the command was not applied`, details: { reason: 'plan_stalled' } }, next);
       }
-      if (command.type === 'ErasePlan') {
-        reqs.push(this.erase(command, next));
-        continue;
+      if (!this.plans.has(command.planId)) {
+        // No plan (unknown, or erased): a refusal is answered without leaving a live record behind.
+        const refused = this.rejectWithoutPlan(m, command, next);
+        if (refused) return refused;
+        this.erased.delete(command.planId); // an accepted CreatePlan: the id starts afresh
       }
-      const events = this.decideAndApply(command, true);
+      if (command.type === 'ErasePlan') return this.erase(command, next);
+      const decided = this.decideAndApply(command, true);
+      if (decided.fault !== undefined) {
+        return this.deadLetter(m, { code: 'INTERNAL', message: `decide failed on this command (a defect, not a rejection): ${decided.fault}`, details: { reason: 'decide_fault' } }, next);
+      }
       touched.add(command.planId);
-      reqs.push(this.appendEvents(command.planId, events, next));
-    }
-    await Promise.all(reqs);
-    for (const id of touched) this.schedule(id);
+      return this.appendDecided(command.planId, decided, next);
+    })();
   }
 
   /**
@@ -284,16 +345,22 @@ export class PartitionOwner {
   }
 
   /**
-   * A command for an erased plan id that `decide` refuses (PLAN_NOT_FOUND for anything but CreatePlan):
-   * its CommandRejected goes out for the client to see, followed in the same transaction by a tombstone
-   * for its key, so no live record of the erased plan id comes back. Undefined when the command is
-   * accepted (a CreatePlan) and must be handled normally.
+   * A command for a plan this owner does not hold (never created, or erased) that `decide` refuses —
+   * PLAN_NOT_FOUND for anything but CreatePlan, or an invalid CreatePlan: its CommandRejected goes out for
+   * the client to see, followed in the same transaction by a tombstone for its key, so no live record of
+   * a plan that does not exist stays in the compacted events topic (anyone could otherwise grow it without
+   * bound). Once the cleaner has run, only the tombstone is left, until delete.retention.ms. Undefined when
+   * the command is accepted (a CreatePlan) and must be handled normally.
    */
-  private rejectForErased(command: PlanCommand, commitOffset: string): Promise<void> | undefined {
-    const ctx = { now: this.now() };
+  private rejectWithoutPlan(m: KafkaMessage, command: PlanCommand, commitOffset: string): Promise<void> | undefined {
+    const ctx = { now: this.now(), limits: this.d.limits.decide };
     const decision = decide(undefined, command, ctx);
     if (decision.ok) return undefined;
-    this.log.warn({ planId: command.planId, command: command.type, rejection: decision.rejection }, 'command for an erased plan rejected');
+    if (decision.fault !== undefined) {
+      this.d.metrics.decideFaults.inc();
+      return this.deadLetter(m, { code: 'INTERNAL', message: `decide failed on this command (a defect, not a rejection): ${decision.fault}`, details: { reason: 'decide_fault' } }, commitOffset);
+    }
+    this.log.warn({ planId: command.planId, command: command.type, rejection: decision.rejection }, 'command for a plan that does not exist rejected');
     const e = rejectionEvent(undefined, command, decision.rejection, ctx);
     const key = eventKey(e.planId, e.seq);
     return this.appender.append({
@@ -324,11 +391,11 @@ export class PartitionOwner {
     // A commandId that already caused events (its own rejection, redelivered) is decided already.
     if (state && hasAppliedCommand(state, command.commandId)) return this.appendEvents(planId, [], commitOffset);
     const rejected = this.decideAndApply(command, true);
-    if (rejected.length || !state) return this.appendEvents(planId, rejected, commitOffset);
+    if (rejected.events.length || !state) return this.appendDecided(planId, rejected, commitOffset);
 
     const lastSeq = Math.max(state.seq, this.stalledKeySeq.get(planId) ?? 0);
     const tombstones: Message[] = Array.from({ length: lastSeq }, (_, i) => ({ key: eventKey(planId, i + 1), value: null }));
-    const toParent = state.parent && !isPlanFinished(state.status) ? this.childErasedCommand(state, command) : undefined;
+    const toParent = state.parent && !isPlanFinished(state.status) ? childErasedCommand(state, command, { executorId: this.d.executorId, now: this.now() }) : undefined;
     const record = erasureRecord(state, {
       commandId: command.commandId,
       by: command.data.by,
@@ -353,7 +420,7 @@ export class PartitionOwner {
         { topic: this.topics.snapshots, messages: [{ key: planId, value: null, partition: this.partition }] },
         { topic: this.topics.archive, messages: [{ key: planId, value: null, partition: this.partition }] },
         { topic: auditTopic(this.d.config.topicPrefix), messages: [{ key: planId, value: JSON.stringify(record) }] },
-        ...(toParent ? [{ topic: this.topics.commands, messages: [this.commandMessage(toParent)] }] : []),
+        ...(toParent ? [{ topic: this.topics.commands, messages: [commandMessage(this.d.codec, this.d.config.partitions, toParent)] }] : []),
       ],
       commitOffset,
     });
@@ -364,107 +431,78 @@ export class PartitionOwner {
     const err = e as { code?: string; message?: string; details?: { reason?: string } };
     const reason = String(err.details?.reason ?? 'unknown');
     this.log.error({ offset: m.offset, reason, err: err.message }, 'command sent to the DLQ');
-    const headers = dlqHeaders({
-      sourceTopic: this.topics.commands,
-      sourcePartition: this.partition,
-      sourceOffset: m.offset,
-      code: String(err.code ?? 'SCHEMA'),
-      reason,
-      message: String(err.message ?? e),
-    });
-    const dlq: Message = { key: m.key, value: m.value, partition: this.partition, headers };
+    this.d.metrics.deadLettered.inc({ reason });
+    const dlq = deadLetterMessage(m, { topic: this.topics.commands, partition: this.partition }, { code: String(err.code ?? 'SCHEMA'), reason, message: String(err.message ?? e) });
     return this.appender.append({ events: [], extra: [{ topic: this.topics.dlq, messages: [dlq] }], commitOffset });
   }
 
   /**
    * Decides a command against the current state and applies the resulting events at once, so the next
-   * decision sees them. If their transaction later fails, the owner is reset from the log.
+   * decision sees them; the events come back encoded. If their transaction later fails, the owner is reset
+   * from the log. Nothing that cannot be appended is applied:
+   * - a rejection is recorded (`recordRejection`, client commands) or returned (`rejection`, internal steps);
+   * - an event larger than the topic's record limit turns the decision into a PAYLOAD_TOO_LARGE rejection;
+   * - a defect inside `decide` (`fault`) applies nothing and records nothing: the caller dead-letters.
    */
-  private decideAndApply(command: AnyCommand, recordRejection: boolean): PlanEvent[] {
+  private decideAndApply(command: AnyCommand, recordRejection: boolean): Decided {
     const state = this.plans.get(command.planId);
-    const ctx = { now: this.now() };
+    const ctx = { now: this.now(), limits: this.d.limits.decide };
     const decision = decide(state, command, ctx);
     let events: PlanEvent[];
+    let rejection: Rejection | undefined;
     if (decision.ok) {
       events = decision.events;
+    } else if (decision.fault !== undefined) {
+      this.d.metrics.decideFaults.inc();
+      this.log.error({ planId: command.planId, command: command.type, fault: decision.fault }, 'decide failed (a defect): nothing recorded for this command');
+      return { events: [], messages: [], fault: decision.fault };
     } else {
-      this.log.warn({ planId: command.planId, command: command.type, rejection: decision.rejection }, 'command rejected');
-      if (!recordRejection) return [];
-      events = [rejectionEvent(state, command, decision.rejection, ctx)];
+      rejection = decision.rejection;
+      events = [];
+    }
+    let messages = eventMessages(this.d.codec, events);
+    const oversized = messages.findIndex((msg) => recordBytes(msg) > this.d.limits.maxRecordBytes);
+    if (oversized >= 0) {
+      const e = events[oversized]!;
+      rejection = {
+        code: 'PAYLOAD_TOO_LARGE',
+        message: `event ${e.type} (seq ${e.seq}) would be ${recordBytes(messages[oversized]!)} bytes; the events topic takes at most ${this.d.limits.maxRecordBytes}`,
+        field: null,
+      };
+      events = [];
+      messages = [];
+    }
+    if (rejection !== undefined) {
+      this.log.warn({ planId: command.planId, command: command.type, rejection }, 'command rejected');
+      if (!recordRejection) return { events: [], messages: [], rejection };
+      events = [rejectionEvent(state, command, rejection, ctx)];
+      messages = eventMessages(this.d.codec, events);
     }
     const s = evolveAll(state, events);
     if (s) this.plans.set(command.planId, s);
-    return events;
+    return { events, messages, ...(rejection ? { rejection } : {}) };
   }
 
   private internal<K extends keyof InternalCommandPayloads>(type: K, planId: string, commandId: string, data: InternalCommandPayloads[K]): InternalCommand {
     return { type, planId, commandId, issuedAt: this.now(), actor: this.d.executorId, correlationId: commandId, data } as InternalCommand;
   }
 
-  /** Encodes and appends a plan's events; a plan that just finished tells its parent (cross-partition). */
-  private appendEvents(planId: string, events: PlanEvent[], commitOffset?: string, extra: AppendRequest['extra'] = []): Promise<void> {
-    const messages: Message[] = events.map((e) => ({ key: eventKey(e.planId, e.seq), value: this.d.codec.encodeEvent(e), timestamp: String(e.occurredAt) }));
-    const finished = events.find((e) => e.type === 'PlanCompleted' || e.type === 'PlanFailed' || e.type === 'PlanCancelled');
+  /** Appends decided events (already encoded); a plan that just finished tells its parent (cross-partition). */
+  private appendDecided(planId: string, decided: Pick<Decided, 'events' | 'messages'>, commitOffset?: string, extra: AppendRequest['extra'] = []): Promise<void> {
+    const finished = decided.events.find((e) => e.type === 'PlanCompleted' || e.type === 'PlanFailed' || e.type === 'PlanCancelled');
     const state = this.plans.get(planId);
     const all = [...extra];
-    if (finished && state?.parent) all.push(this.childFinishedCommand(state, finished));
-    if (!messages.length && !all.length && commitOffset === undefined) return Promise.resolve();
-    return this.appender.append({ events: messages, extra: all, ...(commitOffset !== undefined ? { commitOffset } : {}) });
-  }
-
-  private childFinishedCommand(state: PlanState, finished: PlanEvent): { topic: string; messages: Message[] } {
-    const outputs: Record<string, unknown> = {};
-    for (const id of state.itemOrder) {
-      const out = state.items[id]?.outputJson;
-      if (out != null) outputs[id] = JSON.parse(out);
+    if (finished && state?.parent) {
+      const told = childFinishedCommand(state, finished, { executorId: this.d.executorId, now: this.now() });
+      all.push({ topic: this.topics.commands, messages: [commandMessage(this.d.codec, this.d.config.partitions, told)] });
     }
-    const status = finished.type === 'PlanCompleted' ? 'completed' : finished.type === 'PlanFailed' ? 'failed' : 'cancelled';
-    const command = this.toParent(state, finished.correlationId, {
-      status,
-      outputJson: status === 'completed' ? canonicalJson(outputs) : null,
-      error: status === 'completed' ? null : { code: `CHILD_${status.toUpperCase()}`, message: `child plan ${state.planId} ${status}`, detailsJson: null },
-    });
-    return { topic: this.topics.commands, messages: [this.commandMessage(command)] };
+    if (!decided.messages.length && !all.length && commitOffset === undefined) return Promise.resolve();
+    return this.appender.append({ events: decided.messages, extra: all, ...(commitOffset !== undefined ? { commitOffset } : {}) });
   }
 
-  /**
-   * The ChildPlanFinished a child plan erased before it finished sends its parent: status `failed`, so
-   * the parent item fails terminally, as with a failed child. Same commandId as a finishing child's.
-   */
-  private childErasedCommand(state: PlanState, erase: Extract<PlanCommand, { type: 'ErasePlan' }>): Extract<PlanCommand, { type: 'ChildPlanFinished' }> {
-    const { by } = erase.data;
-    return this.toParent(state, erase.correlationId, {
-      status: 'failed',
-      outputJson: null,
-      error: {
-        code: 'CHILD_ERASED',
-        message: `child plan ${state.planId} was erased by ${by} while ${state.status}`,
-        detailsJson: canonicalJson({ childPlanId: state.planId, erasedBy: by, erasureCommandId: erase.commandId, statusAtErasure: state.status }),
-      },
-    });
-  }
-
-  /** A ChildPlanFinished from a child plan to the item of its parent that delegated to it. */
-  private toParent(
-    state: PlanState,
-    correlationId: string,
-    result: Pick<Extract<PlanCommand, { type: 'ChildPlanFinished' }>['data'], 'status' | 'outputJson' | 'error'>,
-  ): Extract<PlanCommand, { type: 'ChildPlanFinished' }> {
-    const parent = state.parent!;
-    return {
-      type: 'ChildPlanFinished',
-      // One id per child: whatever ends the child first (finishing, erasure) is the one the parent applies.
-      commandId: `child-finished:${state.planId}`,
-      planId: parent.planId,
-      issuedAt: this.now(),
-      actor: this.d.executorId,
-      correlationId,
-      data: { parentItemId: parent.itemId, childPlanId: state.planId, ...result },
-    };
-  }
-
-  private commandMessage(c: PlanCommand): Message {
-    return { key: c.planId, value: this.d.codec.encodeCommand(c), partition: partitionFor(c.planId, this.d.config.partitions) };
+  /** Encodes and appends events (for callers that built them outside {@link decideAndApply}). */
+  private appendEvents(planId: string, events: PlanEvent[], commitOffset?: string): Promise<void> {
+    return this.appendDecided(planId, { events, messages: eventMessages(this.d.codec, events) }, commitOffset);
   }
 
   /** Looks at a plan and starts whatever can run: recoveries of items mid-protocol, then ready items. */
@@ -484,54 +522,22 @@ export class PartitionOwner {
     void this.startReady(planId).catch((e: unknown) => this.onItemError(planId, '(intents)', e));
   }
 
-  /**
-   * Notes when a plan next has an item to start (a scheduled retry), and keeps one timer at the earliest
-   * such time of the partition. Per plan, so an item step costs nothing for the other plans.
-   */
+  /** Notes when a plan next has an item to start (a scheduled retry). */
   private noteWakeUp(planId: string): void {
     const state = this.plans.get(planId);
-    const at = state ? nextWakeUp(state, this.now()) : null;
-    if (at === null) {
-      this.wakeAt.delete(planId);
-      return;
-    }
-    this.wakeAt.set(planId, at);
-    if (this.timerAt === undefined || at < this.timerAt) this.armTimer(at);
-  }
-
-  private armTimer(at: number): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timerAt = at;
-    this.timer = setTimeout(() => this.onTimer(), Math.max(0, at - this.now()) + 5);
-    this.timer.unref();
-  }
-
-  /** The timer fired: schedule the plans whose retry time came, re-arm for the next one. */
-  private onTimer(): void {
-    this.timer = undefined;
-    this.timerAt = undefined;
-    const now = this.now();
-    let next: number | undefined;
-    for (const [planId, at] of [...this.wakeAt]) {
-      if (at <= now) {
-        this.wakeAt.delete(planId);
-        this.schedule(planId);
-      } else if (next === undefined || at < next) {
-        next = at;
-      }
-    }
-    if (next !== undefined && this.timerAt === undefined) this.armTimer(next);
+    this.retries.note(planId, state ? nextWakeUp(state, this.now()) : null);
   }
 
   /**
    * Records the intent of every ready item of a plan (as many as there are free tool slots) in ONE
-   * append — together with `leading` events, e.g. the completion that made them ready — and, once that
-   * transaction committed, invokes their tools. Piggybacking the next intents on the previous
-   * completion keeps a sequential chain at two transactions per item.
+   * append — together with `leading` events, e.g. the result and completion that made them ready — and,
+   * once that transaction committed, invokes their tools. In steady state an item step is one
+   * transaction: its result, its completion and the intents it readies.
    */
-  private async startReady(planId: string, leading: PlanEvent[] = []): Promise<void> {
+  private async startReady(planId: string, leading: Decided[] = []): Promise<void> {
     const intents: Array<{ itemId: string; attempt: number }> = [];
-    const events = [...leading];
+    const events: PlanEvent[] = leading.flatMap((d) => d.events);
+    const messages: Message[] = leading.flatMap((d) => d.messages);
     const state = this.plans.get(planId);
     if (!this.draining && state && !this.stalled.has(planId) && !isPlanFinished(state.status)) {
       const budget = Math.max(1, this.d.slots.limit - this.d.slots.inUse - this.d.slots.waitingCount);
@@ -543,14 +549,15 @@ export class PartitionOwner {
           this.internal('RecordIntent', planId, `intent:${item.idempotencyKey}`, { itemId: item.itemId, executorId: this.d.executorId, fencingToken: this.fencingToken }),
           false,
         );
-        if (!recorded.length) continue;
+        if (!recorded.events.length) continue;
         this.inFlight.add(key);
-        events.push(...recorded);
+        events.push(...recorded.events);
+        messages.push(...recorded.messages);
         intents.push({ itemId: item.itemId, attempt: item.nextAttempt });
       }
     }
     try {
-      await this.appendEvents(planId, events);
+      await this.appendDecided(planId, { events, messages });
     } finally {
       for (const i of intents) this.inFlight.delete(`${planId}/${i.itemId}`);
     }
@@ -575,7 +582,8 @@ export class PartitionOwner {
       .finally(() => {
         this.inFlight.delete(key);
         this.running.delete(p);
-        this.schedule(planId);
+        // Rescheduled on the next turn: a step that recorded nothing must never re-run in a tight loop.
+        setImmediate(() => this.schedule(planId));
       });
     this.running.add(p);
   }
@@ -599,13 +607,17 @@ export class PartitionOwner {
     return `${planId}/${itemId}/${attempt}`;
   }
 
-  /** Settles an item whose result is committed, recording the next ready intents in the same transaction. */
+  /** Settles an item whose result is committed (recovery, a child's result), with the next ready intents. */
   private async settle(planId: string, itemId: string, attempt: number): Promise<void> {
     const settled = this.decideAndApply(this.internal('SettleItem', planId, `settle:${this.key(planId, itemId, attempt)}`, { itemId }), false);
-    await this.startReady(planId, settled);
+    await this.startReady(planId, [settled]);
   }
 
-  /** Invokes the tool of an item whose intent is committed; records the result; settles. */
+  /**
+   * Invokes the tool of an item whose intent is committed, then records the outcome: result, completion
+   * (or retry / failure) and the intents it readies, in one transaction. The attempt always ends in a
+   * recorded outcome or is abandoned to the next owner (a hand-over); it is never dropped and re-invoked.
+   */
   private async invoke(planId: string, itemId: string, attempt: number, recovering: boolean): Promise<void> {
     if (this.stopped) return;
     const state = this.plans.get(planId);
@@ -618,101 +630,129 @@ export class PartitionOwner {
       const out = getItem(state, dep)?.outputJson;
       deps[dep] = out == null ? null : JSON.parse(out);
     }
-    const ctx: ToolContext = {
-      planId,
-      itemId,
-      attempt,
-      idempotencyKey: this.key(planId, itemId, attempt),
-      fencingToken: this.fencingToken,
-      signal: this.abort.signal,
+    const idempotencyKey = this.key(planId, itemId, attempt);
+    const ended = await runAttempt(
+      {
+        tool,
+        toolName: item.tool,
+        inputJson: item.inputJson,
+        ctx: { planId, itemId, attempt, idempotencyKey, fencingToken: this.fencingToken, log, dependencies: deps, recovering },
+        release: this.abort.signal,
+        timeoutMs: tool?.timeoutMs ?? this.d.limits.toolTimeoutMs,
+        abortGraceMs: this.d.limits.abortGraceMs,
+        slots: this.d.slots,
+        maxOutputBytes: this.d.limits.decide.maxPayloadBytes,
+        executorId: this.d.executorId,
+      },
       log,
-      dependencies: deps,
-      recovering,
-    };
-
-    const t0 = Date.now();
-    let outcome: Outcome = 'succeeded';
-    let output: unknown = null;
-    let error: ItemError | null = null;
-    let result: ToolResult | undefined;
-    if (!tool) {
-      outcome = 'failed_terminal';
-      error = { code: 'UNKNOWN_TOOL', message: `no tool named "${item.tool}" is registered with executor ${this.d.executorId}`, detailsJson: null };
-    } else {
-      try {
-        const probed = recovering && tool.probe ? await tool.probe(ctx) : undefined;
-        if (probed?.done) {
-          log.info('probe found the effect already done; recording its output without invoking');
-          output = probed.output;
-        } else {
-          log.debug({ recovering }, 'invoking tool');
-          // The slot bounds tools running at once; recording the result does not hold one.
-          const ret = await this.d.slots.run(async () => (this.abort.signal.aborted ? ABORTED : await tool.run(JSON.parse(item.inputJson), ctx)));
-          if (ret === ABORTED || ret === undefined && this.abort.signal.aborted) return;
-          if (isToolResult(ret)) {
-            result = ret;
-            output = ret.output ?? null;
-          } else {
-            output = ret ?? null;
-          }
-        }
-      } catch (e) {
-        if (this.abort.signal.aborted || this.stopped) return; // handed over: the next owner recovers the attempt
-        outcome = isTerminalError(e) ? 'failed_terminal' : 'failed_retryable';
-        const err = e as { code?: unknown; message?: string; details?: unknown };
-        error = {
-          code: typeof err.code === 'string' ? err.code : outcome === 'failed_terminal' ? 'TERMINAL' : 'RETRYABLE',
-          message: String(err.message ?? e),
-          detailsJson: err.details === undefined ? null : safeJson(err.details),
-        };
-      }
-    }
-    const durationMs = Date.now() - t0;
+    );
     faultPoint('after_tool', { planId, itemId, attempt });
-    if (this.stopped) return;
+    if (this.stopped || ended.kind === 'abandoned') return;
+    if (ended.kind === 'delegate') return this.delegate(planId, itemId, attempt, ended, log);
 
-    if (result?.delegate && outcome === 'succeeded') {
-      const childPlanId = `${planId}.${itemId}.${attempt}`;
-      const events = this.decideAndApply(this.internal('DelegateItem', planId, `delegate:${ctx.idempotencyKey}`, { itemId, attempt, childPlanId }), false);
-      if (!events.length) return;
-      const create: PlanCommand = {
-        type: 'CreatePlan',
-        commandId: `create-child:${childPlanId}`,
-        planId: childPlanId,
-        issuedAt: this.now(),
-        actor: this.d.executorId,
-        correlationId: state.planId,
-        data: {
-          goal: result.delegate.goal,
-          mode: 'execute',
-          labels: { ...(result.delegate.labels ?? {}), parentPlan: planId },
-          parent: { planId, itemId },
-          items: result.delegate.items.map((it, i) => toItemSpec(it, `delegate.items[${i}]`)),
-        },
-      };
-      await this.appendEvents(planId, events, undefined, [{ topic: this.topics.commands, messages: [this.commandMessage(create)] }]);
+    if (ended.error?.code === 'TIMEOUT') this.d.metrics.toolTimeouts.inc({ tool: item.tool });
+    let committed = this.commitResult(planId, itemId, attempt, ended);
+    if (committed.rejection && this.plans.get(planId) && getItem(this.plans.get(planId)!, itemId)?.status === 'in_progress') {
+      // The ledger refused what the tool returned (follow-ups that do not fit the plan, a payload past a
+      // limit): the attempt fails terminally with the refusal's code, after this one invocation.
+      const r = committed.rejection;
+      log.warn({ rejection: r }, 'the ledger refused the tool result; recording the attempt as failed');
+      committed = this.commitResult(planId, itemId, attempt, {
+        kind: 'result',
+        outcome: 'failed_terminal',
+        outputJson: null,
+        error: { code: r.code === 'PAYLOAD_TOO_LARGE' ? 'OUTPUT_TOO_LARGE' : `RESULT_${r.code}`, message: `the ledger refused the tool's result: ${r.message}`, detailsJson: null },
+        followUps: [],
+        durationMs: ended.durationMs,
+      });
+    }
+    if (!committed.events.length) {
+      // Nothing could be recorded although the item still waits for this attempt: stall the plan with the
+      // reason (visible, and nothing re-invokes the tool) rather than loop.
+      const still = this.plans.get(planId);
+      if (still && getItem(still, itemId)?.status === 'in_progress') this.stallPlan(planId, `the result of ${idempotencyKey} could not be recorded: ${committed.fault ?? committed.rejection?.message ?? 'unknown'}`);
       return;
     }
+    this.d.metrics.attempts.inc({ outcome: ended.outcome, code: committed.events[0]?.type === 'ResultCommitted' ? ((committed.events[0].data as { error: ItemError | null }).error?.code ?? '') : '' });
+    const settled = this.decideAndApply(this.internal('SettleItem', planId, `settle:${idempotencyKey}`, { itemId }), false);
+    await this.startReady(planId, [committed, settled]);
+    faultPoint('after_result', { planId, itemId, attempt });
+  }
 
-    let outputJson: string | null = null;
-    if (outcome === 'succeeded') {
-      try {
-        outputJson = canonicalJson(output ?? null);
-      } catch (e) {
-        outcome = 'failed_terminal';
-        error = { code: 'INVALID_OUTPUT', message: `tool output is not JSON: ${(e as Error).message}`, detailsJson: null };
-      }
-    }
-    const followUps = outcome === 'succeeded' ? (result?.followUps ?? []).map((f, i) => toItemSpec(f, `followUps[${i}]`)) : [];
-    const committed = this.decideAndApply(
-      this.internal('CommitResult', planId, `result:${ctx.idempotencyKey}`, { itemId, attempt, outcome, outputJson, error, durationMs, executorId: this.d.executorId, followUps }),
+  private commitResult(planId: string, itemId: string, attempt: number, r: Extract<AttemptOutcome, { kind: 'result' }>): Decided {
+    return this.decideAndApply(
+      this.internal('CommitResult', planId, `result:${this.key(planId, itemId, attempt)}`, {
+        itemId,
+        attempt,
+        outcome: r.outcome,
+        outputJson: r.outputJson,
+        error: r.error,
+        durationMs: r.durationMs,
+        executorId: this.d.executorId,
+        followUps: r.followUps,
+      }),
       false,
     );
-    if (!committed.length) return;
-    await this.appendEvents(planId, committed);
-    faultPoint('after_result', { planId, itemId, attempt });
-    if (this.stopped) return;
-    await this.settle(planId, itemId, attempt);
+  }
+
+  /** The tool handed the item to a child plan: ItemDelegated, and the child's CreatePlan in the same transaction. */
+  private async delegate(planId: string, itemId: string, attempt: number, ended: Extract<AttemptOutcome, { kind: 'delegate' }>, log: Logger): Promise<void> {
+    const childPlanId = `${planId}.${itemId}.${attempt}`;
+    let items;
+    try {
+      items = ended.delegate.items.map((it, i) => toItemSpec(it, `delegate.items[${i}]`));
+    } catch (e) {
+      log.warn({ err: e }, 'the tool delegated to a child plan that cannot be created; recording the attempt as failed');
+      const committed = this.commitResult(planId, itemId, attempt, {
+        kind: 'result',
+        outcome: 'failed_terminal',
+        outputJson: null,
+        error: { code: 'INVALID_DELEGATION', message: `the child plan cannot be created: ${(e as Error).message}`, detailsJson: null },
+        followUps: [],
+        durationMs: ended.durationMs,
+      });
+      const settled = this.decideAndApply(this.internal('SettleItem', planId, `settle:${this.key(planId, itemId, attempt)}`, { itemId }), false);
+      await this.startReady(planId, [committed, settled]);
+      return;
+    }
+    const delegated = this.decideAndApply(this.internal('DelegateItem', planId, `delegate:${this.key(planId, itemId, attempt)}`, { itemId, attempt, childPlanId }), false);
+    if (!delegated.events.length) return;
+    const create: PlanCommand = {
+      type: 'CreatePlan',
+      commandId: `create-child:${childPlanId}`,
+      planId: childPlanId,
+      issuedAt: this.now(),
+      actor: this.d.executorId,
+      correlationId: planId,
+      data: {
+        goal: String(ended.delegate.goal),
+        mode: 'execute',
+        labels: { ...(ended.delegate.labels ?? {}), parentPlan: planId },
+        parent: { planId, itemId },
+        items,
+      },
+    };
+    let message: Message;
+    try {
+      message = commandMessage(this.d.codec, this.d.config.partitions, create);
+    } catch (e) {
+      // Not encodable (e.g. a label that is not a string): the child plan's CreatePlan is decided by its
+      // own partition, which answers with a coded rejection; a command that cannot even be encoded stalls
+      // this plan with the reason instead of being dropped.
+      this.stallPlan(planId, `the child plan ${childPlanId} cannot be encoded: ${(e as Error).message}`);
+      return;
+    }
+    await this.appendDecided(planId, delegated, undefined, [{ topic: this.topics.commands, messages: [message] }]);
+  }
+
+  /**
+   * A plan that cannot advance without a defect being fixed: nothing more runs for it on this owner, its
+   * commands go to the DLQ with the reason (see handleCommands), and the reason is logged. A restart of the
+   * partition retries it from the log.
+   */
+  private stallPlan(planId: string, reason: string): void {
+    this.stalled.set(planId, reason);
+    this.log.error({ planId, reason }, 'plan stalled');
   }
 
   /**
@@ -722,7 +762,7 @@ export class PartitionOwner {
   async stop(reason: string, graceMs = 0): Promise<void> {
     if (this.draining) return;
     this.draining = true;
-    if (this.timer) clearTimeout(this.timer);
+    this.retries.stop();
     if (graceMs > 0 && this.running.size) {
       await Promise.race([Promise.allSettled([...this.running]), new Promise((r) => setTimeout(r, graceMs))]);
     }
@@ -741,12 +781,10 @@ export class PartitionOwner {
   }
 }
 
-const ABORTED = Symbol('aborted');
-
-function safeJson(v: unknown): string | null {
-  try {
-    return canonicalJson(v);
-  } catch {
-    return null;
-  }
+/** What {@link PartitionOwner.decideAndApply} decided: the events (applied) with their records, or why not. */
+interface Decided {
+  readonly events: PlanEvent[];
+  readonly messages: Message[];
+  readonly rejection?: Rejection;
+  readonly fault?: string;
 }
