@@ -534,7 +534,7 @@ export class PartitionOwner {
    * once that transaction committed, invokes their tools. In steady state an item step is one
    * transaction: its result, its completion and the intents it readies.
    */
-  private async startReady(planId: string, leading: Decided[] = []): Promise<void> {
+  private async startReady(planId: string, leading: Decided[] = [], afterCommit?: () => void): Promise<void> {
     const intents: Array<{ itemId: string; attempt: number }> = [];
     const events: PlanEvent[] = leading.flatMap((d) => d.events);
     const messages: Message[] = leading.flatMap((d) => d.messages);
@@ -561,6 +561,7 @@ export class PartitionOwner {
     } finally {
       for (const i of intents) this.inFlight.delete(`${planId}/${i.itemId}`);
     }
+    afterCommit?.();
     for (const i of intents) {
       faultPoint('after_intent', { planId, itemId: i.itemId, attempt: i.attempt });
       this.launchInvocation(planId, i.itemId, i.attempt, false);
@@ -675,8 +676,7 @@ export class PartitionOwner {
     }
     this.d.metrics.attempts.inc({ outcome: ended.outcome, code: committed.events[0]?.type === 'ResultCommitted' ? ((committed.events[0].data as { error: ItemError | null }).error?.code ?? '') : '' });
     const settled = this.decideAndApply(this.internal('SettleItem', planId, `settle:${idempotencyKey}`, { itemId }), false);
-    await this.startReady(planId, [committed, settled]);
-    faultPoint('after_result', { planId, itemId, attempt });
+    await this.startReady(planId, [committed, settled], () => faultPoint('after_result', { planId, itemId, attempt }));
   }
 
   private commitResult(planId: string, itemId: string, attempt: number, r: Extract<AttemptOutcome, { kind: 'result' }>): Decided {
