@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Admin, Consumer, Kafka } from 'kafkajs';
 import { loadConfig, topicNames, type LedgerConfig, type LedgerConfigInput } from '../src/config.js';
+import { BlobReader, payloadLimitsFromEnv } from '../src/blobs/index.js';
 import { createCodec, type LedgerCodec } from '../src/codec/index.js';
 import { isLedgerError, LedgerError } from '../src/errors.js';
 import { createKafka } from '../src/kafka/client.js';
@@ -134,6 +135,7 @@ async function ownerLimits(admin: Admin, config: LedgerConfig, opts: ExecutorOpt
     maxRecordBytes,
     toolTimeoutMs: positive('toolTimeoutMs', opts.toolTimeoutMs) ?? positive('PLAN_LEDGER_TOOL_TIMEOUT_MS', envInt('PLAN_LEDGER_TOOL_TIMEOUT_MS', DEFAULT_TOOL_TIMEOUT_MS))!,
     abortGraceMs: DEFAULT_ABORT_GRACE_MS,
+    payload: payloadLimitsFromEnv(),
     decide: Object.freeze({ ...DEFAULT_LIMITS, maxItems: positive('maxItems', opts.maxItems) ?? positive('PLAN_LEDGER_MAX_ITEMS', envInt('PLAN_LEDGER_MAX_ITEMS', DEFAULT_LIMITS.maxItems))! }),
   });
 }
@@ -168,6 +170,7 @@ class Executor {
   ) {
     this.slots = new Slots(opts.concurrency ?? 16);
     this.topics = topicNames(config.topicPrefix);
+    this.blobs = new BlobReader({ kafka, admin, topic: this.topics.blobs, partitions: config.partitions, groupPrefix: `${config.topicPrefix}.blob-reader` });
   }
 
   private newOwner(partition: number): PartitionOwner {
@@ -181,6 +184,7 @@ class Executor {
       slots: this.slots,
       limits: this.limits,
       metrics: this.metrics,
+      blobs: this.blobs,
       restore: (p) => restoreOwnedPartition({ kafka: this.kafka, admin: this.admin, codec: this.codec, config: this.config, partition: p, logger: this.logger }),
     });
     owner.onBroken = () => void this.reset(partition, owner);
@@ -192,6 +196,7 @@ class Executor {
   }
 
   readonly metrics: ExecutorMetrics = createExecutorMetrics();
+  private readonly blobs: BlobReader;
   /** Consecutive resets per partition, for the backoff; forgotten after a quiet minute. */
   private readonly resets = new Map<number, { count: number; at: number }>();
   private readonly batchFailures = new Map<number, BatchFailures>();

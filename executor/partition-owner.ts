@@ -1,5 +1,6 @@
 import type { Kafka, KafkaMessage, Message, Producer } from 'kafkajs';
 import { erasureRecord } from '../src/audit/erasure-record.js';
+import { blobTombstones, parseRef, payloadPlacement, toBlob, type BlobReader, type PayloadLimits } from '../src/blobs/index.js';
 import { topicNames, type LedgerConfig } from '../src/config.js';
 import type { LedgerCodec } from '../src/codec/index.js';
 import { isLedgerError } from '../src/errors.js';
@@ -67,6 +68,8 @@ export interface OwnerDeps {
   readonly now?: () => number;
   readonly limits: OwnerLimits;
   readonly metrics: ExecutorMetrics;
+  /** Resolves payloads stored by reference (inputs, dependencies' outputs). */
+  readonly blobs: BlobReader;
 }
 
 /** The bounds an owner keeps every step within (see the README's Limits). */
@@ -77,8 +80,10 @@ export interface OwnerLimits {
   readonly toolTimeoutMs: number;
   /** How long a tool that ignores its aborted signal keeps its slot after the timeout. */
   readonly abortGraceMs: number;
-  /** Limits `decide` enforces (payload bytes, items per plan). */
+  /** Limits `decide` enforces (inline payload bytes, items per plan). */
   readonly decide: DecideLimits;
+  /** Payloads above `inlineBytes` go by reference to the blobs topic; none may pass `maxPayloadBytes`. */
+  readonly payload: PayloadLimits;
 }
 
 /** A command the owner could not get into the ledger: the executor counts these per offset (see Executor). */
@@ -413,12 +418,22 @@ export class PartitionOwner {
     this.stalled.delete(planId);
     this.stalledKeySeq.delete(planId);
     this.erased.add(planId);
-    this.log.info({ planId, status: state.status, events: lastSeq, forced: record.forced, by: record.by, parentNotified: record.parentNotified }, 'plan erased');
+    // Every payload the plan stored by reference: inputs, outputs of every attempt.
+    const blobs = new Map<string, Message[]>();
+    for (const id of state.itemOrder) {
+      const item = getItem(state, id);
+      for (const json of [item?.inputJson, item?.outputJson, ...(item?.attempts ?? []).map((a) => a.outputJson)]) {
+        const ref = parseRef(json);
+        if (ref && !blobs.has(ref.sha256)) blobs.set(ref.sha256, blobTombstones(planId, ref, this.partition));
+      }
+    }
+    this.log.info({ planId, status: state.status, events: lastSeq, blobs: blobs.size, forced: record.forced, by: record.by, parentNotified: record.parentNotified }, 'plan erased');
     return this.appender.append({
       events: tombstones,
       extra: [
         { topic: this.topics.snapshots, messages: [{ key: planId, value: null, partition: this.partition }] },
         { topic: this.topics.archive, messages: [{ key: planId, value: null, partition: this.partition }] },
+        ...(blobs.size ? [{ topic: this.topics.blobs, messages: [...blobs.values()].flat() }] : []),
         { topic: auditTopic(this.d.config.topicPrefix), messages: [{ key: planId, value: JSON.stringify(record) }] },
         ...(toParent ? [{ topic: this.topics.commands, messages: [commandMessage(this.d.codec, this.d.config.partitions, toParent)] }] : []),
       ],
@@ -534,7 +549,7 @@ export class PartitionOwner {
    * once that transaction committed, invokes their tools. In steady state an item step is one
    * transaction: its result, its completion and the intents it readies.
    */
-  private async startReady(planId: string, leading: Decided[] = [], afterCommit?: () => void): Promise<void> {
+  private async startReady(planId: string, leading: Decided[] = [], afterCommit?: () => void, extra: AppendRequest['extra'] = []): Promise<void> {
     const intents: Array<{ itemId: string; attempt: number }> = [];
     const events: PlanEvent[] = leading.flatMap((d) => d.events);
     const messages: Message[] = leading.flatMap((d) => d.messages);
@@ -557,7 +572,7 @@ export class PartitionOwner {
       }
     }
     try {
-      await this.appendDecided(planId, { events, messages });
+      await this.appendDecided(planId, { events, messages }, undefined, extra);
     } finally {
       for (const i of intents) this.inFlight.delete(`${planId}/${i.itemId}`);
     }
@@ -626,23 +641,40 @@ export class PartitionOwner {
     if (!state || !item || item.status !== 'in_progress') return;
     const tool = this.d.tools.get(item.tool);
     const log = this.log.child({ planId, itemId, attempt, tool: item.tool });
-    const deps: Record<string, unknown> = {};
-    for (const dep of item.dependsOn) {
-      const out = getItem(state, dep)?.outputJson;
-      deps[dep] = out == null ? null : JSON.parse(out);
-    }
     const idempotencyKey = this.key(planId, itemId, attempt);
+    // Payloads stored by reference are read before the tool runs; one that cannot be read fails the attempt.
+    let inputJson: string;
+    const deps: Record<string, unknown> = {};
+    try {
+      inputJson = await this.d.blobs.resolve(planId, item.inputJson);
+      for (const dep of item.dependsOn) {
+        const out = getItem(state, dep)?.outputJson;
+        deps[dep] = out == null ? null : JSON.parse(await this.d.blobs.resolve(planId, out));
+      }
+    } catch (e) {
+      if (this.stopped) return;
+      const terminal = isLedgerError(e, 'NOT_FOUND') || isLedgerError(e, 'INTEGRITY');
+      log.error({ err: e }, 'a payload stored by reference could not be read');
+      return this.record(planId, itemId, attempt, {
+        kind: 'result',
+        outcome: terminal ? 'failed_terminal' : 'failed_retryable',
+        outputJson: null,
+        error: { code: terminal ? 'PAYLOAD_UNREADABLE' : 'PAYLOAD_UNAVAILABLE', message: `a payload of this item could not be read: ${(e as Error).message}`, detailsJson: null },
+        followUps: [],
+        durationMs: 0,
+      }, log);
+    }
     const ended = await runAttempt(
       {
         tool,
         toolName: item.tool,
-        inputJson: item.inputJson,
+        inputJson,
         ctx: { planId, itemId, attempt, idempotencyKey, fencingToken: this.fencingToken, log, dependencies: deps, recovering },
         release: this.abort.signal,
         timeoutMs: tool?.timeoutMs ?? this.d.limits.toolTimeoutMs,
         abortGraceMs: this.d.limits.abortGraceMs,
         slots: this.d.slots,
-        maxOutputBytes: this.d.limits.decide.maxPayloadBytes,
+        maxOutputBytes: this.d.limits.payload.maxPayloadBytes,
         executorId: this.d.executorId,
       },
       log,
@@ -652,6 +684,17 @@ export class PartitionOwner {
     if (ended.kind === 'delegate') return this.delegate(planId, itemId, attempt, ended, log);
 
     if (ended.error?.code === 'TIMEOUT') this.d.metrics.toolTimeouts.inc({ tool: item.tool });
+    await this.record(planId, itemId, attempt, ended, log);
+  }
+
+  /**
+   * Records an attempt's outcome: large output and follow-up inputs go by reference (their chunks in the
+   * same transaction), then result, completion (or retry / failure) and the intents it readies, in one
+   * transaction. A result the ledger refuses becomes a terminal failure with the refusal's code.
+   */
+  private async record(planId: string, itemId: string, attempt: number, outcome: Extract<AttemptOutcome, { kind: 'result' }>, log: Logger): Promise<void> {
+    const idempotencyKey = this.key(planId, itemId, attempt);
+    const { ended, blobs } = this.byReference(planId, outcome);
     let committed = this.commitResult(planId, itemId, attempt, ended);
     if (committed.rejection && this.plans.get(planId) && getItem(this.plans.get(planId)!, itemId)?.status === 'in_progress') {
       // The ledger refused what the tool returned (follow-ups that do not fit the plan, a payload past a
@@ -674,9 +717,41 @@ export class PartitionOwner {
       if (still && getItem(still, itemId)?.status === 'in_progress') this.stallPlan(planId, `the result of ${idempotencyKey} could not be recorded: ${committed.fault ?? committed.rejection?.message ?? 'unknown'}`);
       return;
     }
-    this.d.metrics.attempts.inc({ outcome: ended.outcome, code: committed.events[0]?.type === 'ResultCommitted' ? ((committed.events[0].data as { error: ItemError | null }).error?.code ?? '') : '' });
+    const result = committed.events[0]?.type === 'ResultCommitted' ? (committed.events[0].data as { outcome: string; error: ItemError | null; outputJson: string | null }) : undefined;
+    this.d.metrics.attempts.inc({ outcome: result?.outcome ?? ended.outcome, code: result?.error?.code ?? '' });
     const settled = this.decideAndApply(this.internal('SettleItem', planId, `settle:${idempotencyKey}`, { itemId }), false);
-    await this.startReady(planId, [committed, settled], () => faultPoint('after_result', { planId, itemId, attempt }));
+    // Only chunks the recorded result refers to (a refused result was replaced by a failure).
+    const used = blobs.filter((b) => b.refJson === result?.outputJson || committed.events.some((e) => e.type === 'ItemAdded' && e.data.item.inputJson === b.refJson));
+    const extra = used.length ? [{ topic: this.topics.blobs, messages: used.flatMap((b) => b.messages) }] : [];
+    await this.startReady(planId, [committed, settled], () => faultPoint('after_result', { planId, itemId, attempt }), extra);
+  }
+
+  /** Moves an outcome's large payloads (output, follow-up inputs) to blobs; past the ceiling the attempt fails. */
+  private byReference(planId: string, outcome: Extract<AttemptOutcome, { kind: 'result' }>): { ended: Extract<AttemptOutcome, { kind: 'result' }>; blobs: Array<{ refJson: string; messages: Message[] }> } {
+    const blobs: Array<{ refJson: string; messages: Message[] }> = [];
+    const place = (json: string, field: string): string => {
+      if (parseRef(json) !== undefined || payloadPlacement(json, field, this.d.limits.payload) === undefined) return json;
+      const b = toBlob(planId, json, this.now(), this.partition);
+      blobs.push(b);
+      return b.refJson;
+    };
+    try {
+      const outputJson = outcome.outputJson === null ? null : place(outcome.outputJson, 'output');
+      const followUps = outcome.followUps.map((f, i) => ({ ...f, inputJson: place(f.inputJson, `followUps[${i}].input`) }));
+      return { ended: { ...outcome, outputJson, followUps }, blobs };
+    } catch (e) {
+      const tooLarge = isLedgerError(e, 'PAYLOAD_TOO_LARGE');
+      return {
+        ended: {
+          ...outcome,
+          outcome: 'failed_terminal',
+          outputJson: null,
+          followUps: [],
+          error: { code: tooLarge ? 'OUTPUT_TOO_LARGE' : 'INVALID_OUTPUT', message: (e as Error).message, detailsJson: null },
+        },
+        blobs: [],
+      };
+    }
   }
 
   private commitResult(planId: string, itemId: string, attempt: number, r: Extract<AttemptOutcome, { kind: 'result' }>): Decided {

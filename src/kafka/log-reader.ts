@@ -36,6 +36,8 @@ export interface ReadToEndOptions {
   /** Called for each fetched batch, in offset order per partition. */
   readonly onRecords: (records: LogRecord[]) => void | Promise<void>;
   readonly timeoutMs?: number;
+  /** Stops the read early once this says so (checked after each batch), e.g. when what was sought is found. */
+  readonly isComplete?: () => boolean;
 }
 
 /**
@@ -75,7 +77,7 @@ export async function readToEnd(opts: ReadToEndOptions): Promise<Map<number, str
     next.set(o.partition, start !== undefined && BigInt(start) > BigInt(o.low) ? BigInt(start) : BigInt(o.low));
   }
   const startAt = new Map(next);
-  const done = () => [...end].every(([p, e]) => (next.get(p) ?? 0n) >= e);
+  const done = () => opts.isComplete?.() === true || [...end].every(([p, e]) => (next.get(p) ?? 0n) >= e);
   const result = () => new Map([...next].map(([p, o]) => [p, o.toString()]));
   if (done()) return result();
 
@@ -128,6 +130,7 @@ export async function readToEnd(opts: ReadToEndOptions): Promise<Map<number, str
           records.push({ topic: batch.topic, partition: batch.partition, offset: m.offset, key: m.key, value: m.value, timestamp: m.timestamp, headers: headerStrings(m.headers) });
         }
         if (records.length) await opts.onRecords(records);
+        if (opts.isComplete?.() === true) settle();
       },
     });
     const timeout = opts.timeoutMs ?? 60_000;
