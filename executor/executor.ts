@@ -7,7 +7,8 @@ import { isLedgerError, LedgerError } from '../src/errors.js';
 import { createKafka } from '../src/kafka/client.js';
 import { ensurePlanTopics } from '../src/kafka/topics.js';
 import { silentLogger, type Logger } from '../src/logging.js';
-import type { PlanState } from '../src/plan/index.js';
+import type { ApprovalPolicy, PlanState } from '../src/plan/index.js';
+import { resolvePolicy } from '../src/policy-file.js';
 import type { Tool } from '../src/tools.js';
 import { PartitionOwner } from './partition-owner.js';
 import { restoreOwnedPartition } from './restore.js';
@@ -29,6 +30,12 @@ export interface ExecutorOptions {
   readonly heartbeatIntervalMs?: number;
   /** On stop, how long running items may take to finish before they are aborted (default 10 000 ms). */
   readonly shutdownGraceMs?: number;
+  /**
+   * The approval policy: a policy file (YAML or JSON) or a policy built in code; default the file named by
+   * PLAN_LEDGER_POLICY, else none. Validated at start (a bad field fails `startExecutor` naming it); the
+   * owners hand it to `decide`, which records the rule that decided in the events.
+   */
+  readonly policy?: ApprovalPolicy | string;
 }
 
 export interface ExecutorHandle {
@@ -78,6 +85,8 @@ export async function startExecutor(opts: ExecutorOptions): Promise<ExecutorHand
     if (tools.has(t.name)) throw new LedgerError('VALIDATION', `two tools are named "${t.name}"`, { field: 'tools' });
     tools.set(t.name, t);
   }
+  const policy = resolvePolicy(opts.policy);
+  if (policy !== undefined) logger.info({ policyId: policy.id, policyHash: policy.hash, approval: policy.approval, rules: policy.rules.length }, 'approval policy loaded');
   const kafka = createKafka(config, logger, 'executor', 'service');
   const admin = kafka.admin();
   await admin.connect();
@@ -88,7 +97,7 @@ export async function startExecutor(opts: ExecutorOptions): Promise<ExecutorHand
     throw e;
   }
   const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix, logger });
-  const exec = new Executor(kafka, admin, codec, config, tools, executorId, logger, opts);
+  const exec = new Executor(kafka, admin, codec, config, tools, executorId, logger, opts, policy);
   await exec.start();
   return exec.handle();
 }
@@ -111,6 +120,7 @@ class Executor {
     private readonly executorId: string,
     private readonly logger: Logger,
     private readonly opts: ExecutorOptions,
+    private readonly policy: ApprovalPolicy | undefined,
   ) {
     this.slots = new Slots(opts.concurrency ?? 16);
     this.topics = topicNames(config.topicPrefix);
@@ -125,6 +135,7 @@ class Executor {
       executorId: this.executorId,
       logger: this.logger,
       slots: this.slots,
+      ...(this.policy !== undefined ? { policy: this.policy } : {}),
       restore: (p) => restoreOwnedPartition({ kafka: this.kafka, admin: this.admin, codec: this.codec, config: this.config, partition: p, logger: this.logger }),
     });
     owner.onBroken = () => void this.reset(partition, owner);

@@ -19,6 +19,8 @@ import {
   readyItems,
   rejectionEvent,
   type AnyCommand,
+  type ApprovalPolicy,
+  type DecideContext,
   type InternalCommand,
   type InternalCommandPayloads,
   type ItemError,
@@ -62,6 +64,8 @@ export interface OwnerDeps {
     archived?: ArchiveLoader;
   }>;
   readonly now?: () => number;
+  /** The approval policy `decide` applies to new plans and new items (see src/plan/policy.ts); none by default. */
+  readonly policy?: ApprovalPolicy;
 }
 
 
@@ -382,7 +386,7 @@ export class PartitionOwner {
    */
   private decideAndApply(command: AnyCommand, recordRejection: boolean): PlanEvent[] {
     const state = this.plans.get(command.planId);
-    const ctx = { now: this.now() };
+    const ctx: DecideContext = { now: this.now(), ...(this.d.policy !== undefined ? { policy: this.d.policy } : {}) };
     const decision = decide(state, command, ctx);
     let events: PlanEvent[];
     if (decision.ok) {

@@ -32,22 +32,27 @@ export function registerExecutorCommand(program: Command): void {
     .requiredOption('--tools <module>', 'module exporting `tools` (an array of defineTool(...)) or a default array')
     .option('--concurrency <n>', 'max tool calls running at once (recording results does not count)', (v) => Number(v), 16)
     .option('--id <name>', 'executor id recorded in events (default host-pid-random)')
+    .option('--policy <file>', 'approval policy (YAML or JSON) applied to new plans and new items (default PLAN_LEDGER_POLICY)')
     .addHelpText(
       'after',
       `
 Connection comes from PLAN_LEDGER_BROKERS / PLAN_LEDGER_REGISTRY_URL / PLAN_LEDGER_TOPIC_PREFIX, or the
-local stack. SIGTERM or SIGINT stops it gracefully: running items finish (or are aborted after the
+local stack. An approval policy (--policy or PLAN_LEDGER_POLICY) makes plans it covers wait for approval,
+whatever mode their client asked for; see examples/policies/. SIGTERM or SIGINT stops it gracefully: running items finish (or are aborted after the
 grace period), no transaction is left half-written, and the group hands its partitions over.
 
 Example:
-  $ plan-ledger executor --tools ./dist/tools.js --concurrency 8`,
+  $ plan-ledger executor --tools ./dist/tools.js --concurrency 8
+  $ plan-ledger executor --tools ./dist/tools.js --policy examples/policies/production.yaml`,
     )
-    .action(async (o: { tools: string; concurrency: number; id?: string }) => {
+    .action(async (o: { tools: string; concurrency: number; id?: string; policy?: string }) => {
       if (!Number.isInteger(o.concurrency) || o.concurrency < 1) throw new LedgerError('VALIDATION', '--concurrency must be a positive integer', { field: '--concurrency' });
+      const { resolvePolicy } = await import('../policy-file.js');
+      const policy = resolvePolicy(o.policy); // validated before connecting: a bad field fails at once
       const tools = await loadTools(o.tools);
       const logger = createLogger({ name: 'plan-ledger-executor' });
       const { startExecutor } = await import('../../executor/index.js');
-      const executor = await startExecutor({ tools, concurrency: o.concurrency, logger, ...(o.id ? { executorId: o.id } : {}) });
+      const executor = await startExecutor({ tools, concurrency: o.concurrency, logger, ...(o.id ? { executorId: o.id } : {}), ...(policy ? { policy } : {}) });
       logger.info({ executorId: executor.executorId, tools: tools.map((t) => t.name), prefix: executor.config.topicPrefix }, 'executor started');
       await new Promise<void>((done) => {
         const shutdown = (signal: string) => {
