@@ -73,7 +73,8 @@ async function create(file: string, o: CommandOpts & { wait?: boolean; waitTimeo
     const s = state!;
     if (!o.json) {
       out(renderPlan(s, paint));
-      if (mode === 'propose') {
+      // A propose plan, or an execute plan the executor's approval policy proposed instead of running.
+      if (mode === 'propose' || s.status === 'proposed') {
         out('');
         out(paint('bold', 'why each item exists'));
         out(renderWhy(s));
