@@ -445,8 +445,17 @@ function approvePlan(out: Emitter, s: PlanState, data: ApprovePlan, actor: strin
   if (approvers.has(data.by)) reject('DUPLICATE_APPROVER', `${data.by} already approved digest ${s.digest}; policy ${review.policyId} needs ${review.approvers} distinct approvers`, 'data.by');
   const count = approvers.size + 1;
   const required = Math.max(1, review.approvers);
-  if (count >= required) out.emit({ type: 'PlanApproved', data: { digest: data.digest, by: data.by, comment: data.comment } });
-  else out.emit({ type: 'ApprovalRecorded', data: { digest: data.digest, by: data.by, comment: data.comment, approvals: count, required } });
+  if (count < required) {
+    out.emit({ type: 'ApprovalRecorded', data: { digest: data.digest, by: data.by, comment: data.comment, approvals: count, required } });
+    return;
+  }
+  out.emit({ type: 'PlanApproved', data: { digest: data.digest, by: data.by, comment: data.comment } });
+  // An item that was in flight when a policy paused the plan may have failed meanwhile (a plan settles only
+  // while running): if that blocks every remaining item, the approval must not leave the plan approved forever.
+  const failed = s.itemOrder.filter((id) => getItem(s, id)?.status === 'failed');
+  if (failed.length > 0 && !canProgress(out.state as PlanState)) {
+    out.emit({ type: 'PlanFailed', data: { failedItemIds: failed, reason: `item${failed.length > 1 ? 's' : ''} ${failed.join(', ')} failed while the plan waited for approval; nothing else can progress` } });
+  }
 }
 
 function rejectPlan(out: Emitter, s: PlanState, data: RejectPlan): void {

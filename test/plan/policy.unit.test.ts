@@ -234,6 +234,17 @@ describe('a running plan pauses for new items the policy covers', () => {
     expect(last.type === 'PlanProposed' && last.data.digest).toBe(after.state.digest);
   });
 
+  it('an item that fails while the plan waits, blocking what was added, fails the plan on approval instead of leaving it approved', () => {
+    const { events, state } = decideAll([[cmd.create([fetch]), sandbox], [cmd.intent('fetch'), sandbox], [cmd.add([charge]), payments]]);
+    const failed = decideAll([[cmd.commit('fetch', 1, 'failed_terminal'), payments], [cmd.settle('fetch'), payments]], { events, state });
+    expect(failed.state.status).toBe('proposed');
+    expect(failed.state.items['fetch']?.status).toBe('failed');
+    given(failed.events).when(approve('ops', failed.state.digest)).then([
+      { type: 'PlanApproved', data: { digest: failed.state.digest, by: 'ops', comment: null } },
+      { type: 'PlanFailed', data: { failedItemIds: ['fetch'], reason: 'item fetch failed while the plan waited for approval; nothing else can progress' } },
+    ]);
+  });
+
   it('a rejected pause leaves an execute plan in draft; its client may propose it again', () => {
     const { events, state } = decideAll([[cmd.create([fetch, charge]), payments]]);
     const after = decideAll([[command('RejectPlan', { digest: state.digest, by: 'ops', reason: 'no' }), payments], [cmd.propose(), payments]], { events, state });
