@@ -133,7 +133,7 @@ export class CommandHandler {
    * the command is accepted (a CreatePlan) and must be handled normally.
    */
   private rejectWithoutPlan(m: KafkaMessage, command: PlanCommand, commitOffset: string): Promise<void> | undefined {
-    const ctx = { now: this.now(), limits: this.d.limits.decide };
+    const ctx = this.book.decideContext();
     const decision = decide(undefined, command, ctx);
     if (decision.ok) return undefined;
     if (decision.fault !== undefined) {

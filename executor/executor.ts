@@ -8,7 +8,8 @@ import { isLedgerError, LedgerError } from '../src/errors.js';
 import { createKafka } from '../src/kafka/client.js';
 import { describeTopicConfig, ensurePlanTopics } from '../src/kafka/topics.js';
 import { silentLogger, type Logger } from '../src/logging.js';
-import { DEFAULT_LIMITS, type PlanState } from '../src/plan/index.js';
+import { DEFAULT_LIMITS, type ApprovalPolicy, type PlanState } from '../src/plan/index.js';
+import { resolvePolicy } from '../src/policy-file.js';
 import type { Tool } from '../src/tools.js';
 import { DEFAULT_ABORT_GRACE_MS, DEFAULT_TOOL_TIMEOUT_MS } from './item-runner.js';
 import { createExecutorMetrics, type ExecutorMetrics } from './metrics.js';
@@ -39,6 +40,12 @@ export interface ExecutorOptions {
   readonly toolTimeoutMs?: number;
   /** Most items one plan may hold (default PLAN_LEDGER_MAX_ITEMS or 100 000). */
   readonly maxItems?: number;
+  /**
+   * The approval policy: a policy file (YAML or JSON) or a policy built in code; default the file named by
+   * PLAN_LEDGER_POLICY, else none. Validated at start (a bad field fails `startExecutor` naming it); the
+   * owners hand it to `decide`, which records the rule that decided in the events.
+   */
+  readonly policy?: ApprovalPolicy | string;
 }
 
 /** A command batch that failed this many times at the same command is dead-lettered at that command. */
@@ -96,6 +103,8 @@ export async function startExecutor(opts: ExecutorOptions): Promise<ExecutorHand
     if (tools.has(t.name)) throw new LedgerError('VALIDATION', `two tools are named "${t.name}"`, { field: 'tools' });
     tools.set(t.name, t);
   }
+  const policy = resolvePolicy(opts.policy);
+  if (policy !== undefined) logger.info({ policyId: policy.id, policyHash: policy.hash, approval: policy.approval, rules: policy.rules.length }, 'approval policy loaded');
   const kafka = createKafka(config, logger, 'executor', 'service');
   const admin = kafka.admin();
   await admin.connect();
@@ -108,7 +117,7 @@ export async function startExecutor(opts: ExecutorOptions): Promise<ExecutorHand
   const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix, logger });
   const limits = await ownerLimits(admin, config, opts);
   logger.info({ limits: { ...limits, decide: { ...limits.decide } } }, 'limits');
-  const exec = new Executor(kafka, admin, codec, config, tools, executorId, logger, opts, limits);
+  const exec = new Executor(kafka, admin, codec, config, tools, executorId, logger, opts, limits, policy);
   await exec.start();
   return exec.handle();
 }
@@ -167,6 +176,7 @@ class Executor {
     private readonly logger: Logger,
     private readonly opts: ExecutorOptions,
     private readonly limits: OwnerLimits,
+    private readonly policy: ApprovalPolicy | undefined,
   ) {
     this.slots = new Slots(opts.concurrency ?? 16);
     this.topics = topicNames(config.topicPrefix);
@@ -185,6 +195,7 @@ class Executor {
       limits: this.limits,
       metrics: this.metrics,
       blobs: this.blobs,
+      ...(this.policy !== undefined ? { policy: this.policy } : {}),
       restore: (p) => restoreOwnedPartition({ kafka: this.kafka, admin: this.admin, codec: this.codec, config: this.config, partition: p, logger: this.logger }),
     });
     owner.onBroken = () => void this.reset(partition, owner);

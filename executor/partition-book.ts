@@ -2,7 +2,7 @@ import type { Message } from 'kafkajs';
 import type { LedgerCodec } from '../src/codec/index.js';
 import { isLedgerError } from '../src/errors.js';
 import type { Logger } from '../src/logging.js';
-import { decide, evolveAll, rejectionEvent, type AnyCommand, type InternalCommand, type InternalCommandPayloads, type PlanEvent, type PlanState, type Rejection } from '../src/plan/index.js';
+import { decide, evolveAll, rejectionEvent, type AnyCommand, type ApprovalPolicy, type DecideContext, type InternalCommand, type InternalCommandPayloads, type PlanEvent, type PlanState, type Rejection } from '../src/plan/index.js';
 import type { ArchiveLoader } from '../src/projection/restore.js';
 import { stateFromSnapshot } from '../src/projection/snapshot.js';
 import type { ExecutorMetrics } from './metrics.js';
@@ -23,6 +23,8 @@ export interface BookDeps {
   readonly metrics: ExecutorMetrics;
   readonly executorId: string;
   readonly now: () => number;
+  /** The approval policy `decide` applies to new plans and new items; none by default. */
+  readonly policy?: ApprovalPolicy;
 }
 
 /**
@@ -162,7 +164,7 @@ export class PartitionBook {
    */
   decideAndApply(command: AnyCommand, recordRejection: boolean): Decided {
     const state = this.plans.get(command.planId);
-    const ctx = { now: this.now(), limits: this.d.limits.decide };
+    const ctx = this.decideContext();
     const decision = decide(state, command, ctx);
     let events: PlanEvent[];
     let rejection: Rejection | undefined;
@@ -197,6 +199,11 @@ export class PartitionBook {
     const s = evolveAll(state, events);
     if (s) this.plans.set(command.planId, s);
     return { events, messages, ...(rejection ? { rejection } : {}) };
+  }
+
+  /** Time, limits and the approval policy, as data for `decide`. */
+  decideContext(): DecideContext {
+    return { now: this.now(), limits: this.d.limits.decide, ...(this.d.policy !== undefined ? { policy: this.d.policy } : {}) };
   }
 
   internal<K extends keyof InternalCommandPayloads>(type: K, planId: string, commandId: string, data: InternalCommandPayloads[K]): InternalCommand {

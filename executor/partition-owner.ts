@@ -4,7 +4,7 @@ import { topicNames, type LedgerConfig } from '../src/config.js';
 import type { LedgerCodec } from '../src/codec/index.js';
 import { connectFenced, transactionalProducer } from '../src/kafka/client.js';
 import type { Logger } from '../src/logging.js';
-import type { DecideLimits, PlanState } from '../src/plan/index.js';
+import type { ApprovalPolicy, DecideLimits, PlanState } from '../src/plan/index.js';
 import type { ArchiveLoader } from '../src/projection/restore.js';
 import type { Tool } from '../src/tools.js';
 import { TransactionalAppender } from './appender.js';
@@ -27,6 +27,8 @@ export interface OwnerDeps {
   readonly slots: Slots;
   readonly restore: (partition: number) => Promise<RestoredForOwner>;
   readonly now?: () => number;
+  /** The approval policy `decide` applies to new plans and new items (see src/plan/policy.ts); none by default. */
+  readonly policy?: ApprovalPolicy;
   readonly limits: OwnerLimits;
   readonly metrics: ExecutorMetrics;
   /** Resolves payloads stored by reference (inputs, dependencies' outputs). */
@@ -94,7 +96,7 @@ export class PartitionOwner {
   ) {
     this.log = d.logger.child({ component: 'partition-owner', partition });
     this.topics = topicNames(d.config.topicPrefix);
-    this.book = new PartitionBook({ codec: d.codec, limits: d.limits, metrics: d.metrics, executorId: d.executorId, now: () => this.now() }, this.log);
+    this.book = new PartitionBook({ codec: d.codec, limits: d.limits, metrics: d.metrics, executorId: d.executorId, now: () => this.now(), ...(d.policy !== undefined ? { policy: d.policy } : {}) }, this.log);
     this.ready = this.start();
     this.ready.then(
       () => (this.readySettled = true),

@@ -21,6 +21,8 @@ export { startExecutor, type ExecutorHandle, type ExecutorOptions } from '../exe
 export { startProjector, type ProjectorHandle, type ProjectorOptions } from '../projector/index.js';
 export { loadConfig, topicNames, type LedgerConfig, type LedgerConfigInput } from './config.js';
 export { LedgerError, isLedgerError, ErrorCodes, type ErrorCode } from './errors.js';
+export { loadPolicy, parsePolicy, type PolicyFile } from './policy-file.js';
+export { evaluatePolicy, type ApprovalPolicy, type PolicyRule, type PolicyDecision } from './plan/index.js';
 export { createLogger, type Logger } from './logging.js';
 export { partitionFor } from './kafka/partitioner.js';
 export type { ItemInput } from './plan-input.js';

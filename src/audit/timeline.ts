@@ -90,6 +90,8 @@ function outcomeOf(e: PlanEvent): string | null {
       return e.data.code;
     case 'PlanApproved':
       return 'approved';
+    case 'ApprovalRecorded':
+      return `approval ${e.data.approvals}/${e.data.required}`;
     case 'PlanRejected':
       return 'rejected';
     case 'PlanCompleted':
@@ -99,8 +101,10 @@ function outcomeOf(e: PlanEvent): string | null {
     case 'PlanCancelled':
       return 'cancelled';
     case 'PlanCreated':
-    case 'ItemAdded':
+      return e.data.policy?.required === true ? 'policy:review' : null;
     case 'PlanProposed':
+      return e.data.policy ? `policy:${e.data.policy.rule ?? 'none'}` : null;
+    case 'ItemAdded':
     case 'IntentRecorded':
       return null;
   }

@@ -36,22 +36,27 @@ export function registerExecutorCommand(program: Command): void {
     .option('--tool-timeout <ms>', 'longest a tool call may run before its attempt fails with TIMEOUT (default PLAN_LEDGER_TOOL_TIMEOUT_MS or 600000); a tool\'s own timeoutMs wins', (v) => Number(v))
     .option('--max-items <n>', 'most items one plan may hold (default PLAN_LEDGER_MAX_ITEMS or 100000)', (v) => Number(v))
     .option('--metrics-port <port>', 'serve Prometheus metrics on 127.0.0.1:<port>/metrics (partition resets, dead-lettered commands, tool timeouts, attempts)', (v) => Number(v))
+    .option('--policy <file>', 'approval policy (YAML or JSON) applied to new plans and new items (default PLAN_LEDGER_POLICY)')
     .addHelpText(
       'after',
       `
 Connection comes from PLAN_LEDGER_BROKERS / PLAN_LEDGER_REGISTRY_URL / PLAN_LEDGER_TOPIC_PREFIX, or the
-local stack. SIGTERM or SIGINT stops it gracefully: running items finish (or are aborted after the
+local stack. An approval policy (--policy or PLAN_LEDGER_POLICY) makes plans it covers wait for approval,
+whatever mode their client asked for; see examples/policies/. SIGTERM or SIGINT stops it gracefully: running items finish (or are aborted after the
 grace period), no transaction is left half-written, and the group hands its partitions over.
 
 Example:
-  $ plan-ledger executor --tools ./dist/tools.js --concurrency 8 --tool-timeout 120000 --metrics-port 9464`,
+  $ plan-ledger executor --tools ./dist/tools.js --concurrency 8 --tool-timeout 120000 --metrics-port 9464
+  $ plan-ledger executor --tools ./dist/tools.js --policy examples/policies/production.yaml`,
     )
-    .action(async (o: { tools: string; concurrency: number; id?: string; toolTimeout?: number; maxItems?: number; metricsPort?: number }) => {
+    .action(async (o: { tools: string; concurrency: number; id?: string; toolTimeout?: number; maxItems?: number; metricsPort?: number; policy?: string }) => {
       if (!Number.isInteger(o.concurrency) || o.concurrency < 1) throw new LedgerError('VALIDATION', '--concurrency must be a positive integer', { field: '--concurrency' });
       for (const [flag, v] of [['--tool-timeout', o.toolTimeout], ['--max-items', o.maxItems]] as const) {
         if (v !== undefined && !(Number.isSafeInteger(v) && v > 0)) throw new LedgerError('VALIDATION', `${flag} must be a positive integer`, { field: flag });
       }
       if (o.metricsPort !== undefined && !(Number.isInteger(o.metricsPort) && o.metricsPort > 0 && o.metricsPort < 65536)) throw new LedgerError('VALIDATION', '--metrics-port must be a port number', { field: '--metrics-port' });
+      const { resolvePolicy } = await import('../policy-file.js');
+      const policy = resolvePolicy(o.policy); // validated before connecting: a bad field fails at once
       const tools = await loadTools(o.tools);
       const logger = createLogger({ name: 'plan-ledger-executor' });
       const { startExecutor } = await import('../../executor/index.js');
@@ -62,6 +67,7 @@ Example:
         ...(o.id ? { executorId: o.id } : {}),
         ...(o.toolTimeout !== undefined ? { toolTimeoutMs: o.toolTimeout } : {}),
         ...(o.maxItems !== undefined ? { maxItems: o.maxItems } : {}),
+        ...(policy ? { policy } : {}),
       });
       logger.info({ executorId: executor.executorId, tools: tools.map((t) => t.name), prefix: executor.config.topicPrefix }, 'executor started');
       const metrics =

@@ -73,7 +73,8 @@ async function create(file: string, o: CommandOpts & { wait?: boolean; waitTimeo
     const s = state!;
     if (!o.json) {
       out(renderPlan(s, paint));
-      if (mode === 'propose') {
+      // A propose plan, or an execute plan the executor's approval policy proposed instead of running.
+      if (mode === 'propose' || s.status === 'proposed') {
         out('');
         out(paint('bold', 'why each item exists'));
         out(renderWhy(s));
@@ -135,7 +136,16 @@ async function command(planId: string, o: CommandOpts, send: (ledger: Ledger) =>
 }
 
 export const approve = (planId: string, o: CommandOpts & { digest: string; note?: string }) =>
-  command(planId, o, (l) => l.approve(planId, o.digest, { by: o.by, note: o.note, timeoutMs: o.timeout }), () => `approved plan ${planId} at digest ${o.digest.slice(0, 16)} as ${o.by}`);
+  command(
+    planId,
+    o,
+    (l) => l.approve(planId, o.digest, { by: o.by, note: o.note, timeoutMs: o.timeout }),
+    // Under a policy that needs several approvers, one approval is recorded and the plan waits for the rest.
+    (s) =>
+      s.status === 'proposed' && s.policy !== undefined
+        ? `approval of plan ${planId} at digest ${o.digest.slice(0, 16)} recorded as ${o.by}; policy ${s.policy.policyId} needs ${s.policy.approvers} distinct approvers`
+        : `approved plan ${planId} at digest ${o.digest.slice(0, 16)} as ${o.by}`,
+  );
 
 export const reject = (planId: string, o: CommandOpts & { reason: string }) =>
   command(planId, o, (l) => l.reject(planId, o.reason, { by: o.by, timeoutMs: o.timeout }), () => `rejected plan ${planId}: ${o.reason}`);

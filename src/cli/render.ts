@@ -1,6 +1,6 @@
 import type { AuditRow, PlanAsOf } from '../audit/timeline.js';
 import type { PlanVerification } from '../audit/verify.js';
-import type { PlanState } from '../plan/index.js';
+import { describePolicyDecision, type PlanState } from '../plan/index.js';
 import { elide, ms, paintStatus, painter, table, type Painter } from './output.js';
 
 /** The plan as an operator reviews it: header, then one row per item. */
@@ -13,6 +13,7 @@ export function renderPlan(s: PlanState, paint: Painter = painter(false)): strin
   ];
   const labels = Object.entries(s.labels);
   if (labels.length) lines.push(`labels  ${labels.map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  lines.push(...renderPolicy(s));
   if (s.itemOrder.length) {
     lines.push('');
     const rows = s.itemOrder.map((id) => {
@@ -33,6 +34,18 @@ export function renderPlan(s: PlanState, paint: Painter = painter(false)): strin
   const rejected = s.rejections[s.rejections.length - 1];
   if (rejected) lines.push('', `last rejected command: ${rejected.commandType} ${rejected.code}: ${rejected.message}`);
   return lines.join('\n');
+}
+
+/** The policy decision the plan carries (the rule that applied) and, while it is reviewed, the approvals so far. */
+export function renderPolicy(s: PlanState): string[] {
+  const review = s.policy;
+  if (review === undefined) return [];
+  const lines = [`policy  ${describePolicyDecision(review)}   (seq ${review.seq})`];
+  if (s.status === 'proposed' && review.approvers > 1) {
+    const by = [...new Set(s.approvals.filter((a) => a.decision === 'approved' && a.seq > review.seq && a.digest === s.digest).map((a) => a.by))];
+    lines.push(`approvals ${by.length} of ${review.approvers}${by.length ? ` (${by.join(', ')})` : ''}`);
+  }
+  return lines;
 }
 
 /** The items' `why`, for a reviewer deciding whether to approve. */

@@ -11,6 +11,7 @@ import {
   type RecordIntent,
   type SettleItem,
 } from './commands.js';
+import { planDigest } from './digest.js';
 import { isPlanError, type Rejection } from './errors.js';
 import type { EventBody, PlanEvent, UnsealedEvent } from './events.js';
 import { initialState } from './evolve.js';
@@ -29,11 +30,13 @@ import type {
   ItemSpec,
   ProposePlan,
   RejectionCode,
+  PolicyDecision,
   RejectPlan,
   RetryItem,
 } from './generated/types.js';
 import { GENESIS_HASH, sealEvent } from './hash-chain.js';
 import { eventId, idempotencyKey, isReservedPlanId, isValidId, RESERVED_PLAN_ID_PREFIX } from './ids.js';
+import { evaluatePolicy, type ApprovalPolicy } from './policy.js';
 import { currentAttempt, getItem, hasAppliedCommand, isPlanFinished, planExists, type ItemState, type PlanState } from './state.js';
 
 /** Limits `decide` enforces. */
@@ -46,11 +49,17 @@ export interface DecideLimits {
 
 export const DEFAULT_LIMITS: Readonly<DecideLimits> = Object.freeze({ maxPayloadBytes: 256 * 1024, maxItems: 100_000 });
 
-/** Time and limits arrive as data. */
+/** Time, limits and the approval policy arrive as data. */
 export interface DecideContext {
   /** Epoch ms; becomes every event's occurredAt. */
   now: number;
   limits?: Partial<DecideLimits>;
+  /**
+   * The executor's approval policy (see `policy.ts`), evaluated for the items a command adds; its decision is
+   * recorded in the events (PlanCreated / PlanProposed `policy`), so replay never evaluates it again. Without
+   * one, decisions are exactly those of a ledger without policies.
+   */
+  policy?: ApprovalPolicy;
 }
 
 /**
@@ -134,6 +143,15 @@ function parseCommand(command: unknown): AnyCommand {
   return out as unknown as AnyCommand;
 }
 
+function policyOf(ctx: DecideContext): ApprovalPolicy | undefined {
+  const p = ctx.policy;
+  if (p === undefined) return undefined;
+  if (typeof p !== 'object' || p === null || typeof p.id !== 'string' || typeof p.hash !== 'string' || !Array.isArray(p.rules)) {
+    reject('INVALID_FIELD', 'ctx.policy must be a compiled approval policy (loadPolicy / compilePolicy)', 'ctx.policy');
+  }
+  return p;
+}
+
 function limitsOf(ctx: DecideContext): DecideLimits {
   const l = { ...DEFAULT_LIMITS, ...(ctx.limits ?? {}) };
   if (!Number.isSafeInteger(l.maxPayloadBytes) || l.maxPayloadBytes < 0) reject('INVALID_FIELD', 'ctx.limits.maxPayloadBytes must be a non-negative integer', 'ctx.limits.maxPayloadBytes');
@@ -201,20 +219,21 @@ function decideOrThrow(state: PlanState | undefined, input: unknown, ctx: Decide
   if (state !== undefined && state.planId !== command.planId) reject('INVALID_FIELD', `command is for plan ${command.planId}, state is ${state.planId}`, 'planId');
   if (hasAppliedCommand(state, command.commandId)) return [];
   if (command.type !== 'CreatePlan' && !planExists(state)) reject('PLAN_NOT_FOUND', `plan ${command.planId} does not exist`, 'planId');
+  const policy = policyOf(ctx);
   const out = new Emitter(state, command, ctx.now);
   const s = state as PlanState; // exists for every command but CreatePlan
   switch (command.type) {
     case 'CreatePlan':
-      createPlan(out, command.data, limits);
+      createPlan(out, command.data, limits, policy);
       break;
     case 'AddItems':
-      addItems(out, s, command.data, limits);
+      addItems(out, s, command.data, limits, policy);
       break;
     case 'ProposePlan':
-      proposePlan(out, s, command.data);
+      proposePlan(out, s, command.data, policy);
       break;
     case 'ApprovePlan':
-      approvePlan(out, s, command.data);
+      approvePlan(out, s, command.data, command.actor);
       break;
     case 'RejectPlan':
       rejectPlan(out, s, command.data);
@@ -235,7 +254,7 @@ function decideOrThrow(state: PlanState | undefined, input: unknown, ctx: Decide
       recordIntent(out, s, command.data, ctx.now);
       break;
     case 'CommitResult':
-      commitResult(out, s, command.data, limits);
+      commitResult(out, s, command.data, limits, policy);
       break;
     case 'SettleItem':
       settleItem(out, s, command.data, ctx.now);
@@ -327,7 +346,7 @@ function requireItem(s: PlanState, id: string, field: string) {
 // ---------------------------------------------------------------------------------------------------------
 // client commands
 
-function createPlan(out: Emitter, data: CreatePlan, limits: DecideLimits): void {
+function createPlan(out: Emitter, data: CreatePlan, limits: DecideLimits, policy: ApprovalPolicy | undefined): void {
   if (planExists(out.state)) reject('PLAN_EXISTS', `plan ${out.state.planId} exists`, 'planId');
   nonEmpty(data.goal, 'data.goal');
   if (data.parent !== null) {
@@ -336,11 +355,42 @@ function createPlan(out: Emitter, data: CreatePlan, limits: DecideLimits): void 
     if (!isValidId(data.parent.itemId)) reject('INVALID_FIELD', 'data.parent.itemId is not a valid id', 'data.parent.itemId');
   }
   validateItems(undefined, data.items, 'data.items', limits);
-  out.emit({ type: 'PlanCreated', data: { goal: data.goal, mode: data.mode, labels: data.labels, parent: data.parent } });
+  const decision = policy === undefined ? null : evaluatePolicy(policy, { labels: data.labels, items: data.items, itemCount: data.items.length });
+  out.emit({ type: 'PlanCreated', data: { goal: data.goal, mode: data.mode, labels: data.labels, parent: data.parent, policy: decision } });
   for (const item of data.items) out.emit({ type: 'ItemAdded', data: { item, followUpOf: null } });
+  // An execute plan the policy covers does not run: it is proposed at once (the client's mode cannot bypass
+  // the policy). A propose plan is proposed by its client, as always.
+  if (decision?.required === true && data.mode === 'execute') proposeForPolicy(out, decision);
 }
 
-function addItems(out: Emitter, s: PlanState, data: AddItems, limits: DecideLimits): void {
+/** Pauses (or opens) the plan for review at the digest after the events so far: PlanProposed with the decision. */
+function proposeForPolicy(out: Emitter, decision: PolicyDecision | null): void {
+  const after = out.state as PlanState;
+  out.emit({ type: 'PlanProposed', data: { digest: planDigest(after), itemCount: after.itemOrder.length, policy: decision } });
+}
+
+/** The plan's current review decision without its seq (to carry it into a new proposal), or null. */
+function currentDecision(s: PlanState): PolicyDecision | null {
+  if (s.policy === undefined) return null;
+  const { seq: _seq, ...decision } = s.policy;
+  return decision;
+}
+
+/**
+ * After items were added to a plan (by a client's AddItems, or as a tool's follow-ups): when the policy
+ * covers them and the plan may start items (running or approved), the plan pauses for a new approval of the
+ * new digest — items in flight finish, nothing new starts. A plan already waiting for a policy review
+ * (proposed) is proposed again at the new digest, so the pending review covers the new items too.
+ */
+function reviewAddedItems(out: Emitter, s: PlanState, items: readonly ItemSpec[], policy: ApprovalPolicy | undefined, byTool: boolean): void {
+  if (items.length === 0 || isPlanFinished(s.status)) return;
+  const decision = policy === undefined ? null : evaluatePolicy(policy, { labels: s.labels, items, itemCount: s.itemOrder.length + items.length });
+  const required = decision?.required === true ? decision : null;
+  if ((s.status === 'running' || s.status === 'approved') && required !== null) proposeForPolicy(out, required);
+  else if (s.status === 'proposed' && (s.mode === 'execute' || byTool)) proposeForPolicy(out, required ?? currentDecision(s));
+}
+
+function addItems(out: Emitter, s: PlanState, data: AddItems, limits: DecideLimits, policy: ApprovalPolicy | undefined): void {
   requireNotFinished(s);
   if (s.mode === 'propose' && (s.status === 'approved' || s.status === 'running')) {
     reject('REAPPROVAL_REQUIRED', `plan ${s.planId} was approved at digest ${s.approvedDigest ?? ''}; a structural change needs a new approval`, 'data.items');
@@ -348,22 +398,31 @@ function addItems(out: Emitter, s: PlanState, data: AddItems, limits: DecideLimi
   if (data.items.length === 0) reject('INVALID_FIELD', 'data.items must not be empty', 'data.items');
   validateItems(s, data.items, 'data.items', limits);
   for (const item of data.items) out.emit({ type: 'ItemAdded', data: { item, followUpOf: null } });
+  reviewAddedItems(out, s, data.items, policy, false);
 }
 
-function requireProposeMode(s: PlanState): void {
-  if (s.mode !== 'propose') reject('INVALID_STATE', `plan ${s.planId} is in ${s.mode ?? 'no'} mode; only propose-mode plans are reviewed`, null);
+/**
+ * Propose-mode plans are reviewed; so is an execute plan a policy paused (proposed, or draft after a rejection).
+ * An execute plan is never draft or proposed otherwise.
+ */
+function requireReviewable(s: PlanState): void {
+  if (s.mode !== 'propose' && s.status !== 'proposed' && s.status !== 'draft') {
+    reject('INVALID_STATE', `plan ${s.planId} is in ${s.mode ?? 'no'} mode; only propose-mode plans and plans a policy paused are reviewed`, null);
+  }
 }
 
-function proposePlan(out: Emitter, s: PlanState, _data: ProposePlan): void {
+function proposePlan(out: Emitter, s: PlanState, _data: ProposePlan, policy: ApprovalPolicy | undefined): void {
   requireNotFinished(s);
-  requireProposeMode(s);
+  requireReviewable(s);
   if (s.status !== 'draft') reject('INVALID_STATE', `plan ${s.planId} is ${s.status}, not draft`, null);
-  out.emit({ type: 'PlanProposed', data: { digest: s.digest, itemCount: s.itemOrder.length } });
+  const items = s.itemOrder.map((id) => getItem(s, id) as ItemState);
+  const decision = policy === undefined ? null : evaluatePolicy(policy, { labels: s.labels, items, itemCount: items.length });
+  out.emit({ type: 'PlanProposed', data: { digest: s.digest, itemCount: s.itemOrder.length, policy: decision } });
 }
 
 function checkReview(s: PlanState, digest: string, by: string): void {
   requireNotFinished(s);
-  requireProposeMode(s);
+  requireReviewable(s);
   if ((s.status === 'draft' || s.status === 'proposed') && digest !== s.digest) {
     reject('STALE_DIGEST', `digest ${digest} is not the current digest ${s.digest}`, 'data.digest');
   }
@@ -371,9 +430,38 @@ function checkReview(s: PlanState, digest: string, by: string): void {
   nonEmpty(by, 'data.by');
 }
 
-function approvePlan(out: Emitter, s: PlanState, data: ApprovePlan): void {
+/**
+ * One approval. Without a policy review it approves the plan (PlanApproved). A policy review counts distinct
+ * approvers of the current digest since the proposal: fewer than `approvers` so far gives ApprovalRecorded
+ * (the plan stays proposed), the last one PlanApproved. The same approver twice is DUPLICATE_APPROVER; the
+ * plan's creator, when the policy forbids self-approval, SELF_APPROVAL_FORBIDDEN.
+ */
+function approvePlan(out: Emitter, s: PlanState, data: ApprovePlan, actor: string): void {
   checkReview(s, data.digest, data.by);
+  const review = s.policy;
+  if (review === undefined) {
+    out.emit({ type: 'PlanApproved', data: { digest: data.digest, by: data.by, comment: data.comment } });
+    return;
+  }
+  if (review.forbidSelfApproval && s.createdBy !== undefined && (data.by === s.createdBy || actor === s.createdBy)) {
+    reject('SELF_APPROVAL_FORBIDDEN', `policy ${review.policyId} forbids self-approval: ${s.createdBy} created plan ${s.planId}`, 'data.by');
+  }
+  const approvers = new Set<string>();
+  for (const a of s.approvals) if (a.decision === 'approved' && a.seq > review.seq && a.digest === s.digest) approvers.add(a.by);
+  if (approvers.has(data.by)) reject('DUPLICATE_APPROVER', `${data.by} already approved digest ${s.digest}; policy ${review.policyId} needs ${review.approvers} distinct approvers`, 'data.by');
+  const count = approvers.size + 1;
+  const required = Math.max(1, review.approvers);
+  if (count < required) {
+    out.emit({ type: 'ApprovalRecorded', data: { digest: data.digest, by: data.by, comment: data.comment, approvals: count, required } });
+    return;
+  }
   out.emit({ type: 'PlanApproved', data: { digest: data.digest, by: data.by, comment: data.comment } });
+  // An item that was in flight when a policy paused the plan may have failed meanwhile (a plan settles only
+  // while running): if that blocks every remaining item, the approval must not leave the plan approved forever.
+  const failed = s.itemOrder.filter((id) => getItem(s, id)?.status === 'failed');
+  if (failed.length > 0 && !canProgress(out.state as PlanState)) {
+    out.emit({ type: 'PlanFailed', data: { failedItemIds: failed, reason: `item${failed.length > 1 ? 's' : ''} ${failed.join(', ')} failed while the plan waited for approval; nothing else can progress` } });
+  }
 }
 
 function rejectPlan(out: Emitter, s: PlanState, data: RejectPlan): void {
@@ -457,7 +545,7 @@ function recordIntent(out: Emitter, s: PlanState, data: RecordIntent, now: numbe
   });
 }
 
-function commitResult(out: Emitter, s: PlanState, data: CommitResult, limits: DecideLimits): void {
+function commitResult(out: Emitter, s: PlanState, data: CommitResult, limits: DecideLimits, policy: ApprovalPolicy | undefined): void {
   const item = requireItem(s, data.itemId, 'data.itemId');
   const attempt = currentAttempt(item);
   if (item.status !== 'in_progress' || attempt === undefined) reject('INVALID_STATE', `item ${item.id} is ${item.status}, not in_progress`, 'data.itemId');
@@ -485,6 +573,7 @@ function commitResult(out: Emitter, s: PlanState, data: CommitResult, limits: De
     },
   });
   for (const f of followUps) out.emit({ type: 'ItemAdded', data: { item: f, followUpOf: item.id } });
+  reviewAddedItems(out, s, followUps, policy, true);
 }
 
 function settleItem(out: Emitter, s: PlanState, data: SettleItem, now: number): void {

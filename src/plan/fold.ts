@@ -53,10 +53,13 @@ export function isNextEvent(state: PlanState, event: PlanEvent): boolean {
  * redelivered and must then be a no-op. The executor's own commands (RecordIntent, CommitResult,
  * SettleItem, DelegateItem) never travel the wire; a repeated one is decided on the state (and refused).
  */
-function causedByClientCommand(event: PlanEvent, lookup: (id: string) => ItemState | undefined): boolean {
+function causedByClientCommand(event: PlanEvent, lookup: (id: string) => ItemState | undefined, state: PlanState): boolean {
   switch (event.type) {
     case 'PlanCreated':
     case 'PlanProposed':
+      // A pause for new follow-up items follows them directly: it comes from the executor's CommitResult.
+      return !pauseForFollowUps(event, lookup, state);
+    case 'ApprovalRecorded':
     case 'PlanApproved':
     case 'PlanRejected':
     case 'PlanCancelled':
@@ -81,6 +84,14 @@ function causedByClientCommand(event: PlanEvent, lookup: (id: string) => ItemSta
     case 'PlanFailed':
       return false;
   }
+}
+
+/** A PlanProposed right after a follow-up ItemAdded: the pause `decide` emits for a tool's follow-ups. */
+function pauseForFollowUps(event: PlanEvent, lookup: (id: string) => ItemState | undefined, state: PlanState): boolean {
+  if (event.type !== 'PlanProposed' || event.data.policy === null) return false;
+  const lastId = state.itemOrder[state.itemOrder.length - 1];
+  const last = lastId === undefined ? undefined : lookup(lastId);
+  return last !== undefined && last.addedSeq === event.seq - 1 && last.followUpOf !== null;
 }
 
 /**
@@ -136,7 +147,7 @@ export class Fold {
   apply(event: PlanEvent): void {
     const s = this.state;
     if (!isNextEvent(s, event)) return;
-    const record = event.causationId !== '' && !hasOwn(s.appliedCommandIds, event.causationId) && causedByClientCommand(event, (id) => this.item(id));
+    const record = event.causationId !== '' && !hasOwn(s.appliedCommandIds, event.causationId) && causedByClientCommand(event, (id) => this.item(id), s);
 
     switch (event.type) {
       case 'PlanCreated': {
@@ -149,6 +160,10 @@ export class Fold {
         s.items = this.own({});
         s.itemOrder = this.own([]);
         s.createdAt = event.occurredAt;
+        if (event.data.policy != null) {
+          s.createdBy = event.actor;
+          s.policy = { ...event.data.policy, seq: event.seq };
+        }
         this.digestStale = this.aside === null;
         break;
       }
@@ -190,6 +205,13 @@ export class Fold {
       }
       case 'PlanProposed':
         s.status = 'proposed';
+        // The review's requirements are the decision that opened it; a review without one needs one approval.
+        if (event.data.policy != null) s.policy = { ...event.data.policy, seq: event.seq };
+        else if (s.policy !== undefined) delete s.policy;
+        break;
+      case 'ApprovalRecorded':
+        // One of several approvals the policy needs: recorded, the plan stays proposed.
+        this.approvals().push({ decision: 'approved', digest: event.data.digest, by: event.data.by, at: event.occurredAt, seq: event.seq, note: event.data.comment });
         break;
       case 'PlanApproved':
         s.status = 'approved';

@@ -5,8 +5,35 @@ import type { PlanEvent, UnsealedEvent } from './events.js';
 /** prevHash of a plan's first event. */
 export const GENESIS_HASH = '0'.repeat(64);
 
-/** `sha256hex(prevHash + '\n' + canonicalJson(event minus hash))`: the event alone, never the state. */
-export function eventHash(event: UnsealedEvent | PlanEvent): string {
+/**
+ * Payload fields added to an event after its first schema, by event type. A reader on the newer schema fills
+ * such a field with its default (null) when it decodes an older event, so an event whose added field is null
+ * hashes as if the field did not exist: old chains verify, and an event with no policy hashes exactly as it
+ * did before the field existed. Append here whenever a payload gains a field.
+ */
+export const ADDED_PAYLOAD_FIELDS: Readonly<Partial<Record<PlanEvent['type'], readonly string[]>>> = Object.freeze({
+  PlanCreated: ['policy'],
+  PlanProposed: ['policy'],
+});
+
+/** The event without its added payload fields that are null (or absent); the event itself when there are none. */
+function withoutNullAddedFields(event: UnsealedEvent | PlanEvent): UnsealedEvent | PlanEvent {
+  const added = ADDED_PAYLOAD_FIELDS[event.type];
+  if (added === undefined) return event;
+  const data = event.data as unknown as Record<string, unknown>;
+  if (typeof data !== 'object' || data === null || !added.some((f) => Object.prototype.hasOwnProperty.call(data, f) && data[f] === null)) return event;
+  const kept: Record<string, unknown> = {};
+  for (const key of Object.keys(data)) if (!(added.includes(key) && data[key] === null)) kept[key] = data[key];
+  const { hash: _ignored, ...rest } = event as PlanEvent;
+  return { ...rest, data: kept } as unknown as UnsealedEvent;
+}
+
+/**
+ * `sha256hex(prevHash + '\n' + canonicalJson(event minus hash))`: the event alone, never the state. Payload
+ * fields added after an event type's first schema ({@link ADDED_PAYLOAD_FIELDS}) are left out while null.
+ */
+export function eventHash(input: UnsealedEvent | PlanEvent): string {
+  const event = withoutNullAddedFields(input);
   const proto: unknown = Object.getPrototypeOf(event);
   if (proto === Object.prototype || proto === null) return sha256Hex(`${event.prevHash}\n${canonicalJsonWithout(event, 'hash')}`);
   // Not a plain object (a decoder's record class): hash its own fields, as a copy would have them.

@@ -16,3 +16,4 @@ export * from './evolve.js';
 export * from './decide.js';
 export * from './execution.js';
 export * from './avro-mapping.js';
+export * from './policy.js';

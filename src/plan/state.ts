@@ -1,4 +1,4 @@
-import type { FailureReason, ItemError, ItemSpec, Outcome, ParentRef, PlanMode, RejectionCode } from './generated/types.js';
+import type { FailureReason, ItemError, ItemSpec, Outcome, ParentRef, PlanMode, PolicyDecision, RejectionCode } from './generated/types.js';
 
 /**
  * Plan status. `none` is a plan that does not exist yet but already has rejected commands in its chain
@@ -106,6 +106,22 @@ export interface PlanState {
   appliedCommandIds: Record<string, number>;
   createdAt: number | null;
   updatedAt: number;
+  /**
+   * The CreatePlan actor, kept only when a policy decided the plan's creation (so self-approval can be
+   * refused). Absent otherwise: a plan decided without a policy has exactly the state (and state digest) it
+   * had before policies existed.
+   */
+  createdBy?: string;
+  /**
+   * The latest policy decision recorded on the plan (PlanCreated or PlanProposed) and the seq of that event;
+   * the current review needs `approvers` distinct approvals after `seq`. Absent when no policy decided.
+   */
+  policy?: PolicyReview;
+}
+
+/** A {@link PolicyDecision} as the plan keeps it: with the seq of the event that recorded it. */
+export interface PolicyReview extends PolicyDecision {
+  seq: number;
 }
 
 const FINISHED: ReadonlySet<PlanStatus> = new Set<PlanStatus>(['completed', 'failed', 'cancelled']);

@@ -1,4 +1,4 @@
-import { evolveAll, stateDigest, type PlanEvent, type PlanState } from '../plan/index.js';
+import { describePolicyDecision, evolveAll, stateDigest, type PlanEvent, type PlanState } from '../plan/index.js';
 import { QueryError } from './query.js';
 
 /** A point in a plan's history: after the event with this seq, or the last event at or before this time. */
@@ -75,11 +75,13 @@ export function timelineEntry(e: PlanEvent): TimelineEntry {
 export function summarizeEvent(e: PlanEvent): string {
   switch (e.type) {
     case 'PlanCreated':
-      return `plan created (${e.data.mode}): ${e.data.goal}`;
+      return `plan created (${e.data.mode}): ${e.data.goal}${e.data.policy ? `; policy ${describePolicyDecision(e.data.policy)}` : ''}`;
     case 'ItemAdded':
       return `item ${e.data.item.id} added${e.data.followUpOf ? ` as a follow-up of ${e.data.followUpOf}` : ''}: ${e.data.item.title}`;
     case 'PlanProposed':
-      return `proposed with ${e.data.itemCount} items, digest ${e.data.digest.slice(0, 12)}`;
+      return `proposed with ${e.data.itemCount} items, digest ${e.data.digest.slice(0, 12)}${e.data.policy ? `; policy ${describePolicyDecision(e.data.policy)}` : ''}`;
+    case 'ApprovalRecorded':
+      return `approval ${e.data.approvals} of ${e.data.required} by ${e.data.by} at digest ${e.data.digest.slice(0, 12)}${e.data.comment ? `: ${e.data.comment}` : ''}`;
     case 'PlanApproved':
       return `approved by ${e.data.by} at digest ${e.data.digest.slice(0, 12)}${e.data.comment ? `: ${e.data.comment}` : ''}`;
     case 'PlanRejected':

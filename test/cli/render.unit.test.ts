@@ -3,6 +3,7 @@ import { auditRows } from '../../src/audit/timeline.js';
 import { loadTools } from '../../src/cli/executor.js';
 import { painter } from '../../src/cli/output.js';
 import { renderAudit, renderPlan } from '../../src/cli/render.js';
+import { compilePolicy, decide, evolveAll, type AnyCommand, type PlanEvent, type PlanState } from '../../src/plan/index.js';
 import { history, logged } from '../audit/fixtures.js';
 
 describe('CLI rendering', () => {
@@ -27,6 +28,40 @@ describe('CLI rendering', () => {
 
   it('colors only when asked', () => {
     expect(renderPlan(state, painter(true))).toContain('\u001b[32mcompleted\u001b[39m');
+  });
+});
+
+describe('CLI rendering of an approval policy', () => {
+  const production = compilePolicy({ id: 'production', approval: 'always', approvers: 2, forbidSelfApproval: true, rules: [] });
+  const base = { planId: 'plan-p', issuedAt: 0, correlationId: 'c' };
+  const steps: AnyCommand[] = [
+    { ...base, commandId: 'c1', actor: 'alice', type: 'CreatePlan', data: { goal: 'refund', mode: 'execute', labels: {}, parent: null, items: [{ id: 'pay', title: 'pay', why: 'refund', dependsOn: [], tool: 'payments.refund', inputJson: '{}', retry: null }] } },
+  ];
+  let state: PlanState | undefined;
+  const events: PlanEvent[] = [];
+  for (const c of steps) {
+    const d = decide(state, c, { now: 1_700_000_000_000, policy: production });
+    if (!d.ok) throw new Error(d.rejection.message);
+    events.push(...d.events);
+    state = evolveAll(state, d.events);
+  }
+  const approve = decide(state, { ...base, commandId: 'c2', actor: 'bob', type: 'ApprovePlan', data: { digest: state!.digest, by: 'bob', comment: null } }, { now: 1_700_000_001_000 });
+  if (!approve.ok) throw new Error(approve.rejection.message);
+  events.push(...approve.events);
+  state = evolveAll(state, approve.events);
+
+  it('show prints the rule that applied and the approvals so far', () => {
+    const text = renderPlan(state!, painter(false));
+    expect(text).toContain(`policy  production@${production.hash.slice(0, 12)} rule always: policy production reviews every plan; 2 approvers, not the creator   (seq 3)`);
+    expect(text).toContain('approvals 1 of 2 (bob)');
+    expect(text).toMatch(/status {2}proposed/);
+  });
+
+  it('audit prints the rule in the timeline', () => {
+    const lines = renderAudit('plan-p', auditRows(logged(events)), painter(false)).split('\n');
+    expect(lines.find((l) => l.includes('PlanProposed'))).toMatch(/policy:always/);
+    expect(lines.find((l) => l.includes('PlanCreated'))).toMatch(/policy:review/);
+    expect(lines.find((l) => l.includes('ApprovalRecorded'))).toMatch(/bob.*approval 1\/2/);
   });
 });
 

@@ -6,7 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { buildType } from '../../src/codec/avro.js';
 import { createCodec, type CodecOptions, type LedgerCodec, type PlanSnapshot } from '../../src/codec/index.js';
 import { isLedgerError, type LedgerError } from '../../src/errors.js';
-import { canonicalJson, commandTypes, planEventSchema, verifyChain, type PlanCommand, type PlanEvent } from '../../src/plan/index.js';
+import { readFileSync } from 'node:fs';
+import { canonicalJson, commandTypes, evolveAll, planEventSchema, verifyChain, type PlanCommand, type PlanEvent } from '../../src/plan/index.js';
 import { scenarioArb, simulate } from '../plan/arbitraries.js';
 import { testConfig, testLogger } from '../support/helpers.js';
 import { registryProxy } from './registry-proxy.js';
@@ -254,5 +255,20 @@ describe('schema evolution under BACKWARD', () => {
     expect(refused.code).toBe('SCHEMA');
     expect(refused.details).toMatchObject({ reason: 'incompatible', subject: `${config.topicPrefix}.plan-events-value` });
     expect(refused.message).toContain(`${config.topicPrefix}.plan-events-value`);
+  });
+
+  it('the contract before approval policies (v1) and today\'s register in order on one subject; v1 bytes decode, verify and replay to the pinned digest', async () => {
+    const v1log = JSON.parse(readFileSync(new URL('../fixtures/v1-plan-log.json', import.meta.url), 'utf8')) as { schema: object; plans: { planId: string; avro: string[] }[] };
+    const config = testConfig();
+    const old = await codecFor(config, { schemas: { event: v1log.schema } });
+    const today = await codecFor(config); // PlanCreated/PlanProposed.policy, ApprovalRecorded, two RejectionCode symbols: accepted as BACKWARD
+    expect(today.schemaIds.event).not.toBe(old.schemaIds.event);
+    const plan = v1log.plans.find((p) => p.planId === 'golden-exec')!;
+    // Exactly what a v1 executor wrote: the v1 schema id and the v1 Avro body.
+    const events = await Promise.all(plan.avro.map((b64) => today.decodeEvent(withHeader(old.schemaIds.event, Buffer.from(b64, 'base64')))));
+    expect(events.map((e) => e.type)).toEqual(['PlanCreated', 'ItemAdded', 'ItemAdded']);
+    expect(events[0]!.type === 'PlanCreated' && events[0]!.data.policy).toBeNull();
+    expect(verifyChain(events)).toEqual({ ok: true, head: '2fccfe359ae73592253ad463260869adc7fd071519ef45d1c2ad956e36234473', seq: 3 });
+    expect(evolveAll(undefined, events)!.digest).toBe('229f922dc7b593c2f021934bbba798f66faf12da7ae2fca503a1d5c3005eef17');
   });
 });

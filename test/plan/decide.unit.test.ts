@@ -35,7 +35,7 @@ describe('CreatePlan', () => {
     const { state } = given([])
       .when(cmd.create([a, b]))
       .then([
-        { type: 'PlanCreated', data: { goal: 'ship it', mode: 'execute', labels: { team: 'core' }, parent: null } },
+        { type: 'PlanCreated', data: { goal: 'ship it', mode: 'execute', labels: { team: 'core' }, parent: null, policy: null } },
         { type: 'ItemAdded', data: { item: a, followUpOf: null } },
         { type: 'ItemAdded', data: { item: b, followUpOf: null } },
       ]);
@@ -46,13 +46,13 @@ describe('CreatePlan', () => {
   });
   it('creates a propose-mode plan in draft', () => {
     const { state } = given([]).when(cmd.create([], 'propose')).then([
-      { type: 'PlanCreated', data: { goal: 'ship it', mode: 'propose', labels: { team: 'core' }, parent: null } },
+      { type: 'PlanCreated', data: { goal: 'ship it', mode: 'propose', labels: { team: 'core' }, parent: null, policy: null } },
     ]);
     expect(state?.status).toBe('draft');
   });
   it('fills defaults of optional fields that the client left out', () => {
     const c = command('CreatePlan', { goal: 'g', mode: 'execute', labels: {} } as never);
-    given([]).when(c).then([{ type: 'PlanCreated', data: { goal: 'g', mode: 'execute', labels: {}, parent: null } }]);
+    given([]).when(c).then([{ type: 'PlanCreated', data: { goal: 'g', mode: 'execute', labels: {}, parent: null, policy: null } }]);
   });
   it('PLAN_EXISTS when the plan exists', () => given(executePlan()).when(cmd.create()).thenRejects('PLAN_EXISTS', 'planId'));
   it('DUPLICATE_ITEM for an id twice in one command', () => given([]).when(cmd.create([a, item('a')])).thenRejects('DUPLICATE_ITEM', 'data.items[1].id'));
@@ -118,7 +118,7 @@ describe('AddItems', () => {
 describe('ProposePlan / ApprovePlan / RejectPlan', () => {
   it('proposes the current digest', () => {
     const history = run([cmd.create([a, b], 'propose')]).events;
-    const { state } = given(history).when(cmd.propose()).then([{ type: 'PlanProposed', data: { digest: stateOf(history).digest, itemCount: 2 } }]);
+    const { state } = given(history).when(cmd.propose()).then([{ type: 'PlanProposed', data: { digest: stateOf(history).digest, itemCount: 2, policy: null } }]);
     expect(state?.status).toBe('proposed');
   });
   it('INVALID_STATE to propose an execute-mode plan or a proposed one', () => {
@@ -431,7 +431,7 @@ describe('idempotency and rejections', () => {
     expect(s1.rejections).toHaveLength(1);
     given([rejected]).when(c).thenNothing();
     const { state } = given([rejected]).when(cmd.create([a])).then([
-      { type: 'PlanCreated', data: { goal: 'ship it', mode: 'execute', labels: { team: 'core' }, parent: null } },
+      { type: 'PlanCreated', data: { goal: 'ship it', mode: 'execute', labels: { team: 'core' }, parent: null, policy: null } },
       { type: 'ItemAdded', data: { item: a, followUpOf: null } },
     ]);
     expect(state?.seq).toBe(3);
@@ -452,8 +452,8 @@ describe('idempotency and rejections', () => {
     const d = decide(undefined, cmd.create(), { now: Number.NaN });
     expect(d).toMatchObject({ ok: false, rejection: { code: 'INVALID_FIELD', field: 'ctx.now' } });
   });
-  it('every rejection code is covered by a spec above', () => {
-    expect(Object.keys(RejectionCode)).toHaveLength(12);
+  it('every rejection code is covered by a spec above (SELF_APPROVAL_FORBIDDEN and DUPLICATE_APPROVER in policy.unit.test.ts)', () => {
+    expect(Object.keys(RejectionCode)).toHaveLength(14);
   });
 });
 

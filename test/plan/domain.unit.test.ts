@@ -107,11 +107,13 @@ describe('digest', () => {
 });
 
 describe('hash chain', () => {
-  it('hashes prevHash and the canonical event without its hash', () => {
+  it('hashes prevHash and the canonical event without its hash (and without added payload fields that are null)', () => {
     const { events } = run([cmd.create([item('a')]), cmd.intent('a')]);
     for (const e of events) {
       const { hash, ...rest } = e;
-      expect(hash).toBe(sha256Hex(`${e.prevHash}\n${canonicalJson(rest)}`));
+      // PlanCreated.policy was added after the first schema: null, it is not part of the canonical content.
+      const content = e.type === 'PlanCreated' ? { ...rest, data: { goal: e.data.goal, mode: e.data.mode, labels: e.data.labels, parent: e.data.parent } } : rest;
+      expect(hash).toBe(sha256Hex(`${e.prevHash}\n${canonicalJson(content)}`));
       expect(eventHash(e)).toBe(hash);
       expect(eventHash(Object.assign(Object.create({ inherited: 1 }) as object, e) as typeof e)).toBe(hash); // not a plain object
     }

@@ -23,6 +23,7 @@ describe('schemas and generated types are one truth', () => {
     expect(eventTypes).toEqual([
       'PlanCreated', 'ItemAdded', 'PlanProposed', 'PlanApproved', 'PlanRejected', 'ItemDelegated', 'IntentRecorded', 'ResultCommitted',
       'ItemCompleted', 'ItemRetryScheduled', 'ItemFailed', 'PlanCompleted', 'PlanFailed', 'PlanCancelled', 'CommandRejected',
+      'ApprovalRecorded',
     ]);
     expect(commandTypes).toEqual(['CreatePlan', 'AddItems', 'ProposePlan', 'ApprovePlan', 'RejectPlan', 'CancelPlan', 'RetryItem', 'ChildPlanFinished', 'ErasePlan']);
     const payload = planEventSchema.fields.find((f) => f.name === 'payload')!;

@@ -111,6 +111,61 @@ export const planEventSchema = {
               ],
               "default": null,
               "doc": "Set when the plan is a child plan of a delegated item."
+            },
+            {
+              "name": "policy",
+              "type": [
+                "null",
+                {
+                  "type": "record",
+                  "name": "PolicyDecision",
+                  "namespace": "planledger",
+                  "doc": "What the executor's approval policy decided for a plan or its new items, recorded in the event so replay and audit show why and never evaluate a policy again.",
+                  "fields": [
+                    {
+                      "name": "policyId",
+                      "type": "string",
+                      "doc": "The policy's id (its file's `id`)."
+                    },
+                    {
+                      "name": "policyHash",
+                      "type": "string",
+                      "doc": "sha256 hex of the policy's canonical JSON: which version of the policy decided."
+                    },
+                    {
+                      "name": "required",
+                      "type": "boolean",
+                      "doc": "Whether the policy requires a proposal and approval before anything (new) runs."
+                    },
+                    {
+                      "name": "rule",
+                      "type": [
+                        "null",
+                        "string"
+                      ],
+                      "default": null,
+                      "doc": "The rule that matched (`always`, `never`, a rule's name or `rules[i]`); null when no rule matched."
+                    },
+                    {
+                      "name": "reason",
+                      "type": "string",
+                      "doc": "Why, for people: e.g. item pay uses tool payments.charge (payments.*)."
+                    },
+                    {
+                      "name": "approvers",
+                      "type": "int",
+                      "doc": "Distinct approvers the review needs."
+                    },
+                    {
+                      "name": "forbidSelfApproval",
+                      "type": "boolean",
+                      "doc": "Whether the plan's creator (the CreatePlan actor) may not approve."
+                    }
+                  ]
+                }
+              ],
+              "default": null,
+              "doc": "What the executor's approval policy decided for the new plan; null when the executor had no policy."
             }
           ]
         },
@@ -220,6 +275,15 @@ export const planEventSchema = {
             {
               "name": "itemCount",
               "type": "int"
+            },
+            {
+              "name": "policy",
+              "type": [
+                "null",
+                "planledger.PolicyDecision"
+              ],
+              "default": null,
+              "doc": "The policy decision that asked for this review (its rule, approvers, self-approval); null when the review is not a policy's."
             }
           ]
         },
@@ -580,7 +644,9 @@ export const planEventSchema = {
                   "REAPPROVAL_REQUIRED",
                   "PAYLOAD_TOO_LARGE",
                   "INVALID_FIELD",
-                  "INVALID_STATE"
+                  "INVALID_STATE",
+                  "SELF_APPROVAL_FORBIDDEN",
+                  "DUPLICATE_APPROVER"
                 ],
                 "default": "INVALID_STATE"
               }
@@ -597,6 +663,40 @@ export const planEventSchema = {
               ],
               "default": null,
               "doc": "Path of the offending field, if any."
+            }
+          ]
+        },
+        {
+          "type": "record",
+          "name": "ApprovalRecorded",
+          "namespace": "planledger",
+          "doc": "One approver approved the plan at this digest, but the policy needs more distinct approvers: the plan stays proposed. The approval that completes the count is PlanApproved.",
+          "fields": [
+            {
+              "name": "digest",
+              "type": "string"
+            },
+            {
+              "name": "by",
+              "type": "string"
+            },
+            {
+              "name": "comment",
+              "type": [
+                "null",
+                "string"
+              ],
+              "default": null
+            },
+            {
+              "name": "approvals",
+              "type": "int",
+              "doc": "Distinct approvers of this digest so far, this one included."
+            },
+            {
+              "name": "required",
+              "type": "int",
+              "doc": "Distinct approvers the policy requires."
             }
           ]
         }
@@ -1023,7 +1123,7 @@ export const planSnapshotSchema = {
 } as const;
 
 /** Event payload record names in union order (new ones are appended, never reordered). */
-export const eventTypes = ["PlanCreated","ItemAdded","PlanProposed","PlanApproved","PlanRejected","ItemDelegated","IntentRecorded","ResultCommitted","ItemCompleted","ItemRetryScheduled","ItemFailed","PlanCompleted","PlanFailed","PlanCancelled","CommandRejected"] as const;
+export const eventTypes = ["PlanCreated","ItemAdded","PlanProposed","PlanApproved","PlanRejected","ItemDelegated","IntentRecorded","ResultCommitted","ItemCompleted","ItemRetryScheduled","ItemFailed","PlanCompleted","PlanFailed","PlanCancelled","CommandRejected","ApprovalRecorded"] as const;
 
 /** Command payload record names in union order (new ones are appended, never reordered). */
 export const commandTypes = ["CreatePlan","AddItems","ProposePlan","ApprovePlan","RejectPlan","CancelPlan","RetryItem","ChildPlanFinished","ErasePlan"] as const;

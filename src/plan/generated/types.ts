@@ -64,6 +64,17 @@ export interface RetryItem {
   itemId: string;
 }
 
+/** One approver approved the plan at this digest, but the policy needs more distinct approvers: the plan stays proposed. The approval that completes the count is PlanApproved. */
+export interface ApprovalRecorded {
+  digest: string;
+  by: string;
+  comment: string | null;
+  /** Distinct approvers of this digest so far, this one included. */
+  approvals: number;
+  /** Distinct approvers the policy requires. */
+  required: number;
+}
+
 /** A command was rejected; part of the plan's chain so the client sees it. */
 export interface CommandRejected {
   commandId: string;
@@ -157,6 +168,8 @@ export interface PlanCreated {
   labels: Record<string, string>;
   /** Set when the plan is a child plan of a delegated item. */
   parent: ParentRef | null;
+  /** What the executor's approval policy decided for the new plan; null when the executor had no policy. */
+  policy: PolicyDecision | null;
 }
 
 /** An item failed and nothing else can progress. */
@@ -169,6 +182,8 @@ export interface PlanFailed {
 export interface PlanProposed {
   digest: string;
   itemCount: number;
+  /** The policy decision that asked for this review (its rule, approvers, self-approval); null when the review is not a policy's. */
+  policy: PolicyDecision | null;
 }
 
 /** An operator rejected the proposed plan; it is back in draft. */
@@ -275,6 +290,24 @@ export const PlanMode = {
 } as const;
 export type PlanMode = (typeof PlanMode)[keyof typeof PlanMode];
 
+/** What the executor's approval policy decided for a plan or its new items, recorded in the event so replay and audit show why and never evaluate a policy again. */
+export interface PolicyDecision {
+  /** The policy's id (its file's `id`). */
+  policyId: string;
+  /** sha256 hex of the policy's canonical JSON: which version of the policy decided. */
+  policyHash: string;
+  /** Whether the policy requires a proposal and approval before anything (new) runs. */
+  required: boolean;
+  /** The rule that matched (`always`, `never`, a rule's name or `rules[i]`); null when no rule matched. */
+  rule: string | null;
+  /** Why, for people: e.g. item pay uses tool payments.charge (payments.*). */
+  reason: string;
+  /** Distinct approvers the review needs. */
+  approvers: number;
+  /** Whether the plan's creator (the CreatePlan actor) may not approve. */
+  forbidSelfApproval: boolean;
+}
+
 /** Why a command was rejected. Readers that do not know a newer code see the default. */
 export const RejectionCode = {
   DUPLICATE_ITEM: 'DUPLICATE_ITEM',
@@ -289,6 +322,8 @@ export const RejectionCode = {
   PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
   INVALID_FIELD: 'INVALID_FIELD',
   INVALID_STATE: 'INVALID_STATE',
+  SELF_APPROVAL_FORBIDDEN: 'SELF_APPROVAL_FORBIDDEN',
+  DUPLICATE_APPROVER: 'DUPLICATE_APPROVER',
 } as const;
 export type RejectionCode = (typeof RejectionCode)[keyof typeof RejectionCode];
 
@@ -348,6 +383,7 @@ export interface EventPayloads {
   PlanFailed: PlanFailed;
   PlanCancelled: PlanCancelled;
   CommandRejected: CommandRejected;
+  ApprovalRecorded: ApprovalRecorded;
 }
 export type EventType = keyof EventPayloads;
 
