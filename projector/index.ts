@@ -4,10 +4,10 @@ import { LedgerError } from '../src/errors.js';
 import { createLogger, type Logger } from '../src/logging.js';
 import type { PlanState } from '../src/plan/index.js';
 import type { PlanView } from '../src/projection/index.js';
-import { buildHttp, type CommandSubmitter } from './http.js';
+import { buildHttp, type CommandSubmitter } from './http/index.js';
 import { ProjectionService, type ProjectionServiceOptions } from './projector.js';
 
-export type { CommandSubmitter } from './http.js';
+export type { CommandSubmitter } from './http/index.js';
 export { ProjectionService } from './projector.js';
 export { ReadModel } from './read-model.js';
 
