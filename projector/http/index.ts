@@ -1,9 +1,12 @@
 // The projector's HTTP server: fastify with JSON schemas on every route, one plugin per route group.
+// /healthz, /metrics and the dashboard's static files are open; every /api route needs a bearer token
+// (read scope for reads and the stream, write scope for commands).
 import Fastify from 'fastify';
 import type { Ledger } from '../../src/client/index.js';
 import type { Logger } from '../../src/logging.js';
 import type { ProjectionService } from '../projector.js';
-import { bearerAuth } from './auth.js';
+import { requireScope, type TokenSet } from './auth.js';
+import { corsHandlers } from './cors.js';
 import { errorHandler } from './errors.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { healthRoutes } from './routes/health.js';
@@ -20,27 +23,42 @@ export type CommandSubmitter = Pick<Ledger, 'createPlan' | 'approve' | 'reject' 
 export interface HttpOptions {
   readonly service: ProjectionService;
   readonly logger: Logger;
-  /** Bearer token of the write routes; without one they answer 401 and say why. */
-  readonly apiToken: string | null;
+  /** Who may read and write (see `compileTokens`). */
+  readonly tokens: TokenSet;
   /** Submits commands; resolved lazily on the first write. */
   readonly submitter: () => Promise<CommandSubmitter>;
+  /** Origins that get Access-Control-Allow-Origin; none by default. */
+  readonly corsOrigins: readonly string[];
+  /** Largest request body accepted (413 past it). */
+  readonly bodyLimitBytes: number;
+  /** Concurrent /api/stream clients; 503 past it. */
+  readonly maxStreamClients: number;
 }
+
+export const HTTP_DEFAULTS = Object.freeze({ bodyLimitBytes: 1024 * 1024, maxStreamClients: 100 });
 
 /** The projector's HTTP API and dashboard. */
 export function buildHttp(opts: HttpOptions) {
-  const { service, logger } = opts;
+  const { service, logger, tokens } = opts;
   const app = Fastify({
     // Request lines are info-level; the API logs its own warnings and errors.
     loggerInstance: logger.child({ component: 'http' }, { level: 'warn' }),
     forceCloseConnections: true,
+    bodyLimit: opts.bodyLimitBytes,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', allErrors: false } },
   });
+  app.decorateRequest('principal', null);
   app.setErrorHandler(errorHandler(logger));
+  if (opts.corsOrigins.length > 0) {
+    const cors = corsHandlers(opts.corsOrigins);
+    app.addHook('onRequest', cors.onRequest);
+    app.options('/*', cors.preflight);
+  }
 
   void app.register(healthRoutes, { service });
-  void app.register(planReadRoutes, { service });
-  void app.register(planWriteRoutes, { service, logger, authorize: bearerAuth(opts.apiToken), submitter: opts.submitter });
-  void app.register(streamRoutes, { service });
   void app.register(dashboardRoutes);
+  void app.register(planReadRoutes, { service, authorize: requireScope(tokens, 'read') });
+  void app.register(streamRoutes, { service, authorize: requireScope(tokens, 'read'), maxClients: opts.maxStreamClients });
+  void app.register(planWriteRoutes, { service, logger, authorize: requireScope(tokens, 'write'), submitter: opts.submitter });
   return app;
 }

@@ -62,7 +62,7 @@ export const createPlanBody = {
   },
 } as const;
 
-export const approveBody = { type: 'object', required: ['digest', 'by'], additionalProperties: false, properties: { digest, by: actor, comment: text(10_000) } } as const;
-export const rejectBody = { type: 'object', required: ['reason', 'by'], additionalProperties: false, properties: { reason: text(10_000, 1), by: actor, digest } } as const;
+export const approveBody = { type: 'object', required: ['digest'], additionalProperties: false, properties: { digest, by: actor, comment: text(10_000) } } as const;
+export const rejectBody = { type: 'object', required: ['reason'], additionalProperties: false, properties: { reason: text(10_000, 1), by: actor, digest } } as const;
 export const cancelBody = { type: 'object', required: ['reason'], additionalProperties: false, properties: { reason: text(10_000, 1), by: actor } } as const;
 export const retryBody = { type: ['object', 'null'], additionalProperties: false, properties: { by: actor } } as const;

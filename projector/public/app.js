@@ -1,6 +1,7 @@
-/* global document, window, fetch, EventSource, localStorage, setTimeout, clearTimeout, prompt, URLSearchParams */
-// The plan-ledger dashboard: plain DOM, no framework, no build step. Reads the projector's API, listens
-// to /api/stream for changes (falls back to polling), and submits approve/reject with a bearer token.
+/* global document, window, fetch, localStorage, setTimeout, clearTimeout, prompt, URLSearchParams, TextDecoder */
+// The plan-ledger dashboard: plain DOM, no framework, no build step. Reads the projector's API with a
+// bearer token (read scope), listens to /api/stream for changes (falls back to polling), and submits
+// commands with a write-scoped token; the recorded actor is the token's principal.
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -27,12 +28,31 @@ function s(tag, attrs = {}, ...children) {
 
 const state = { plans: [], cursor: null, selected: null, detail: null, audit: null, version: 0 };
 const token = $('#token');
-const operator = $('#operator');
 token.value = localStorage.getItem('plan-ledger.token') ?? '';
-operator.value = localStorage.getItem('plan-ledger.operator') ?? '';
-token.addEventListener('change', () => localStorage.setItem('plan-ledger.token', token.value));
-operator.addEventListener('change', () => localStorage.setItem('plan-ledger.operator', operator.value));
-$('#auth').addEventListener('submit', (e) => e.preventDefault());
+const auth = () => (token.value.trim() ? { authorization: `Bearer ${token.value.trim()}` } : {});
+const onToken = async () => {
+  localStorage.setItem('plan-ledger.token', token.value.trim());
+  await whoami();
+  await refresh();
+  live();
+};
+token.addEventListener('change', () => void onToken());
+$('#auth').addEventListener('submit', (e) => {
+  e.preventDefault();
+  void onToken();
+});
+
+/** Who the token belongs to; write buttons are shown only to a token with the write scope. */
+const me = { principal: null, scopes: [] };
+async function whoami() {
+  try {
+    Object.assign(me, await getJson('/api/whoami'));
+  } catch {
+    Object.assign(me, { principal: null, scopes: [] });
+  }
+  $('#principal').textContent = me.principal ? `${me.principal} (${me.scopes.join(', ')})` : 'no valid token';
+  document.body.classList.toggle('can-write', me.scopes.includes('write'));
+}
 
 function toast(message, kind = 'ok') {
   const t = $('#toast');
@@ -44,7 +64,7 @@ function toast(message, kind = 'ok') {
 }
 
 async function getJson(path) {
-  const res = await fetch(path, { headers: { accept: 'application/json' } });
+  const res = await fetch(path, { headers: { accept: 'application/json', ...auth() } });
   const body = await res.json().catch(() => ({}));
   if (!res.ok) throw new Error(body.message ?? `${res.status} ${res.statusText}`);
   return body;
@@ -94,6 +114,7 @@ async function loadPlans() {
     renderPlans();
   } catch (e) {
     toast(`plans: ${e.message}`, 'err');
+    $('#plan-list').replaceChildren(h('li', { class: 'empty' }, `${e.message}. Enter an API token with the read scope above.`));
   }
 }
 
@@ -198,31 +219,25 @@ function reviewBox(plan) {
     h('div', { class: 'actions' }, reject, approve));
 }
 
+/** POSTs a command with the token; the answer names the events the ledger recorded. */
+async function command(path, body) {
+  const res = await fetch(path, { method: 'POST', headers: { 'content-type': 'application/json', ...auth() }, body: JSON.stringify(body) });
+  const out = await res.json().catch(() => ({}));
+  if (!res.ok) throw new Error(out.message ?? `${res.status}`);
+  return out;
+}
+
 async function decide(action, plan) {
-  let bearer = token.value.trim();
-  if (!bearer) {
-    bearer = (prompt('API token (PLAN_LEDGER_API_TOKEN) to submit the command:') ?? '').trim();
-    if (!bearer) return;
-    token.value = bearer;
-    localStorage.setItem('plan-ledger.token', bearer);
-  }
-  const by = operator.value.trim() || 'dashboard';
   let body;
-  if (action === 'approve') body = { digest: plan.digest, by };
+  if (action === 'approve') body = { digest: plan.digest };
   else {
     const reason = prompt('Why is the plan rejected?');
     if (!reason) return;
-    body = { digest: plan.digest, by, reason };
+    body = { digest: plan.digest, reason };
   }
   for (const b of document.querySelectorAll('.review button')) b.disabled = true;
   try {
-    const res = await fetch(`/api/plans/${encodeURIComponent(plan.planId)}/${action}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${bearer}` },
-      body: JSON.stringify(body),
-    });
-    const out = await res.json().catch(() => ({}));
-    if (!res.ok) throw new Error(out.message ?? `${res.status}`);
+    const out = await command(`/api/plans/${encodeURIComponent(plan.planId)}/${action}`, body);
     toast(`${action === 'approve' ? 'Approved' : 'Rejected'} ${plan.planId} (${out.events?.map((e) => e.type).join(', ') ?? 'submitted'})`);
     await refresh();
   } catch (e) {
@@ -323,35 +338,65 @@ function scheduleRefresh(changed) {
   }, 150);
 }
 
+// Server-sent events read with fetch (EventSource cannot send an Authorization header, and a token in
+// the URL would end up in logs). On any failure: poll every 3 s and reconnect.
+let stream = null;
+let polling = null;
 function live() {
   const el = $('#live');
   const text = $('#live-text');
-  let polling = null;
-  const es = new EventSource('/api/stream');
-  es.addEventListener('hello', () => {
-    el.className = 'live on';
-    text.textContent = 'live';
-    if (polling) { clearTimeout(polling); polling = null; }
-  });
-  es.addEventListener('change', (e) => {
-    const { plans } = JSON.parse(e.data);
-    scheduleRefresh(plans);
-  });
-  es.onerror = () => {
+  stream?.abort();
+  const ac = new window.AbortController();
+  stream = ac;
+  const fallback = (why) => {
+    if (stream !== ac) return;
     el.className = 'live off';
-    text.textContent = 'reconnecting (polling)…';
+    text.textContent = `${why} (polling)…`;
     const poll = async () => {
       await refresh().catch(() => {});
-      if (el.className !== 'live on') polling = setTimeout(poll, 3000);
+      polling = stream === ac && el.className !== 'live on' ? setTimeout(poll, 3000) : null;
     };
     if (!polling) polling = setTimeout(poll, 3000);
+    setTimeout(() => stream === ac && live(), 5000);
   };
+  const onEvent = (type, data) => {
+    if (type === 'hello') {
+      el.className = 'live on';
+      text.textContent = 'live';
+      if (polling) { clearTimeout(polling); polling = null; }
+    } else if (type === 'change') scheduleRefresh(JSON.parse(data).plans);
+  };
+  (async () => {
+    const res = await fetch('/api/stream', { headers: { accept: 'text/event-stream', ...auth() }, signal: ac.signal });
+    if (!res.ok) return fallback(res.status === 503 ? 'too many live views' : res.status === 401 || res.status === 403 ? 'no read token' : 'reconnecting');
+    const reader = res.body.getReader();
+    const dec = new TextDecoder();
+    let buf = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return fallback('reconnecting');
+      buf += dec.decode(value, { stream: true });
+      let cut;
+      while ((cut = buf.indexOf('\n\n')) >= 0) {
+        const block = buf.slice(0, cut);
+        buf = buf.slice(cut + 2);
+        let type = 'message';
+        const data = [];
+        for (const line of block.split('\n')) {
+          if (line.startsWith('event:')) type = line.slice(6).trim();
+          else if (line.startsWith('data:')) data.push(line.slice(5).trim());
+        }
+        if (data.length) onEvent(type, data.join('\n'));
+      }
+    }
+  })().catch((e) => e.name !== 'AbortError' && fallback('reconnecting'));
 }
 
 $('#status-filter').addEventListener('change', loadPlans);
 $('#label-filter').addEventListener('change', loadPlans);
 $('#more').addEventListener('click', loadMore);
 
+await whoami();
 await loadPlans();
 const fromHash = decodeURIComponent(window.location.hash.slice(1));
 if (fromHash) await select(fromHash);

@@ -11,7 +11,7 @@ import { defineTool } from '../../src/tools.js';
 import { testConfig, testLogger, waitFor } from '../support/helpers.js';
 import { cleanup, testLedger } from '../projector/support.js';
 
-const TOKEN = 'e2e-dashboard-token';
+const TOKEN = 'e2e-dashboard-token-0123456789';
 
 const work = defineTool({
   name: 'work',
@@ -38,7 +38,7 @@ describe('dashboard', () => {
     await testLedger(config);
     const executor = await startExecutor({ tools: [work], config, concurrency: 4, logger: testLogger, sessionTimeoutMs: 6000, heartbeatIntervalMs: 500 });
     cleanup(() => executor.stop());
-    const projector = await startProjector({ config, logger: testLogger, port: 0, apiToken: TOKEN, watermarkIntervalMs: 500, defaultMetrics: false });
+    const projector = await startProjector({ config, logger: testLogger, port: 0, apiTokens: [{ token: TOKEN, principal: 'e2e-operator', scopes: ['read', 'write'] }], watermarkIntervalMs: 500, defaultMetrics: false });
     cleanup(() => projector.stop());
     const ledger = await connectLedger(config, { logger: testLogger });
     cleanup(() => ledger.close());
@@ -84,7 +84,10 @@ describe('dashboard', () => {
       const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
       const errors: string[] = [];
       page.on('pageerror', (e) => errors.push(e.message));
+      // Reads need a token too: the page keeps it in localStorage, as after typing it once.
+      await page.addInitScript(`localStorage.setItem('plan-ledger.token', ${JSON.stringify(TOKEN)})`);
       await page.goto(`${projector.url}/#release-notes`);
+      await page.locator('#principal', { hasText: 'e2e-operator (read, write)' }).waitFor();
 
       // The list shows both plans with their status.
       await page.waitForSelector('[data-plan="refund-order-42"]');
@@ -106,8 +109,6 @@ describe('dashboard', () => {
       await page.waitForSelector('#approve');
       expect(await page.locator('#digest').textContent()).toBe(proposal.digest);
       expect(await page.locator('svg.graph g.node.st-pending').count()).toBe(4);
-      await page.fill('#token', TOKEN);
-      await page.fill('#operator', 'e2e-operator');
       await page.locator('#approve').click();
 
       // The approval reached the ledger, the executor ran the plan, the page followed live.

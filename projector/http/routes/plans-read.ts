@@ -1,13 +1,17 @@
 // Read routes over the projection: the plan list, one plan, its events, its audit as of a seq or time.
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, onRequestHookHandler } from 'fastify';
 import { stateDigest } from '../../../src/plan/index.js';
 import { auditAsOf, parseAsOf, parsePlanQuery, queryPlans, summarize } from '../../../src/projection/index.js';
 import type { ProjectionService } from '../../projector.js';
 import { notFound } from '../errors.js';
 import { auditQuery, eventsQuery, planListQuery, planParams } from '../schemas.js';
 
-export const planReadRoutes: FastifyPluginAsync<{ service: ProjectionService }> = async (app, { service }) => {
+export const planReadRoutes: FastifyPluginAsync<{ service: ProjectionService; authorize: onRequestHookHandler }> = async (app, { service, authorize }) => {
   const model = service.model;
+  app.addHook('onRequest', authorize);
+
+  /** Who the token belongs to and what it may do (the dashboard shows it and hides what it may not do). */
+  app.get('/api/whoami', async (req) => ({ principal: req.principal?.name ?? null, scopes: req.principal?.scopes ?? ['read'] }));
 
   app.get('/api/plans', { schema: { querystring: planListQuery } }, async (req) => {
     const q = req.query as { status?: string[]; label?: string[]; limit?: number; cursor?: string };
