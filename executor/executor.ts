@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Admin, Consumer, Kafka } from 'kafkajs';
 import { loadConfig, topicNames, type LedgerConfig, type LedgerConfigInput } from '../src/config.js';
-import { createCodec, type LedgerCodec } from '../src/codec/index.js';
+import { codecFromConfig, type LedgerCodec } from '../src/codec/index.js';
 import { isLedgerError, LedgerError } from '../src/errors.js';
 import { createKafka } from '../src/kafka/client.js';
 import { ensurePlanTopics } from '../src/kafka/topics.js';
@@ -87,7 +87,7 @@ export async function startExecutor(opts: ExecutorOptions): Promise<ExecutorHand
     await admin.disconnect();
     throw e;
   }
-  const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix, logger });
+  const codec = await codecFromConfig(config, { logger });
   const exec = new Executor(kafka, admin, codec, config, tools, executorId, logger, opts);
   await exec.start();
   return exec.handle();
