@@ -114,6 +114,14 @@ export class ProjectionService {
     this.metrics = createMetrics({ plansByStatus: () => this.model.countByStatus(), defaultMetrics: opts.defaultMetrics });
   }
 
+  /**
+   * The service's own Kafka connections and codec, for the operator's read routes (DLQ, verify, consumer
+   * groups). Valid between `start()` and `stop()`.
+   */
+  connections(): { readonly config: LedgerConfig; readonly kafka: Kafka; readonly admin: Admin; readonly codec: LedgerCodec } {
+    return { config: this.opts.config, kafka: this.kafka, admin: this.admin, codec: this.codec };
+  }
+
   async start(): Promise<void> {
     const { config } = this.opts;
     this.kafka = createKafka(config, this.opts.logger, 'projector');

@@ -4,12 +4,14 @@
 import Fastify from 'fastify';
 import type { Ledger } from '../../src/client/index.js';
 import type { Logger } from '../../src/logging.js';
+import { OperatorViews } from '../operations.js';
 import type { ProjectionService } from '../projector.js';
 import { requireScope, type TokenSet } from './auth.js';
 import { corsHandlers } from './cors.js';
 import { errorHandler } from './errors.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { healthRoutes } from './routes/health.js';
+import { operationsRoutes } from './routes/operations.js';
 import { planReadRoutes } from './routes/plans-read.js';
 import { planWriteRoutes } from './routes/plans-write.js';
 import { streamRoutes } from './routes/stream.js';
@@ -58,6 +60,7 @@ export function buildHttp(opts: HttpOptions) {
   void app.register(healthRoutes, { service });
   void app.register(dashboardRoutes);
   void app.register(planReadRoutes, { service, authorize: requireScope(tokens, 'read') });
+  void app.register(operationsRoutes, { service, views: new OperatorViews(service), authorize: requireScope(tokens, 'read') });
   void app.register(streamRoutes, { service, authorize: requireScope(tokens, 'read'), maxClients: opts.maxStreamClients });
   void app.register(planWriteRoutes, { service, logger, authorize: requireScope(tokens, 'write'), submitter: opts.submitter });
   return app;

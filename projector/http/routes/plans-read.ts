@@ -19,6 +19,12 @@ export const planReadRoutes: FastifyPluginAsync<{ service: ProjectionService; au
     return { ...page, version: model.version };
   });
 
+  const childrenOf = (planId: string) => {
+    const out: Array<{ planId: string; itemId: string; status: string | null; goal: string }> = [];
+    for (const c of model.views()) if (c.state?.parent?.planId === planId) out.push({ planId: c.planId, itemId: c.state.parent.itemId, status: c.state.status, goal: c.state.goal });
+    return out.sort((a, b) => a.planId.localeCompare(b.planId));
+  };
+
   app.get('/api/plans/:id', { schema: { params: planParams } }, async (req, reply) => {
     const planId = (req.params as { id: string }).id;
     const v = model.view(planId);
@@ -31,6 +37,9 @@ export const planReadRoutes: FastifyPluginAsync<{ service: ProjectionService; au
       stalled: v.stalled,
       stateDigest: v.state ? stateDigest(v.state) : null,
       state: v.state ?? null,
+      // Delegation both ways: the plan this one runs for, and the plans its items delegated to.
+      parent: v.state?.parent ? { ...v.state.parent, status: model.view(v.state.parent.planId)?.state?.status ?? null } : null,
+      children: childrenOf(planId),
     };
   });
 
