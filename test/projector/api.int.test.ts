@@ -148,6 +148,26 @@ describe('projector HTTP API', () => {
       await waitFor(() => projector.stateDigests().get(id) === stateDigest(executor.planState(id)!), { message: `${id} digest equals the executor's` });
     }
 
+    // Verify on request, problems and the overview, read from the log and the broker now.
+    const verified = await call('GET', '/api/plans/api-run/verify');
+    expect(verified.status).toBe(200);
+    expect(verified.json).toMatchObject({ planId: 'api-run', ok: true, events: events.length, stateDigest: projector.stateDigests().get('api-run'), firstBroken: null });
+    expect((verified.json['checks'] as Array<{ name: string; ok: boolean }>).filter((c) => !c.ok)).toEqual([]);
+    const problems = await call('GET', '/api/problems');
+    expect(problems.json).toEqual({ stalled: [], failed: [], deadLetters: [], deadLettersTotal: 0 });
+    const overview = await call('GET', '/api/overview');
+    expect(overview.json['plansByStatus']).toEqual({ completed: 3, cancelled: 1 });
+    const buckets = (overview.json['activity'] as { buckets: Array<{ itemsCompleted: number; itemsFailed: number }> }).buckets;
+    expect(buckets).toHaveLength(30);
+    expect(buckets.reduce((n, b) => n + b.itemsCompleted, 0)).toBe(3 + 2 + 1); // api-run, api-review, api-retry
+    expect(buckets.reduce((n, b) => n + b.itemsFailed, 0)).toBe(1);
+    const groups = overview.json['groups'] as Array<{ groupId: string; members: Array<{ partitions: Record<string, number[]> }>; lag: Array<{ topic: string }> }>;
+    const executors = groups.find((g) => g.groupId === `${config.topicPrefix}.executors`)!;
+    expect(executors.members).toHaveLength(1);
+    expect(executors.members[0]!.partitions[`${config.topicPrefix}.plan-commands`]!.sort()).toEqual(Array.from({ length: config.partitions }, (_, i) => i));
+    expect(executors.lag.map((t) => t.topic)).toContain(`${config.topicPrefix}.plan-commands`);
+    expect(groups.map((g) => g.groupId)).toContain(`${config.topicPrefix}.projector`);
+
     const metrics = await fetch(`${projector.url}/metrics`).then((r) => r.text());
     for (const name of ['events_applied_total', 'lag_events', 'plans{status="completed"}', 'snapshot_writes_total', 'dlq_records_total']) expect(metrics).toContain(`plan_ledger_projector_${name}`);
   });
@@ -166,7 +186,7 @@ describe('projector HTTP API', () => {
     expect((await api(projector, 'wrong-token')('POST', '/api/plans/known/approve', {})).status).toBe(403);
     expect((await api(projector, 'wrong-token')('POST', '/api/plans/known/items/x/retry', {})).status).toBe(403);
     // Read routes need a token too: none is 401, a wrong one (even one character off) 403.
-    for (const path of ['/api/plans', '/api/plans/known', '/api/plans/known/events', '/api/plans/known/audit', '/api/stream', '/api/whoami']) {
+    for (const path of ['/api/plans', '/api/plans/known', '/api/plans/known/events', '/api/plans/known/audit', '/api/stream', '/api/whoami', '/api/problems', '/api/overview', '/api/plans/known/verify']) {
       const r = await api(projector, null)('GET', path);
       expect(r.status, path).toBe(401);
       expect(r.json['error']).toBe('unauthorized');
@@ -238,6 +258,7 @@ describe('projector HTTP API', () => {
       ['POST', '/api/plans/nope/cancel', { reason: 'r' }],
       ['POST', '/api/plans/nope/items/x/retry', {}],
       ['POST', '/api/plans/known/items/nope/retry', {}],
+      ['GET', '/api/plans/nope/verify', undefined],
     ] as const) {
       const r = await call(method, path, body);
       expect(r.status, `${method} ${path}`).toBe(404);
