@@ -55,6 +55,8 @@ export interface Overview {
 }
 
 const MAX_DEAD_LETTERS = 200;
+/** Plans verified at once. */
+export const MAX_VERIFYING = 4;
 
 function cached<T>(ttlMs: number, load: () => Promise<T>): () => Promise<T> {
   let at = 0;
@@ -85,6 +87,7 @@ function planOfKey(key: Buffer | null, cause: DeadLetterCause | null): string | 
 export class OperatorViews {
   private readonly deadLetters;
   private readonly groups;
+  private readonly verifying = new Map<string, Promise<PlanVerification>>();
 
   constructor(private readonly service: ProjectionService) {
     this.deadLetters = cached(2000, () => this.readDeadLetters());
@@ -122,11 +125,20 @@ export class OperatorViews {
     return { stalled, failed, deadLetters, deadLettersTotal: all.length };
   }
 
-  /** The `verify` checks of one plan (chain, determinism, snapshots), read from the log now. */
-  async verify(planId: string): Promise<PlanVerification> {
+  /**
+   * The `verify` checks of one plan (chain, determinism, snapshots), read from the log now. Requests for
+   * the same plan share one read; past {@link MAX_VERIFYING} plans at once, null (the caller answers 503):
+   * each verification reads a partition of the log, so a burst of clicks must not become a burst of reads.
+   */
+  verify(planId: string): Promise<PlanVerification> | null {
+    const running = this.verifying.get(planId);
+    if (running) return running;
+    if (this.verifying.size >= MAX_VERIFYING) return null;
     const { config, kafka, admin, codec } = this.service.connections();
     const log = LedgerLog.over({ config, kafka, admin, codec, readerGroup: `${config.topicPrefix}.projector-verify` });
-    return verifyFromLog(log, planId);
+    const p = verifyFromLog(log, planId).finally(() => this.verifying.delete(planId));
+    this.verifying.set(planId, p);
+    return p;
   }
 
   async overview(now = Date.now()): Promise<Overview> {

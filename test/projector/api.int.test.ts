@@ -193,6 +193,14 @@ describe('projector HTTP API', () => {
       expect((await api(projector, `${ALICE.token.slice(0, -1)}x`)('GET', path)).status, path).toBe(403);
       expect((await api(projector, 'Bearer')('GET', path)).status, path).toBe(403);
     }
+    // Hostile Authorization headers: another scheme or two tokens is 401, a huge or near-miss token 403.
+    const raw = (authorization: string) => api(projector, null)('GET', '/api/plans', undefined, { authorization });
+    expect((await raw('Basic YWxpY2U6c2VjcmV0')).status).toBe(401);
+    expect((await raw(`Bearer ${ALICE.token} ${GRAFANA.token}`)).status).toBe(401);
+    expect((await raw('Bearer')).status).toBe(401);
+    expect((await raw(`Bearer ${'x'.repeat(8000)}`)).status).toBe(403);
+    expect((await raw(`Bearer ${ALICE.token}${ALICE.token}`)).status).toBe(403);
+    expect((await raw(`bearer   ${ALICE.token}  `)).status).toBe(200); // scheme is case-insensitive, spaces trimmed
     // A read token reads, and is refused on every write route with 403 naming the missing scope.
     const reader = api(projector, GRAFANA.token);
     expect((await reader('GET', '/api/plans/known')).status).toBe(200);

@@ -21,7 +21,9 @@ export const operationsRoutes: FastifyPluginAsync<OperationsOptions> = async (ap
   app.get('/api/plans/:id/verify', { schema: { params: planParams } }, async (req, reply) => {
     const planId = (req.params as { id: string }).id;
     if (!service.model.view(planId)) return notFound(reply, planId);
-    const v = await views.verify(planId);
+    const running = views.verify(planId);
+    if (!running) return reply.code(503).header('retry-after', '2').send({ error: 'unavailable', message: 'several plans are being verified already; retry in a moment' });
+    const v = await running;
     return { planId, ok: v.ok, events: v.events, head: v.head, stateDigest: v.stateDigest, checks: v.checks, firstBroken: v.firstBroken };
   });
 };
