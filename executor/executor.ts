@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { Admin, Consumer, Kafka } from 'kafkajs';
 import { loadConfig, topicNames, type LedgerConfig, type LedgerConfigInput } from '../src/config.js';
 import { BlobReader, payloadLimitsFromEnv } from '../src/blobs/index.js';
-import { createCodec, type LedgerCodec } from '../src/codec/index.js';
+import { codecFromConfig, type LedgerCodec } from '../src/codec/index.js';
 import { isLedgerError, LedgerError } from '../src/errors.js';
 import { createKafka } from '../src/kafka/client.js';
 import { describeTopicConfig, ensurePlanTopics } from '../src/kafka/topics.js';
@@ -114,7 +114,7 @@ export async function startExecutor(opts: ExecutorOptions): Promise<ExecutorHand
     await admin.disconnect();
     throw e;
   }
-  const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix, logger });
+  const codec = await codecFromConfig(config, { logger });
   const limits = await ownerLimits(admin, config, opts);
   logger.info({ limits: { ...limits, decide: { ...limits.decide } } }, 'limits');
   const exec = new Executor(kafka, admin, codec, config, tools, executorId, logger, opts, limits, policy);

@@ -4,10 +4,12 @@ import { LedgerError } from '../src/errors.js';
 import { createLogger, type Logger } from '../src/logging.js';
 import type { PlanState } from '../src/plan/index.js';
 import type { PlanView } from '../src/projection/index.js';
-import { buildHttp, type CommandSubmitter } from './http.js';
+import { compileTokens, type ApiToken } from './http/auth.js';
+import { buildHttp, HTTP_DEFAULTS, type CommandSubmitter } from './http/index.js';
 import { ProjectionService, type ProjectionServiceOptions } from './projector.js';
 
-export type { CommandSubmitter } from './http.js';
+export type { CommandSubmitter } from './http/index.js';
+export type { ApiToken, Scope } from './http/auth.js';
 export { ProjectionService } from './projector.js';
 export { ReadModel } from './read-model.js';
 
@@ -19,8 +21,23 @@ export interface ProjectorOptions {
   readonly port?: number;
   /** HTTP host (default 127.0.0.1; PLAN_LEDGER_HTTP_HOST). */
   readonly host?: string;
-  /** Bearer token of the write routes (default PLAN_LEDGER_API_TOKEN). Without one they answer 401. */
+  /**
+   * The single legacy bearer token (default PLAN_LEDGER_API_TOKEN): read and write scopes, principal
+   * `api-token`. Without any token the /api routes answer 401.
+   */
   readonly apiToken?: string | null;
+  /** Tokens with principals and scopes, in addition to `apiToken` and the tokens file. */
+  readonly apiTokens?: readonly ApiToken[];
+  /** A file of tokens, JSON array or one JSON object per line (default PLAN_LEDGER_API_TOKENS_FILE). */
+  readonly apiTokensFile?: string;
+  /** Read routes without a token, for local development (default PLAN_LEDGER_API_OPEN_READS; false). */
+  readonly openReads?: boolean;
+  /** Origins allowed by CORS (default PLAN_LEDGER_API_CORS_ORIGINS, comma-separated; none). */
+  readonly corsOrigins?: readonly string[];
+  /** Largest request body in bytes (default PLAN_LEDGER_API_BODY_LIMIT, else 1 MiB); 413 past it. */
+  readonly bodyLimitBytes?: number;
+  /** Concurrent /api/stream clients (default PLAN_LEDGER_API_MAX_STREAMS, else 100); 503 past it. */
+  readonly maxStreamClients?: number;
   /** Submits commands for the write routes (default: a `connectLedger` client opened on first use). */
   readonly submit?: CommandSubmitter;
   readonly snapshotEveryEvents?: ProjectionServiceOptions['snapshotEveryEvents'];
@@ -48,13 +65,16 @@ export interface ProjectorHandle {
   stop(): Promise<void>;
 }
 
-function envPort(env: NodeJS.ProcessEnv): number | undefined {
-  const v = env.PLAN_LEDGER_HTTP_PORT;
+function envInt(env: NodeJS.ProcessEnv, name: string, min: number, max: number, what: string): number | undefined {
+  const v = env[name];
   if (v === undefined || v === '') return undefined;
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new LedgerError('VALIDATION', `PLAN_LEDGER_HTTP_PORT: expected a port number, got "${v}"`, { field: 'PLAN_LEDGER_HTTP_PORT' });
+  if (!Number.isInteger(n) || n < min || n > max) throw new LedgerError('VALIDATION', `${name}: expected ${what}, got "${v}"`, { field: name });
   return n;
 }
+const envPort = (env: NodeJS.ProcessEnv) => envInt(env, 'PLAN_LEDGER_HTTP_PORT', 0, 65535, 'a port number');
+const envFlag = (v: string | undefined) => v === 'true' || v === '1';
+const envList = (v: string | undefined) => (v ? v.split(',').map((x) => x.trim()).filter(Boolean) : undefined);
 
 /**
  * Starts the projector: the projection consumer group (restore from snapshots, catch up, snapshots,
@@ -62,7 +82,13 @@ function envPort(env: NodeJS.ProcessEnv): number | undefined {
  * the next start replays only the tail).
  *
  * @example
- * const projector = await startProjector({ port: 8787, apiToken: process.env.PLAN_LEDGER_API_TOKEN });
+ * const projector = await startProjector({
+ *   port: 8787,
+ *   apiTokens: [
+ *     { token: process.env.ALICE_TOKEN!, principal: 'alice', scopes: ['read', 'write'] },
+ *     { token: process.env.GRAFANA_TOKEN!, principal: 'grafana', scopes: ['read'] },
+ *   ],
+ * });
  * console.log(`dashboard at ${projector.url}`);
  * process.on('SIGTERM', () => void projector.stop());
  */
@@ -73,6 +99,11 @@ export async function startProjector(opts: ProjectorOptions = {}): Promise<Proje
   const port = opts.port ?? envPort(env) ?? 8787;
   const host = opts.host ?? env.PLAN_LEDGER_HTTP_HOST ?? '127.0.0.1';
   const apiToken = opts.apiToken === undefined ? env.PLAN_LEDGER_API_TOKEN || null : opts.apiToken;
+  const tokensFile = opts.apiTokensFile ?? (env.PLAN_LEDGER_API_TOKENS_FILE || undefined);
+  const tokens = compileTokens({ apiToken, apiTokens: opts.apiTokens, tokensFile, openReads: opts.openReads ?? envFlag(env.PLAN_LEDGER_API_OPEN_READS) });
+  const corsOrigins = Object.freeze([...(opts.corsOrigins ?? envList(env.PLAN_LEDGER_API_CORS_ORIGINS) ?? [])]);
+  const bodyLimitBytes = opts.bodyLimitBytes ?? envInt(env, 'PLAN_LEDGER_API_BODY_LIMIT', 1024, 1024 ** 3, 'a byte count (1 KiB to 1 GiB)') ?? HTTP_DEFAULTS.bodyLimitBytes;
+  const maxStreamClients = opts.maxStreamClients ?? envInt(env, 'PLAN_LEDGER_API_MAX_STREAMS', 0, 100_000, 'a count') ?? HTTP_DEFAULTS.maxStreamClients;
 
   const service = new ProjectionService({
     config,
@@ -89,7 +120,7 @@ export async function startProjector(opts: ProjectorOptions = {}): Promise<Proje
     ledger ??= connectLedger(config, { logger });
     return ledger;
   };
-  const http = buildHttp({ service, logger, apiToken, submitter });
+  const http = buildHttp({ service, logger, tokens, submitter, corsOrigins, bodyLimitBytes, maxStreamClients });
   try {
     await service.start();
     await http.listen({ port, host });
@@ -101,7 +132,10 @@ export async function startProjector(opts: ProjectorOptions = {}): Promise<Proje
   const address = http.server.address();
   const boundPort = typeof address === 'object' && address !== null ? address.port : port;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${boundPort}`;
-  logger.info({ url, writeRoutes: apiToken ? 'enabled' : 'disabled (no PLAN_LEDGER_API_TOKEN)' }, 'projector listening');
+  logger.info(
+    { url, apiTokens: tokens.size, reads: tokens.openReads ? 'open' : 'token', corsOrigins, bodyLimitBytes, maxStreamClients, ...(tokens.size === 0 ? { api: 'closed: no token configured (PLAN_LEDGER_API_TOKEN or PLAN_LEDGER_API_TOKENS_FILE)' } : {}) },
+    'projector listening',
+  );
 
   let stopping: Promise<void> | undefined;
   return {

@@ -1,5 +1,5 @@
 import type { Admin, Consumer, EachBatchPayload, Kafka, KafkaMessage, Producer } from 'kafkajs';
-import { createCodec, type LedgerCodec } from '../src/codec/index.js';
+import { codecFromConfig, type LedgerCodec } from '../src/codec/index.js';
 import { topicNames, type LedgerConfig } from '../src/config.js';
 import { connectFenced, createKafka, isFencingError, transactionalProducer } from '../src/kafka/client.js';
 import { readPlanRecords } from '../src/kafka/log-reader.js';
@@ -114,13 +114,21 @@ export class ProjectionService {
     this.metrics = createMetrics({ plansByStatus: () => this.model.countByStatus(), defaultMetrics: opts.defaultMetrics });
   }
 
+  /**
+   * The service's own Kafka connections and codec, for the operator's read routes (DLQ, verify, consumer
+   * groups). Valid between `start()` and `stop()`.
+   */
+  connections(): { readonly config: LedgerConfig; readonly kafka: Kafka; readonly admin: Admin; readonly codec: LedgerCodec } {
+    return { config: this.opts.config, kafka: this.kafka, admin: this.admin, codec: this.codec };
+  }
+
   async start(): Promise<void> {
     const { config } = this.opts;
     this.kafka = createKafka(config, this.opts.logger, 'projector');
     this.admin = this.kafka.admin();
     await this.admin.connect();
     await ensurePlanTopics(this.admin, config);
-    this.codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix, auth: config.registryAuth, logger: this.opts.logger });
+    this.codec = await codecFromConfig(config, { logger: this.opts.logger });
     this.producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     await this.producer.connect();
     this.consumer = this.kafka.consumer({

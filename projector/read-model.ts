@@ -3,6 +3,19 @@ import type { PlanEvent, PlanState, PlanStatus } from '../src/plan/index.js';
 import { stateDigest } from '../src/plan/index.js';
 import type { PartitionProjection, PlanView } from '../src/projection/index.js';
 
+export const BUCKET_MS = 10_000;
+const MAX_BUCKETS = 90; // 15 minutes
+
+/** What was applied in one 10 s window of event time. */
+export interface ActivityBucket {
+  /** Start of the window (ms since the epoch). */
+  readonly at: number;
+  events: number;
+  itemsCompleted: number;
+  itemsFailed: number;
+  retries: number;
+}
+
 /** Loads a plan's whole history from the log when memory does not hold it (restored from a snapshot, evicted). */
 export type EventLoader = (planId: string) => Promise<PlanEvent[]>;
 
@@ -23,6 +36,8 @@ export class ReadModel {
   private readonly changes = new EventEmitter();
   private changed = new Set<string>();
   private flushTimer: NodeJS.Timeout | undefined;
+  /** Applied events per 10 s of their occurredAt, for the overview's recent activity. */
+  private readonly buckets = new Map<number, ActivityBucket>();
   version = 0;
 
   constructor(
@@ -88,6 +103,7 @@ export class ReadModel {
   applied(event: PlanEvent): void {
     this.changed.add(event.planId);
     this.scheduleNotify();
+    this.count(event);
     if (this.opts.retainEvents <= 0) return;
     const c = this.cache.get(event.planId);
     if (c !== undefined) {
@@ -106,6 +122,37 @@ export class ReadModel {
       this.cachedEvents += 1;
     }
     this.trim();
+  }
+
+  private count(event: PlanEvent): void {
+    const at = Math.floor(event.occurredAt / BUCKET_MS) * BUCKET_MS;
+    let b = this.buckets.get(at);
+    if (b === undefined) {
+      b = { at, events: 0, itemsCompleted: 0, itemsFailed: 0, retries: 0 };
+      this.buckets.set(at, b);
+      if (this.buckets.size > MAX_BUCKETS) {
+        // Keep the most recent buckets (by time, not insertion: a replay applies old events late).
+        const keep = [...this.buckets.keys()].sort((x, y) => y - x).slice(0, MAX_BUCKETS);
+        for (const k of this.buckets.keys()) if (!keep.includes(k)) this.buckets.delete(k);
+      }
+    }
+    b.events += 1;
+    if (event.type === 'ItemCompleted') b.itemsCompleted += 1;
+    else if (event.type === 'ItemFailed') b.itemsFailed += 1;
+    else if (event.type === 'ItemRetryScheduled') b.retries += 1;
+  }
+
+  /**
+   * Applied events per 10 s over the `windowMs` before `now`, by their occurredAt (zero-filled, oldest
+   * first). Counts what this projector applied since it started: plans restored from snapshots add none.
+   */
+  activity(now: number, windowMs = 5 * 60_000): ActivityBucket[] {
+    const last = Math.floor(now / BUCKET_MS) * BUCKET_MS;
+    const out: ActivityBucket[] = [];
+    for (let at = last - Math.ceil(windowMs / BUCKET_MS - 1) * BUCKET_MS; at <= last; at += BUCKET_MS) {
+      out.push({ ...(this.buckets.get(at) ?? { at, events: 0, itemsCompleted: 0, itemsFailed: 0, retries: 0 }) });
+    }
+    return out;
   }
 
   /** A plan changed without an applied event (stalled, erased). */

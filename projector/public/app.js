@@ -1,6 +1,7 @@
-/* global document, window, fetch, EventSource, localStorage, setTimeout, clearTimeout, prompt, URLSearchParams */
-// The plan-ledger dashboard: plain DOM, no framework, no build step. Reads the projector's API, listens
-// to /api/stream for changes (falls back to polling), and submits approve/reject with a bearer token.
+/* global document, window, fetch, localStorage, setTimeout, clearTimeout, prompt, URLSearchParams, TextDecoder */
+// The plan-ledger dashboard: plain DOM, no framework, no build step. Reads the projector's API with a
+// bearer token (read scope), listens to /api/stream for changes (falls back to polling), and submits
+// commands with a write-scoped token; the recorded actor is the token's principal.
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -25,14 +26,33 @@ function s(tag, attrs = {}, ...children) {
   return el;
 }
 
-const state = { plans: [], cursor: null, selected: null, detail: null, audit: null, version: 0 };
+const state = { view: 'plans', plans: [], cursor: null, selected: null, detail: null, audit: null, asOf: null, verified: new Map(), version: 0 };
 const token = $('#token');
-const operator = $('#operator');
 token.value = localStorage.getItem('plan-ledger.token') ?? '';
-operator.value = localStorage.getItem('plan-ledger.operator') ?? '';
-token.addEventListener('change', () => localStorage.setItem('plan-ledger.token', token.value));
-operator.addEventListener('change', () => localStorage.setItem('plan-ledger.operator', operator.value));
-$('#auth').addEventListener('submit', (e) => e.preventDefault());
+const auth = () => (token.value.trim() ? { authorization: `Bearer ${token.value.trim()}` } : {});
+const onToken = async () => {
+  localStorage.setItem('plan-ledger.token', token.value.trim());
+  await whoami();
+  await refresh();
+  live();
+};
+token.addEventListener('change', () => void onToken());
+$('#auth').addEventListener('submit', (e) => {
+  e.preventDefault();
+  void onToken();
+});
+
+/** Who the token belongs to; write buttons are shown only to a token with the write scope. */
+const me = { principal: null, scopes: [] };
+async function whoami() {
+  try {
+    Object.assign(me, await getJson('/api/whoami'));
+  } catch {
+    Object.assign(me, { principal: null, scopes: [] });
+  }
+  $('#principal').textContent = me.principal ? `${me.principal} (${me.scopes.join(', ')})` : 'no valid token';
+  document.body.classList.toggle('can-write', me.scopes.includes('write'));
+}
 
 function toast(message, kind = 'ok') {
   const t = $('#toast');
@@ -44,7 +64,7 @@ function toast(message, kind = 'ok') {
 }
 
 async function getJson(path) {
-  const res = await fetch(path, { headers: { accept: 'application/json' } });
+  const res = await fetch(path, { headers: { accept: 'application/json', ...auth() } });
   const body = await res.json().catch(() => ({}));
   if (!res.ok) throw new Error(body.message ?? `${res.status} ${res.statusText}`);
   return body;
@@ -94,6 +114,7 @@ async function loadPlans() {
     renderPlans();
   } catch (e) {
     toast(`plans: ${e.message}`, 'err');
+    $('#plan-list').replaceChildren(h('li', { class: 'empty' }, `${e.message}. Enter an API token with the read scope above.`));
   }
 }
 
@@ -128,6 +149,7 @@ function renderPlans() {
 // plan detail
 
 async function select(planId) {
+  if (state.selected !== planId) state.asOf = null;
   state.selected = planId;
   window.history.replaceState(null, '', `#${encodeURIComponent(planId)}`);
   renderPlans();
@@ -138,8 +160,9 @@ async function loadDetail() {
   const id = state.selected;
   if (!id) return;
   try {
-    const [detail, audit] = await Promise.all([getJson(`/api/plans/${encodeURIComponent(id)}`), getJson(`/api/plans/${encodeURIComponent(id)}/audit`)]);
-    if (state.selected !== id) return;
+    const asOf = state.asOf;
+    const [detail, audit] = await Promise.all([getJson(`/api/plans/${encodeURIComponent(id)}`), getJson(`/api/plans/${encodeURIComponent(id)}/audit${asOf ? `?asOf=${asOf}` : ''}`)]);
+    if (state.selected !== id || state.asOf !== asOf) return;
     state.detail = detail;
     state.audit = audit;
     renderDetail();
@@ -150,7 +173,8 @@ async function loadDetail() {
 
 function renderDetail() {
   const { detail, audit } = state;
-  const plan = detail.state;
+  // Time travel: the plan as the as-of fold rebuilt it, with the attempts and timeline up to then.
+  const plan = state.asOf && audit.state ? audit.state : detail.state;
   const root = $('#detail');
   const fill = (...children) => root.replaceChildren(...children.filter((c) => c !== null && c !== undefined));
   if (!plan) {
@@ -164,10 +188,13 @@ function renderDetail() {
         h('div', { class: 'ids mono' }, `${plan.planId} · ${plan.mode} mode · seq ${plan.seq} · partition ${detail.partition}`),
         h('div', { class: 'labels' }, ...Object.entries(plan.labels).map(([k, v]) => h('span', { class: 'label' }, `${k}: ${v}`))),
       ),
-      statusPill(plan.status, detail.stalled),
+      statusPill(plan.status, state.asOf ? null : detail.stalled),
     ),
+    h('div', { class: 'digest-row' }, 'integrity', verifyBox(detail.planId)),
+    travelBox(detail, audit),
+    relatedBox(detail),
     stallBox(detail.stalled),
-    plan.status === 'proposed' ? reviewBox(plan) : h('div', { class: 'digest-row' }, 'digest ', h('code', {}, plan.digest), plan.approvedDigest ? h('span', {}, ` · approved by ${plan.approvals.filter((a) => a.decision === 'approved').map((a) => a.by).join(', ')}`) : null),
+    plan.status === 'proposed' && !state.asOf ? reviewBox(plan) : h('div', { class: 'digest-row' }, 'digest ', h('code', {}, plan.digest), plan.approvedDigest ? h('span', {}, ` · approved by ${plan.approvals.filter((a) => a.decision === 'approved').map((a) => a.by).join(', ')}`) : null),
     h('h2', {}, `Items (${plan.itemOrder.length})`),
     graph(plan),
     legend(),
@@ -184,6 +211,66 @@ function renderDetail() {
   );
 }
 
+const planLink = (planId, attrs = {}) => h('a', { class: 'plan-link mono', href: `#${encodeURIComponent(planId)}`, ...attrs }, planId);
+
+/** The `verify` checks (hash chain, determinism, snapshots), computed by the projector when asked. */
+function verifyBox(planId) {
+  const v = state.verified.get(planId);
+  const badge = !v
+    ? h('span', { class: 'vbadge wait', id: 'verify-badge', 'data-state': 'unknown' }, 'not verified yet')
+    : v.pending
+      ? h('span', { class: 'vbadge wait', id: 'verify-badge', 'data-state': 'pending' }, 'verifying…')
+      : v.error
+        ? h('span', { class: 'vbadge bad', id: 'verify-badge', 'data-state': 'error', title: v.error }, 'verify failed to run')
+        : h('span', { class: `vbadge ${v.ok ? 'ok' : 'bad'}`, id: 'verify-badge', 'data-state': v.ok ? 'ok' : 'broken', title: v.checks.map((c) => `${c.ok ? '✓' : '✗'} ${c.name}: ${c.detail}`).join('\n') },
+          v.ok ? `verified ✓ ${v.events} events` : `broken at seq ${v.firstBroken?.seq ?? '?'}: ${v.firstBroken?.reason ?? ''}`);
+  const run = async () => {
+    state.verified.set(planId, { pending: true });
+    renderDetail();
+    try {
+      state.verified.set(planId, { ...(await getJson(`/api/plans/${encodeURIComponent(planId)}/verify`)), at: Date.now() });
+    } catch (e) {
+      state.verified.set(planId, { error: e.message });
+    }
+    if (state.selected === planId) renderDetail();
+  };
+  return h('span', { class: 'verify' }, badge,
+    v && v.checks ? h('span', { class: 'muted', id: 'verify-checks' }, v.checks.map((c) => `${c.ok ? '✓' : '✗'} ${c.name}`).join('  ')) : null,
+    h('button', { id: 'verify', onclick: run, disabled: v?.pending }, v ? 'verify again' : 'verify'));
+}
+
+/** A seq slider: the plan as it was after event N (the as-of fold), back to now with one click. */
+function travelBox(detail, audit) {
+  const now = detail.state.seq;
+  if (now < 2) return null;
+  const at = state.asOf ?? now;
+  const label = state.asOf ? `as of seq ${at} of ${now} · ${audit.asOf?.at ? new Date(audit.asOf.at).toLocaleTimeString([], { hour12: false }) : ''} · ${audit.state?.status ?? ''}` : `now · seq ${now}`;
+  let timer = null;
+  const go = (value) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      const n = Number(value);
+      state.asOf = n >= now ? null : n;
+      void loadDetail();
+    }, 120);
+  };
+  return h('div', { class: `travel${state.asOf ? ' past' : ''}` },
+    h('span', { class: 'muted' }, 'time travel'),
+    h('input', { type: 'range', id: 'asof', min: 1, max: now, step: 1, value: at, 'aria-label': 'show the plan as of seq', oninput: (e) => go(e.target.value) }),
+    h('span', { id: 'asof-label', class: 'mono' }, label),
+    state.asOf ? h('button', { id: 'asof-now', onclick: () => go(now) }, 'now') : null);
+}
+
+/** Delegation both ways: the parent plan and item this plan runs for, the child plans its items run. */
+function relatedBox(detail) {
+  const parent = detail.parent;
+  const children = detail.children ?? [];
+  if (!parent && children.length === 0) return null;
+  return h('div', { class: 'related' },
+    parent ? h('div', { id: 'parent' }, 'delegated by item ', h('b', { class: 'mono' }, parent.itemId), ' of ', planLink(parent.planId, { 'data-parent': parent.planId }), parent.status ? ` (${parent.status})` : '') : null,
+    children.length ? h('div', { id: 'children' }, 'child plans: ', ...children.flatMap((c, i) => [i ? ', ' : '', h('b', { class: 'mono' }, c.itemId), ' → ', planLink(c.planId, { 'data-child': c.planId }), ` (${c.status})`])) : null);
+}
+
 function stallBox(stalled) {
   if (!stalled) return null;
   return h('div', { class: 'stall' }, h('b', {}, `Stalled at offset ${stalled.offset}: ${stalled.code} ${stalled.reason}. `), stalled.message,
@@ -198,31 +285,25 @@ function reviewBox(plan) {
     h('div', { class: 'actions' }, reject, approve));
 }
 
+/** POSTs a command with the token; the answer names the events the ledger recorded. */
+async function command(path, body) {
+  const res = await fetch(path, { method: 'POST', headers: { 'content-type': 'application/json', ...auth() }, body: JSON.stringify(body) });
+  const out = await res.json().catch(() => ({}));
+  if (!res.ok) throw new Error(out.message ?? `${res.status}`);
+  return out;
+}
+
 async function decide(action, plan) {
-  let bearer = token.value.trim();
-  if (!bearer) {
-    bearer = (prompt('API token (PLAN_LEDGER_API_TOKEN) to submit the command:') ?? '').trim();
-    if (!bearer) return;
-    token.value = bearer;
-    localStorage.setItem('plan-ledger.token', bearer);
-  }
-  const by = operator.value.trim() || 'dashboard';
   let body;
-  if (action === 'approve') body = { digest: plan.digest, by };
+  if (action === 'approve') body = { digest: plan.digest };
   else {
     const reason = prompt('Why is the plan rejected?');
     if (!reason) return;
-    body = { digest: plan.digest, by, reason };
+    body = { digest: plan.digest, reason };
   }
   for (const b of document.querySelectorAll('.review button')) b.disabled = true;
   try {
-    const res = await fetch(`/api/plans/${encodeURIComponent(plan.planId)}/${action}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${bearer}` },
-      body: JSON.stringify(body),
-    });
-    const out = await res.json().catch(() => ({}));
-    if (!res.ok) throw new Error(out.message ?? `${res.status}`);
+    const out = await command(`/api/plans/${encodeURIComponent(plan.planId)}/${action}`, body);
     toast(`${action === 'approve' ? 'Approved' : 'Rejected'} ${plan.planId} (${out.events?.map((e) => e.type).join(', ') ?? 'submitted'})`);
     await refresh();
   } catch (e) {
@@ -297,7 +378,7 @@ function attemptsTable(plan, attempts) {
         h('td', { class: 'mono' }, a.executorId),
         h('td', {}, h('span', { class: 'steps' },
           h('b', {}, 'intent'), '→', resultAt ? h('b', {}, a.outcome.replace('_', ' ')) : '…', '→', settledAt ? h('b', {}, a.settlement) : '…',
-          a.childPlanId ? ` (child ${a.childPlanId})` : '')),
+          a.childPlanId ? h('span', {}, ' (child ', planLink(a.childPlanId, { 'data-child-attempt': a.childPlanId }), ')') : '')),
         h('td', {}, dur(a.toolMs)),
         h('td', {}, dur(a.totalMs)),
         h('td', {}, h('div', { class: 'track', title: `${time(a.intentAt)} → ${resultAt ? time(resultAt) : '…'} → ${settledAt ? time(settledAt) : '…'}` },
@@ -305,6 +386,139 @@ function attemptsTable(plan, attempts) {
           settledAt && resultAt ? h('span', { class: `settle ${a.settlement}`, style: `left:${pct(resultAt)};width:max(3px, calc(${pct(settledAt)} - ${pct(resultAt)}))` }) : null)));
     })));
 }
+
+// ---------------------------------------------------------------------------------------------------
+// problems: stalled plans, failed items, DLQ records — with retry / cancel for a write token
+
+async function act(label, path, body) {
+  try {
+    const out = await command(path, body);
+    toast(`${label}: ${out.events?.map((e) => e.type).join(', ') || 'submitted'}`);
+  } catch (e) {
+    toast(`${label} failed: ${e.message}`, 'err');
+  }
+  await loadPage();
+}
+const cancelPlan = (planId) => {
+  const reason = prompt(`Cancel plan ${planId}: why?`, 'cancelled by the operator from the problems view');
+  if (reason) void act(`cancel ${planId}`, `/api/plans/${encodeURIComponent(planId)}/cancel`, { reason });
+};
+const retryItem = (planId, itemId) => void act(`retry ${planId}/${itemId}`, `/api/plans/${encodeURIComponent(planId)}/items/${encodeURIComponent(itemId)}/retry`, {});
+
+function renderProblems(p) {
+  const none = (what) => h('div', { class: 'muted' }, `No ${what}.`);
+  const table = (head, rows) => h('table', { class: 'grid' }, h('thead', {}, h('tr', {}, ...head.map((x) => h('th', {}, x)))), h('tbody', {}, ...rows));
+  const count = p.stalled.length + p.failed.length + p.deadLettersTotal;
+  const badge = $('#problem-count');
+  badge.hidden = count === 0;
+  badge.textContent = String(count);
+  return [
+    h('div', { class: 'card' }, h('h2', {}, `Stalled plans (${p.stalled.length})`),
+      p.stalled.length ? table(['plan', 'status', 'cause', 'record', 'held back', ''], p.stalled.map((x) =>
+        h('tr', { 'data-stalled': x.planId },
+          h('td', {}, planLink(x.planId), h('div', { class: 'muted' }, x.goal ?? '')),
+          h('td', {}, x.status ?? 'no state'),
+          h('td', { class: 'cause' }, h('b', {}, `${x.stall.code} ${x.stall.reason}`), h('div', {}, x.stall.message)),
+          h('td', { class: 'mono' }, `events p${x.partition} @ ${x.stall.offset}${x.stall.seq ? ` (seq ${x.stall.seq})` : ''}`),
+          h('td', { class: 'num' }, String(x.stall.heldEvents)),
+          h('td', {}, x.status && !['completed', 'cancelled'].includes(x.status) ? h('button', { class: 'danger', 'data-cancel': x.planId, onclick: () => cancelPlan(x.planId) }, 'Cancel plan') : null)))) : none('stalled plans')),
+    h('div', { class: 'card' }, h('h2', {}, `Failed items (${p.failed.reduce((n, f) => n + f.items.length, 0)})`),
+      p.failed.length ? table(['plan', 'item', 'attempts', 'cause', ''], p.failed.flatMap((f) => (f.items.length ? f.items : [null]).map((it) =>
+        h('tr', { 'data-failed': `${f.planId}/${it?.itemId ?? ''}` },
+          h('td', {}, planLink(f.planId), h('div', { class: 'muted' }, `${f.goal} · ${f.status}`)),
+          h('td', { class: 'mono' }, it ? `${it.itemId}` : '—', it ? h('div', { class: 'muted' }, it.title) : null),
+          h('td', { class: 'num' }, it ? String(it.attempts) : ''),
+          h('td', { class: 'cause' }, it ? [h('b', {}, it.reason ?? ''), h('div', {}, it.error ?? '')] : ''),
+          h('td', {},
+            it ? h('button', { class: 'primary', 'data-retry': `${f.planId}/${it.itemId}`, onclick: () => retryItem(f.planId, it.itemId) }, 'Retry item') : null, ' ',
+            !['completed', 'cancelled'].includes(f.status) ? h('button', { class: 'danger', 'data-cancel': f.planId, onclick: () => cancelPlan(f.planId) }, 'Cancel plan') : null))))) : none('failed items')),
+    h('div', { class: 'card' }, h('h2', {}, `Dead-letter queue (${p.deadLettersTotal}${p.deadLettersTotal > p.deadLetters.length ? `, newest ${p.deadLetters.length}` : ''})`),
+      p.deadLetters.length ? table(['dlq record', 'plan', 'cause', 'source', 'bytes', ''], p.deadLetters.map((d) =>
+        h('tr', { 'data-dlq': `${d.partition}/${d.offset}` },
+          h('td', { class: 'mono' }, `p${d.partition} @ ${d.offset}`),
+          h('td', {}, d.planId ? (d.known ? planLink(d.planId) : h('span', { class: 'mono' }, d.planId)) : h('span', { class: 'muted' }, 'unreadable key')),
+          h('td', { class: 'cause' }, d.cause ? [h('b', {}, `${d.cause.code} ${d.cause.reason}`), h('div', {}, d.cause.message)] : 'no cause headers'),
+          h('td', { class: 'mono', 'data-source': d.cause ? `${d.cause.sourceTopic}/${d.cause.sourcePartition}/${d.cause.sourceOffset}` : '' }, d.cause ? `${d.cause.sourceTopic} p${d.cause.sourcePartition} @ ${d.cause.sourceOffset}` : '—'),
+          h('td', { class: 'num' }, String(d.bytes)),
+          h('td', {}, d.known ? h('button', { class: 'danger', 'data-cancel': d.planId, onclick: () => cancelPlan(d.planId) }, 'Cancel plan') : null)))) : none('dead-lettered records')),
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------------
+// overview: plans by status, activity, consumer groups (members, partitions, lag)
+
+function spark(buckets) {
+  const W = 600, H = 80, n = buckets.length, bw = W / n;
+  const max = Math.max(1, ...buckets.map((b) => b.itemsCompleted + b.itemsFailed));
+  const svg = s('svg', { class: 'spark', width: W, height: H + 2, viewBox: `0 0 ${W} ${H + 2}`, role: 'img', 'aria-label': 'items completed and failed per 10 s' }, s('line', { x1: 0, y1: H, x2: W, y2: H }));
+  buckets.forEach((b, i) => {
+    const ok = (H * b.itemsCompleted) / max, bad = (H * b.itemsFailed) / max;
+    const t = `${new Date(b.at).toLocaleTimeString([], { hour12: false })}: ${b.itemsCompleted} completed, ${b.itemsFailed} failed, ${b.retries} retries, ${b.events} events`;
+    if (ok) svg.append(s('rect', { class: 'ok', x: i * bw + 1, y: H - ok, width: bw - 2, height: ok }, s('title', {}, t)));
+    if (bad) svg.append(s('rect', { class: 'bad', x: i * bw + 1, y: H - ok - bad, width: bw - 2, height: bad }, s('title', {}, t)));
+  });
+  return svg;
+}
+
+function renderOverview(o) {
+  const b = o.activity.buckets;
+  const lastMinute = b.slice(-6);
+  const perSec = (k, list) => list.reduce((n, x) => n + x[k], 0) / ((list.length * o.activity.bucketMs) / 1000);
+  const sum = (k) => b.reduce((n, x) => n + x[k], 0);
+  const statuses = Object.entries(o.plansByStatus).sort((x, y) => y[1] - x[1]);
+  return [
+    h('div', { class: 'card' }, h('h2', {}, 'Plans by status'),
+      h('div', { class: 'stats', id: 'by-status' }, ...statuses.map(([k, n]) => h('div', { class: 'stat', 'data-status': k }, h('b', {}, String(n)), h('span', {}, statusPill(k === 'stalled' ? 'failed' : k, k === 'stalled' ? { message: 'stalled' } : null)))))),
+    h('div', { class: 'card' }, h('h2', {}, `Activity, last ${Math.round((b.length * o.activity.bucketMs) / 60000)} minutes`),
+      h('div', { class: 'stats' },
+        h('div', { class: 'stat', id: 'items-per-sec' }, h('b', {}, perSec('itemsCompleted', lastMinute).toFixed(2)), h('span', {}, 'items/s (last minute)')),
+        h('div', { class: 'stat', id: 'items-completed' }, h('b', {}, String(sum('itemsCompleted'))), h('span', {}, 'items completed')),
+        h('div', { class: 'stat', id: 'items-failed' }, h('b', {}, String(sum('itemsFailed'))), h('span', {}, 'items failed')),
+        h('div', { class: 'stat', id: 'retries' }, h('b', {}, String(sum('retries'))), h('span', {}, 'retries scheduled')),
+        h('div', { class: 'stat', id: 'events-applied' }, h('b', {}, String(sum('events'))), h('span', {}, 'events applied'))),
+      spark(b)),
+    ...o.groups.map((g) => h('div', { class: 'card', 'data-group': g.groupId },
+      h('h2', {}, `Group ${g.groupId} `, h('span', { class: 'muted' }, `· ${g.state} · ${g.members.length} member(s) · lag ${g.lag.reduce((n, t) => n + t.total, 0)}`)),
+      g.members.length ? h('table', { class: 'grid' }, h('thead', {}, h('tr', {}, h('th', {}, 'member'), h('th', {}, 'client'), h('th', {}, 'host'), h('th', {}, 'partitions'))),
+        h('tbody', {}, ...g.members.map((m) => h('tr', { 'data-member': m.clientId },
+          h('td', { class: 'mono' }, m.memberId.slice(0, 40)), h('td', { class: 'mono' }, m.clientId), h('td', { class: 'mono' }, m.host),
+          h('td', { class: 'mono' }, Object.entries(m.partitions).map(([t, ps]) => `${t.split('.').pop()}: ${ps.slice().sort((x, y) => x - y).join(',')}`).join('  ')))))) : h('div', { class: 'muted' }, 'no members'),
+      ...g.lag.map((t) => h('table', { class: 'grid', 'data-lag': `${g.groupId}/${t.topic}` },
+        h('thead', {}, h('tr', {}, h('th', {}, t.topic), ...t.partitions.map((p) => h('th', {}, `p${p.partition}`)), h('th', {}, 'total'))),
+        h('tbody', {}, h('tr', {}, h('td', { class: 'muted' }, 'lag'), ...t.partitions.map((p) => h('td', { class: 'num', title: `committed ${p.committed}, end ${p.end}` }, String(p.lag))), h('td', { class: 'num' }, String(t.total)))))))),
+  ];
+}
+
+let pageTimer = null;
+async function loadPage() {
+  const view = state.view;
+  if (view === 'plans') return;
+  const page = $('#page');
+  try {
+    const data = await getJson(view === 'problems' ? '/api/problems' : '/api/overview');
+    if (state.view !== view) return;
+    page.replaceChildren(...(view === 'problems' ? renderProblems(data) : renderOverview(data)));
+    page.dataset.loaded = view;
+  } catch (e) {
+    page.replaceChildren(h('div', { class: 'card' }, e.message));
+  }
+  clearTimeout(pageTimer);
+  if (view === 'overview') pageTimer = setTimeout(() => state.view === 'overview' && void loadPage(), 5000);
+}
+
+async function route() {
+  const hash = decodeURIComponent(window.location.hash.slice(1));
+  state.view = hash === '/problems' ? 'problems' : hash === '/overview' ? 'overview' : 'plans';
+  for (const a of document.querySelectorAll('.tabs a')) a.classList.toggle('on', a.dataset.view === state.view);
+  $('main.layout').hidden = state.view !== 'plans';
+  $('#page').hidden = state.view === 'plans';
+  if (state.view !== 'plans') {
+    delete $('#page').dataset.loaded;
+    return loadPage();
+  }
+  if (hash && hash !== state.selected) await select(hash);
+}
+window.addEventListener('hashchange', () => void route());
 
 // ---------------------------------------------------------------------------------------------------
 // live updates
@@ -318,42 +532,72 @@ function scheduleRefresh(changed) {
   if (refreshTimer) return;
   refreshTimer = setTimeout(async () => {
     refreshTimer = null;
+    if (state.view === 'problems') await loadPage();
     await loadPlans();
     if (state.selected && (!changed || changed.includes(state.selected))) await loadDetail();
   }, 150);
 }
 
+// Server-sent events read with fetch (EventSource cannot send an Authorization header, and a token in
+// the URL would end up in logs). On any failure: poll every 3 s and reconnect.
+let stream = null;
+let polling = null;
 function live() {
   const el = $('#live');
   const text = $('#live-text');
-  let polling = null;
-  const es = new EventSource('/api/stream');
-  es.addEventListener('hello', () => {
-    el.className = 'live on';
-    text.textContent = 'live';
-    if (polling) { clearTimeout(polling); polling = null; }
-  });
-  es.addEventListener('change', (e) => {
-    const { plans } = JSON.parse(e.data);
-    scheduleRefresh(plans);
-  });
-  es.onerror = () => {
+  stream?.abort();
+  const ac = new window.AbortController();
+  stream = ac;
+  const fallback = (why) => {
+    if (stream !== ac) return;
     el.className = 'live off';
-    text.textContent = 'reconnecting (polling)…';
+    text.textContent = `${why} (polling)…`;
     const poll = async () => {
       await refresh().catch(() => {});
-      if (el.className !== 'live on') polling = setTimeout(poll, 3000);
+      polling = stream === ac && el.className !== 'live on' ? setTimeout(poll, 3000) : null;
     };
     if (!polling) polling = setTimeout(poll, 3000);
+    setTimeout(() => stream === ac && live(), 5000);
   };
+  const onEvent = (type, data) => {
+    if (type === 'hello') {
+      el.className = 'live on';
+      text.textContent = 'live';
+      if (polling) { clearTimeout(polling); polling = null; }
+    } else if (type === 'change') scheduleRefresh(JSON.parse(data).plans);
+  };
+  (async () => {
+    const res = await fetch('/api/stream', { headers: { accept: 'text/event-stream', ...auth() }, signal: ac.signal });
+    if (!res.ok) return fallback(res.status === 503 ? 'too many live views' : res.status === 401 || res.status === 403 ? 'no read token' : 'reconnecting');
+    const reader = res.body.getReader();
+    const dec = new TextDecoder();
+    let buf = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return fallback('reconnecting');
+      buf += dec.decode(value, { stream: true });
+      let cut;
+      while ((cut = buf.indexOf('\n\n')) >= 0) {
+        const block = buf.slice(0, cut);
+        buf = buf.slice(cut + 2);
+        let type = 'message';
+        const data = [];
+        for (const line of block.split('\n')) {
+          if (line.startsWith('event:')) type = line.slice(6).trim();
+          else if (line.startsWith('data:')) data.push(line.slice(5).trim());
+        }
+        if (data.length) onEvent(type, data.join('\n'));
+      }
+    }
+  })().catch((e) => e.name !== 'AbortError' && fallback('reconnecting'));
 }
 
 $('#status-filter').addEventListener('change', loadPlans);
 $('#label-filter').addEventListener('change', loadPlans);
 $('#more').addEventListener('click', loadMore);
 
+await whoami();
 await loadPlans();
-const fromHash = decodeURIComponent(window.location.hash.slice(1));
-if (fromHash) await select(fromHash);
-else if (state.plans[0]) await select(state.plans[0].planId);
+await route();
+if (state.view === 'plans' && !state.selected && state.plans[0]) await select(state.plans[0].planId);
 live();

@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
 import type { Admin, Kafka } from 'kafkajs';
-import { createCodec, readSchemaId, type LedgerCodec, type PlanSnapshot } from '../codec/index.js';
+import { codecFromConfig, readSchemaId, type LedgerCodec, type PlanSnapshot } from '../codec/index.js';
 import { topicNames, type LedgerConfig } from '../config.js';
 import { LedgerError } from '../errors.js';
 import { createKafka } from '../kafka/client.js';
@@ -66,7 +66,7 @@ export class LedgerLog {
       throw new LedgerError('UNAVAILABLE', `cannot reach Kafka at ${config.brokers.join(',')}: ${(e as Error).message}`, {}, { cause: e });
     });
     try {
-      const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix, logger, registryTimeoutMs: 5000 });
+      const codec = await codecFromConfig(config, { logger, registryTimeoutMs: 5000 });
       return new LedgerLog(config, kafka, admin, codec, `${config.topicPrefix}.cli`, true);
     } catch (e) {
       await admin.disconnect().catch(() => {});

@@ -150,7 +150,7 @@ export function registerServiceCommands(program: Command): void {
     .option('--port <n>', 'HTTP port (default PLAN_LEDGER_HTTP_PORT or 8787; 0 = any free port)', int('--port'))
     .addHelpText(
       'after',
-      `\nWrite routes (approve from the dashboard) need a bearer token in PLAN_LEDGER_API_TOKEN.\n${example('plan-ledger projector --port 8787')}`,
+      `\nThe API and the dashboard need a bearer token: PLAN_LEDGER_API_TOKEN (read+write) or PLAN_LEDGER_API_TOKENS_FILE (principals and scopes).\n${example('plan-ledger projector --port 8787')}`,
     )
     .action(async (o: { port?: number }) => (await import('./service-actions.js')).projector(o));
 

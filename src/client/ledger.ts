@@ -6,7 +6,7 @@ import { LedgerLog } from '../audit/log.js';
 import { asOfText, toAsOf, type AsOfInput } from '../audit/timeline.js';
 import type { PlanVerification } from '../audit/verify.js';
 import { BlobReader, payloadLimitsFromEnv, payloadPlacement, toBlob, type PayloadLimits } from '../blobs/index.js';
-import { createCodec, type LedgerCodec } from '../codec/index.js';
+import { codecFromConfig, type LedgerCodec } from '../codec/index.js';
 import { loadConfig, topicNames, type LedgerConfig, type LedgerConfigInput } from '../config.js';
 import { LedgerError } from '../errors.js';
 import { createKafka } from '../kafka/client.js';
@@ -199,7 +199,7 @@ export async function connectLedger(input?: LedgerConfigInput, opts: { logger?: 
   });
   try {
     await ensurePlanTopics(admin, config);
-    const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix, logger });
+    const codec = await codecFromConfig(config, { logger });
     const client = new LedgerClient(kafka, admin, codec, config, logger);
     await client.start();
     return client;

@@ -1,6 +1,6 @@
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import type avsc from 'avsc';
-import { topicNames } from '../config.js';
+import { topicNames, type LedgerConfig } from '../config.js';
 import { isLedgerError, LedgerError } from '../errors.js';
 import { silentLogger, type Logger } from '../logging.js';
 import type { PlanCommand, PlanEvent } from '../plan/index.js';
@@ -313,4 +313,16 @@ export async function createCodec(opts: CodecOptions): Promise<LedgerCodec> {
   snapshots.registered(ids[2]);
   log.info({ subjects, schemaIds: { event: ids[0], command: ids[1], snapshot: ids[2] } }, 'registered schemas');
   return new Codec(subjects, events, commands, snapshots, writers);
+}
+
+/**
+ * The one way components build their codec: registry URL, topic prefix and registry credentials
+ * (`PLAN_LEDGER_REGISTRY_USERNAME`/`_PASSWORD`) all come from the compiled config, so no caller can
+ * forget the credentials.
+ *
+ * @example
+ * const codec = await codecFromConfig(config, { logger });
+ */
+export function codecFromConfig(config: LedgerConfig, opts: Omit<CodecOptions, 'registryUrl' | 'topicPrefix' | 'auth'> = {}): Promise<LedgerCodec> {
+  return createCodec({ ...opts, registryUrl: config.registryUrl, topicPrefix: config.topicPrefix, ...(config.registryAuth ? { auth: config.registryAuth } : {}) });
 }

@@ -49,7 +49,7 @@ describe('the installed package', () => {
     // The projector from the installed CLI: health, the dashboard and its script.
     const config = testConfig();
     const port = await freePortBlock(1);
-    const child = spawn(bin, ['projector', '--port', String(port)], { cwd: app, env: { ...process.env, ...configToEnv(config), PLAN_LEDGER_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(bin, ['projector', '--port', String(port)], { cwd: app, env: { ...process.env, ...configToEnv(config), PLAN_LEDGER_LOG_LEVEL: 'warn', PLAN_LEDGER_API_TOKEN: 'package-test-token-0123' }, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
@@ -74,7 +74,8 @@ describe('the installed package', () => {
     const script = await fetch(`${base}/app.js`);
     expect(script.status).toBe(200);
     expect((await script.text()).length).toBeGreaterThan(1000);
-    const plans = (await (await fetch(`${base}/api/plans`)).json()) as { plans: unknown[] };
+    expect((await fetch(`${base}/api/plans`)).status).toBe(401); // reads need a token too
+    const plans = (await (await fetch(`${base}/api/plans`, { headers: { authorization: 'Bearer package-test-token-0123' } })).json()) as { plans: unknown[] };
     expect(plans.plans).toEqual([]);
 
     child.kill('SIGTERM');

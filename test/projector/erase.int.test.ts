@@ -9,11 +9,13 @@ import { randomPrefix, testAdmin, testKafka, testLogger, waitFor } from '../supp
 import { chainOfItems, ledgerWithExecutor } from '../executor/support.js';
 import { cleanup } from './support.js';
 
+const TOKEN = 'erase-test-token-0123456789';
+
 describe('projector and erasure', () => {
   it('drops an erased plan from its read model, API and snapshots, also after a restart', async () => {
     const { ledger, config } = await ledgerWithExecutor();
     const start = async () => {
-      const p = await startProjector({ config, logger: testLogger, port: 0, apiToken: null, defaultMetrics: false });
+      const p = await startProjector({ config, logger: testLogger, port: 0, apiToken: TOKEN, defaultMetrics: false });
       cleanup(() => p.stop());
       return p;
     };
@@ -27,8 +29,9 @@ describe('projector and erasure', () => {
 
     await ledger.erase(gone, { by: 'dpo', reason: 'test' });
     await waitFor(() => projector.plan(gone) === undefined, { message: 'the projector dropped the erased plan' });
-    expect((await fetch(`${projector.url}/api/plans/${gone}`)).status).toBe(404);
-    const list = (await (await fetch(`${projector.url}/api/plans`)).json()) as unknown;
+    const auth = { headers: { authorization: `Bearer ${TOKEN}` } };
+    expect((await fetch(`${projector.url}/api/plans/${gone}`, auth)).status).toBe(404);
+    const list = (await (await fetch(`${projector.url}/api/plans`, auth)).json()) as unknown;
     expect(JSON.stringify(list)).not.toContain(gone);
     expect(JSON.stringify(list)).toContain(keep);
     await projector.flush();

@@ -1,0 +1,67 @@
+// The projector's HTTP server: fastify with JSON schemas on every route, one plugin per route group.
+// /healthz, /metrics and the dashboard's static files are open; every /api route needs a bearer token
+// (read scope for reads and the stream, write scope for commands).
+import Fastify from 'fastify';
+import type { Ledger } from '../../src/client/index.js';
+import type { Logger } from '../../src/logging.js';
+import { OperatorViews } from '../operations.js';
+import type { ProjectionService } from '../projector.js';
+import { requireScope, type TokenSet } from './auth.js';
+import { corsHandlers } from './cors.js';
+import { errorHandler } from './errors.js';
+import { dashboardRoutes } from './routes/dashboard.js';
+import { healthRoutes } from './routes/health.js';
+import { operationsRoutes } from './routes/operations.js';
+import { planReadRoutes } from './routes/plans-read.js';
+import { planWriteRoutes } from './routes/plans-write.js';
+import { streamRoutes } from './routes/stream.js';
+
+/**
+ * What the write routes need to submit commands: the ledger client (`connectLedger`) satisfies it.
+ * Each call resolves once the owning executor decided the command.
+ */
+export type CommandSubmitter = Pick<Ledger, 'createPlan' | 'approve' | 'reject' | 'cancel' | 'retryItem'>;
+
+export interface HttpOptions {
+  readonly service: ProjectionService;
+  readonly logger: Logger;
+  /** Who may read and write (see `compileTokens`). */
+  readonly tokens: TokenSet;
+  /** Submits commands; resolved lazily on the first write. */
+  readonly submitter: () => Promise<CommandSubmitter>;
+  /** Origins that get Access-Control-Allow-Origin; none by default. */
+  readonly corsOrigins: readonly string[];
+  /** Largest request body accepted (413 past it). */
+  readonly bodyLimitBytes: number;
+  /** Concurrent /api/stream clients; 503 past it. */
+  readonly maxStreamClients: number;
+}
+
+export const HTTP_DEFAULTS = Object.freeze({ bodyLimitBytes: 1024 * 1024, maxStreamClients: 100 });
+
+/** The projector's HTTP API and dashboard. */
+export function buildHttp(opts: HttpOptions) {
+  const { service, logger, tokens } = opts;
+  const app = Fastify({
+    // Request lines are info-level; the API logs its own warnings and errors.
+    loggerInstance: logger.child({ component: 'http' }, { level: 'warn' }),
+    forceCloseConnections: true,
+    bodyLimit: opts.bodyLimitBytes,
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', allErrors: false } },
+  });
+  app.decorateRequest('principal', null);
+  app.setErrorHandler(errorHandler(logger));
+  if (opts.corsOrigins.length > 0) {
+    const cors = corsHandlers(opts.corsOrigins);
+    app.addHook('onRequest', cors.onRequest);
+    app.options('/*', cors.preflight);
+  }
+
+  void app.register(healthRoutes, { service });
+  void app.register(dashboardRoutes);
+  void app.register(planReadRoutes, { service, authorize: requireScope(tokens, 'read') });
+  void app.register(operationsRoutes, { service, views: new OperatorViews(service), authorize: requireScope(tokens, 'read') });
+  void app.register(streamRoutes, { service, authorize: requireScope(tokens, 'read'), maxClients: opts.maxStreamClients });
+  void app.register(planWriteRoutes, { service, logger, authorize: requireScope(tokens, 'write'), submitter: opts.submitter });
+  return app;
+}

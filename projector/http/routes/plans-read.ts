@@ -1,0 +1,62 @@
+// Read routes over the projection: the plan list, one plan, its events, its audit as of a seq or time.
+import type { FastifyPluginAsync, onRequestHookHandler } from 'fastify';
+import { stateDigest } from '../../../src/plan/index.js';
+import { auditAsOf, parseAsOf, parsePlanQuery, queryPlans, summarize } from '../../../src/projection/index.js';
+import type { ProjectionService } from '../../projector.js';
+import { notFound } from '../errors.js';
+import { auditQuery, eventsQuery, planListQuery, planParams } from '../schemas.js';
+
+export const planReadRoutes: FastifyPluginAsync<{ service: ProjectionService; authorize: onRequestHookHandler }> = async (app, { service, authorize }) => {
+  const model = service.model;
+  app.addHook('onRequest', authorize);
+
+  /** Who the token belongs to and what it may do (the dashboard shows it and hides what it may not do). */
+  app.get('/api/whoami', async (req) => ({ principal: req.principal?.name ?? null, scopes: req.principal?.scopes ?? ['read'] }));
+
+  app.get('/api/plans', { schema: { querystring: planListQuery } }, async (req) => {
+    const q = req.query as { status?: string[]; label?: string[]; limit?: number; cursor?: string };
+    const page = queryPlans(model.views(), parsePlanQuery(q));
+    return { ...page, version: model.version };
+  });
+
+  const childrenOf = (planId: string) => {
+    const out: Array<{ planId: string; itemId: string; status: string | null; goal: string }> = [];
+    for (const c of model.views()) if (c.state?.parent?.planId === planId) out.push({ planId: c.planId, itemId: c.state.parent.itemId, status: c.state.status, goal: c.state.goal });
+    return out.sort((a, b) => a.planId.localeCompare(b.planId));
+  };
+
+  app.get('/api/plans/:id', { schema: { params: planParams } }, async (req, reply) => {
+    const planId = (req.params as { id: string }).id;
+    const v = model.view(planId);
+    if (!v) return notFound(reply, planId);
+    return {
+      planId,
+      partition: v.partition,
+      lastOffset: v.lastOffset,
+      summary: summarize(v),
+      stalled: v.stalled,
+      stateDigest: v.state ? stateDigest(v.state) : null,
+      state: v.state ?? null,
+      // Delegation both ways: the plan this one runs for, and the plans its items delegated to.
+      parent: v.state?.parent ? { ...v.state.parent, status: model.view(v.state.parent.planId)?.state?.status ?? null } : null,
+      children: childrenOf(planId),
+    };
+  });
+
+  app.get('/api/plans/:id/events', { schema: { params: planParams, querystring: eventsQuery } }, async (req, reply) => {
+    const planId = (req.params as { id: string }).id;
+    if (!model.view(planId)) return notFound(reply, planId);
+    const from = (req.query as { fromSeq?: number }).fromSeq ?? 1;
+    const events = await model.events(planId);
+    return { planId, events: events.filter((e) => e.seq >= from) };
+  });
+
+  app.get('/api/plans/:id/audit', { schema: { params: planParams, querystring: auditQuery } }, async (req, reply) => {
+    const planId = (req.params as { id: string }).id;
+    const asOf = parseAsOf((req.query as { asOf?: string }).asOf);
+    const v = model.view(planId);
+    if (!v) return notFound(reply, planId);
+    const events = await model.events(planId);
+    return { ...auditAsOf(planId, events, asOf), stalled: v.stalled };
+  });
+};
