@@ -2,12 +2,13 @@
 // lists plans, draws a plan's item graph and attempt timeline, and approving a proposed plan on the page
 // makes it run. Leaves test-results/dashboard.png behind.
 import { mkdirSync } from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { startExecutor } from '../../executor/index.js';
 import { startProjector } from '../../projector/index.js';
 import { connectLedger } from '../../src/client/index.js';
 import { defineTool } from '../../src/tools.js';
+import { launchChromium } from '../support/browser.js';
 import { testConfig, testLogger, waitFor } from '../support/helpers.js';
 import { cleanup, testLedger } from '../projector/support.js';
 
@@ -77,10 +78,7 @@ describe('dashboard', () => {
 
     let browser: Browser | undefined;
     try {
-      browser = await chromium.launch({
-        executablePath: '/usr/bin/chromium',
-        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-      });
+      browser = await launchChromium();
       const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
       const errors: string[] = [];
       page.on('pageerror', (e) => errors.push(e.message));
