@@ -66,7 +66,7 @@ export function renderTailLine(r: TailRecord, paint: Painter = painter(false)): 
     paint('dim', `#${String(row.seq).padEnd(4)}`),
     style ? paint(style, type) : type,
     item.padEnd(20),
-    row.actor.padEnd(12),
+    row.actor.padEnd(16),
     elide(row.summary, r.planId),
   ]
     .join('  ')

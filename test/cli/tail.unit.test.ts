@@ -24,7 +24,7 @@ describe('tail lines', () => {
     expect(lines).toHaveLength(events.length);
     expect(lines[0]).toMatch(new RegExp(`^1970-01-01T00:00:01\\.000Z  ${planId}  #1     PlanCreated\\s{9}\\s+agent\\s+plan created \\(propose\\)`));
     const result = lines.find((l) => l.includes('ResultCommitted') && l.includes('pay#1'))!;
-    expect(result).toBe(`1970-01-01T00:00:09.000Z  ${planId}  #${String(events.find((e) => e.type === 'ResultCommitted' && e.data.itemId === 'pay')!.seq).padEnd(4)}  ResultCommitted     pay#1                 ex-2          result of pay attempt 1: succeeded in 5 ms`);
+    expect(result).toBe(`1970-01-01T00:00:09.000Z  ${planId}  #${String(events.find((e) => e.type === 'ResultCommitted' && e.data.itemId === 'pay')!.seq).padEnd(4)}  ResultCommitted     pay#1                 ex-2              result of pay attempt 1: succeeded in 5 ms`);
     expect(lines.join('\n')).not.toContain('\u001b[');
     expect(lines.find((l) => l.includes('IntentRecorded') && l.includes('pay#1'))).toContain('(key …/pay/1)');
   });

@@ -189,6 +189,10 @@ describe('plan-ledger tail', () => {
     expect(await t.exit).toBe(0);
     expect(t.stderr()).toBe('');
 
+    const help = await tailOnce(['--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/Usage: plan-ledger tail \[options\] \[planId\][\s\S]*--follow[\s\S]*--from-beginning[\s\S]*--as-of[\s\S]*Example:\n {2}\$ plan-ledger tail plan-\S+ --follow/);
+
     const usage = await tailOnce([]);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toMatch(/^plan-ledger: tail: nothing to show: name a plan, or pass --follow/);
