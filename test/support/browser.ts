@@ -8,7 +8,10 @@ import { dirname, join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { cacheDir } from '../../src/stack/artifacts.js';
 
-/** Where a system Chromium is looked for, in order (PLAN_LEDGER_CHROMIUM names one explicitly). */
+/**
+ * Where a system Chromium is looked for, in order. PLAN_LEDGER_CHROMIUM names one explicitly, or is
+ * `bundled` to skip the system's (what a fresh machine does, provable on one that has a Chromium).
+ */
 const SYSTEM_CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'];
 
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
@@ -22,6 +25,7 @@ export interface ChromiumExecutable {
 /** The system Chromium if there is one, else the bundled one (inflated on first use). */
 export async function chromiumExecutable(): Promise<ChromiumExecutable> {
   const named = process.env.PLAN_LEDGER_CHROMIUM;
+  if (named === 'bundled') return { path: await bundledChromium(), source: 'bundled' };
   if (named) {
     if (!existsSync(named)) throw new Error(`PLAN_LEDGER_CHROMIUM=${named}: no such file`);
     return { path: named, source: 'system' };
