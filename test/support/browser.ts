@@ -2,11 +2,15 @@
 // one, else the Chromium that ships inside the @sparticuz/chromium dev dependency (a brotli-compressed
 // headless build, inflated once into the plan-ledger cache). So `npm ci && npm test` passes on a machine
 // where nobody installed a browser.
+import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
 import { chromium, type Browser } from 'playwright-core';
 import { cacheDir } from '../../src/stack/artifacts.js';
+
+const execFileAsync = promisify(execFile);
 
 /**
  * Where a system Chromium is looked for, in order. PLAN_LEDGER_CHROMIUM names one explicitly, or is
@@ -43,13 +47,15 @@ export async function launchChromium(): Promise<Browser> {
 
 /**
  * @sparticuz/chromium inflates its binary into `os.tmpdir()` and reuses whatever `chromium` it finds
- * there, so a shared /tmp could hand back a half-written or different build. It is inflated instead into
- * a fresh staging directory (TMPDIR pointed at it for the one call) that is renamed into place: a
- * directory per package version, complete or absent, safe when two test runs race.
+ * there, so a shared /tmp could hand back a half-written or different build. It is inflated instead by a
+ * child process whose TMPDIR is a fresh staging directory, renamed into place when complete: one
+ * directory per package version, complete or absent, safe when two test runs race. (A child, so this
+ * process's TMPDIR never changes under the executor and projector a test runs in it.)
  */
 async function bundledChromium(): Promise<string> {
   const require = createRequire(import.meta.url);
-  const pkgJson = join(dirname(dirname(dirname(require.resolve('@sparticuz/chromium')))), 'package.json');
+  const entry = require.resolve('@sparticuz/chromium');
+  const pkgJson = join(dirname(dirname(dirname(entry))), 'package.json');
   const { version } = JSON.parse(readFileSync(pkgJson, 'utf8')) as { version: string };
   const root = join(cacheDir(), 'browsers');
   const target = join(root, `sparticuz-chromium-${version}`);
@@ -58,21 +64,14 @@ async function bundledChromium(): Promise<string> {
 
   mkdirSync(root, { recursive: true });
   const staging = mkdtempSync(join(root, `.inflating-${version}-`));
-  const previous = process.env.TMPDIR;
   try {
-    process.env.TMPDIR = staging;
-    const { default: Sparticuz } = await import('@sparticuz/chromium');
-    const inflated = await Sparticuz.executablePath();
-    if (inflated !== join(staging, 'chromium')) throw new Error(`@sparticuz/chromium inflated to ${inflated}, not into ${staging}`);
-  } finally {
-    if (previous === undefined) delete process.env.TMPDIR;
-    else process.env.TMPDIR = previous;
-  }
-  try {
+    const script = `const m = require(${JSON.stringify(entry)}); (m.default ?? m).executablePath().then((p) => process.stdout.write(p))`;
+    const { stdout } = await execFileAsync(process.execPath, ['-e', script], { env: { ...process.env, TMPDIR: staging } });
+    if (stdout !== join(staging, 'chromium')) throw new Error(`@sparticuz/chromium inflated to ${stdout}, not into ${staging}`);
     renameSync(staging, target);
   } catch (e) {
-    // Another run renamed its complete copy into place first: use that one.
     rmSync(staging, { recursive: true, force: true });
+    // Another run renamed its complete copy into place first: use that one.
     if (!existsSync(binary)) throw e;
   }
   return binary;
