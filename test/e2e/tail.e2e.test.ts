@@ -162,10 +162,15 @@ describe('plan-ledger tail', () => {
     await ledger.approve(planId, digest, { by: 'tail-test' });
     await ledger.waitFor(planId, 'completed', { timeoutMs: 60_000 });
     await waitFor(() => rows(t.stdout()).some((r) => r.type === 'PlanCompleted'), { timeoutMs: 30_000, message: 'tail printed PlanCompleted' });
+    // Erased while followed: one line for the plan's tombstones, not one per event.
+    await ledger.erase(planId, { by: 'tail-test', reason: 'erasure while tailed' });
+    await waitFor(() => rows(t.stdout()).some((r) => (r.kind as string) === 'erased'), { timeoutMs: 30_000, message: 'tail printed the erasure' });
     t.proc.kill('SIGTERM');
     expect(await t.exit).toBe(0);
 
-    const got = rows(t.stdout());
+    const all = rows(t.stdout());
+    expect(all.filter((r) => (r.kind as string) === 'erased')).toEqual([{ kind: 'erased', planId, at: expect.stringMatching(/^\d{4}-/), partition: expect.any(Number), offset: expect.any(String) }]);
+    const got = all.filter((r) => r.kind === 'event');
     const expected = ['PlanCreated', 'ItemAdded', 'ItemAdded', 'PlanProposed', 'PlanApproved', ...RUN_TYPES.slice(3)];
     expect(got.map((r) => r.type)).toEqual(expected);
     expect(got.map((r) => r.seq)).toEqual(expected.map((_, i) => i + 1));
@@ -175,7 +180,8 @@ describe('plan-ledger tail', () => {
   it('every plan from the beginning, a closed pipe, and its errors', async () => {
     const all = rows((await tailOnce(['--from-beginning', '--json'])).stdout);
     const plans = [...new Set(all.map((r) => r.planId))];
-    expect(plans).toHaveLength(4); // one plan in the first test, two in the second, one in the third
+    // One plan in the first test, two in the second; the third test's plan was erased: none of it shows.
+    expect(plans).toHaveLength(3);
     for (const p of plans) {
       const seqs = all.filter((r) => r.planId === p).map((r) => r.seq);
       expect(seqs).toEqual(seqs.map((_, i) => i + 1));
