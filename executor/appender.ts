@@ -1,5 +1,6 @@
 import type { Message, Producer } from 'kafkajs';
 import { LedgerError } from '../src/errors.js';
+import { recordBytes } from './records.js';
 import { isFencingError } from '../src/kafka/client.js';
 import type { Logger } from '../src/logging.js';
 
@@ -24,6 +25,12 @@ export interface AppenderOptions {
   readonly maxBatch?: number;
   /** How long the first request waits for company before the transaction starts. */
   readonly lingerMs?: number;
+  /**
+   * Largest produce batch per topic partition (the topics' max.message.bytes): a transaction's records
+   * are sent in as many produce calls as it takes to stay under it, so any set of records that fit one by
+   * one commits. Default 1 MiB.
+   */
+  readonly maxRequestBytes?: number;
 }
 
 interface Pending {
@@ -47,11 +54,13 @@ export class TransactionalAppender {
   private broken: unknown;
   private readonly maxBatch: number;
   private readonly lingerMs: number;
+  private readonly maxRequestBytes: number;
   /** Transactions committed and events appended, for metrics and benchmarks. */
   readonly stats = { transactions: 0, events: 0 };
 
   constructor(private readonly o: AppenderOptions) {
     this.maxBatch = o.maxBatch ?? 500;
+    this.maxRequestBytes = o.maxRequestBytes ?? 1024 * 1024;
     this.lingerMs = o.lingerMs ?? Number(process.env.PLAN_LEDGER_APPEND_LINGER_MS ?? 0);
   }
 
@@ -113,7 +122,7 @@ export class TransactionalAppender {
 
     const tx = await this.o.producer.transaction();
     try {
-      if (byTopic.size) await tx.sendBatch({ topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })), acks: -1 });
+      for (const topicMessages of produceCalls(byTopic, this.maxRequestBytes)) await tx.sendBatch({ topicMessages, acks: -1 });
       if (offset !== undefined) {
         await tx.sendOffsets({
           consumerGroupId: this.o.consumerGroupId,
@@ -128,4 +137,38 @@ export class TransactionalAppender {
       throw e;
     }
   }
+}
+
+/** Room left in a produce batch for its own header (record batch v2: 61 bytes) and some slack. */
+const BATCH_OVERHEAD = 1024;
+
+/**
+ * Splits a transaction's records into produce calls whose records for each topic stay under `maxBytes`
+ * (counted per topic, so per topic partition too). One call when everything fits, as before.
+ */
+export function produceCalls(byTopic: ReadonlyMap<string, Message[]>, maxBytes: number): Array<Array<{ topic: string; messages: Message[] }>> {
+  const budget = Math.max(1, maxBytes - BATCH_OVERHEAD);
+  const perTopic: Array<{ topic: string; chunks: Message[][] }> = [];
+  for (const [topic, messages] of byTopic) {
+    const chunks: Message[][] = [];
+    let chunk: Message[] = [];
+    let bytes = 0;
+    for (const m of messages) {
+      const n = recordBytes(m);
+      if (chunk.length && bytes + n > budget) {
+        chunks.push(chunk);
+        chunk = [];
+        bytes = 0;
+      }
+      chunk.push(m);
+      bytes += n;
+    }
+    if (chunk.length) chunks.push(chunk);
+    perTopic.push({ topic, chunks });
+  }
+  const calls: Array<Array<{ topic: string; messages: Message[] }>> = [];
+  for (let i = 0; perTopic.some((t) => t.chunks.length > i); i++) {
+    calls.push(perTopic.filter((t) => t.chunks.length > i).map((t) => ({ topic: t.topic, messages: t.chunks[i]! })));
+  }
+  return calls;
 }

@@ -2,14 +2,17 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Admin, Consumer, Kafka } from 'kafkajs';
 import { loadConfig, topicNames, type LedgerConfig, type LedgerConfigInput } from '../src/config.js';
+import { BlobReader, payloadLimitsFromEnv } from '../src/blobs/index.js';
 import { createCodec, type LedgerCodec } from '../src/codec/index.js';
 import { isLedgerError, LedgerError } from '../src/errors.js';
 import { createKafka } from '../src/kafka/client.js';
-import { ensurePlanTopics } from '../src/kafka/topics.js';
+import { describeTopicConfig, ensurePlanTopics } from '../src/kafka/topics.js';
 import { silentLogger, type Logger } from '../src/logging.js';
-import type { PlanState } from '../src/plan/index.js';
+import { DEFAULT_LIMITS, type PlanState } from '../src/plan/index.js';
 import type { Tool } from '../src/tools.js';
-import { PartitionOwner } from './partition-owner.js';
+import { DEFAULT_ABORT_GRACE_MS, DEFAULT_TOOL_TIMEOUT_MS } from './item-runner.js';
+import { createExecutorMetrics, type ExecutorMetrics } from './metrics.js';
+import { CommandStepError, PartitionOwner, type BatchGuard, type OwnerLimits } from './partition-owner.js';
 import { restoreOwnedPartition } from './restore.js';
 import { Slots } from './slots.js';
 
@@ -29,7 +32,20 @@ export interface ExecutorOptions {
   readonly heartbeatIntervalMs?: number;
   /** On stop, how long running items may take to finish before they are aborted (default 10 000 ms). */
   readonly shutdownGraceMs?: number;
+  /**
+   * Longest a tool call may run before its attempt fails with TIMEOUT (default PLAN_LEDGER_TOOL_TIMEOUT_MS
+   * or 10 minutes); a tool's own `timeoutMs` wins.
+   */
+  readonly toolTimeoutMs?: number;
+  /** Most items one plan may hold (default PLAN_LEDGER_MAX_ITEMS or 100 000). */
+  readonly maxItems?: number;
 }
+
+/** A command batch that failed this many times at the same command is dead-lettered at that command. */
+export const MAX_COMMAND_FAILURES = 3;
+/** Partition resets back off exponentially from this, capped at {@link MAX_RESET_BACKOFF_MS}. */
+const RESET_BACKOFF_MS = 500;
+const MAX_RESET_BACKOFF_MS = 30_000;
 
 export interface ExecutorHandle {
   readonly executorId: string;
@@ -40,6 +56,8 @@ export interface ExecutorHandle {
   planState(planId: string): PlanState | undefined;
   /** Transactions committed and events appended by this executor's owners so far. */
   stats(): { transactions: number; events: number };
+  /** The executor's Prometheus metrics in the text format (resets, dead-lettered commands, timeouts, attempts). */
+  metrics(): Promise<string>;
   /** Resolves once the executor owns partitions and has restored them. */
   readonly started: Promise<void>;
   /**
@@ -88,9 +106,46 @@ export async function startExecutor(opts: ExecutorOptions): Promise<ExecutorHand
     throw e;
   }
   const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix, logger });
-  const exec = new Executor(kafka, admin, codec, config, tools, executorId, logger, opts);
+  const limits = await ownerLimits(admin, config, opts);
+  logger.info({ limits: { ...limits, decide: { ...limits.decide } } }, 'limits');
+  const exec = new Executor(kafka, admin, codec, config, tools, executorId, logger, opts, limits);
   await exec.start();
   return exec.handle();
+}
+
+function positive(name: string, v: number | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  if (!Number.isSafeInteger(v) || v <= 0) throw new LedgerError('VALIDATION', `${name} must be a positive integer, got ${v}`, { field: name });
+  return v;
+}
+
+/**
+ * The bounds every owner keeps: the record limit is the smallest max.message.bytes of the topics an owner
+ * writes plan records to (read from the broker, so a topic configured larger is used as such).
+ */
+async function ownerLimits(admin: Admin, config: LedgerConfig, opts: ExecutorOptions): Promise<OwnerLimits> {
+  const t = topicNames(config.topicPrefix);
+  let maxRecordBytes = Infinity;
+  for (const topic of [t.events, t.commands]) {
+    const v = Number((await describeTopicConfig(admin, topic, ['max.message.bytes']))['max.message.bytes']);
+    if (Number.isSafeInteger(v) && v > 0) maxRecordBytes = Math.min(maxRecordBytes, v);
+  }
+  if (!Number.isFinite(maxRecordBytes)) maxRecordBytes = 1024 * 1024;
+  return Object.freeze({
+    maxRecordBytes,
+    toolTimeoutMs: positive('toolTimeoutMs', opts.toolTimeoutMs) ?? positive('PLAN_LEDGER_TOOL_TIMEOUT_MS', envInt('PLAN_LEDGER_TOOL_TIMEOUT_MS', DEFAULT_TOOL_TIMEOUT_MS))!,
+    abortGraceMs: DEFAULT_ABORT_GRACE_MS,
+    payload: payloadLimitsFromEnv(),
+    decide: Object.freeze({ ...DEFAULT_LIMITS, maxItems: positive('maxItems', opts.maxItems) ?? positive('PLAN_LEDGER_MAX_ITEMS', envInt('PLAN_LEDGER_MAX_ITEMS', DEFAULT_LIMITS.maxItems))! }),
+  });
+}
+
+/** Consecutive failures of one partition's command batches (see {@link Executor} eachBatch). */
+interface BatchFailures {
+  /** The command that failed (known once batches run isolated), and how often in a row. */
+  offset?: string;
+  count: number;
+  cause: string;
 }
 
 class Executor {
@@ -111,9 +166,11 @@ class Executor {
     private readonly executorId: string,
     private readonly logger: Logger,
     private readonly opts: ExecutorOptions,
+    private readonly limits: OwnerLimits,
   ) {
     this.slots = new Slots(opts.concurrency ?? 16);
     this.topics = topicNames(config.topicPrefix);
+    this.blobs = new BlobReader({ kafka, admin, topic: this.topics.blobs, partitions: config.partitions, groupPrefix: `${config.topicPrefix}.blob-reader` });
   }
 
   private newOwner(partition: number): PartitionOwner {
@@ -125,6 +182,9 @@ class Executor {
       executorId: this.executorId,
       logger: this.logger,
       slots: this.slots,
+      limits: this.limits,
+      metrics: this.metrics,
+      blobs: this.blobs,
       restore: (p) => restoreOwnedPartition({ kafka: this.kafka, admin: this.admin, codec: this.codec, config: this.config, partition: p, logger: this.logger }),
     });
     owner.onBroken = () => void this.reset(partition, owner);
@@ -135,11 +195,28 @@ class Executor {
     return owner;
   }
 
-  /** Replaces a broken owner with a fresh one (re-fence, restore from the log) if we still own the partition. */
+  readonly metrics: ExecutorMetrics = createExecutorMetrics();
+  private readonly blobs: BlobReader;
+  /** Consecutive resets per partition, for the backoff; forgotten after a quiet minute. */
+  private readonly resets = new Map<number, { count: number; at: number }>();
+  private readonly batchFailures = new Map<number, BatchFailures>();
+
+  /**
+   * Replaces a broken owner with a fresh one (re-fence, restore from the log) if we still own the
+   * partition, after an exponential backoff (0.5 s, 1 s, 2 s, … capped at 30 s): a fault that repeats
+   * never turns into a tight loop of restores.
+   */
   private async reset(partition: number, broken: PartitionOwner): Promise<void> {
     await broken.stop('reset');
     if (this.stopping || this.owners.get(partition) !== broken) return;
-    await new Promise((r) => setTimeout(r, 500));
+    const now = Date.now();
+    const prev = this.resets.get(partition);
+    const count = prev && now - prev.at < 60_000 + MAX_RESET_BACKOFF_MS ? prev.count + 1 : 1;
+    this.resets.set(partition, { count, at: now });
+    const delay = Math.min(MAX_RESET_BACKOFF_MS, RESET_BACKOFF_MS * 2 ** (count - 1));
+    this.metrics.partitionResets.inc({ partition: String(partition) });
+    this.logger.warn({ partition, consecutive: count, backoffMs: delay }, 'partition reset; restoring it from the log after a backoff');
+    await new Promise((r) => setTimeout(r, delay));
     if (this.stopping || this.owners.get(partition) !== broken) return;
     this.retire(broken);
     this.owners.set(partition, this.newOwner(partition));
@@ -224,14 +301,16 @@ class Executor {
           }
         }
         if (owner.isStopping || !isRunning() || isStale()) return;
+        const failures = this.batchFailures.get(batch.partition);
         try {
-          await owner.handleCommands(batch.messages);
+          await owner.handleCommands(batch.messages, this.guardFor(failures));
         } catch (e) {
           if (isLedgerError(e, 'UNAVAILABLE')) {
             this.logger.warn({ err: e, partition: batch.partition }, 'registry unavailable; the batch will be retried');
             await new Promise((r) => setTimeout(r, 1000));
           } else if (!isLedgerError(e, 'FENCED')) {
-            this.logger.error({ err: e, partition: batch.partition }, 'command batch failed; resetting the partition');
+            this.noteBatchFailure(batch.partition, failures, e);
+            this.logger.error({ err: e, partition: batch.partition, failures: this.batchFailures.get(batch.partition) }, 'command batch failed; resetting the partition');
             void this.reset(batch.partition, owner);
           } else {
             void owner.stop('fenced');
@@ -239,10 +318,32 @@ class Executor {
           return; // not resolved: the same commands are fetched again by the next owner
         }
         const last = batch.messages.at(-1);
-        if (last) resolveOffset(last.offset);
+        if (last) {
+          resolveOffset(last.offset);
+          // Past the command that failed (or the whole batch, when it was not known): back to group commit.
+          if (failures && (failures.offset === undefined || BigInt(last.offset) >= BigInt(failures.offset))) this.batchFailures.delete(batch.partition);
+        }
         await heartbeat();
       },
     });
+  }
+
+  /**
+   * After a failed batch the next ones run isolated (one command per transaction), so the failure names its
+   * command; a command that failed {@link MAX_COMMAND_FAILURES} times in a row is dead-lettered with its
+   * cause and the partition moves on.
+   */
+  private guardFor(f: BatchFailures | undefined): BatchGuard {
+    if (!f) return {};
+    if (f.offset !== undefined && f.count >= MAX_COMMAND_FAILURES) return { isolate: true, poison: { offset: f.offset, cause: f.cause, failures: f.count } };
+    return { isolate: true };
+  }
+
+  private noteBatchFailure(partition: number, prev: BatchFailures | undefined, e: unknown): void {
+    const cause = e instanceof CommandStepError ? describeError(e.failure) : describeError(e);
+    const offset = e instanceof CommandStepError ? e.offset : undefined;
+    if (offset !== undefined && prev?.offset === offset) this.batchFailures.set(partition, { offset, count: prev.count + 1, cause });
+    else this.batchFailures.set(partition, { ...(offset !== undefined ? { offset } : {}), count: 1, cause });
   }
 
   handle(): ExecutorHandle {
@@ -259,6 +360,7 @@ class Executor {
         return undefined;
       },
       stats: () => ({ transactions: this.retired.transactions + sum(this.owners, 'transactions'), events: this.retired.events + sum(this.owners, 'events') }),
+      metrics: () => this.metrics.registry.metrics(),
       stop: () => this.stop(),
     };
   }
@@ -275,5 +377,13 @@ class Executor {
       this.logger.info('executor stopped');
     })();
     return this.stopPromise;
+  }
+}
+
+function describeError(e: unknown): string {
+  try {
+    return e instanceof Error ? e.message : String(e);
+  } catch {
+    return 'unprintable error';
   }
 }

@@ -145,6 +145,7 @@ export function topicNames(prefix: string) {
     snapshots: `${prefix}.plan-snapshots`,
     archive: `${prefix}.plan-archive`,
     dlq: `${prefix}.plan-dlq`,
+    blobs: `${prefix}.plan-blobs`,
     executorsGroup: `${prefix}.executors`,
     projectorGroup: `${prefix}.projector`,
   } as const;

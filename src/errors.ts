@@ -17,6 +17,8 @@ export const ErrorCodes = {
   /** The broker or the registry could not be reached. */
   UNAVAILABLE: 'UNAVAILABLE',
   TIMEOUT: 'TIMEOUT',
+  /** A payload or record is larger than a configured limit (the details name the field and its size). */
+  PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
   /** The machine lacks something (Java, Maven, a free port). */
   ENVIRONMENT: 'ENVIRONMENT',
   /** The hash chain, seq or a digest does not verify. */

@@ -60,6 +60,12 @@ export type ProbeResult<O = unknown> = { done: true; output: O } | { done: false
 
 export interface Tool<I = unknown, O = unknown> {
   readonly name: string;
+  /**
+   * Longest a call may run (ms). Past it the call's `signal` aborts and the attempt is recorded as a
+   * retryable failure with code TIMEOUT; a call that ignores the abort is walked away from after a short
+   * grace period and its late result is discarded. Default: the executor's tool timeout (10 minutes).
+   */
+  readonly timeoutMs?: number;
   run(input: I, ctx: ToolContext): Promise<O | ToolResult<O>> | O | ToolResult<O>;
   /**
    * Optional: asked first when recovering an attempt with an intent but no result. Return
@@ -92,6 +98,9 @@ export interface Tool<I = unknown, O = unknown> {
 export function defineTool<I = unknown, O = unknown>(tool: Tool<I, O>): Tool<I, O> {
   if (!tool || typeof tool.name !== 'string' || tool.name.length === 0) throw new TypeError('defineTool: name is required');
   if (typeof tool.run !== 'function') throw new TypeError(`defineTool(${tool.name}): run must be a function`);
+  if (tool.timeoutMs !== undefined && !(Number.isSafeInteger(tool.timeoutMs) && tool.timeoutMs > 0)) {
+    throw new TypeError(`defineTool(${tool.name}): timeoutMs must be a positive integer of milliseconds`);
+  }
   return Object.freeze({ ...tool });
 }
 

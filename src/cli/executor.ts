@@ -1,3 +1,4 @@
+import { createServer } from 'node:http';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Command } from 'commander';
@@ -32,6 +33,9 @@ export function registerExecutorCommand(program: Command): void {
     .requiredOption('--tools <module>', 'module exporting `tools` (an array of defineTool(...)) or a default array')
     .option('--concurrency <n>', 'max tool calls running at once (recording results does not count)', (v) => Number(v), 16)
     .option('--id <name>', 'executor id recorded in events (default host-pid-random)')
+    .option('--tool-timeout <ms>', 'longest a tool call may run before its attempt fails with TIMEOUT (default PLAN_LEDGER_TOOL_TIMEOUT_MS or 600000); a tool\'s own timeoutMs wins', (v) => Number(v))
+    .option('--max-items <n>', 'most items one plan may hold (default PLAN_LEDGER_MAX_ITEMS or 100000)', (v) => Number(v))
+    .option('--metrics-port <port>', 'serve Prometheus metrics on 127.0.0.1:<port>/metrics (partition resets, dead-lettered commands, tool timeouts, attempts)', (v) => Number(v))
     .addHelpText(
       'after',
       `
@@ -40,18 +44,40 @@ local stack. SIGTERM or SIGINT stops it gracefully: running items finish (or are
 grace period), no transaction is left half-written, and the group hands its partitions over.
 
 Example:
-  $ plan-ledger executor --tools ./dist/tools.js --concurrency 8`,
+  $ plan-ledger executor --tools ./dist/tools.js --concurrency 8 --tool-timeout 120000 --metrics-port 9464`,
     )
-    .action(async (o: { tools: string; concurrency: number; id?: string }) => {
+    .action(async (o: { tools: string; concurrency: number; id?: string; toolTimeout?: number; maxItems?: number; metricsPort?: number }) => {
       if (!Number.isInteger(o.concurrency) || o.concurrency < 1) throw new LedgerError('VALIDATION', '--concurrency must be a positive integer', { field: '--concurrency' });
+      for (const [flag, v] of [['--tool-timeout', o.toolTimeout], ['--max-items', o.maxItems]] as const) {
+        if (v !== undefined && !(Number.isSafeInteger(v) && v > 0)) throw new LedgerError('VALIDATION', `${flag} must be a positive integer`, { field: flag });
+      }
+      if (o.metricsPort !== undefined && !(Number.isInteger(o.metricsPort) && o.metricsPort > 0 && o.metricsPort < 65536)) throw new LedgerError('VALIDATION', '--metrics-port must be a port number', { field: '--metrics-port' });
       const tools = await loadTools(o.tools);
       const logger = createLogger({ name: 'plan-ledger-executor' });
       const { startExecutor } = await import('../../executor/index.js');
-      const executor = await startExecutor({ tools, concurrency: o.concurrency, logger, ...(o.id ? { executorId: o.id } : {}) });
+      const executor = await startExecutor({
+        tools,
+        concurrency: o.concurrency,
+        logger,
+        ...(o.id ? { executorId: o.id } : {}),
+        ...(o.toolTimeout !== undefined ? { toolTimeoutMs: o.toolTimeout } : {}),
+        ...(o.maxItems !== undefined ? { maxItems: o.maxItems } : {}),
+      });
       logger.info({ executorId: executor.executorId, tools: tools.map((t) => t.name), prefix: executor.config.topicPrefix }, 'executor started');
+      const metrics =
+        o.metricsPort === undefined
+          ? undefined
+          : createServer((req, res) => {
+              if (req.url !== '/metrics') {
+                res.writeHead(404).end();
+                return;
+              }
+              void executor.metrics().then((text) => res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(text));
+            }).listen(o.metricsPort, '127.0.0.1');
       await new Promise<void>((done) => {
         const shutdown = (signal: string) => {
           logger.info({ signal }, 'stopping');
+          metrics?.close();
           void executor.stop().then(done);
         };
         process.once('SIGTERM', () => shutdown('SIGTERM'));

@@ -5,6 +5,7 @@ import { auditPlan, replayPlan, replayPlans, verifyPlanInLog, verifyPlans, type 
 import { LedgerLog } from '../audit/log.js';
 import { asOfText, toAsOf, type AsOfInput } from '../audit/timeline.js';
 import type { PlanVerification } from '../audit/verify.js';
+import { BlobReader, payloadLimitsFromEnv, payloadPlacement, toBlob, type PayloadLimits } from '../blobs/index.js';
 import { createCodec, type LedgerCodec } from '../codec/index.js';
 import { loadConfig, topicNames, type LedgerConfig, type LedgerConfigInput } from '../config.js';
 import { LedgerError } from '../errors.js';
@@ -13,7 +14,7 @@ import { fetchTopicOffsetsRetrying, readPlanRecords, readToEnd } from '../kafka/
 import { parseEventKey, partitionFor } from '../kafka/partitioner.js';
 import { auditTopic, ensurePlanTopics } from '../kafka/topics.js';
 import { silentLogger, type Logger } from '../logging.js';
-import { evolve, type CommandPayloads, type CommandType, type PlanCommand, type PlanEvent, type PlanMode, type PlanState, type PlanStatus } from '../plan/index.js';
+import { evolve, type ItemSpec, type CommandPayloads, type CommandType, type PlanCommand, type PlanEvent, type PlanMode, type PlanState, type PlanStatus } from '../plan/index.js';
 import { toItemSpec, type ItemInput } from '../plan-input.js';
 import type { PlanPage } from '../projection/query.js';
 import { listPlansFromLog, type PlanFilter } from './list-plans.js';
@@ -100,6 +101,14 @@ export interface Ledger {
   erase(planId: string, opts?: EraseOptions): Promise<EraseOutcome>;
   /** The plan as its events say now, rebuilt from the log (no projector needed); undefined if unknown. */
   getPlan(planId: string): Promise<PlanState | undefined>;
+  /**
+   * The payload a stored payload text stands for: the text itself when inline, the content of a payload
+   * stored by reference (`{"$blob":…}`, for inputs and outputs above the inline threshold), read from the
+   * blobs topic and checked against its sha256 (INTEGRITY when it does not match, NOT_FOUND once erased).
+   *
+   * @example JSON.parse(await ledger.readPayload(planId, plan.items.report.outputJson!))
+   */
+  readPayload(planId: string, json: string): Promise<string>;
   /** Every event of a plan in order, with where it sits in the log. */
   planEvents(planId: string): Promise<LedgerEventRecord[]>;
   /**
@@ -209,6 +218,8 @@ class LedgerClient implements Ledger {
   private readonly clientId = `client-${randomBytes(4).toString('hex')}`;
   /** Read access to the log over this client's connections, for audit, replay and verify. */
   private readonly log: LedgerLog;
+  private readonly payloadLimits: PayloadLimits = payloadLimitsFromEnv();
+  private readonly blobs: BlobReader;
 
   constructor(
     private readonly kafka: Kafka,
@@ -219,6 +230,29 @@ class LedgerClient implements Ledger {
   ) {
     this.topics = topicNames(config.topicPrefix);
     this.log = LedgerLog.over({ config, kafka, admin, codec, readerGroup: `${config.topicPrefix}.${this.clientId}` });
+    this.blobs = new BlobReader({ kafka, admin, topic: this.topics.blobs, partitions: config.partitions, groupPrefix: `${config.topicPrefix}.${this.clientId}.blobs` });
+  }
+
+  /**
+   * Item inputs above the inline threshold go by reference: their chunks are written to the plan's
+   * partition of the blobs topic first, and the command carries the reference. Every input is checked
+   * against the ceiling before anything is written, so a refused plan leaves nothing behind.
+   */
+  private async placePayloads(planId: string, items: ItemSpec[]): Promise<ItemSpec[]> {
+    const large = items.map((it, i) => payloadPlacement(it.inputJson, `items[${i}].input`, this.payloadLimits));
+    if (large.every((b) => b === undefined)) return items;
+    const partition = partitionFor(planId, this.config.partitions);
+    const at = Date.now();
+    const out = items.map((it, i) => (large[i] === undefined ? { it, blob: undefined } : { it, blob: toBlob(planId, it.inputJson, at, partition) }));
+    const messages = out.flatMap((o) => o.blob?.messages ?? []);
+    // One chunk per produce request (a chunk is half the default record limit); acknowledged by all
+    // in-sync replicas before the command that refers to it is sent.
+    for (const m of messages) await this.producer.send({ topic: this.topics.blobs, acks: -1, messages: [m] });
+    return out.map(({ it, blob }) => (blob ? { ...it, inputJson: blob.refJson } : it));
+  }
+
+  readPayload(planId: string, json: string): Promise<string> {
+    return this.blobs.resolve(planId, json);
   }
 
   async start(): Promise<void> {
@@ -342,13 +376,13 @@ class LedgerClient implements Ledger {
 
   async createPlan(input: CreatePlanInput, opts?: CommandOptions) {
     const planId = input.planId ?? `plan-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
-    const items = (input.items ?? []).map((it, i) => toItemSpec(it, `items[${i}]`));
+    const items = await this.placePayloads(planId, (input.items ?? []).map((it, i) => toItemSpec(it, `items[${i}]`)));
     const out = await this.send(planId, 'CreatePlan', { goal: input.goal, mode: input.mode, labels: input.labels ?? {}, parent: null, items }, opts);
     return { ...out, digest: digestAfter(out.events) ?? '' };
   }
 
-  addItems(planId: string, items: ItemInput[], opts?: CommandOptions) {
-    return this.send(planId, 'AddItems', { items: items.map((it, i) => toItemSpec(it, `items[${i}]`)) }, opts);
+  async addItems(planId: string, items: ItemInput[], opts?: CommandOptions) {
+    return this.send(planId, 'AddItems', { items: await this.placePayloads(planId, items.map((it, i) => toItemSpec(it, `items[${i}]`))) }, opts);
   }
 
   async propose(planId: string, opts?: CommandOptions) {
@@ -376,6 +410,7 @@ class LedgerClient implements Ledger {
 
   async erase(planId: string, opts: EraseOptions = {}): Promise<EraseOutcome> {
     const by = opts.by ?? this.clientId;
+    this.blobs.forget(planId);
     const command = this.command(planId, 'ErasePlan', { reason: opts.reason ?? 'erasure requested', by, force: opts.force ?? false }, by);
     const { commandId } = command;
     const timeoutMs = opts.timeoutMs ?? 30_000;

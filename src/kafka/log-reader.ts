@@ -41,6 +41,8 @@ export interface ReadToEndOptions {
    * the partitions. The read then ends normally, returning the next offsets.
    */
   readonly follow?: AbortSignal;
+  /** Stops the read early once this says so (checked after each batch), e.g. when what was sought is found. */
+  readonly isComplete?: () => boolean;
 }
 
 /**
@@ -81,7 +83,7 @@ export async function readToEnd(opts: ReadToEndOptions): Promise<Map<number, str
   }
   const startAt = new Map(next);
   const follow = opts.follow;
-  const done = () => !follow && [...end].every(([p, e]) => (next.get(p) ?? 0n) >= e);
+  const done = () => opts.isComplete?.() === true || (!follow && [...end].every(([p, e]) => (next.get(p) ?? 0n) >= e));
   const result = () => new Map([...next].map(([p, o]) => [p, o.toString()]));
   if (done() || follow?.aborted) return result();
 
@@ -136,6 +138,7 @@ export async function readToEnd(opts: ReadToEndOptions): Promise<Map<number, str
           records.push({ topic: batch.topic, partition: batch.partition, offset: m.offset, key: m.key, value: m.value, timestamp: m.timestamp, headers: headerStrings(m.headers) });
         }
         if (records.length) await opts.onRecords(records);
+        if (opts.isComplete?.() === true) settle();
       },
     });
     if (follow) return await finished.then(result);

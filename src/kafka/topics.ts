@@ -40,6 +40,8 @@ export function planTopicSpecs(config: LedgerConfig): ITopicConfig[] {
       }),
     },
     { topic: t.archive, ...base, configEntries: entries({ 'cleanup.policy': 'compact', 'retention.ms': '-1' }) },
+    // Large payloads by reference: content-addressed chunks keyed `planId:sha256:index`, on the plan's partition.
+    { topic: t.blobs, ...base, configEntries: entries({ 'cleanup.policy': 'compact', 'retention.ms': '-1' }) },
     { topic: t.dlq, ...base, configEntries: entries({ 'cleanup.policy': 'delete', 'retention.ms': String(30 * DAY_MS) }) },
     { topic: auditTopic(config.topicPrefix), numPartitions: 1, replicationFactor: config.replicationFactor, configEntries: entries({ 'cleanup.policy': 'delete', 'retention.ms': '-1' }) },
   ];

@@ -102,6 +102,10 @@ function fail(path: string, message: string): never {
   throw new FieldProblem(path, message);
 }
 
+function isWellFormed(text: string): boolean {
+  return (text as string & { isWellFormed(): boolean }).isWellFormed();
+}
+
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
   const proto: unknown = Object.getPrototypeOf(v);
@@ -135,7 +139,10 @@ export function parseValue(schema: SchemaNode, value: unknown, path: string, nam
       case 'double':
         return typeof value === 'number' && Number.isFinite(value) ? value : fail(path, 'must be a finite number');
       case 'string':
-        return typeof value === 'string' ? value : fail(path, 'must be a string');
+        if (typeof value !== 'string') return fail(path, 'must be a string');
+        // A lone surrogate has no UTF-8 form: Avro would write U+FFFD, and the event read back would no
+        // longer match the hash sealed over the original text.
+        return isWellFormed(value) ? value : fail(path, 'must be well-formed Unicode (no lone surrogates)');
       default:
         return fail(path, `unsupported type ${s}`);
     }
@@ -195,6 +202,7 @@ export function parseValue(schema: SchemaNode, value: unknown, path: string, nam
       const out: Record<string, unknown> = {};
       for (const key of Object.keys(value)) {
         if (key === '__proto__') fail(`${path}.${key}`, 'reserved key');
+        if (!isWellFormed(key)) fail(path, 'keys must be well-formed Unicode (no lone surrogates)');
         setOwn(out, key, parseValue(values, value[key], `${path}.${key}`, names));
       }
       return out;

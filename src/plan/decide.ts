@@ -44,7 +44,7 @@ export interface DecideLimits {
   maxItems: number;
 }
 
-export const DEFAULT_LIMITS: Readonly<DecideLimits> = Object.freeze({ maxPayloadBytes: 256 * 1024, maxItems: 1000 });
+export const DEFAULT_LIMITS: Readonly<DecideLimits> = Object.freeze({ maxPayloadBytes: 256 * 1024, maxItems: 100_000 });
 
 /** Time and limits arrive as data. */
 export interface DecideContext {
@@ -53,7 +53,11 @@ export interface DecideContext {
   limits?: Partial<DecideLimits>;
 }
 
-export type Decision = { ok: true; events: PlanEvent[] } | { ok: false; rejection: Rejection };
+/**
+ * `fault` is set when `decide` itself failed (a programmer error, not bad input): the command must not be
+ * recorded as a rejection in the plan's chain; the executor dead-letters it with the message instead.
+ */
+export type Decision = { ok: true; events: PlanEvent[] } | { ok: false; rejection: Rejection; fault?: string };
 
 class Rejected {
   constructor(readonly rejection: Rejection) {}
@@ -88,7 +92,9 @@ export function decide(state: PlanState | undefined, command: AnyCommand | unkno
     if (e instanceof Rejected) return { ok: false, rejection: e.rejection };
     if (e instanceof FieldProblem) return { ok: false, rejection: { code: 'INVALID_FIELD', message: `${e.path} ${e.message}`, field: e.path } };
     if (isPlanError(e)) return { ok: false, rejection: { code: 'INVALID_FIELD', message: e.message, field: e.field } };
-    return { ok: false, rejection: { code: 'INVALID_FIELD', message: `malformed command: ${describe(e)}`, field: null } };
+    // Input is validated against its schema before any rule runs, so anything else thrown here is a
+    // defect of the ledger, not of the command: never written into a plan's chain as the client's fault.
+    return { ok: false, rejection: { code: 'INVALID_STATE', message: `internal error deciding the command: ${describe(e)}`, field: null }, fault: describe(e) };
   }
 }
 

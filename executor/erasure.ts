@@ -1,0 +1,80 @@
+import type { Message } from 'kafkajs';
+import { erasureRecord } from '../src/audit/erasure-record.js';
+import { blobTombstones, parseRef } from '../src/blobs/index.js';
+import { eventKey } from '../src/kafka/partitioner.js';
+import { auditTopic } from '../src/kafka/topics.js';
+import type { Logger } from '../src/logging.js';
+import { getItem, hasAppliedCommand, isPlanFinished, type PlanCommand } from '../src/plan/index.js';
+import type { PartitionBook } from './partition-book.js';
+import type { OwnerDeps } from './partition-owner.js';
+import type { PlanWriter } from './plan-writer.js';
+import { childErasedCommand, commandMessage } from './records.js';
+
+export interface ErasureContext {
+  readonly partition: number;
+  readonly book: PartitionBook;
+  readonly writer: PlanWriter;
+  readonly d: OwnerDeps;
+  readonly log: Logger;
+  readonly topics: { commands: string; snapshots: string; archive: string; blobs: string };
+}
+
+/**
+ * ErasePlan: decided like any command (refused while approved or running without `force`), and when
+ * accepted the erasure itself, in ONE transaction with the command's offset: a tombstone for every
+ * event key `planId:1..seq` on the events partition, a tombstone for the plan's snapshot and its archive record, and a
+ * `PlanErased` record on `<prefix>.ledger-audit`. Then the owner forgets the plan; its items still in
+ * flight find no plan when they return and record nothing.
+ *
+ * A child plan erased before it finished (only possible with `force`) would leave its parent item
+ * waiting forever, so the same transaction tells the parent: a `ChildPlanFinished` with status `failed`
+ * and error `CHILD_ERASED`, under the commandId a finishing child uses (`child-finished:<childPlanId>`).
+ * A child that finished already told its parent and sends nothing; should both commands ever reach the
+ * parent (a stalled child whose state lags its log), the parent applies the first and ignores the other.
+ */
+export function erasePlan(ctx: ErasureContext, command: Extract<PlanCommand, { type: 'ErasePlan' }>, commitOffset: string): Promise<void> {
+const { book, writer, d, log, topics, partition } = ctx;
+  const { planId } = command;
+  const state = book.plans.get(planId);
+  // A commandId that already caused events (its own rejection, redelivered) is decided already.
+  if (state && hasAppliedCommand(state, command.commandId)) return writer.appendEvents(planId, [], commitOffset);
+  const rejected = book.decideAndApply(command, true);
+  if (rejected.events.length || !state) return writer.append(planId, rejected, commitOffset);
+
+  const lastSeq = Math.max(state.seq, book.stalledKeySeq.get(planId) ?? 0);
+  const tombstones: Message[] = Array.from({ length: lastSeq }, (_, i) => ({ key: eventKey(planId, i + 1), value: null }));
+  const toParent = state.parent && !isPlanFinished(state.status) ? childErasedCommand(state, command, { executorId: d.executorId, now: (d.now?.() ?? Date.now()) }) : undefined;
+  const record = erasureRecord(state, {
+    commandId: command.commandId,
+    by: command.data.by,
+    reason: command.data.reason,
+    force: command.data.force,
+    partition: partition,
+    now: (d.now?.() ?? Date.now()),
+    executorId: d.executorId,
+    lastSeq,
+    ...(toParent ? { parentNotified: { planId: toParent.planId, itemId: toParent.data.parentItemId, commandId: toParent.commandId } } : {}),
+  });
+  book.forget(planId);
+  // Every payload the plan stored by reference: inputs, outputs of every attempt.
+  const blobs = new Map<string, Message[]>();
+  for (const id of state.itemOrder) {
+    const item = getItem(state, id);
+    for (const json of [item?.inputJson, item?.outputJson, ...(item?.attempts ?? []).map((a) => a.outputJson)]) {
+      const ref = parseRef(json);
+      if (ref && !blobs.has(ref.sha256)) blobs.set(ref.sha256, blobTombstones(planId, ref, partition));
+    }
+  }
+  log.info({ planId, status: state.status, events: lastSeq, blobs: blobs.size, forced: record.forced, by: record.by, parentNotified: record.parentNotified }, 'plan erased');
+  return writer.appender.append({
+    events: tombstones,
+    extra: [
+      { topic: topics.snapshots, messages: [{ key: planId, value: null, partition: partition }] },
+      { topic: topics.archive, messages: [{ key: planId, value: null, partition: partition }] },
+      ...(blobs.size ? [{ topic: topics.blobs, messages: [...blobs.values()].flat() }] : []),
+      { topic: auditTopic(d.config.topicPrefix), messages: [{ key: planId, value: JSON.stringify(record) }] },
+      ...(toParent ? [{ topic: topics.commands, messages: [commandMessage(d.codec, d.config.partitions, toParent)] }] : []),
+    ],
+    commitOffset,
+  });
+}

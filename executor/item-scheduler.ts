@@ -1,0 +1,366 @@
+import type { Message } from 'kafkajs';
+import { parseRef, payloadPlacement, toBlob } from '../src/blobs/index.js';
+import { isLedgerError } from '../src/errors.js';
+import type { Logger } from '../src/logging.js';
+import { getItem, isPlanFinished, nextWakeUp, pendingRecoveries, readyItems, type ItemError, type PlanCommand, type PlanEvent } from '../src/plan/index.js';
+import { toItemSpec } from '../src/plan-input.js';
+import type { AppendRequest } from './appender.js';
+import { faultPoint } from './faults.js';
+import { runAttempt, type AttemptOutcome } from './item-runner.js';
+import type { Decided, PartitionBook } from './partition-book.js';
+import type { OwnerDeps } from './partition-owner.js';
+import type { PlanWriter } from './plan-writer.js';
+import { commandMessage } from './records.js';
+import { RetryTimer } from './retry-timer.js';
+
+/**
+ * Runs the items of one owned partition: recoveries of items caught mid-protocol, ready items (intent
+ * recorded before the tool runs), one attempt at a time per item through {@link runAttempt}, and the
+ * step's one transaction — result, completion, the intents it readies. Scheduled retries wait on one
+ * timer per partition. Every attempt ends in a recorded outcome, or is abandoned to the next owner when
+ * the partition is released; none is dropped and re-invoked.
+ */
+export class ItemScheduler {
+  private readonly inFlight = new Set<string>();
+  private readonly running = new Set<Promise<void>>();
+  private readonly retries: RetryTimer;
+  private readonly abort = new AbortController();
+  /** No new work is started. */
+  private draining = false;
+  /** Released: running steps record nothing more. */
+  private stopped = false;
+
+  constructor(
+    private readonly partition: number,
+    private readonly book: PartitionBook,
+    private readonly writer: PlanWriter,
+    private readonly d: OwnerDeps,
+    private readonly log: Logger,
+    private readonly topics: { commands: string; blobs: string },
+    /** A step failed (not fenced): the owner must be recreated from the log. */
+    private readonly onBroken: (e: unknown) => void,
+    /** A newer owner fenced this one: give the partition up. */
+    private readonly onFenced: () => void,
+  ) {
+    this.retries = new RetryTimer(
+      () => this.now(),
+      (planId) => this.schedule(planId),
+    );
+  }
+
+  private now(): number {
+    return this.d.now?.() ?? Date.now();
+  }
+
+  /**
+   * Stops the items: no new work; `graceMs` > 0 lets running items finish their protocol first (a graceful
+   * hand-over never makes the next owner repeat an invocation), then aborts the rest through their signal.
+   */
+  async stop(reason: string, graceMs: number): Promise<void> {
+    this.draining = true;
+    this.retries.stop();
+    if (graceMs > 0 && this.running.size) {
+      await Promise.race([Promise.allSettled([...this.running]), new Promise((r) => setTimeout(r, graceMs))]);
+    }
+    this.stopped = true;
+    this.abort.abort(new Error(`partition ${this.partition} released: ${reason}`));
+    await Promise.race([Promise.allSettled([...this.running]), new Promise((r) => setTimeout(r, 2000))]);
+  }
+
+  /** Looks at a plan and starts whatever can run: recoveries of items mid-protocol, then ready items. */
+  schedule(planId: string): void {
+    if (this.draining) return;
+    const state = this.book.plans.get(planId);
+    if (!state || this.book.stalled.has(planId) || isPlanFinished(state.status)) return;
+    for (const r of pendingRecoveries(state)) {
+      const key = `${planId}/${r.itemId}`;
+      if (r.action.kind === 'await_child' || this.inFlight.has(key)) continue;
+      if (r.action.kind === 'settle') {
+        this.track(key, planId, r.itemId, () => this.settle(planId, r.itemId, r.action.attempt));
+      } else {
+        this.launchInvocation(planId, r.itemId, r.action.attempt, true);
+      }
+    }
+    void this.startReady(planId).catch((e: unknown) => this.onItemError(planId, '(intents)', e));
+  }
+
+  /** Notes when a plan next has an item to start (a scheduled retry). */
+  private noteWakeUp(planId: string): void {
+    const state = this.book.plans.get(planId);
+    this.retries.note(planId, state ? nextWakeUp(state, this.now()) : null);
+  }
+
+  /**
+   * Records the intent of every ready item of a plan (as many as there are free tool slots) in ONE
+   * append — together with `leading` events, e.g. the result and completion that made them ready — and,
+   * once that transaction committed, invokes their tools. In steady state an item step is one
+   * transaction: its result, its completion and the intents it readies.
+   */
+  private async startReady(planId: string, leading: Decided[] = [], afterCommit?: () => void, extra: AppendRequest['extra'] = []): Promise<void> {
+    const intents: Array<{ itemId: string; attempt: number }> = [];
+    const events: PlanEvent[] = leading.flatMap((d) => d.events);
+    const messages: Message[] = leading.flatMap((d) => d.messages);
+    const state = this.book.plans.get(planId);
+    if (!this.draining && state && !this.book.stalled.has(planId) && !isPlanFinished(state.status)) {
+      const budget = Math.max(1, this.d.slots.limit - this.d.slots.inUse - this.d.slots.waitingCount);
+      for (const item of readyItems(state, this.now())) {
+        if (intents.length >= budget) break;
+        const key = `${planId}/${item.itemId}`;
+        if (this.inFlight.has(key)) continue;
+        const recorded = this.book.decideAndApply(
+          this.book.internal('RecordIntent', planId, `intent:${item.idempotencyKey}`, { itemId: item.itemId, executorId: this.d.executorId, fencingToken: this.book.fencingToken }),
+          false,
+        );
+        if (!recorded.events.length) continue;
+        this.inFlight.add(key);
+        events.push(...recorded.events);
+        messages.push(...recorded.messages);
+        intents.push({ itemId: item.itemId, attempt: item.nextAttempt });
+      }
+    }
+    try {
+      await this.writer.append(planId, { events, messages }, undefined, extra);
+    } finally {
+      for (const i of intents) this.inFlight.delete(`${planId}/${i.itemId}`);
+    }
+    afterCommit?.();
+    for (const i of intents) {
+      faultPoint('after_intent', { planId, itemId: i.itemId, attempt: i.attempt });
+      this.launchInvocation(planId, i.itemId, i.attempt, false);
+    }
+    this.noteWakeUp(planId);
+  }
+
+  private launchInvocation(planId: string, itemId: string, attempt: number, recovering: boolean): void {
+    this.track(`${planId}/${itemId}`, planId, itemId, () => this.invoke(planId, itemId, attempt, recovering));
+  }
+
+  /** Runs one item step with in-flight bookkeeping; reschedules the plan when it ends. */
+  private track(key: string, planId: string, itemId: string, step: () => Promise<unknown>): void {
+    if (this.inFlight.has(key)) return;
+    this.inFlight.add(key);
+    const p: Promise<void> = step()
+      .then(() => undefined)
+      .catch((e: unknown) => this.onItemError(planId, itemId, e))
+      .finally(() => {
+        this.inFlight.delete(key);
+        this.running.delete(p);
+        // Rescheduled on the next turn: a step that recorded nothing must never re-run in a tight loop.
+        setImmediate(() => this.schedule(planId));
+      });
+    this.running.add(p);
+  }
+
+  private onItemError(planId: string, itemId: string, e: unknown): void {
+    if (this.stopped || this.abort.signal.aborted) return;
+    if (isLedgerError(e, 'FENCED')) {
+      this.log.warn({ planId }, 'fenced by a newer owner; giving the partition up');
+      this.onFenced();
+      return;
+    }
+    this.log.error({ err: e, planId, itemId }, 'item step failed; resetting the partition from the log');
+    this.onBroken(e);
+  }
+
+
+  private key(planId: string, itemId: string, attempt: number): string {
+    return `${planId}/${itemId}/${attempt}`;
+  }
+
+  /** Settles an item whose result is committed (recovery, a child's result), with the next ready intents. */
+  private async settle(planId: string, itemId: string, attempt: number): Promise<void> {
+    const settled = this.book.decideAndApply(this.book.internal('SettleItem', planId, `settle:${this.key(planId, itemId, attempt)}`, { itemId }), false);
+    await this.startReady(planId, [settled]);
+  }
+
+  /**
+   * Invokes the tool of an item whose intent is committed, then records the outcome: result, completion
+   * (or retry / failure) and the intents it readies, in one transaction. The attempt always ends in a
+   * recorded outcome or is abandoned to the next owner (a hand-over); it is never dropped and re-invoked.
+   */
+  private async invoke(planId: string, itemId: string, attempt: number, recovering: boolean): Promise<void> {
+    if (this.stopped) return;
+    const state = this.book.plans.get(planId);
+    const item = state && getItem(state, itemId);
+    if (!state || !item || item.status !== 'in_progress') return;
+    const tool = this.d.tools.get(item.tool);
+    const log = this.log.child({ planId, itemId, attempt, tool: item.tool });
+    const idempotencyKey = this.key(planId, itemId, attempt);
+    // Payloads stored by reference are read before the tool runs; one that cannot be read fails the attempt.
+    let inputJson: string;
+    const deps: Record<string, unknown> = {};
+    try {
+      inputJson = await this.d.blobs.resolve(planId, item.inputJson);
+      for (const dep of item.dependsOn) {
+        const out = getItem(state, dep)?.outputJson;
+        deps[dep] = out == null ? null : JSON.parse(await this.d.blobs.resolve(planId, out));
+      }
+    } catch (e) {
+      if (this.stopped) return;
+      const terminal = isLedgerError(e, 'NOT_FOUND') || isLedgerError(e, 'INTEGRITY');
+      log.error({ err: e }, 'a payload stored by reference could not be read');
+      return this.record(planId, itemId, attempt, {
+        kind: 'result',
+        outcome: terminal ? 'failed_terminal' : 'failed_retryable',
+        outputJson: null,
+        error: { code: terminal ? 'PAYLOAD_UNREADABLE' : 'PAYLOAD_UNAVAILABLE', message: `a payload of this item could not be read: ${(e as Error).message}`, detailsJson: null },
+        followUps: [],
+        durationMs: 0,
+      }, log);
+    }
+    const ended = await runAttempt(
+      {
+        tool,
+        toolName: item.tool,
+        inputJson,
+        ctx: { planId, itemId, attempt, idempotencyKey, fencingToken: this.book.fencingToken, log, dependencies: deps, recovering },
+        release: this.abort.signal,
+        timeoutMs: tool?.timeoutMs ?? this.d.limits.toolTimeoutMs,
+        abortGraceMs: this.d.limits.abortGraceMs,
+        slots: this.d.slots,
+        maxOutputBytes: this.d.limits.payload.maxPayloadBytes,
+        executorId: this.d.executorId,
+      },
+      log,
+    );
+    faultPoint('after_tool', { planId, itemId, attempt });
+    if (this.stopped || ended.kind === 'abandoned') return;
+    if (ended.kind === 'delegate') return this.delegate(planId, itemId, attempt, ended, log);
+
+    if (ended.error?.code === 'TIMEOUT') this.d.metrics.toolTimeouts.inc({ tool: item.tool });
+    await this.record(planId, itemId, attempt, ended, log);
+  }
+
+  /**
+   * Records an attempt's outcome: large output and follow-up inputs go by reference (their chunks in the
+   * same transaction), then result, completion (or retry / failure) and the intents it readies, in one
+   * transaction. A result the ledger refuses becomes a terminal failure with the refusal's code.
+   */
+  private async record(planId: string, itemId: string, attempt: number, outcome: Extract<AttemptOutcome, { kind: 'result' }>, log: Logger): Promise<void> {
+    const idempotencyKey = this.key(planId, itemId, attempt);
+    const { ended, blobs } = this.byReference(planId, outcome);
+    let committed = this.commitResult(planId, itemId, attempt, ended);
+    if (committed.rejection && this.book.plans.get(planId) && getItem(this.book.plans.get(planId)!, itemId)?.status === 'in_progress') {
+      // The ledger refused what the tool returned (follow-ups that do not fit the plan, a payload past a
+      // limit): the attempt fails terminally with the refusal's code, after this one invocation.
+      const r = committed.rejection;
+      log.warn({ rejection: r }, 'the ledger refused the tool result; recording the attempt as failed');
+      committed = this.commitResult(planId, itemId, attempt, {
+        kind: 'result',
+        outcome: 'failed_terminal',
+        outputJson: null,
+        error: { code: r.code === 'PAYLOAD_TOO_LARGE' ? 'OUTPUT_TOO_LARGE' : `RESULT_${r.code}`, message: `the ledger refused the tool's result: ${r.message}`, detailsJson: null },
+        followUps: [],
+        durationMs: ended.durationMs,
+      });
+    }
+    if (!committed.events.length) {
+      // Nothing could be recorded although the item still waits for this attempt: stall the plan with the
+      // reason (visible, and nothing re-invokes the tool) rather than loop.
+      const still = this.book.plans.get(planId);
+      if (still && getItem(still, itemId)?.status === 'in_progress') this.book.stall(planId, `the result of ${idempotencyKey} could not be recorded: ${committed.fault ?? committed.rejection?.message ?? 'unknown'}`);
+      return;
+    }
+    const result = committed.events[0]?.type === 'ResultCommitted' ? (committed.events[0].data as { outcome: string; error: ItemError | null; outputJson: string | null }) : undefined;
+    this.d.metrics.attempts.inc({ outcome: result?.outcome ?? ended.outcome, code: result?.error?.code ?? '' });
+    const settled = this.book.decideAndApply(this.book.internal('SettleItem', planId, `settle:${idempotencyKey}`, { itemId }), false);
+    // Only chunks the recorded result refers to (a refused result was replaced by a failure).
+    const used = blobs.filter((b) => b.refJson === result?.outputJson || committed.events.some((e) => e.type === 'ItemAdded' && e.data.item.inputJson === b.refJson));
+    const extra = used.length ? [{ topic: this.topics.blobs, messages: used.flatMap((b) => b.messages) }] : [];
+    await this.startReady(planId, [committed, settled], () => faultPoint('after_result', { planId, itemId, attempt }), extra);
+  }
+
+  /** Moves an outcome's large payloads (output, follow-up inputs) to blobs; past the ceiling the attempt fails. */
+  private byReference(planId: string, outcome: Extract<AttemptOutcome, { kind: 'result' }>): { ended: Extract<AttemptOutcome, { kind: 'result' }>; blobs: Array<{ refJson: string; messages: Message[] }> } {
+    const blobs: Array<{ refJson: string; messages: Message[] }> = [];
+    const place = (json: string, field: string): string => {
+      if (parseRef(json) !== undefined || payloadPlacement(json, field, this.d.limits.payload) === undefined) return json;
+      const b = toBlob(planId, json, this.now(), this.partition);
+      blobs.push(b);
+      return b.refJson;
+    };
+    try {
+      const outputJson = outcome.outputJson === null ? null : place(outcome.outputJson, 'output');
+      const followUps = outcome.followUps.map((f, i) => ({ ...f, inputJson: place(f.inputJson, `followUps[${i}].input`) }));
+      return { ended: { ...outcome, outputJson, followUps }, blobs };
+    } catch (e) {
+      const tooLarge = isLedgerError(e, 'PAYLOAD_TOO_LARGE');
+      return {
+        ended: {
+          ...outcome,
+          outcome: 'failed_terminal',
+          outputJson: null,
+          followUps: [],
+          error: { code: tooLarge ? 'OUTPUT_TOO_LARGE' : 'INVALID_OUTPUT', message: (e as Error).message, detailsJson: null },
+        },
+        blobs: [],
+      };
+    }
+  }
+
+  private commitResult(planId: string, itemId: string, attempt: number, r: Extract<AttemptOutcome, { kind: 'result' }>): Decided {
+    return this.book.decideAndApply(
+      this.book.internal('CommitResult', planId, `result:${this.key(planId, itemId, attempt)}`, {
+        itemId,
+        attempt,
+        outcome: r.outcome,
+        outputJson: r.outputJson,
+        error: r.error,
+        durationMs: r.durationMs,
+        executorId: this.d.executorId,
+        followUps: r.followUps,
+      }),
+      false,
+    );
+  }
+
+  /** The tool handed the item to a child plan: ItemDelegated, and the child's CreatePlan in the same transaction. */
+  private async delegate(planId: string, itemId: string, attempt: number, ended: Extract<AttemptOutcome, { kind: 'delegate' }>, log: Logger): Promise<void> {
+    const childPlanId = `${planId}.${itemId}.${attempt}`;
+    let items;
+    try {
+      items = ended.delegate.items.map((it, i) => toItemSpec(it, `delegate.items[${i}]`));
+    } catch (e) {
+      log.warn({ err: e }, 'the tool delegated to a child plan that cannot be created; recording the attempt as failed');
+      const committed = this.commitResult(planId, itemId, attempt, {
+        kind: 'result',
+        outcome: 'failed_terminal',
+        outputJson: null,
+        error: { code: 'INVALID_DELEGATION', message: `the child plan cannot be created: ${(e as Error).message}`, detailsJson: null },
+        followUps: [],
+        durationMs: ended.durationMs,
+      });
+      const settled = this.book.decideAndApply(this.book.internal('SettleItem', planId, `settle:${this.key(planId, itemId, attempt)}`, { itemId }), false);
+      await this.startReady(planId, [committed, settled]);
+      return;
+    }
+    const delegated = this.book.decideAndApply(this.book.internal('DelegateItem', planId, `delegate:${this.key(planId, itemId, attempt)}`, { itemId, attempt, childPlanId }), false);
+    if (!delegated.events.length) return;
+    const create: PlanCommand = {
+      type: 'CreatePlan',
+      commandId: `create-child:${childPlanId}`,
+      planId: childPlanId,
+      issuedAt: this.now(),
+      actor: this.d.executorId,
+      correlationId: planId,
+      data: {
+        goal: String(ended.delegate.goal),
+        mode: 'execute',
+        labels: { ...(ended.delegate.labels ?? {}), parentPlan: planId },
+        parent: { planId, itemId },
+        items,
+      },
+    };
+    let message: Message;
+    try {
+      message = commandMessage(this.d.codec, this.d.config.partitions, create);
+    } catch (e) {
+      // Not encodable (e.g. a label that is not a string): the child plan's CreatePlan is decided by its
+      // own partition, which answers with a coded rejection; a command that cannot even be encoded stalls
+      // this plan with the reason instead of being dropped.
+      this.book.stall(planId, `the child plan ${childPlanId} cannot be encoded: ${(e as Error).message}`);
+      return;
+    }
+    await this.writer.append(planId, delegated, undefined, [{ topic: this.topics.commands, messages: [message] }]);
+  }
+}

@@ -1,0 +1,38 @@
+import { Counter, Registry } from 'prom-client';
+
+/** The executor's Prometheus metrics, in a registry of its own (several executors may share a process in tests). */
+export function createExecutorMetrics() {
+  const registry = new Registry();
+  const partitionResets = new Counter({
+    name: 'plan_ledger_partition_resets_total',
+    help: 'Owned partitions restarted from the log after a failed command batch or item step (each waits an exponential backoff, capped at 30 s).',
+    labelNames: ['partition'],
+    registers: [registry],
+  });
+  const deadLettered = new Counter({
+    name: 'plan_ledger_executor_commands_dead_lettered_total',
+    help: 'Commands sent to the DLQ by the executor, by reason (undecodable, misrouted, plan_stalled, decide_fault, repeated_failure, ...).',
+    labelNames: ['reason'],
+    registers: [registry],
+  });
+  const decideFaults = new Counter({
+    name: 'plan_ledger_executor_decide_faults_total',
+    help: 'Unexpected exceptions inside decide (defects, never recorded as rejections in a plan).',
+    registers: [registry],
+  });
+  const toolTimeouts = new Counter({
+    name: 'plan_ledger_executor_tool_timeouts_total',
+    help: 'Tool calls that ran past their timeout and were recorded as failed attempts with code TIMEOUT.',
+    labelNames: ['tool'],
+    registers: [registry],
+  });
+  const attempts = new Counter({
+    name: 'plan_ledger_executor_attempts_total',
+    help: 'Item attempts that ended with a recorded outcome, by outcome and error code.',
+    labelNames: ['outcome', 'code'],
+    registers: [registry],
+  });
+  return { registry, partitionResets, deadLettered, decideFaults, toolTimeouts, attempts };
+}
+
+export type ExecutorMetrics = ReturnType<typeof createExecutorMetrics>;

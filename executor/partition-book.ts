@@ -1,0 +1,205 @@
+import type { Message } from 'kafkajs';
+import type { LedgerCodec } from '../src/codec/index.js';
+import { isLedgerError } from '../src/errors.js';
+import type { Logger } from '../src/logging.js';
+import { decide, evolveAll, rejectionEvent, type AnyCommand, type InternalCommand, type InternalCommandPayloads, type PlanEvent, type PlanState, type Rejection } from '../src/plan/index.js';
+import type { ArchiveLoader } from '../src/projection/restore.js';
+import { stateFromSnapshot } from '../src/projection/snapshot.js';
+import type { ExecutorMetrics } from './metrics.js';
+import type { OwnerLimits, RestoredForOwner } from './partition-owner.js';
+import { eventMessages, recordBytes } from './records.js';
+
+/** What {@link PartitionBook.decideAndApply} decided: the events (applied) with their records, or why not. */
+export interface Decided {
+  readonly events: PlanEvent[];
+  readonly messages: Message[];
+  readonly rejection?: Rejection;
+  readonly fault?: string;
+}
+
+export interface BookDeps {
+  readonly codec: LedgerCodec;
+  readonly limits: OwnerLimits;
+  readonly metrics: ExecutorMetrics;
+  readonly executorId: string;
+  readonly now: () => number;
+}
+
+/**
+ * The plans of one owned partition as its owner knows them — live, stalled, erased, dormant (finished,
+ * undecoded), archived — and the one place their state changes: {@link decideAndApply}.
+ */
+export class PartitionBook {
+  readonly plans = new Map<string, PlanState>();
+  /** Plans that cannot advance (an undecodable or inapplicable event, a result that cannot be recorded), with the reason. */
+  readonly stalled = new Map<string, string>();
+  /**
+   * Erased plan ids (their last records are tombstones). A command for one behaves as for an unknown
+   * plan — PLAN_NOT_FOUND for anything but CreatePlan — and its CommandRejected is tombstoned in the
+   * same transaction, so nothing of the erased plan id stays live in the ledger.
+   */
+  readonly erased = new Set<string>();
+  /**
+   * Finished (completed, cancelled) plans restored without decoding: planId → the raw value of their latest
+   * snapshot. Nothing runs for them; a command for one loads it into {@link plans} first ({@link wake}).
+   */
+  readonly dormant = new Map<string, Buffer>();
+  /** The partition's archive; `archiveMerged` once its index is in {@link archivedIds} / {@link erased}. */
+  private archived: ArchiveLoader | undefined;
+  private archiveMerged = false;
+  /** Archived (finished) plans not loaded yet: a command for one reads its snapshot from the archive. */
+  readonly archivedIds = new Set<string>();
+  /** Highest event-key seq of stalled plans (their state stops before the poison record). */
+  readonly stalledKeySeq = new Map<string, number>();
+  /** Above every token ever used on the partition (see {@link seed}). */
+  fencingToken = 1;
+
+  constructor(
+    private readonly d: BookDeps,
+    private readonly log: Logger,
+  ) {}
+
+  private now(): number {
+    return this.d.now();
+  }
+
+  /** Takes the restored partition in; starts reading the archive index in the background. */
+  seed(restored: RestoredForOwner): void {
+    for (const [id, s] of restored.plans) this.plans.set(id, s);
+    for (const [id, r] of restored.stalled) this.stalled.set(id, r);
+    for (const id of restored.erased ?? []) this.erased.add(id);
+    for (const [id, seq] of restored.lastKeySeq ?? []) if (this.stalled.has(id)) this.stalledKeySeq.set(id, seq);
+    for (const [id, value] of restored.dormant ?? []) if (!this.plans.has(id)) this.dormant.set(id, value);
+    this.archived = restored.archived;
+    // Read the archive in the background, so the first command for an unknown plan rarely waits for it.
+    if (this.archived) void this.archived.load().catch(() => {});
+    // Above every token ever used on the partition: the watermark vouches for the plans left dormant.
+    let maxToken = restored.maxFencingToken ?? 0;
+    for (const s of this.plans.values()) for (const it of Object.values(s.items)) for (const a of it.attempts) maxToken = Math.max(maxToken, a.fencingToken);
+    this.fencingToken = maxToken + 1;
+  }
+
+  /** Forgets an erased plan: only its id stays, as erased. */
+  forget(planId: string): void {
+    this.plans.delete(planId);
+    this.dormant.delete(planId);
+    this.archivedIds.delete(planId);
+    this.stalled.delete(planId);
+    this.stalledKeySeq.delete(planId);
+    this.erased.add(planId);
+  }
+
+  /**
+   * A plan that cannot advance without a defect being fixed: nothing more runs for it on this owner, its
+   * commands go to the DLQ with the reason, and the reason is logged. A restart of the partition retries
+   * it from the log.
+   */
+  stall(planId: string, reason: string): void {
+    this.stalled.set(planId, reason);
+    this.log.error({ planId, reason }, 'plan stalled');
+  }
+
+  /**
+   * Before deciding a command for a plan this owner does not hold: merges the partition's archive index
+   * (once) — archived plans into {@link archivedIds}, erased ids into {@link erased}, skipping ids the
+   * owner has met since its restore (held, erased or created again) — and, when the plan is archived,
+   * reads its snapshot into {@link dormant}. A failed read (broker outage) throws, so the command batch is
+   * retried, and is tried again then.
+   */
+  async fromArchive(planId: string): Promise<void> {
+    if (this.archived === undefined) return;
+    if (!this.archiveMerged) {
+      const archive = await this.archived.load();
+      if (!this.archiveMerged) {
+        this.archiveMerged = true;
+        for (const id of archive.offsets.keys()) if (!this.plans.has(id) && !this.erased.has(id) && !this.dormant.has(id)) this.archivedIds.add(id);
+        for (const id of archive.erased) if (!this.plans.has(id) && !this.dormant.has(id)) this.erased.add(id);
+        this.log.debug({ archived: archive.offsets.size, erased: archive.erased.size }, 'archive index loaded');
+      }
+    }
+    if (!this.archivedIds.has(planId) || this.plans.has(planId)) return;
+    const value = await this.archived.value(planId);
+    this.archivedIds.delete(planId);
+    if (value !== undefined && !this.plans.has(planId)) this.dormant.set(planId, value);
+  }
+
+  /**
+   * Loads a dormant plan from its raw snapshot (decode + verify) into {@link plans}. A snapshot that does
+   * not verify stalls the plan with the reason (its commands go to the DLQ; deciding on no state would
+   * write over its first event). An unreachable registry throws UNAVAILABLE: the batch is retried.
+   */
+  async wake(planId: string): Promise<void> {
+    const value = this.dormant.get(planId);
+    if (value === undefined) return;
+    let reason: string;
+    try {
+      const snap = await this.d.codec.decodeSnapshot(value);
+      const check = stateFromSnapshot(snap);
+      if (check.ok && snap.planId === planId) {
+        this.dormant.delete(planId);
+        if (!this.plans.has(planId)) this.plans.set(planId, check.state);
+        this.log.debug({ planId, seq: check.state.seq, status: check.state.status }, 'dormant plan loaded');
+        return;
+      }
+      reason = check.ok ? `snapshot is of plan ${snap.planId}` : check.reason;
+      this.stalledKeySeq.set(planId, snap.seq);
+    } catch (e) {
+      if (isLedgerError(e, 'UNAVAILABLE')) throw e;
+      reason = e instanceof Error ? e.message : String(e);
+    }
+    this.dormant.delete(planId);
+    this.stalled.set(planId, `dormant snapshot not trusted: ${reason}`);
+    this.log.error({ planId, reason }, 'dormant plan stalled: its snapshot does not verify');
+  }
+
+  /**
+   * Decides a command against the current state and applies the resulting events at once, so the next
+   * decision sees them; the events come back encoded. If their transaction later fails, the owner is reset
+   * from the log. Nothing that cannot be appended is applied:
+   * - a rejection is recorded (`recordRejection`, client commands) or returned (`rejection`, internal steps);
+   * - an event larger than the topic's record limit turns the decision into a PAYLOAD_TOO_LARGE rejection;
+   * - a defect inside `decide` (`fault`) applies nothing and records nothing: the caller dead-letters.
+   */
+  decideAndApply(command: AnyCommand, recordRejection: boolean): Decided {
+    const state = this.plans.get(command.planId);
+    const ctx = { now: this.now(), limits: this.d.limits.decide };
+    const decision = decide(state, command, ctx);
+    let events: PlanEvent[];
+    let rejection: Rejection | undefined;
+    if (decision.ok) {
+      events = decision.events;
+    } else if (decision.fault !== undefined) {
+      this.d.metrics.decideFaults.inc();
+      this.log.error({ planId: command.planId, command: command.type, fault: decision.fault }, 'decide failed (a defect): nothing recorded for this command');
+      return { events: [], messages: [], fault: decision.fault };
+    } else {
+      rejection = decision.rejection;
+      events = [];
+    }
+    let messages = eventMessages(this.d.codec, events);
+    const oversized = messages.findIndex((msg) => recordBytes(msg) > this.d.limits.maxRecordBytes);
+    if (oversized >= 0) {
+      const e = events[oversized]!;
+      rejection = {
+        code: 'PAYLOAD_TOO_LARGE',
+        message: `event ${e.type} (seq ${e.seq}) would be ${recordBytes(messages[oversized]!)} bytes; the events topic takes at most ${this.d.limits.maxRecordBytes}`,
+        field: null,
+      };
+      events = [];
+      messages = [];
+    }
+    if (rejection !== undefined) {
+      this.log.warn({ planId: command.planId, command: command.type, rejection }, 'command rejected');
+      if (!recordRejection) return { events: [], messages: [], rejection };
+      events = [rejectionEvent(state, command, rejection, ctx)];
+      messages = eventMessages(this.d.codec, events);
+    }
+    const s = evolveAll(state, events);
+    if (s) this.plans.set(command.planId, s);
+    return { events, messages, ...(rejection ? { rejection } : {}) };
+  }
+
+  internal<K extends keyof InternalCommandPayloads>(type: K, planId: string, commandId: string, data: InternalCommandPayloads[K]): InternalCommand {
+    return { type, planId, commandId, issuedAt: this.now(), actor: this.d.executorId, correlationId: commandId, data } as InternalCommand;
+  }
+}

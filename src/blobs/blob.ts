@@ -1,0 +1,122 @@
+import { createHash } from 'node:crypto';
+import type { Message } from 'kafkajs';
+import { LedgerError } from '../errors.js';
+
+/**
+ * Large payloads by reference (claim check). A canonical-JSON payload (an item's input, a tool's output)
+ * larger than the inline threshold is stored as content-addressed chunks in `<prefix>.plan-blobs`, on the
+ * plan's partition, keyed `planId:sha256:index`; the event carries, in place of the payload, the canonical
+ * JSON of a reference:
+ *
+ *     {"$blob":{"at":1733011200000,"bytes":312345,"chunks":1,"sha256":"9f2c…"}}
+ *
+ * The hash chain covers the reference, so it covers the content through its sha256. `at` is the chunks'
+ * record timestamp: a reader finds them with a timestamp look-up (ListOffsets) instead of scanning the
+ * partition. A payload that is exactly such an object is read as a reference: `$blob` is reserved.
+ */
+export interface BlobRef {
+  readonly sha256: string;
+  readonly bytes: number;
+  readonly chunks: number;
+  /** Record timestamp of the chunks (epoch ms). */
+  readonly at: number;
+}
+
+/** Payloads above this many UTF-8 bytes go by reference (PLAN_LEDGER_INLINE_PAYLOAD_BYTES). */
+export const DEFAULT_INLINE_BYTES = 64 * 1024;
+/** No payload may be larger than this (PLAN_LEDGER_MAX_PAYLOAD_BYTES). */
+export const DEFAULT_MAX_PAYLOAD_BYTES = 64 * 1024 * 1024;
+/** Chunk size: well under the default 1 MiB record limit. */
+export const CHUNK_BYTES = 512 * 1024;
+
+export interface PayloadLimits {
+  readonly inlineBytes: number;
+  readonly maxPayloadBytes: number;
+}
+
+export const DEFAULT_PAYLOAD_LIMITS: PayloadLimits = Object.freeze({ inlineBytes: DEFAULT_INLINE_BYTES, maxPayloadBytes: DEFAULT_MAX_PAYLOAD_BYTES });
+
+/** The payload limits from PLAN_LEDGER_INLINE_PAYLOAD_BYTES / PLAN_LEDGER_MAX_PAYLOAD_BYTES (validated). */
+export function payloadLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): PayloadLimits {
+  const read = (name: string, fallback: number) => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return fallback;
+    const n = Number(raw);
+    if (!Number.isSafeInteger(n) || n <= 0) throw new LedgerError('VALIDATION', `${name} must be a positive integer of bytes, got "${raw}"`, { field: name });
+    return n;
+  };
+  const inlineBytes = read('PLAN_LEDGER_INLINE_PAYLOAD_BYTES', DEFAULT_INLINE_BYTES);
+  const maxPayloadBytes = read('PLAN_LEDGER_MAX_PAYLOAD_BYTES', DEFAULT_MAX_PAYLOAD_BYTES);
+  if (inlineBytes > 256 * 1024) throw new LedgerError('VALIDATION', 'PLAN_LEDGER_INLINE_PAYLOAD_BYTES must be at most 262144 (the ledger keeps inline payloads at most 256 KiB)', { field: 'PLAN_LEDGER_INLINE_PAYLOAD_BYTES' });
+  return Object.freeze({ inlineBytes, maxPayloadBytes });
+}
+
+const REF_KEY = '$blob';
+
+/** The reference's canonical JSON (keys sorted, as every payload in an event must be). */
+export function refJson(ref: BlobRef): string {
+  return `{"${REF_KEY}":{"at":${ref.at},"bytes":${ref.bytes},"chunks":${ref.chunks},"sha256":"${ref.sha256}"}}`;
+}
+
+/** The reference a payload text stands for, or undefined for an inline payload. Cheap for inline text. */
+export function parseRef(json: string | null | undefined): BlobRef | undefined {
+  if (json == null || !json.startsWith(`{"${REF_KEY}":`) || json.length > 256) return undefined;
+  try {
+    const v = (JSON.parse(json) as Record<string, unknown>)[REF_KEY] as Record<string, unknown> | undefined;
+    if (!v || typeof v !== 'object') return undefined;
+    const { at, bytes, chunks, sha256 } = v;
+    if (typeof sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(sha256)) return undefined;
+    if (![at, bytes, chunks].every((n) => Number.isSafeInteger(n) && (n as number) >= 0)) return undefined;
+    const ref = { at: at as number, bytes: bytes as number, chunks: chunks as number, sha256 };
+    return refJson(ref) === json ? ref : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function sha256Hex(data: Buffer | string): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+/** The key of chunk `index` of a plan's blob. */
+export function chunkKey(planId: string, sha256: string, index: number): string {
+  return `${planId}:${sha256}:${index}`;
+}
+
+/**
+ * Stores `json` by reference: its chunk records (for the plan's partition of the blobs topic) and the
+ * reference to put in the event. `at` becomes the records' timestamp and the reference's.
+ */
+export function toBlob(planId: string, json: string, at: number, partition?: number): { ref: BlobRef; refJson: string; messages: Message[] } {
+  const data = Buffer.from(json, 'utf8');
+  const chunks = Math.max(1, Math.ceil(data.length / CHUNK_BYTES));
+  const ref: BlobRef = { sha256: sha256Hex(data), bytes: data.length, chunks, at };
+  const messages: Message[] = [];
+  for (let i = 0; i < chunks; i++) {
+    messages.push({
+      key: chunkKey(planId, ref.sha256, i),
+      value: data.subarray(i * CHUNK_BYTES, (i + 1) * CHUNK_BYTES),
+      timestamp: String(at),
+      ...(partition !== undefined ? { partition } : {}),
+    });
+  }
+  return { ref, refJson: refJson(ref), messages };
+}
+
+/** Tombstones for every chunk of a plan's blob (erasure). */
+export function blobTombstones(planId: string, ref: BlobRef, partition: number): Message[] {
+  return Array.from({ length: ref.chunks }, (_, i) => ({ key: chunkKey(planId, ref.sha256, i), value: null, partition }));
+}
+
+/**
+ * Checks a payload against the limits: undefined when it stays inline, the byte count when it must go by
+ * reference; past the ceiling a PAYLOAD_TOO_LARGE LedgerError naming the field and its size.
+ */
+export function payloadPlacement(json: string, field: string, limits: PayloadLimits): number | undefined {
+  if (json.length <= limits.inlineBytes / 3) return undefined; // no UTF-8 code unit takes more than 3 bytes
+  const bytes = Buffer.byteLength(json, 'utf8');
+  if (bytes > limits.maxPayloadBytes) {
+    throw new LedgerError('PAYLOAD_TOO_LARGE', `${field} is ${bytes} bytes; the ledger takes payloads up to ${limits.maxPayloadBytes} bytes (PLAN_LEDGER_MAX_PAYLOAD_BYTES)`, { field, bytes, limit: limits.maxPayloadBytes });
+  }
+  return bytes > limits.inlineBytes ? bytes : undefined;
+}

@@ -1,0 +1,2 @@
+export * from './blob.js';
+export { BlobReader, type BlobReaderOptions } from './reader.js';

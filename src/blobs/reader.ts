@@ -1,0 +1,105 @@
+import type { Admin, Kafka } from 'kafkajs';
+import { LedgerError } from '../errors.js';
+import { readToEnd } from '../kafka/log-reader.js';
+import { partitionFor } from '../kafka/partitioner.js';
+import { chunkKey, parseRef, sha256Hex, type BlobRef } from './blob.js';
+
+export interface BlobReaderOptions {
+  readonly kafka: Kafka;
+  readonly admin: Admin;
+  /** `<prefix>.plan-blobs`. */
+  readonly topic: string;
+  readonly partitions: number;
+  readonly groupPrefix: string;
+  /** Bytes of resolved payloads kept for the next read (default 64 MiB). */
+  readonly cacheBytes?: number;
+}
+
+/**
+ * Resolves payload references (see blob.ts): finds the chunks by the reference's timestamp on the plan's
+ * partition of the blobs topic, reads forward until every chunk is there, and checks length and sha256 —
+ * a missing chunk is NOT_FOUND, content that does not match its reference is INTEGRITY. Resolved payloads
+ * are kept in a small LRU by plan and digest.
+ */
+export class BlobReader {
+  private readonly cache = new Map<string, string>();
+  private cached = 0;
+  private readonly cacheBytes: number;
+
+  constructor(private readonly o: BlobReaderOptions) {
+    this.cacheBytes = o.cacheBytes ?? 64 * 1024 * 1024;
+  }
+
+  /** The payload text a stored payload stands for: itself when inline, the blob's content when a reference. */
+  async resolve(planId: string, json: string): Promise<string> {
+    const ref = parseRef(json);
+    return ref ? this.read(planId, ref) : json;
+  }
+
+  async read(planId: string, ref: BlobRef): Promise<string> {
+    const cacheKey = `${planId}:${ref.sha256}`;
+    const hit = this.cache.get(cacheKey);
+    if (hit !== undefined) {
+      this.cache.delete(cacheKey);
+      this.cache.set(cacheKey, hit);
+      return hit;
+    }
+    const partition = partitionFor(planId, this.o.partitions);
+    const found = await this.o.admin.fetchTopicOffsetsByTimestamp(this.o.topic, ref.at);
+    const from = found.find((f) => f.partition === partition)?.offset ?? '0';
+    const chunks: Array<Buffer | undefined> = new Array<Buffer | undefined>(ref.chunks).fill(undefined);
+    let have = 0;
+    const wanted = new Map(Array.from({ length: ref.chunks }, (_, i) => [chunkKey(planId, ref.sha256, i), i] as const));
+    await readToEnd({
+      kafka: this.o.kafka,
+      admin: this.o.admin,
+      topic: this.o.topic,
+      partitions: [partition],
+      from: new Map([[partition, from]]),
+      groupPrefix: this.o.groupPrefix,
+      isComplete: () => have === ref.chunks,
+      onRecords: (records) => {
+        for (const r of records) {
+          const i = r.key ? wanted.get(r.key.toString()) : undefined;
+          if (i === undefined) continue;
+          if (r.value === null) {
+            if (chunks[i] !== undefined) have--;
+            chunks[i] = undefined;
+          } else {
+            if (chunks[i] === undefined) have++;
+            chunks[i] = r.value;
+          }
+        }
+      },
+    });
+    const missing = chunks.findIndex((c) => c === undefined);
+    if (missing >= 0) throw new LedgerError('NOT_FOUND', `payload ${ref.sha256} of plan ${planId}: chunk ${missing} of ${ref.chunks} is not in ${this.o.topic} (erased, or never written)`, { planId, sha256: ref.sha256 });
+    const data = Buffer.concat(chunks as Buffer[]);
+    if (data.length !== ref.bytes || sha256Hex(data) !== ref.sha256) {
+      throw new LedgerError('INTEGRITY', `payload ${ref.sha256} of plan ${planId} does not match its reference (${data.length} bytes read, ${ref.bytes} expected)`, { planId, sha256: ref.sha256 });
+    }
+    const text = data.toString('utf8');
+    this.remember(cacheKey, text);
+    return text;
+  }
+
+  /** Drops what the cache holds of a plan (after its erasure). */
+  forget(planId: string): void {
+    for (const [k, v] of [...this.cache]) {
+      if (!k.startsWith(`${planId}:`)) continue;
+      this.cache.delete(k);
+      this.cached -= v.length;
+    }
+  }
+
+  private remember(key: string, text: string): void {
+    if (text.length > this.cacheBytes) return;
+    this.cache.set(key, text);
+    this.cached += text.length;
+    for (const [k, v] of this.cache) {
+      if (this.cached <= this.cacheBytes) break;
+      this.cache.delete(k);
+      this.cached -= v.length;
+    }
+  }
+}
