@@ -243,12 +243,13 @@ function spawnExecutor(root: string, config: LedgerConfig, label: string, shopUr
       const line = buf.slice(0, i);
       buf = buf.slice(i + 1);
       try {
-        const l = JSON.parse(line) as { msg?: string; partitions?: number[]; partition?: number };
+        const l = JSON.parse(line) as { msg?: string; component?: string; partitions?: number[]; partition?: number };
         if (l.msg === 'assignment') {
           // A partition kept across a rebalance is not restored again.
           e.assigned = l.partitions ?? [];
           e.restored = new Set([...e.restored].filter((p) => e.assigned.includes(p)));
-        } else if (l.msg === 'partition restored' && l.partition !== undefined) {
+        } else if (l.msg === 'partition restored' && l.component === 'partition-owner' && l.partition !== undefined) {
+          // Only the owner's line: the log read under it (component restore) says 'partition restored' too.
           e.restored.add(l.partition);
           e.onRestored?.(l.partition, (l as { plans?: number }).plans ?? 0);
         }

@@ -115,9 +115,17 @@ function outcomeOf(e: PlanEvent): string | null {
  * attempt they belong to and the time since its intent: after a crash that time includes the take-over.
  */
 export function auditRows(records: readonly PositionedEvent[]): AuditRow[] {
+  return records.map(auditRowBuilder());
+}
+
+/**
+ * {@link auditRows} one event at a time, for a stream (`plan-ledger tail`): feed it one plan's events in
+ * seq order. An attempt whose intent it was not fed has no key and no time since intent.
+ */
+export function auditRowBuilder(): (record: PositionedEvent) => AuditRow {
   const intents = new Map<string, { key: string; at: number }>();
   const k = (item: string, attempt: number) => `${item}\u0000${attempt}`;
-  return records.map(({ event: e, partition, offset }) => {
+  return ({ event: e, partition, offset }) => {
     const { itemId, attempt: carried } = itemAttemptOf(e);
     const attempt = carried !== null && carried > 0 ? carried : null; // a manual retry's attempt 0 is "none"
     if (e.type === 'IntentRecorded') intents.set(k(e.data.itemId, e.data.attempt), { key: e.data.idempotencyKey, at: e.occurredAt });
@@ -141,7 +149,7 @@ export function auditRows(records: readonly PositionedEvent[]): AuditRow[] {
       summary: summarizeEvent(e),
       hash: e.hash,
     };
-  });
+  };
 }
 
 /** The plan as it was at a point of its history, folded with the same `evolve` as everywhere else. */

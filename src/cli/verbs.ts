@@ -101,6 +101,21 @@ export function registerAuditCommands(program: Command): void {
     .action(async (planId: string, o) => (await import('./audit-actions.js')).audit(planId, o));
 
   program
+    .command('tail')
+    .description('a stream of events, one line each (time, plan, seq, type, item#attempt, actor, summary): a plan\'s history, or new events of every plan with --follow')
+    .argument('[planId]', 'one plan (its history first); without it every plan of the prefix')
+    .option('-f, --follow', 'keep printing new events as they are appended, until Ctrl-C')
+    .option('--from-beginning', 'without a plan: every plan\'s history first (reads the whole events topic)')
+    .option('--as-of <seq|ISO time>', 'start after this point: the events `audit --as-of` does not show (a seq needs a plan)')
+    .option('--json', 'JSON lines: the audit row of each event with its planId')
+    .addHelpText(
+      'after',
+      `\nWithout a plan and without --from-beginning / --as-of it starts at the end: only new events (needs --follow).
+Colors only on a terminal (NO_COLOR turns them off).${example('plan-ledger tail plan-mx1p8mq3-96272e4a --follow', 'plan-ledger tail --follow', 'plan-ledger tail --as-of 2026-01-31T12:00:00Z --json | jq -r .type')}`,
+    )
+    .action(async (planId: string | undefined, o) => (await import('./tail-actions.js')).tail(planId, o));
+
+  program
     .command('replay')
     .description('rebuild plans from the events log alone (no projector) and print their state and digests')
     .argument('[planId]')

@@ -36,6 +36,11 @@ export interface ReadToEndOptions {
   /** Called for each fetched batch, in offset order per partition. */
   readonly onRecords: (records: LogRecord[]) => void | Promise<void>;
   readonly timeoutMs?: number;
+  /**
+   * Read on past the end (`until` is ignored, `timeoutMs` too) until this signal aborts: a live tail of
+   * the partitions. The read then ends normally, returning the next offsets.
+   */
+  readonly follow?: AbortSignal;
   /** Stops the read early once this says so (checked after each batch), e.g. when what was sought is found. */
   readonly isComplete?: () => boolean;
 }
@@ -77,9 +82,10 @@ export async function readToEnd(opts: ReadToEndOptions): Promise<Map<number, str
     next.set(o.partition, start !== undefined && BigInt(start) > BigInt(o.low) ? BigInt(start) : BigInt(o.low));
   }
   const startAt = new Map(next);
-  const done = () => opts.isComplete?.() === true || [...end].every(([p, e]) => (next.get(p) ?? 0n) >= e);
+  const follow = opts.follow;
+  const done = () => opts.isComplete?.() === true || (!follow && [...end].every(([p, e]) => (next.get(p) ?? 0n) >= e));
   const result = () => new Map([...next].map(([p, o]) => [p, o.toString()]));
-  if (done()) return result();
+  if (done() || follow?.aborted) return result();
 
   const consumer = opts.kafka.consumer({
     groupId: `${opts.groupPrefix}.reader-${randomBytes(6).toString('hex')}`,
@@ -93,6 +99,8 @@ export async function readToEnd(opts: ReadToEndOptions): Promise<Map<number, str
   const finished = new Promise<void>((resolve, reject) => {
     settle = (e?: unknown) => (e === undefined ? resolve() : reject(e));
   });
+  const stopFollowing = () => settle();
+  follow?.addEventListener('abort', stopFollowing, { once: true });
   // Control-record-only batches never reach eachBatch; END_BATCH_PROCESS reports every batch's last offset.
   consumer.on(consumer.events.END_BATCH_PROCESS, (ev) => {
     const p = ev.payload.partition;
@@ -120,19 +128,20 @@ export async function readToEnd(opts: ReadToEndOptions): Promise<Map<number, str
       autoCommit: false,
       eachBatch: async ({ batch }) => {
         if (!wanted.has(batch.partition)) return;
-        const stop = end.get(batch.partition) ?? 0n;
+        const stop = follow ? null : (end.get(batch.partition) ?? 0n);
         const first = startAt.get(batch.partition) ?? 0n;
         const records: LogRecord[] = [];
         for (const m of batch.messages) {
           const offset = BigInt(m.offset);
           if (offset < first) continue; // fetched before the seek took effect
-          if (offset >= stop) break;
+          if (stop !== null && offset >= stop) break;
           records.push({ topic: batch.topic, partition: batch.partition, offset: m.offset, key: m.key, value: m.value, timestamp: m.timestamp, headers: headerStrings(m.headers) });
         }
         if (records.length) await opts.onRecords(records);
         if (opts.isComplete?.() === true) settle();
       },
     });
+    if (follow) return await finished.then(result);
     const timeout = opts.timeoutMs ?? 60_000;
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
@@ -142,6 +151,7 @@ export async function readToEnd(opts: ReadToEndOptions): Promise<Map<number, str
       }),
     ]).finally(() => clearTimeout(timer));
   } finally {
+    follow?.removeEventListener('abort', stopFollowing);
     await consumer.disconnect().catch(() => {});
   }
   // Offsets past the snapshot of "end" may have been fetched; report at most the end we aimed for.

@@ -3,12 +3,13 @@
 // makes it run; the operator's views (problems with retry / cancel, time travel, verify, child plans, the
 // overview) show what the ledger holds and act on it. Leaves test-results/dashboard*.png behind.
 import { mkdirSync } from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { startExecutor } from '../../executor/index.js';
 import { startProjector } from '../../projector/index.js';
 import { connectLedger } from '../../src/client/index.js';
 import { defineTool, TerminalError } from '../../src/tools.js';
+import { launchChromium } from '../support/browser.js';
 import { testConfig, testLogger, waitFor } from '../support/helpers.js';
 import { cleanup, LedgerWriter, testLedger } from '../projector/support.js';
 
@@ -101,10 +102,7 @@ describe('dashboard', () => {
 
     let browser: Browser | undefined;
     try {
-      browser = await chromium.launch({
-        executablePath: '/usr/bin/chromium',
-        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-      });
+      browser = await launchChromium();
       const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
       const errors: string[] = [];
       page.on('pageerror', (e) => errors.push(e.message));
@@ -188,10 +186,7 @@ describe('dashboard', () => {
 
     let browser: Browser | undefined;
     try {
-      browser = await chromium.launch({
-        executablePath: '/usr/bin/chromium',
-        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-      });
+      browser = await launchChromium();
       const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
       const errors: string[] = [];
       page.on('pageerror', (e) => errors.push(e.message));

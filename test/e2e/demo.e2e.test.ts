@@ -35,6 +35,13 @@ describe('plan-ledger demo', () => {
     const survivor = victim === 'executor-A' ? 'executor-B' : 'executor-A';
     expect(stdout).toMatch(new RegExp(`${survivor} \\(pid \\d+\\) calls POST /refunds, key …/refund-payment/1: key seen before`));
 
+    // Each line of the run is printed once: the takeover once (it was printed twice, once per
+    // 'partition restored' log line of the survivor), and no progress line repeats.
+    expect(stdout.match(new RegExp(`${survivor}\\s+took partition \\d+ over after the session timeout`, 'g'))).toHaveLength(1);
+    const progress = stdout.split('\n').filter((l) => /^\[\s*[\d.]+s\]/.test(l)).map((l) => l.replace(/^\[\s*[\d.]+s\]\s*/, ''));
+    expect(progress.length).toBeGreaterThan(10);
+    expect(progress.filter((l, i) => progress.indexOf(l) !== i)).toEqual([]);
+
     // Exactly one refund; the ledger verifies; the audit shows who did what.
     expect(stdout).toMatch(/refunds performed\s+1\s+rf_0001\s+119\.40 EUR\s+key …\/refund-payment\/1/);
     expect(stdout).toMatch(/^OK {2}plan plan-\S+: \d+ events/m);
