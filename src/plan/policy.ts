@@ -76,17 +76,32 @@ export function ruleName(policy: ApprovalPolicy, index: number): string {
   return policy.rules[index]?.name ?? `rules[${index}]`;
 }
 
-const globCache = new Map<string, RegExp>();
-
-/** `*` matches any characters (dots included), `?` one; everything else literally. Whole-string match. */
+/**
+ * `*` matches any characters (dots included), `?` one; everything else literally. Whole-string match.
+ * The two-pointer wildcard walk (back to the last `*` on a mismatch) takes O(glob × value) at worst, never
+ * the exponential backtracking a regular expression could take on a hostile tool name.
+ */
 export function globMatch(glob: string, value: string): boolean {
-  let re = globCache.get(glob);
-  if (re === undefined) {
-    const body = glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
-    re = new RegExp(`^${body}$`, 's');
-    if (globCache.size < 1000) globCache.set(glob, re);
+  let g = 0;
+  let v = 0;
+  let star = -1;
+  let mark = 0;
+  while (v < value.length) {
+    if (g < glob.length && (glob[g] === '?' || (glob[g] !== '*' && glob[g] === value[v]))) {
+      g++;
+      v++;
+    } else if (g < glob.length && glob[g] === '*') {
+      star = g++;
+      mark = v;
+    } else if (star >= 0) {
+      g = star + 1;
+      v = ++mark;
+    } else {
+      return false;
+    }
   }
-  return re.test(value);
+  while (g < glob.length && glob[g] === '*') g++;
+  return g === glob.length;
 }
 
 /** Why a rule matches the subject, or null when it does not. */

@@ -62,6 +62,14 @@ describe('evaluatePolicy: each rule kind', () => {
     expect(evaluatePolicy(payments, subject([fetch, charge]))).toMatchObject({ required: true, rule: 'payments', reason: 'item charge uses tool payments.charge (payments.*)' });
     expect(evaluatePolicy(payments, subject([fetch]))).toMatchObject({ required: false, rule: null, reason: 'no rule of policy payments matched' });
     expect([globMatch('payments.*', 'payments.refund.full'), globMatch('payments.*', 'paymentsXcharge'), globMatch('pay?ents.*', 'payments.x'), globMatch('*', '')]).toEqual([true, false, true, true]);
+    expect([globMatch('a*b*c', 'axxbyyc'), globMatch('a*b*c', 'axxbyy'), globMatch('*.charge', 'payments.charge'), globMatch('(x)+[y]', '(x)+[y]'), globMatch('', '')]).toEqual([true, false, true, true, true]);
+  });
+
+  it('a hostile tool name cannot make a glob backtrack for long: 20 stars against 200 000 characters', () => {
+    const glob = `${'*a'.repeat(20)}*b`;
+    const tool = 'a'.repeat(200_000);
+    expect(globMatch(glob, tool)).toBe(false);
+    expect(globMatch(glob, `${tool}b`)).toBe(true);
   });
 
   it('labels match key=value (the value may be a glob); item counts match above N; a rule with two matchers needs both', () => {
@@ -79,6 +87,15 @@ describe('evaluatePolicy: each rule kind', () => {
     expect(evaluatePolicy(p, subject([fetch], {}, 2))).toMatchObject({ required: false });
     expect(evaluatePolicy(p, subject([charge], { risk: 'high' }))).toMatchObject({ required: true, rule: 'risky-payments', reason: 'item charge uses tool payments.charge (payments.*) and label risk=high (risk=high)' });
     expect(evaluatePolicy(p, subject([charge], { risk: 'low' }))).toMatchObject({ required: false });
+  });
+});
+
+describe('decide with a policy stays total', () => {
+  it('a context policy that is not a compiled policy is INVALID_FIELD on ctx.policy, never a throw', () => {
+    for (const bad of [null, 'production', { id: 'x' }, { id: 'x', hash: 'h', rules: 'no' }]) {
+      const d = decide(undefined, cmd.create([fetch]), { now: 1, policy: bad as unknown as ApprovalPolicy });
+      expect(d).toMatchObject({ ok: false, rejection: { code: 'INVALID_FIELD', field: 'ctx.policy' } });
+    }
   });
 });
 
