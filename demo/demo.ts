@@ -43,6 +43,7 @@ export async function runDemo(o: DemoOptions = {}): Promise<number> {
   const say = (what: string, text: string) => process.stdout.write(`${paint('dim', `[${((Date.now() - t0) / 1000).toFixed(1).padStart(5)}s]`)} ${what.padEnd(16)} ${text}\n`);
   const section = (title: string) => process.stdout.write(`\n${paint('bold', `── ${title} `.padEnd(72, '─'))}\n`);
   const root = packageRoot();
+  const demoToken = `demo-${randomBytes(12).toString('hex')}`;
 
   process.stdout.write(`${paint('bold', 'plan-ledger demo')}: an agent refunds an order; the executor paying it is killed mid-call\n\n`);
 
@@ -84,10 +85,12 @@ export async function runDemo(o: DemoOptions = {}): Promise<number> {
       const quiet = pino({ level: 'silent' });
       // PLAN_LEDGER_HTTP_PORT when set, else 8787, else any free port.
       const port = process.env.PLAN_LEDGER_HTTP_PORT ? undefined : 8787;
-      projector = await startProjector({ config, logger: quiet, port, defaultMetrics: false }).catch(() =>
-        startProjector({ config, logger: quiet, port: 0, defaultMetrics: false }),
+      // The API needs a token for reads too: the demo makes one for its operator and prints it.
+      const apiTokens = [{ token: demoToken, principal: 'demo-operator', scopes: ['read', 'write'] as const }];
+      projector = await startProjector({ config, logger: quiet, port, defaultMetrics: false, apiTokens }).catch(() =>
+        startProjector({ config, logger: quiet, port: 0, defaultMetrics: false, apiTokens }),
       );
-      say('projector', `dashboard ${projector.url}/`);
+      say('projector', `dashboard ${projector.url}/  (token ${demoToken})`);
     } catch (e) {
       say('projector', `not started (${(e as Error).message}); the demo goes on without a dashboard`);
     }
@@ -184,7 +187,7 @@ export async function runDemo(o: DemoOptions = {}): Promise<number> {
     const ok = final.status === 'completed' && oneRefund && v.ok && killed !== undefined;
     section('result');
     process.stdout.write(`  plan ${planId} ${paintStatusText(paint, final.status)}; ${killed ? `${killed.label} was killed mid-payment; ` : ''}exactly ${refunds.length} refund${refunds.length === 1 ? '' : 's'}; verify ${v.ok ? 'OK' : 'FAILED'}\n`);
-    if (projector) process.stdout.write(`  dashboard   ${projector.url}/#${planId}${o.keepOpen ? '' : '   (closed now; run with --keep-open to browse it)'}\n`);
+    if (projector) process.stdout.write(`  dashboard   ${projector.url}/#${planId}  token ${demoToken}${o.keepOpen ? '' : '   (closed now; run with --keep-open to browse it)'}\n`);
     process.stdout.write(`  inspect     PLAN_LEDGER_TOPIC_PREFIX=${prefix} plan-ledger audit ${planId}\n`);
     process.stdout.write(`  logs        ${logDir}\n`);
     if (!startedStack || !o.stopStack) process.stdout.write(`  the local stack keeps running for the next run: plan-ledger stack down stops it\n`);
