@@ -40,6 +40,8 @@ export interface ExecutorOptions {
   readonly toolTimeoutMs?: number;
   /** Most items one plan may hold (default PLAN_LEDGER_MAX_ITEMS or 100 000). */
   readonly maxItems?: number;
+  /** Closest two `ctx.checkpoint` writes of one attempt may follow each other (default PLAN_LEDGER_CHECKPOINT_INTERVAL_MS or 1 000 ms); calls in between coalesce. */
+  readonly checkpointIntervalMs?: number;
   /**
    * The approval policy: a policy file (YAML or JSON) or a policy built in code; default the file named by
    * PLAN_LEDGER_POLICY, else none. Validated at start (a bad field fails `startExecutor` naming it); the
@@ -47,6 +49,8 @@ export interface ExecutorOptions {
    */
   readonly policy?: ApprovalPolicy | string;
 }
+
+const DEFAULT_CHECKPOINT_INTERVAL_MS = 1000;
 
 /** A command batch that failed this many times at the same command is dead-lettered at that command. */
 export const MAX_COMMAND_FAILURES = 3;
@@ -145,6 +149,8 @@ async function ownerLimits(admin: Admin, config: LedgerConfig, opts: ExecutorOpt
     toolTimeoutMs: positive('toolTimeoutMs', opts.toolTimeoutMs) ?? positive('PLAN_LEDGER_TOOL_TIMEOUT_MS', envInt('PLAN_LEDGER_TOOL_TIMEOUT_MS', DEFAULT_TOOL_TIMEOUT_MS))!,
     abortGraceMs: DEFAULT_ABORT_GRACE_MS,
     payload: payloadLimitsFromEnv(),
+    checkpointIntervalMs:
+      positive('checkpointIntervalMs', opts.checkpointIntervalMs) ?? positive('PLAN_LEDGER_CHECKPOINT_INTERVAL_MS', envInt('PLAN_LEDGER_CHECKPOINT_INTERVAL_MS', DEFAULT_CHECKPOINT_INTERVAL_MS))!,
     decide: Object.freeze({ ...DEFAULT_LIMITS, maxItems: positive('maxItems', opts.maxItems) ?? positive('PLAN_LEDGER_MAX_ITEMS', envInt('PLAN_LEDGER_MAX_ITEMS', DEFAULT_LIMITS.maxItems))! }),
   });
 }

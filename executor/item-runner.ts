@@ -15,7 +15,9 @@ export interface AttemptRequest {
   readonly tool: Tool | undefined;
   readonly toolName: string;
   readonly inputJson: string;
-  readonly ctx: Omit<ToolContext, 'signal'>;
+  readonly ctx: Omit<ToolContext, 'signal' | 'checkpoint' | 'evidence'>;
+  /** The attempt's progress writes, bound to its signal (nothing is recorded once it aborted). */
+  readonly progress: (signal: AbortSignal) => Pick<ToolContext, 'checkpoint' | 'evidence'>;
   /** Aborts when the partition is released (hand-over, shutdown): the attempt is then abandoned. */
   readonly release: AbortSignal;
   readonly timeoutMs: number;
@@ -65,7 +67,8 @@ export async function runAttempt(req: AttemptRequest, log: Logger): Promise<Atte
   const onRelease = () => attempt.abort(req.release.reason);
   if (req.release.aborted) return { kind: 'abandoned' };
   req.release.addEventListener('abort', onRelease, { once: true });
-  const ctx: ToolContext = { ...req.ctx, signal: attempt.signal };
+  const progress = req.progress(attempt.signal);
+  const ctx: ToolContext = { ...req.ctx, signal: attempt.signal, checkpoint: (s) => progress.checkpoint(s), evidence: (n, v) => progress.evidence(n, v) };
 
   let timer: NodeJS.Timeout | undefined;
   let graceTimer: NodeJS.Timeout | undefined;

@@ -1,6 +1,6 @@
 import type { Message } from 'kafkajs';
 import { parseRef, payloadPlacement, toBlob } from '../src/blobs/index.js';
-import { isLedgerError } from '../src/errors.js';
+import { isLedgerError, LedgerError } from '../src/errors.js';
 import type { Logger } from '../src/logging.js';
 import { getItem, isPlanFinished, nextWakeUp, pendingRecoveries, readyItems, type ItemError, type PlanCommand, type PlanEvent } from '../src/plan/index.js';
 import { toItemSpec } from '../src/plan-input.js';
@@ -10,6 +10,7 @@ import { runAttempt, type AttemptOutcome } from './item-runner.js';
 import type { Decided, PartitionBook } from './partition-book.js';
 import type { OwnerDeps } from './partition-owner.js';
 import type { PlanWriter } from './plan-writer.js';
+import { ProgressRecorder } from './progress.js';
 import { commandMessage } from './records.js';
 import { RetryTimer } from './retry-timer.js';
 
@@ -189,8 +190,10 @@ export class ItemScheduler {
     // Payloads stored by reference are read before the tool runs; one that cannot be read fails the attempt.
     let inputJson: string;
     const deps: Record<string, unknown> = {};
+    let lastCheckpoint: unknown;
     try {
       inputJson = await this.d.blobs.resolve(planId, item.inputJson);
+      if (item.checkpoint !== undefined) lastCheckpoint = JSON.parse(await this.d.blobs.resolve(planId, item.checkpoint.stateJson));
       for (const dep of item.dependsOn) {
         const out = getItem(state, dep)?.outputJson;
         deps[dep] = out == null ? null : JSON.parse(await this.d.blobs.resolve(planId, out));
@@ -213,7 +216,8 @@ export class ItemScheduler {
         tool,
         toolName: item.tool,
         inputJson,
-        ctx: { planId, itemId, attempt, idempotencyKey, fencingToken: this.book.fencingToken, log, dependencies: deps, recovering },
+        ctx: { planId, itemId, attempt, idempotencyKey, fencingToken: this.book.fencingToken, log, dependencies: deps, recovering, lastCheckpoint },
+        progress: (signal) => new ProgressRecorder((kind, json, name) => this.recordProgress(planId, itemId, attempt, kind, json, name), this.d.limits.checkpointIntervalMs, signal),
         release: this.abort.signal,
         timeoutMs: tool?.timeoutMs ?? this.d.limits.toolTimeoutMs,
         abortGraceMs: this.d.limits.abortGraceMs,
@@ -296,6 +300,25 @@ export class ItemScheduler {
         blobs: [],
       };
     }
+  }
+
+  /**
+   * One progress write of a running attempt: an `ItemCheckpointed` or `EvidenceRecorded` in its own
+   * transaction (a large state by reference, its chunks in the same transaction). A refusal (the attempt is
+   * over, the plan finished, too much evidence) rejects the tool's call with the reason.
+   */
+  private async recordProgress(planId: string, itemId: string, attempt: number, kind: 'checkpoint' | 'evidence', json: string, name?: string): Promise<void> {
+    if (this.stopped) throw new LedgerError('CONFLICT', `partition ${this.partition} was released: nothing more is recorded for ${this.key(planId, itemId, attempt)}`);
+    let blob: ReturnType<typeof toBlob> | undefined;
+    if (payloadPlacement(json, kind === 'checkpoint' ? 'checkpoint' : `evidence ${name ?? ''}`, this.d.limits.payload) !== undefined) blob = toBlob(planId, json, this.now(), this.partition);
+    const payload = blob?.refJson ?? json;
+    const decided =
+      kind === 'checkpoint'
+        ? this.book.decideAndApply(this.book.internal('RecordCheckpoint', planId, `checkpoint:${this.key(planId, itemId, attempt)}`, { itemId, attempt, stateJson: payload }), false)
+        : this.book.decideAndApply(this.book.internal('RecordEvidence', planId, `evidence:${this.key(planId, itemId, attempt)}`, { itemId, attempt, name: name ?? '', valueJson: payload }), false);
+    if (decided.rejection) throw new LedgerError('REJECTED', `${kind} refused: ${decided.rejection.code}: ${decided.rejection.message}`, { rejection: decided.rejection.code, field: decided.rejection.field });
+    if (decided.fault !== undefined) throw new LedgerError('INTERNAL', `${kind} could not be decided: ${decided.fault}`);
+    await this.writer.append(planId, decided, undefined, blob ? [{ topic: this.topics.blobs, messages: blob.messages }] : []);
   }
 
   private commitResult(planId: string, itemId: string, attempt: number, r: Extract<AttemptOutcome, { kind: 'result' }>): Decided {

@@ -47,6 +47,8 @@ export interface OwnerLimits {
   readonly decide: DecideLimits;
   /** Payloads above `inlineBytes` go by reference to the blobs topic; none may pass `maxPayloadBytes`. */
   readonly payload: PayloadLimits;
+  /** Closest two checkpoint writes of one attempt may follow each other; calls in between coalesce. */
+  readonly checkpointIntervalMs: number;
 }
 
 /** What the owner needs from the restore of its partition (see restore.ts). */

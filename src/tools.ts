@@ -53,6 +53,31 @@ export interface ToolContext {
   readonly dependencies: Readonly<Record<string, unknown>>;
   /** True when this invocation repeats an attempt whose intent was recorded by an earlier owner. */
   readonly recovering: boolean;
+  /**
+   * The latest progress recorded with {@link checkpoint} for this item, by this attempt before a crash or
+   * by an earlier attempt (parsed JSON); undefined when there is none. A tool resumes from it.
+   */
+  readonly lastCheckpoint: unknown;
+  /**
+   * Durably records the tool's progress within this attempt (an `ItemCheckpointed` event in the plan's log
+   * and hash chain); resolves once it is committed. A recovering or retried invocation gets it back as
+   * {@link lastCheckpoint}, so a crash is a pause, not a restart from page 1. Rate-limited: calls closer
+   * together than the executor's checkpoint interval (default 1 s) coalesce and the latest state wins, so
+   * a chatty tool cannot flood the log. Large states go by reference like any payload.
+   *
+   * @example
+   * for (let page = ((ctx.lastCheckpoint as { page?: number })?.page ?? 0) + 1; page <= 300; page++) {
+   *   findings.push(await read(page));
+   *   await ctx.checkpoint({ page, findings });
+   * }
+   */
+  checkpoint(state: unknown): Promise<void>;
+  /**
+   * Attaches intermediate evidence to the item (an `EvidenceRecorded` event): a finding, a URL, a partial
+   * output. `show`, `audit`, the API and the dashboard display it on the item's timeline; it survives a crash.
+   * At most 1,000 per attempt.
+   */
+  evidence(name: string, value: unknown): Promise<void>;
 }
 
 /** What a probe learned about an attempt whose result was never recorded. */

@@ -104,6 +104,10 @@ function outcomeOf(e: PlanEvent): string | null {
       return e.data.policy?.required === true ? 'policy:review' : null;
     case 'PlanProposed':
       return e.data.policy ? `policy:${e.data.policy.rule ?? 'none'}` : null;
+    case 'ItemCheckpointed':
+      return `checkpoint ${e.data.checkpoint}`;
+    case 'EvidenceRecorded':
+      return `evidence:${e.data.name}`;
     case 'ItemAdded':
     case 'IntentRecorded':
       return null;

@@ -30,10 +30,25 @@ export function renderPlan(s: PlanState, paint: Painter = painter(false)): strin
       ];
     });
     lines.push(table(['ITEM', 'STATUS', 'TOOL', 'DEPENDS ON', 'ATT', 'EXECUTOR', 'TITLE'], rows, { indent: 2, paint }));
+    lines.push(...renderProgress(s));
   }
   const rejected = s.rejections[s.rejections.length - 1];
   if (rejected) lines.push('', `last rejected command: ${rejected.commandType} ${rejected.code}: ${rejected.message}`);
   return lines.join('\n');
+}
+
+/** Each item's latest checkpoint and its evidence (what a tool recorded while it ran). */
+export function renderProgress(s: PlanState): string[] {
+  const lines: string[] = [];
+  const short = (json: string) => (json.length > 100 ? `${json.slice(0, 97)}...` : json);
+  for (const id of s.itemOrder) {
+    const it = s.items[id]!;
+    if (it.checkpoint === undefined && it.evidence === undefined) continue;
+    lines.push('', `${id}:`);
+    if (it.checkpoint) lines.push(`  checkpoint ${it.checkpoint.checkpoint} (attempt ${it.checkpoint.attempt}, seq ${it.checkpoint.seq})  ${short(it.checkpoint.stateJson)}`);
+    for (const e of it.evidence ?? []) lines.push(`  evidence   ${e.name} (attempt ${e.attempt}, seq ${e.seq})  ${short(e.valueJson)}`);
+  }
+  return lines;
 }
 
 /** The policy decision the plan carries (the rule that applied) and, while it is reviewed, the approvals so far. */

@@ -50,12 +50,29 @@ export interface DelegateItem {
   childPlanId: string;
 }
 
+/** A running tool's progress within its attempt (`ctx.checkpoint`). Decides `ItemCheckpointed`. */
+export interface RecordCheckpoint {
+  itemId: string;
+  attempt: number;
+  stateJson: string;
+}
+
+/** Intermediate evidence a running tool attaches to its item (`ctx.evidence`). Decides `EvidenceRecorded`. */
+export interface RecordEvidence {
+  itemId: string;
+  attempt: number;
+  name: string;
+  valueJson: string;
+}
+
 /** Commands the executor gives itself. TypeScript only, never on the wire. */
 export interface InternalCommandPayloads {
   RecordIntent: RecordIntent;
   CommitResult: CommitResult;
   SettleItem: SettleItem;
   DelegateItem: DelegateItem;
+  RecordCheckpoint: RecordCheckpoint;
+  RecordEvidence: RecordEvidence;
 }
 export type InternalCommandType = keyof InternalCommandPayloads;
 export type InternalCommand = {
@@ -66,7 +83,7 @@ export type InternalCommand = {
 export type AnyCommand = PlanCommand | InternalCommand;
 export type AnyCommandType = AnyCommand['type'];
 
-export const internalCommandTypes = ['RecordIntent', 'CommitResult', 'SettleItem', 'DelegateItem'] as const satisfies readonly InternalCommandType[];
+export const internalCommandTypes = ['RecordIntent', 'CommitResult', 'SettleItem', 'DelegateItem', 'RecordCheckpoint', 'RecordEvidence'] as const satisfies readonly InternalCommandType[];
 
 /** Avro-style schemas of the internal commands, so `decide` validates them like client commands. */
 export const internalCommandSchemas: Record<InternalCommandType, SchemaNode> = {
@@ -94,6 +111,25 @@ export const internalCommandSchemas: Record<InternalCommandType, SchemaNode> = {
     ],
   },
   SettleItem: { type: 'record', name: 'SettleItem', fields: [{ name: 'itemId', type: 'string' }] },
+  RecordCheckpoint: {
+    type: 'record',
+    name: 'RecordCheckpoint',
+    fields: [
+      { name: 'itemId', type: 'string' },
+      { name: 'attempt', type: 'int' },
+      { name: 'stateJson', type: 'string' },
+    ],
+  },
+  RecordEvidence: {
+    type: 'record',
+    name: 'RecordEvidence',
+    fields: [
+      { name: 'itemId', type: 'string' },
+      { name: 'attempt', type: 'int' },
+      { name: 'name', type: 'string' },
+      { name: 'valueJson', type: 'string' },
+    ],
+  },
   DelegateItem: {
     type: 'record',
     name: 'DelegateItem',

@@ -8,6 +8,8 @@ import {
   type CommitResult,
   type DelegateItem,
   type InternalCommandPayloads,
+  type RecordCheckpoint,
+  type RecordEvidence,
   type RecordIntent,
   type SettleItem,
 } from './commands.js';
@@ -261,6 +263,12 @@ function decideOrThrow(state: PlanState | undefined, input: unknown, ctx: Decide
       break;
     case 'DelegateItem':
       delegateItem(out, s, command.data);
+      break;
+    case 'RecordCheckpoint':
+      recordCheckpoint(out, s, command.data, limits);
+      break;
+    case 'RecordEvidence':
+      recordEvidence(out, s, command.data, limits);
       break;
   }
   return out.events;
@@ -614,6 +622,36 @@ function settlePlan(out: Emitter, s: PlanState): void {
   if (failed.length > 0 && !canProgress(out.state as PlanState)) {
     out.emit({ type: 'PlanFailed', data: { failedItemIds: failed, reason: `item${failed.length > 1 ? 's' : ''} ${failed.join(', ')} failed; nothing else can progress` } });
   }
+}
+
+/** The in-progress, undelegated current attempt `attempt` of an item, or a coded rejection. */
+function runningAttempt(s: PlanState, itemId: string, attempt: number) {
+  const item = requireItem(s, itemId, 'data.itemId');
+  const current = currentAttempt(item);
+  if (item.status !== 'in_progress' || current === undefined) reject('INVALID_STATE', `item ${item.id} is ${item.status}, not in_progress`, 'data.itemId');
+  if (current.attempt !== attempt) reject('INVALID_STATE', `attempt ${attempt} is not the current attempt ${current.attempt} of ${item.id}`, 'data.attempt');
+  if (current.childPlanId !== null) reject('INVALID_STATE', `item ${item.id} is delegated to ${current.childPlanId}`, 'data.itemId');
+  return item;
+}
+
+function recordCheckpoint(out: Emitter, s: PlanState, data: RecordCheckpoint, limits: DecideLimits): void {
+  requireNotFinished(s, true);
+  const item = runningAttempt(s, data.itemId, data.attempt);
+  checkJson(data.stateJson, 'data.stateJson', limits);
+  out.emit({ type: 'ItemCheckpointed', data: { itemId: item.id, attempt: data.attempt, checkpoint: (item.checkpoint?.checkpoint ?? 0) + 1, stateJson: data.stateJson } });
+}
+
+/** Most evidence records one attempt may attach. */
+export const MAX_EVIDENCE_PER_ATTEMPT = 1000;
+
+function recordEvidence(out: Emitter, s: PlanState, data: RecordEvidence, limits: DecideLimits): void {
+  requireNotFinished(s, true);
+  const item = runningAttempt(s, data.itemId, data.attempt);
+  if (data.name.trim() === '' || data.name.length > 128) reject('INVALID_FIELD', 'data.name must be 1..128 characters', 'data.name');
+  checkJson(data.valueJson, 'data.valueJson', limits);
+  const count = (item.evidence ?? []).filter((e) => e.attempt === data.attempt).length;
+  if (count >= MAX_EVIDENCE_PER_ATTEMPT) reject('PAYLOAD_TOO_LARGE', `an attempt may attach at most ${MAX_EVIDENCE_PER_ATTEMPT} evidence records`, 'data.name');
+  out.emit({ type: 'EvidenceRecorded', data: { itemId: item.id, attempt: data.attempt, name: data.name, valueJson: data.valueJson } });
 }
 
 function delegateItem(out: Emitter, s: PlanState, data: DelegateItem): void {

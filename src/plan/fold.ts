@@ -78,6 +78,8 @@ function causedByClientCommand(event: PlanEvent, lookup: (id: string) => ItemSta
       return !isInternalCommandType(event.data.commandType);
     case 'IntentRecorded':
     case 'ItemDelegated':
+    case 'ItemCheckpointed':
+    case 'EvidenceRecorded':
     case 'ItemCompleted':
     case 'ItemFailed':
     case 'PlanCompleted':
@@ -283,6 +285,19 @@ export class Fold {
         const it = this.changeItem(event, event.data.itemId);
         it.status = 'failed';
         it.failure = { reason: event.data.reason, error: event.data.error };
+        break;
+      }
+      case 'ItemCheckpointed': {
+        const it = this.changeItem(event, event.data.itemId);
+        this.attempt(event, it, event.data.attempt);
+        it.checkpoint = { attempt: event.data.attempt, checkpoint: event.data.checkpoint, stateJson: event.data.stateJson, at: event.occurredAt, seq: event.seq };
+        break;
+      }
+      case 'EvidenceRecorded': {
+        const it = this.changeItem(event, event.data.itemId);
+        this.attempt(event, it, event.data.attempt);
+        const entry = { attempt: event.data.attempt, name: event.data.name, valueJson: event.data.valueJson, at: event.occurredAt, seq: event.seq };
+        it.evidence = it.evidence === undefined ? this.own([entry]) : this.owns(it.evidence) ? (it.evidence.push(entry), it.evidence) : this.own([...it.evidence, entry]);
         break;
       }
       case 'PlanCompleted':

@@ -56,6 +56,30 @@ export interface ItemState extends ItemSpec {
   /** Output of the completed attempt, readable by dependants. */
   outputJson: string | null;
   failure: { reason: FailureReason; error: ItemError | null } | null;
+  /**
+   * The latest progress a tool recorded with `ctx.checkpoint` (any attempt). Absent until the first one,
+   * so the state (and digest) of an item that never checkpointed is what it always was.
+   */
+  checkpoint?: CheckpointState;
+  /** Intermediate evidence tools attached with `ctx.evidence`, in order. Absent until the first. */
+  evidence?: EvidenceState[];
+}
+
+export interface CheckpointState {
+  attempt: number;
+  /** 1, 2, 3 ... per item. */
+  checkpoint: number;
+  stateJson: string;
+  at: number;
+  seq: number;
+}
+
+export interface EvidenceState {
+  attempt: number;
+  name: string;
+  valueJson: string;
+  at: number;
+  seq: number;
 }
 
 export interface ApprovalRecord {

@@ -106,7 +106,16 @@ export function summarizeEvent(e: PlanEvent): string {
       return `plan cancelled: ${e.data.reason}`;
     case 'CommandRejected':
       return `command ${e.data.commandType} rejected: ${e.data.code} ${e.data.message}`;
+    case 'ItemCheckpointed':
+      return `item ${e.data.itemId} attempt ${e.data.attempt} checkpoint ${e.data.checkpoint}: ${preview(e.data.stateJson)}`;
+    case 'EvidenceRecorded':
+      return `item ${e.data.itemId} attempt ${e.data.attempt} evidence "${e.data.name}": ${preview(e.data.valueJson)}`;
   }
+}
+
+/** A payload as a timeline shows it: at most 120 characters. */
+function preview(json: string): string {
+  return json.length > 120 ? `${json.slice(0, 117)}...` : json;
 }
 
 /** One attempt of an item through the protocol: intent → result → settled, with durations. */

@@ -24,6 +24,8 @@ describe('schemas and generated types are one truth', () => {
       'PlanCreated', 'ItemAdded', 'PlanProposed', 'PlanApproved', 'PlanRejected', 'ItemDelegated', 'IntentRecorded', 'ResultCommitted',
       'ItemCompleted', 'ItemRetryScheduled', 'ItemFailed', 'PlanCompleted', 'PlanFailed', 'PlanCancelled', 'CommandRejected',
       'ApprovalRecorded',
+      'ItemCheckpointed',
+      'EvidenceRecorded',
     ]);
     expect(commandTypes).toEqual(['CreatePlan', 'AddItems', 'ProposePlan', 'ApprovePlan', 'RejectPlan', 'CancelPlan', 'RetryItem', 'ChildPlanFinished', 'ErasePlan']);
     const payload = planEventSchema.fields.find((f) => f.name === 'payload')!;

@@ -167,7 +167,7 @@ describe('batched replay', () => {
       ),
       { numRuns: 300 },
     );
-  });
+  }, 60_000); // CPU-bound: a loaded 2-core machine needs more than the default 5 s
 
   it('folds a clean log in one run per plan and reports every poison record with its plan', async () => {
     const a = history('a', 3, true);

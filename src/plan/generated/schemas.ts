@@ -699,6 +699,62 @@ export const planEventSchema = {
               "doc": "Distinct approvers the policy requires."
             }
           ]
+        },
+        {
+          "type": "record",
+          "name": "ItemCheckpointed",
+          "namespace": "planledger",
+          "doc": "A running tool recorded its progress within an attempt (ctx.checkpoint): a recovering or retried invocation resumes from the latest one.",
+          "fields": [
+            {
+              "name": "itemId",
+              "type": "string",
+              "doc": "The item this event is about."
+            },
+            {
+              "name": "attempt",
+              "type": "int",
+              "doc": "Attempt number, 1-based."
+            },
+            {
+              "name": "checkpoint",
+              "type": "int",
+              "doc": "1, 2, 3 ... per item, across its attempts."
+            },
+            {
+              "name": "stateJson",
+              "type": "string",
+              "doc": "The tool's progress as canonical JSON (or a reference to a payload stored by reference)."
+            }
+          ]
+        },
+        {
+          "type": "record",
+          "name": "EvidenceRecorded",
+          "namespace": "planledger",
+          "doc": "A running tool attached intermediate evidence to its item (ctx.evidence): a finding, a URL, a partial output.",
+          "fields": [
+            {
+              "name": "itemId",
+              "type": "string",
+              "doc": "The item this event is about."
+            },
+            {
+              "name": "attempt",
+              "type": "int",
+              "doc": "Attempt number, 1-based."
+            },
+            {
+              "name": "name",
+              "type": "string",
+              "doc": "What the evidence is, as the tool named it (1..128 characters)."
+            },
+            {
+              "name": "valueJson",
+              "type": "string",
+              "doc": "The evidence as canonical JSON (or a reference to a payload stored by reference)."
+            }
+          ]
         }
       ]
     }
@@ -1123,7 +1179,7 @@ export const planSnapshotSchema = {
 } as const;
 
 /** Event payload record names in union order (new ones are appended, never reordered). */
-export const eventTypes = ["PlanCreated","ItemAdded","PlanProposed","PlanApproved","PlanRejected","ItemDelegated","IntentRecorded","ResultCommitted","ItemCompleted","ItemRetryScheduled","ItemFailed","PlanCompleted","PlanFailed","PlanCancelled","CommandRejected","ApprovalRecorded"] as const;
+export const eventTypes = ["PlanCreated","ItemAdded","PlanProposed","PlanApproved","PlanRejected","ItemDelegated","IntentRecorded","ResultCommitted","ItemCompleted","ItemRetryScheduled","ItemFailed","PlanCompleted","PlanFailed","PlanCancelled","CommandRejected","ApprovalRecorded","ItemCheckpointed","EvidenceRecorded"] as const;
 
 /** Command payload record names in union order (new ones are appended, never reordered). */
 export const commandTypes = ["CreatePlan","AddItems","ProposePlan","ApprovePlan","RejectPlan","CancelPlan","RetryItem","ChildPlanFinished","ErasePlan"] as const;

@@ -85,6 +85,18 @@ export interface CommandRejected {
   field: string | null;
 }
 
+/** A running tool attached intermediate evidence to its item (ctx.evidence): a finding, a URL, a partial output. */
+export interface EvidenceRecorded {
+  /** The item this event is about. */
+  itemId: string;
+  /** Attempt number, 1-based. */
+  attempt: number;
+  /** What the evidence is, as the tool named it (1..128 characters). */
+  name: string;
+  /** The evidence as canonical JSON (or a reference to a payload stored by reference). */
+  valueJson: string;
+}
+
 /** An executor is about to invoke the item's tool with this idempotency key. */
 export interface IntentRecorded {
   /** The item this event is about. */
@@ -102,6 +114,18 @@ export interface ItemAdded {
   item: ItemSpec;
   /** Set when a tool of this item returned the new item as a follow-up. */
   followUpOf: string | null;
+}
+
+/** A running tool recorded its progress within an attempt (ctx.checkpoint): a recovering or retried invocation resumes from the latest one. */
+export interface ItemCheckpointed {
+  /** The item this event is about. */
+  itemId: string;
+  /** Attempt number, 1-based. */
+  attempt: number;
+  /** 1, 2, 3 ... per item, across its attempts. */
+  checkpoint: number;
+  /** The tool's progress as canonical JSON (or a reference to a payload stored by reference). */
+  stateJson: string;
 }
 
 /** The item completed; its output is readable by dependants. */
@@ -384,6 +408,8 @@ export interface EventPayloads {
   PlanCancelled: PlanCancelled;
   CommandRejected: CommandRejected;
   ApprovalRecorded: ApprovalRecorded;
+  ItemCheckpointed: ItemCheckpointed;
+  EvidenceRecorded: EvidenceRecorded;
 }
 export type EventType = keyof EventPayloads;
 
