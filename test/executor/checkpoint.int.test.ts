@@ -46,7 +46,7 @@ describe('checkpoints and evidence (real broker)', () => {
           throw new Error('transient failure after step 5');
         }
         const refused = await ctx.evidence('', { empty: 'name' }).catch((e: unknown) => e);
-        return { refused: isLedgerError(refused, 'REJECTED') ? (refused as { details: { rejection: string } }).details.rejection : 'accepted' };
+        return { refused: isLedgerError(refused, 'REJECTED') ? String((refused as { details: Record<string, unknown> }).details["rejection"]) : 'accepted' };
       },
     });
     const config = testConfig({ partitions: 1 });
