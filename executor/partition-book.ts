@@ -2,7 +2,7 @@ import type { Message } from 'kafkajs';
 import type { LedgerCodec } from '../src/codec/index.js';
 import { isLedgerError } from '../src/errors.js';
 import type { Logger } from '../src/logging.js';
-import { decide, evolveAll, rejectionEvent, type AnyCommand, type ApprovalPolicy, type DecideContext, type InternalCommand, type InternalCommandPayloads, type PlanEvent, type PlanState, type Rejection } from '../src/plan/index.js';
+import { decide, evolveInPlace, rejectionEvent, type AnyCommand, type ApprovalPolicy, type DecideContext, type InternalCommand, type InternalCommandPayloads, type PlanEvent, type PlanState, type Rejection } from '../src/plan/index.js';
 import type { ArchiveLoader } from '../src/projection/restore.js';
 import { stateFromSnapshot } from '../src/projection/snapshot.js';
 import type { ExecutorMetrics } from './metrics.js';
@@ -196,7 +196,8 @@ export class PartitionBook {
       events = [rejectionEvent(state, command, rejection, ctx)];
       messages = eventMessages(this.d.codec, events);
     }
-    const s = evolveAll(state, events);
+    // The book holds the only reference to its plans' states: applied in place, O(what the events change).
+    const s = evolveInPlace(state, events);
     if (s) this.plans.set(command.planId, s);
     return { events, messages, ...(rejection ? { rejection } : {}) };
   }

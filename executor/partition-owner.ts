@@ -152,7 +152,7 @@ export class PartitionOwner {
       { plans: this.book.plans.size, dormant: this.book.dormant.size, stalled: this.book.stalled.size, fromSnapshot: restored.fromSnapshot, eventsReplayed: restored.eventsReplayed, fencingToken: this.book.fencingToken, ms: Date.now() - t0 },
       'partition restored',
     );
-    for (const planId of this.book.plans.keys()) this.items.schedule(planId);
+    for (const planId of this.book.plans.keys()) this.items.schedule(planId, { recover: true });
   }
 
   /** Set by the executor: called when the owner cannot continue and must be recreated. */
@@ -184,7 +184,7 @@ export class PartitionOwner {
     await this.ready;
     if (this.draining || messages.length === 0) return;
     const touched = await this.handler.handle(messages, guard);
-    for (const id of touched) this.items.schedule(id);
+    for (const id of touched) this.items.schedule(id, { recover: true });
   }
 
   /**

@@ -1,6 +1,7 @@
 import kafkajs, { type Admin, type ITopicConfig } from 'kafkajs';
 import { topicNames, type LedgerConfig } from '../config.js';
 import { LedgerError } from '../errors.js';
+import { fetchTopicOffsetsRetrying } from './log-reader.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -66,6 +67,9 @@ export async function ensureTopics(admin: Admin, specs: ITopicConfig[]): Promise
       // Another process may have created them between list and create.
       if (!(e instanceof Error && /already exists/i.test(e.message))) throw e;
     }
+    // Leaders in the metadata do not mean the partitions are served yet: under load a first ListOffsets or
+    // produce right after creation can meet UNKNOWN_TOPIC_OR_PARTITION. Wait until each answers.
+    for (const t of missing) await fetchTopicOffsetsRetrying(admin, t.topic);
   }
   const meta = await admin.fetchTopicMetadata({ topics: specs.map((s) => s.topic) });
   for (const spec of specs) {

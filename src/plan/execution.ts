@@ -58,13 +58,56 @@ function depsCompleted(state: PlanState, item: ItemState): boolean {
  * retry time reached, in a running (or approved propose-mode) plan. Items in flight are never ready.
  */
 export function readyItems(state: PlanState, now: number): ItemView[] {
-  if (!canStartItems(state)) return [];
+  return scanItems(state, now).ready;
+}
+
+/** What {@link scanItems} found. */
+export interface ItemScan {
+  /** Ready items from `from` on, at most `limit`, in item order. */
+  ready: ItemView[];
+  /** The earliest retryAt of a pending item waiting for it, among the items looked at (null: none). */
+  nextWakeUp: number | null;
+  /** Index in `itemOrder` of the first item from `from` on that is not completed, failed or cancelled (the order's length when none). */
+  firstOpen: number;
+  /** Whether the scan reached the end of the item order (false: it stopped at `limit`). */
+  complete: boolean;
+}
+
+const SETTLED: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled']);
+
+/**
+ * One pass over a plan's items from index `from` (default 0), stopping once `limit` ready items are found:
+ * what {@link readyItems} and {@link nextWakeUp} tell, for an executor that keeps a cursor past the settled
+ * front of a large plan, so a step costs what is open, not the plan's size.
+ */
+export function scanItems(state: PlanState, now: number, opts: { from?: number; limit?: number } = {}): ItemScan {
+  const from = Math.max(0, opts.from ?? 0);
+  const limit = opts.limit ?? Infinity;
+  const order = state.itemOrder;
+  let firstOpen = order.length;
+  if (!canStartItems(state)) {
+    for (let i = from; i < order.length; i++) {
+      if (!SETTLED.has(getItem(state, order[i]!)?.status ?? 'completed')) {
+        firstOpen = i;
+        break;
+      }
+    }
+    return { ready: [], nextWakeUp: null, firstOpen, complete: true };
+  }
   const out: ItemView[] = [];
-  for (const id of state.itemOrder) {
+  let wake: number | null = null;
+  let i = from;
+  for (; i < order.length && out.length < limit; i++) {
+    const id = order[i]!;
     const item = getItem(state, id);
-    if (item === undefined || item.status !== 'pending') continue;
-    if (item.retryAt !== null && item.retryAt > now) continue;
+    if (item === undefined) continue;
+    if (firstOpen === order.length && !SETTLED.has(item.status)) firstOpen = i;
+    if (item.status !== 'pending') continue;
     if (!depsCompleted(state, item)) continue;
+    if (item.retryAt !== null && item.retryAt > now) {
+      wake = wake === null ? item.retryAt : Math.min(wake, item.retryAt);
+      continue;
+    }
     const nextAttempt = item.attempts.length + 1;
     out.push({
       planId: state.planId as PlanId,
@@ -78,7 +121,7 @@ export function readyItems(state: PlanState, now: number): ItemView[] {
       dependencies: dependencyOutputs(state, id),
     });
   }
-  return out;
+  return { ready: out, nextWakeUp: wake, firstOpen, complete: i >= order.length };
 }
 
 /** The earliest retryAt of a pending item still waiting for it (for the executor's timer), or null. */

@@ -7,7 +7,7 @@ import { extendDigest, planDigest } from './digest.js';
 import { PlanError } from './errors.js';
 import type { PlanEvent } from './events.js';
 import { idempotencyKey } from './ids.js';
-import { currentAttempt, getItem, type AttemptState, type ItemState, type PlanState } from './state.js';
+import { currentAttempt, getItem, type AttemptState, type ItemState, type ItemStatus, type PlanState } from './state.js';
 
 function invalid(event: PlanEvent, message: string): never {
   throw new PlanError('INVALID_EVENT', `${event.eventId} (${event.type}): ${message}`, 'type');
@@ -96,6 +96,30 @@ function pauseForFollowUps(event: PlanEvent, lookup: (id: string) => ItemState |
   return last !== undefined && last.addedSeq === event.seq - 1 && last.followUpOf !== null;
 }
 
+/** How many items of a plan are in each status. */
+export type StatusCounts = Record<ItemStatus, number>;
+
+const ITEM_STATUSES = ['pending', 'in_progress', 'result_committed', 'completed', 'failed', 'cancelled'] as const satisfies readonly ItemStatus[];
+
+function zeroCounts(): StatusCounts {
+  return { pending: 0, in_progress: 0, result_committed: 0, completed: 0, failed: 0, cancelled: 0 };
+}
+
+/**
+ * Items per status of the states folds made (derived data, not part of the state: a state read from a
+ * snapshot is counted once when a fold starts from it). Lets `decide` settle a plan in O(1) at any size.
+ */
+const knownCounts = new WeakMap<PlanState, StatusCounts>();
+
+function countStatuses(state: PlanState): StatusCounts {
+  const out = zeroCounts();
+  for (const id of state.itemOrder) {
+    const it = getItem(state, id);
+    if (it !== undefined) out[it.status] += 1;
+  }
+  return out;
+}
+
 /**
  * A plan being folded. The state and every object in `owned` were created by this fold and are changed in
  * place; everything else is shared with the state the fold started from and is copied before its first
@@ -113,10 +137,25 @@ export class Fold {
   private digestStale = false;
   /** A branch's changed and added items, not yet in `state.items`. */
   private readonly aside: Map<string, ItemState> | null;
+  /** Items per status: the start state's (when known) plus what the events changed. */
+  private readonly base: StatusCounts;
+  private readonly delta: StatusCounts = zeroCounts();
 
-  constructor(start: PlanState, branch = false) {
-    this.state = { ...start };
+  /**
+   * `adopt`: the fold takes `start` over and changes it in place — its items map, item order and lists are
+   * treated as its own (items and attempts are still copied before they change). Only for a caller that
+   * holds the only reference to `start` and replaces it with the result (see `evolveInPlace`).
+   */
+  constructor(start: PlanState, branch = false, adopt = false) {
     this.aside = branch ? new Map() : null;
+    // Known for a state a fold made; counted once (O(items)) for one that came from elsewhere (a snapshot).
+    this.base = knownCounts.get(start) ?? countStatuses(start);
+    if (adopt && !branch) {
+      this.state = start;
+      for (const owned of [start.items, start.itemOrder, start.appliedCommandIds, start.approvals, start.rejections]) this.own(owned);
+    } else {
+      this.state = { ...start };
+    }
   }
 
   /** The item with this id as the events applied so far left it. */
@@ -132,6 +171,20 @@ export class Fold {
     return this.state.itemOrder;
   }
 
+  /** Items per status after the events applied so far, in O(1). */
+  counts(): StatusCounts {
+    const out = zeroCounts();
+    for (const k of ITEM_STATUSES) out[k] = this.base[k] + this.delta[k];
+    return out;
+  }
+
+  private setStatus(it: ItemState, status: ItemStatus): void {
+    if (it.status === status) return;
+    this.delta[it.status] -= 1;
+    this.delta[status] += 1;
+    it.status = status;
+  }
+
   /** The state after the events applied so far. It changes if more events are applied to this fold. */
   result(): PlanState {
     if (this.aside !== null && this.aside.size > 0) {
@@ -143,6 +196,7 @@ export class Fold {
       this.state.digest = planDigest(this.state);
       this.digestStale = false;
     }
+    knownCounts.set(this.state, this.counts());
     return this.state;
   }
 
@@ -193,6 +247,7 @@ export class Fold {
         };
         if (Object.keys(spec).length !== SPEC_FIELDS) copyExtraFields(spec, added);
         this.setItem(spec.id, this.own(added));
+        this.delta.pending += 1;
         this.own(added.attempts);
         const previous = s.itemOrder;
         if (!this.owned.has(previous)) s.itemOrder = this.own([...previous]);
@@ -248,7 +303,7 @@ export class Fold {
             childPlanId: null,
           }),
         );
-        it.status = 'in_progress';
+        this.setStatus(it, 'in_progress');
         it.retryAt = null;
         if (s.status === 'approved') s.status = 'running';
         break;
@@ -261,18 +316,18 @@ export class Fold {
         a.outputJson = event.data.outputJson;
         a.error = event.data.error;
         a.durationMs = event.data.durationMs;
-        it.status = 'result_committed';
+        this.setStatus(it, 'result_committed');
         break;
       }
       case 'ItemCompleted': {
         const it = this.changeItem(event, event.data.itemId);
-        it.status = 'completed';
+        this.setStatus(it, 'completed');
         it.outputJson = currentAttempt(it)?.outputJson ?? null;
         break;
       }
       case 'ItemRetryScheduled': {
         const it = this.changeItem(event, event.data.itemId);
-        it.status = 'pending';
+        this.setStatus(it, 'pending');
         it.retryAt = event.data.retryAt;
         if (event.data.manual) {
           it.attemptBase = it.attempts.length;
@@ -283,7 +338,7 @@ export class Fold {
       }
       case 'ItemFailed': {
         const it = this.changeItem(event, event.data.itemId);
-        it.status = 'failed';
+        this.setStatus(it, 'failed');
         it.failure = { reason: event.data.reason, error: event.data.error };
         break;
       }
@@ -307,7 +362,7 @@ export class Fold {
         s.status = 'failed';
         break;
       case 'PlanCancelled':
-        for (const id of event.data.cancelledItemIds) this.changeItem(event, id).status = 'cancelled';
+        for (const id of event.data.cancelledItemIds) this.setStatus(this.changeItem(event, id), 'cancelled');
         s.status = 'cancelled';
         break;
       case 'CommandRejected':

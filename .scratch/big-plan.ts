@@ -1,0 +1,23 @@
+import { connectLedger } from '../src/client/index.js';
+import { startExecutor } from '../executor/index.js';
+import { tools } from '../test/fixtures/tools.js';
+import { randomBytes } from 'node:crypto';
+const n = Number(process.env.N ?? 2000);
+const batch = 2000;
+const config = { topicPrefix: `big-${randomBytes(3).toString('hex')}`, partitions: 1 };
+const ex = await startExecutor({ tools, config, concurrency: 16 });
+await ex.started;
+const ledger = await connectLedger(config);
+const item = (i: number) => ({ id: `i${i}`, title: `item ${i}`, why: 'w', tool: 'noop', input: { i } });
+const t0 = performance.now();
+const { planId } = await ledger.createPlan({ goal: 'big', mode: 'propose', items: Array.from({ length: Math.min(n, batch) }, (_, i) => item(i)) }, { timeoutMs: 120_000 });
+for (let s = batch; s < n; s += batch) { console.error("add", s); await ledger.addItems(planId, Array.from({ length: Math.min(batch, n - s) }, (_, i) => item(s + i)), { timeoutMs: 120_000 }); }
+const { digest } = await ledger.propose(planId);
+const t1 = performance.now();
+await ledger.approve(planId, digest);
+await ledger.waitFor(planId, 'completed', { timeoutMs: 1_200_000 });
+const t2 = performance.now();
+console.log(JSON.stringify({ n, createMs: Math.round(t1 - t0), runMs: Math.round(t2 - t1), itemsPerS: Math.round(n / ((t2 - t1) / 1000)), rssMiB: Math.round(process.memoryUsage().rss / 2 ** 20) }));
+await ledger.close();
+await ex.stop();
+process.exit(0);
