@@ -26,6 +26,8 @@ export interface ProjectorOptions {
   readonly snapshotEveryEvents?: ProjectionServiceOptions['snapshotEveryEvents'];
   readonly watermarkIntervalMs?: ProjectionServiceOptions['watermarkIntervalMs'];
   readonly retainEvents?: ProjectionServiceOptions['retainEvents'];
+  readonly snapshotChunkBytes?: ProjectionServiceOptions['snapshotChunkBytes'];
+  readonly beforeSnapshot?: ProjectionServiceOptions['beforeSnapshot'];
   readonly groupId?: string;
   readonly defaultMetrics?: boolean;
 }
@@ -80,6 +82,8 @@ export async function startProjector(opts: ProjectorOptions = {}): Promise<Proje
     snapshotEveryEvents: opts.snapshotEveryEvents,
     watermarkIntervalMs: opts.watermarkIntervalMs,
     retainEvents: opts.retainEvents,
+    snapshotChunkBytes: opts.snapshotChunkBytes,
+    beforeSnapshot: opts.beforeSnapshot,
     groupId: opts.groupId,
     defaultMetrics: opts.defaultMetrics,
   });
