@@ -11,6 +11,16 @@ export interface HostileCommand {
   readonly input: Record<string, unknown>;
   /** True when the domain should accept it (the plan must then complete). */
   readonly valid: boolean;
+  /** Nesting depth of items[0].input for the deep-JSON cases (JSON.stringify overflows the stack on them). */
+  readonly depth?: number;
+}
+
+/** The JSON text of a command's input plus its planId, built without recursion for the deep cases. */
+export function jsonBody(c: HostileCommand, input: Record<string, unknown>): string {
+  if (c.depth === undefined) return JSON.stringify({ ...input, planId: c.planId });
+  const items = input['items'] as Array<Record<string, unknown>>;
+  const shallow = { ...input, planId: c.planId, items: [{ ...items[0], input: '__DEEP__' }] };
+  return JSON.stringify(shallow).replace('"__DEEP__"', `${'{"d":'.repeat(c.depth)}"bottom"${'}'.repeat(c.depth)}`);
 }
 
 let n = 0;
@@ -38,7 +48,7 @@ function oversizedCmd(bytes: number, field: Field): HostileCommand {
 }
 const oversized = fc.tuple(fc.constantFrom(300 * 1024, 1536 * 1024, 3 * 1024 * 1024, 5 * 1024 * 1024), fc.constantFrom<Field>('why', 'input', 'goal', 'title')).map(([b, f]) => oversizedCmd(b, f));
 
-const deepCmd = (depth: number): HostileCommand => ({ name: `deep JSON: input nested ${depth} levels`, planId: nextId('deep'), input: { goal: 'deep input', mode: 'execute', items: [item(0, { input: nested(depth) })] }, valid: depth <= 100 });
+const deepCmd = (depth: number): HostileCommand => ({ name: `deep JSON: input nested ${depth} levels`, planId: nextId('deep'), input: { goal: 'deep input', mode: 'execute', items: [item(0, { input: nested(depth) })] }, valid: depth <= 100, depth });
 const deep = fc.constantFrom(100, 2000, 10_000).map(deepCmd);
 
 type Where = 'goal' | 'title' | 'why' | 'itemId' | 'planId' | 'label' | 'inputKey';

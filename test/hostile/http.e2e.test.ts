@@ -9,7 +9,7 @@ import { startProjector, type ProjectorHandle } from '../../projector/index.js';
 import { partitionFor } from '../../src/kafka/partitioner.js';
 import { testLogger } from '../support/helpers.js';
 import { cleanup } from '../projector/support.js';
-import { sampleCommands } from './commands.js';
+import { jsonBody, sampleCommands } from './commands.js';
 import { endingOfPlan, hostileStack, maxInvocationsPerAttempt, recordResults, runCases, violations, type CaseRow, type Ending, type HostileStack } from './support.js';
 
 const SEED = 90_002;
@@ -71,7 +71,7 @@ function httpCases(): HttpCase[] {
   // POST /api/plans: the same generated commands as through the client.
   for (const c of sampleCommands(2, SEED)) {
     const { __twice, ...input } = c.input as Record<string, unknown> & { __twice?: boolean };
-    const body = JSON.stringify({ ...input, planId: c.planId });
+    const body = jsonBody(c, input);
     out.push({ name: `POST /api/plans: ${c.name} (${body.length} bytes)`, path: () => '/api/plans', body, planId: c.planId, twice: __twice === true, partition: (n) => partitionFor(c.planId, n) });
   }
   // The plan-command routes with hostile bodies and ids: the proposed plan, and ids that do not exist.

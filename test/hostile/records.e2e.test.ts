@@ -85,7 +85,7 @@ function recordCases(P: number): RecordCase[] {
     return s.codec.encodeEvent(e as unknown as PlanEvent);
   };
   const cases: RecordCase[] = [];
-  const garbage = fc.sample(fc.tuple(fc.uint8Array({ minLength: 0, maxLength: 3000 }), fc.integer({ min: 0, max: P - 1 }), fc.constantFrom<'commands' | 'events'>('commands', 'events')), { numRuns: 8, seed: SEED });
+  const garbage = fc.sample(fc.tuple(fc.oneof(fc.uint8Array({ maxLength: 40 }), fc.uint8Array({ minLength: 200, maxLength: 3000, size: 'max' })), fc.integer({ min: 0, max: P - 1 }), fc.constantFrom<'commands' | 'events'>('commands', 'events')), { numRuns: 8, seed: SEED });
   garbage.forEach(([bytes, partition, topic], i) => {
     cases.push({ name: `${topic}: ${bytes.length} garbage bytes`, topic, partition, planId: planIdOn(partition, P, `raw-garbage-${i}`), value: () => Buffer.from(bytes) });
   });
@@ -118,10 +118,18 @@ describe('hostile records on the commands and events topics', () => {
     // The projector kept projecting: the probe plans of the last stack are in its read model.
     const last = stacks.at(-1)!;
     const projector = projectors.get(last)!;
-    await waitFor(async () => (await projector.caughtUp()) && [...projector.stateDigests().keys()].some((id) => id.startsWith('probe-')), {
-      timeoutMs: 30_000,
-      message: 'the projector projected the probe plans',
-    });
+    const probes = [...last.effects.calls.map((c) => c.itemId.split('/')[0]!)].filter((id) => id.startsWith('probe-'));
+    expect(probes.length).toBeGreaterThan(0);
+    await waitFor(
+      async () => {
+        // (Not `caughtUp()`: after an executor's transaction the partition end is its commit marker, which
+        // the consumer never delivers, so the projector's next offset stays one short of it.)
+        const missing = probes.filter((id) => projector.plan(id)?.state?.status !== 'completed');
+        if (missing.length === 0) return true;
+        throw new Error(JSON.stringify({ missing, partitions: projector.service.partitions() })); // shown when it times out
+      },
+      { timeoutMs: 30_000, message: 'the projector projected every probe plan of the last stack' },
+    );
     const misroutedRow = rows.find((r) => r.name.startsWith('commands: a CreatePlan on another partition'))!;
     expect(misroutedRow.ending).toMatchObject({ kind: 'dlq', reason: 'misrouted' });
     expect(await last.ledger.getPlan('raw-misrouted')).toBeUndefined();
