@@ -76,13 +76,14 @@ function httpCases(): HttpCase[] {
   }
   // The plan-command routes with hostile bodies and ids: the proposed plan, and ids that do not exist.
   const routes = ['approve', 'reject', 'cancel', 'items/a/retry', 'items/%00/retry'];
-  const ids = [TARGET, 'no-such-plan', encodeURIComponent('\ud800x'), encodeURIComponent('\u202eevil'), 'x'.repeat(300)];
+  // [path segment, the id it stands for]; '%ED%A0%80' is a lone surrogate's bytes (not UTF-8).
+  const ids: Array<[string, string]> = [[TARGET, TARGET], ['no-such-plan', 'no-such-plan'], ['%ED%A0%80x', '\ud800x'], [encodeURIComponent('\u202eevil'), '\u202eevil'], ['x'.repeat(300), 'x'.repeat(300)]];
   const bodies = fc.sample(fc.oneof(fc.jsonValue({ maxDepth: 3 }), fc.record({ digest: fc.string(), by: fc.string({ unit: 'binary' }), reason: fc.string({ unit: 'binary' }) })), { numRuns: 8, seed: SEED });
   bodies.forEach((b, i) => {
-    const id = ids[i % ids.length]!;
+    const [segment, id] = ids[i % ids.length]!;
     const route = routes[i % routes.length]!;
     const body = JSON.stringify(b) ?? 'null';
-    out.push({ name: `POST /api/plans/${id.slice(0, 40)}/${route} ${body.slice(0, 80)}`, path: () => `/api/plans/${id}/${route}`, body, planId: null, partition: (n) => partitionFor(decodeURIComponent(id), n) });
+    out.push({ name: `POST /api/plans/${segment.slice(0, 40)}/${route} ${body.slice(0, 80)}`, path: () => `/api/plans/${segment}/${route}`, body, planId: null, partition: (n) => partitionFor(id, n) });
   });
   // Raw bodies that are not JSON, or JSON of the wrong shape, or nested 5,000 levels.
   for (const raw of ['{', 'null', '[]', '"x"', '\u0000', '{"goal":"g","mode":"execute","items":[' + '['.repeat(5000) + ']'.repeat(5000) + ']}']) {

@@ -140,7 +140,12 @@ describe('hostile records on the commands and events topics', () => {
     const verify: Array<{ planId: string; ok: boolean } | { error: string }> = [];
     for (const s of stacks) {
       try {
-        verify.push(...(await s.ledger.verify({ all: true })).map((v) => ({ planId: v.planId, ok: v.ok })));
+        // Bounded: a verify that does not come back is a finding, not a hung test.
+        const all = await Promise.race([
+          s.ledger.verify({ all: true }),
+          new Promise<never>((_, reject) => setTimeout(() => reject(new Error('verify --all did not return within 60 s')), 60_000).unref()),
+        ]);
+        verify.push(...all.map((v) => ({ planId: v.planId, ok: v.ok })));
       } catch (e) {
         verify.push({ error: `${isLedgerError(e) ? e.code : 'not a LedgerError'}: ${(e as Error).message}`.slice(0, 300) });
       }
