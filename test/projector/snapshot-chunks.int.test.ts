@@ -172,6 +172,41 @@ describe('chunked snapshots', () => {
     expect(second.plan(big)?.state?.digest).toBe(writer.states.get(big)!.digest);
   });
 
+  it('a cancelled plan\'s chunked snapshot moves to the archive, and both archive readers (load and defer) assemble it', { timeout: 180_000 }, async () => {
+    const config = testConfig();
+    const ledger = await testLedger(config);
+    const writer = new BigWriter(ledger);
+    const big = 'archived-big';
+    await writer.run([commands.create(big, bigItems(700, 'x'))]);
+    await writer.run([commands.cancel(big)]);
+    expect(writer.states.get(big)!.status).toBe('cancelled');
+    const p = partitionFor(big, config.partitions);
+    const proj = await projector(config);
+    await caughtUpWith(proj, writer.digests());
+    await proj.flush();
+    await waitFor(async () => latestByKey(await readAll(ledger, ledger.topics.archive), p).has(big), { timeoutMs: 30_000, message: 'the archive record' });
+    await proj.stop();
+
+    const archive = latestByKey(await readAll(ledger, ledger.topics.archive), p);
+    expect(Number(archive.get(big)!.headers[SNAPSHOT_CHUNKS_HEADER])).toBeGreaterThanOrEqual(2);
+    expect(archive.get(big)!.headers['plan-status']).toBe('cancelled');
+    // The snapshots topic holds tombstones for its key and its chunk keys (if it was ever chunked there).
+    const live = latestByKey(await readAll(ledger, ledger.topics.snapshots), p);
+    expect(live.get(big)?.value ?? null).toBeNull();
+    for (const [key, r] of live) if (parseSnapshotChunkKey(key)?.planId === big) expect(r.value, key).toBeNull();
+
+    const expected = stateDigest(writer.states.get(big)!);
+    const loaded = await restorePartition({ kafka: ledger.kafka, admin: ledger.admin, codec: ledger.codec, config, partition: p, logger: testLogger });
+    expect(loaded.warnings).toEqual([]);
+    expect(stateDigest(loaded.plans.get(big)!)).toBe(expected);
+    // The executor's way: archive deferred, finished plans dormant; the raw value it decodes is whole.
+    const deferred = await restorePartition({ kafka: ledger.kafka, admin: ledger.admin, codec: ledger.codec, config, partition: p, logger: testLogger, archive: 'defer', dormantStatuses: ['completed', 'cancelled'] });
+    expect(deferred.plans.has(big)).toBe(false);
+    const raw = await deferred.archived.value(big);
+    const check = stateFromSnapshot(await ledger.codec.decodeSnapshot(raw!));
+    expect(check.ok && stateDigest(check.state)).toBe(expected);
+  });
+
   it('a plan whose snapshot cannot be written holds back neither the other plans\' snapshots nor the watermark', { timeout: 240_000 }, async () => {
     const config = testConfig();
     const ledger = await testLedger(config);
