@@ -9,6 +9,20 @@ import type { PartitionBook } from './partition-book.js';
 import type { OwnerDeps } from './partition-owner.js';
 import type { PlanWriter } from './plan-writer.js';
 import { childErasedCommand, commandMessage } from './records.js';
+import { DEFAULT_SNAPSHOT_CHUNK_BYTES, snapshotChunkKey } from '../src/projection/snapshot.js';
+import { canonicalJson, type PlanState } from '../src/plan/index.js';
+
+/**
+ * Tombstones for the chunks a large plan's snapshot may have been cut into (the projector cuts a snapshot
+ * over 512 KiB; its Avro value is a little larger than the state's JSON, hence the one spare). A small plan
+ * has none. The projector tombstones the chunks it wrote as well, when it sees the erasure.
+ */
+function snapshotChunkTombstones(state: PlanState, partition: number): Array<{ key: string; value: null; partition: number }> {
+  const bytes = Buffer.byteLength(canonicalJson(state), 'utf8');
+  if (bytes < DEFAULT_SNAPSHOT_CHUNK_BYTES / 2) return [];
+  const chunks = Math.ceil(bytes / DEFAULT_SNAPSHOT_CHUNK_BYTES) + 1;
+  return Array.from({ length: chunks }, (_, i) => ({ key: snapshotChunkKey(state.planId, i), value: null, partition }));
+}
 
 export interface ErasureContext {
   readonly partition: number;
@@ -69,7 +83,7 @@ const { book, writer, d, log, topics, partition } = ctx;
   return writer.appender.append({
     events: tombstones,
     extra: [
-      { topic: topics.snapshots, messages: [{ key: planId, value: null, partition: partition }] },
+      { topic: topics.snapshots, messages: [{ key: planId, value: null, partition: partition }, ...snapshotChunkTombstones(state, partition)] },
       { topic: topics.archive, messages: [{ key: planId, value: null, partition: partition }] },
       ...(blobs.size ? [{ topic: topics.blobs, messages: [...blobs.values()].flat() }] : []),
       { topic: auditTopic(d.config.topicPrefix), messages: [{ key: planId, value: JSON.stringify(record) }] },

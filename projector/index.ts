@@ -43,6 +43,8 @@ export interface ProjectorOptions {
   readonly snapshotEveryEvents?: ProjectionServiceOptions['snapshotEveryEvents'];
   readonly watermarkIntervalMs?: ProjectionServiceOptions['watermarkIntervalMs'];
   readonly retainEvents?: ProjectionServiceOptions['retainEvents'];
+  readonly snapshotChunkBytes?: ProjectionServiceOptions['snapshotChunkBytes'];
+  readonly beforeSnapshot?: ProjectionServiceOptions['beforeSnapshot'];
   readonly groupId?: string;
   readonly defaultMetrics?: boolean;
 }
@@ -111,6 +113,8 @@ export async function startProjector(opts: ProjectorOptions = {}): Promise<Proje
     snapshotEveryEvents: opts.snapshotEveryEvents,
     watermarkIntervalMs: opts.watermarkIntervalMs,
     retainEvents: opts.retainEvents,
+    snapshotChunkBytes: opts.snapshotChunkBytes,
+    beforeSnapshot: opts.beforeSnapshot,
     groupId: opts.groupId,
     defaultMetrics: opts.defaultMetrics,
   });

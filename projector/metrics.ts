@@ -28,6 +28,17 @@ export function createMetrics(opts: { plansByStatus: () => Map<PlanStatus | 'sta
     help: 'Snapshot writes that failed (the plans are snapshotted again before the next watermark).',
     registers: [registry],
   });
+  const snapshotSkipped = new Counter({
+    name: 'plan_ledger_projector_snapshot_skipped_total',
+    help: 'Plan snapshots that could not be written and were skipped: the watermark moves on, listing the plan as an exception (readers replay its events).',
+    registers: [registry],
+  });
+  const snapshotExceptions = new Gauge({
+    name: 'plan_ledger_projector_snapshot_exceptions',
+    help: 'Plans whose snapshot cannot be written at the moment (listed as exceptions in their partition\'s watermark).',
+    labelNames: ['partition'],
+    registers: [registry],
+  });
   const fenced = new Counter({
     name: 'plan_ledger_projector_fenced_total',
     help: 'Snapshot writes refused because another projector of the group took the partition over (this one stops writing it until the group assigns it again).',
@@ -60,7 +71,7 @@ export function createMetrics(opts: { plansByStatus: () => Map<PlanStatus | 'sta
       for (const [status, n] of opts.plansByStatus()) this.set({ status }, n);
     },
   });
-  return { registry, eventsApplied, lag, snapshotWrites, snapshotFailures, fenced, dlqRecords, heldEvents, registryRetries };
+  return { registry, eventsApplied, lag, snapshotWrites, snapshotFailures, snapshotSkipped, snapshotExceptions, fenced, dlqRecords, heldEvents, registryRetries };
 }
 
 export type ProjectorMetrics = ReturnType<typeof createMetrics>;

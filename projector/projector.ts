@@ -13,7 +13,9 @@ import {
   restorePartition,
   retryDelayMs,
   planSnapshotRecords,
+  snapshotChunkKey,
   watermarkMessage,
+  MAX_SNAPSHOT_EXCEPTIONS,
   type SnapshotTopicRecords,
   type PartitionProjection,
   type RecordOutcome,
@@ -33,6 +35,18 @@ export interface ProjectionServiceOptions {
   readonly retainEvents?: number;
   /** Consumer group (default `<prefix>.projector`). */
   readonly groupId?: string;
+  /**
+   * Bytes per snapshot chunk: a plan snapshot whose encoded value is larger is written as chunk records
+   * and a head (see `snapshotMessages`). Default 512 KiB; keep it well under the snapshots topic's
+   * max.message.bytes (1 MiB by default).
+   */
+  readonly snapshotChunkBytes?: number;
+  /**
+   * Called before a plan's snapshot records are built; a throw means this plan's snapshot cannot be
+   * written, exactly as when the broker refuses it: the plan is skipped (see `writeSnapshots`). For fault
+   * injection in tests.
+   */
+  readonly beforeSnapshot?: (planId: string) => void;
   /** Collect Node's default process metrics (default true). */
   readonly defaultMetrics?: boolean;
 }
@@ -66,6 +80,31 @@ interface PartitionRun {
   watermarkedAt: string | null;
   /** Source offsets already in the DLQ (from restore). */
   readonly deadLettered: Set<string>;
+  /** Plans whose snapshot could not be written: tried again alone after a backoff. */
+  readonly failing: Map<string, { failures: number; nextTryAt: number; reason: string }>;
+  /**
+   * Plans without a snapshot covering their events up to the watermark: planId → the events offset their
+   * replay starts from. Written into each watermark as its exceptions (`SnapshotExceptions`).
+   */
+  readonly exceptions: Map<string, string>;
+  /** Chunk keys each plan may hold in the snapshots and archive topics (tombstoned when it is erased). */
+  readonly chunkCounts: Map<string, number>;
+  /** Seq of each plan's latest snapshot that landed (for exceptions captured before it landed). */
+  readonly landedSeq: Map<string, number>;
+}
+
+/** One plan's snapshot records, captured at one moment. */
+interface PlanSnapshotGroup {
+  readonly id: string;
+  readonly seq: number;
+  readonly snapshots: SnapshotTopicRecords['messages'];
+  readonly archive: SnapshotTopicRecords['messages'];
+  readonly chunks: number;
+}
+
+/** Backoff before a plan whose snapshot failed is tried again (alone). */
+function snapshotRetryDelayMs(failures: number): number {
+  return Math.min(60_000, 1000 * 2 ** Math.min(failures - 1, 16));
 }
 
 /**
@@ -239,7 +278,12 @@ export class ProjectionService {
       seekedTo: null,
       watermarkedAt: r.watermark,
       deadLettered: new Set(r.deadLettered),
+      failing: new Map(),
+      exceptions: new Map(r.snapshotExceptions),
+      chunkCounts: new Map(r.snapshotChunks),
+      landedSeq: new Map(),
     };
+    this.metrics.snapshotExceptions.set({ partition: String(p) }, run.exceptions.size);
     this.metrics.eventsApplied.inc({ partition: String(p) }, r.eventsReplayed);
     if (this.assigned.has(p) && !this.stopped) {
       this.runs.set(p, run);
@@ -319,7 +363,7 @@ export class ProjectionService {
       run.nextOffset = offset + 1n;
     }
     if (applied) this.metrics.eventsApplied.inc(label, applied);
-    if (erased.size) await this.eraseSnapshots(p, [...erased]);
+    if (erased.size) await this.eraseSnapshots(p, run, [...erased]);
     await this.flushDue(p, run);
     await heartbeat();
   }
@@ -334,70 +378,183 @@ export class ProjectionService {
   /**
    * Queues snapshot records (and, with `watermark`, the partition's watermark after them) on the one
    * write queue, so records reach the partition in the order their contents were captured.
+   *
+   * One plan's snapshot that cannot be written (the broker refuses it, `beforeSnapshot` throws) must not
+   * hold back the others nor the watermark. Such a plan is skipped (metric
+   * `plan_ledger_projector_snapshot_skipped_total`, a warning) and tried again alone after a backoff; in
+   * the meantime each watermark lists it as an exception with the offset its replay starts from: the
+   * offset after the last watermark that covered it, since everything of it up to there is in a snapshot
+   * that did land. Readers (`restorePartition`) read the tail from the lowest exception, so its events are
+   * replayed and nobody trusts a snapshot it does not have. The cost is bounded by that read: the other
+   * plans' events there are covered by their snapshots and skipped. Past {@link MAX_SNAPSHOT_EXCEPTIONS}
+   * the watermark is held back before the lowest exception instead (the same promise, kept the old way).
+   *
+   * When the transaction of several plans fails, each plan is written alone to find the one(s) at fault,
+   * then the watermark alone with them as exceptions.
    */
   private writeSnapshots(p: number, run: PartitionRun, planIds: string[], watermark: boolean): Promise<void> {
     const now = Date.now();
-    const records: SnapshotTopicRecords['messages'] = [];
-    const archived: SnapshotTopicRecords['messages'] = [];
-    const written: Array<[string, number]> = [];
+    const groups: PlanSnapshotGroup[] = [];
+    const retries: PlanSnapshotGroup[] = [];
     for (const id of planIds) {
       const e = run.projection.get(id);
       if (!e?.state || e.lastOffset === null) continue;
-      // A live plan's snapshot (with its status as a header); a finished one's to the archive, a tombstone here.
-      const r = planSnapshotRecords(this.codec, this.names, e.state, p, e.lastOffset, now);
-      records.push(...r.snapshots);
-      archived.push(...r.archive);
-      written.push([id, e.state.seq]);
+      const failing = run.failing.get(id);
+      if (failing !== undefined && now < failing.nextTryAt) continue; // an exception of the watermark until then
+      let r: ReturnType<typeof planSnapshotRecords>;
+      try {
+        this.opts.beforeSnapshot?.(id);
+        // A live plan's snapshot (with its status as a header); a finished one's to the archive, a tombstone here.
+        r = planSnapshotRecords(this.codec, this.names, e.state, p, e.lastOffset, now, { chunkBytes: this.opts.snapshotChunkBytes, staleChunks: run.chunkCounts.get(id) ?? 0 });
+      } catch (err) {
+        this.skipSnapshot(p, run, id, err);
+        continue;
+      }
+      (failing === undefined ? groups : retries).push({ id, seq: e.state.seq, snapshots: r.snapshots, archive: r.archive, chunks: r.chunks });
       run.projection.policy.written(id, e.state.seq);
     }
     const w = watermark ? run.projection.watermarkOffset() : null;
-    // The watermark carries the highest fencing token seen on the partition, including plans a new owner will not decode.
-    if (w !== null) records.push(watermarkMessage(this.codec, p, w, run.projection.maxFencingToken, now));
-    if (records.length === 0) return Promise.resolve();
+    // The plans without a covering snapshot as of this capture (a plan skipped above stays one), with
+    // their seq now: one whose snapshot at that seq or later lands before the watermark is covered.
+    const captured = new Map(run.exceptions);
+    const capturedSeq = new Map([...captured.keys()].map((id) => [id, run.projection.get(id)?.state?.seq ?? 0]));
+    if (groups.length === 0 && retries.length === 0 && w === null) return Promise.resolve();
     const writer = this.writers.get(p);
     if (writer === undefined) {
-      for (const [id] of written) run.projection.policy.unwritten(id);
+      for (const g of [...groups, ...retries]) run.projection.policy.unwritten(g.id);
       return Promise.resolve();
     }
-    const send = async () => {
+    const succeeded = new Set<string>();
+    const ok = (g: PlanSnapshotGroup) => {
+      succeeded.add(g.id);
+      run.failing.delete(g.id);
+      run.exceptions.delete(g.id);
+      if (g.seq > (run.landedSeq.get(g.id) ?? 0)) run.landedSeq.set(g.id, g.seq);
+      if (g.chunks > 0) run.chunkCounts.set(g.id, Math.max(run.chunkCounts.get(g.id) ?? 0, g.chunks));
+    };
+    const records = (list: PlanSnapshotGroup[], mark: SnapshotTopicRecords['messages'][number] | null): SnapshotTopicRecords[] => {
+      const archived = list.flatMap((g) => g.archive);
+      const live = [...list.flatMap((g) => g.snapshots), ...(mark === null ? [] : [mark])];
+      // In chunks under the broker's default batch limit (message.max.bytes, 1 MiB); the watermark is in
+      // the last chunk, so it never lands without every snapshot it vouches for.
+      return [
+        ...[...chunks(archived, MAX_SEND_BYTES)].map((messages) => ({ topic: this.names.archive, messages })),
+        ...[...chunks(live, MAX_SEND_BYTES)].map((messages) => ({ topic: this.names.snapshots, messages })),
+      ];
+    };
+    /** The watermark record as of now: null when it cannot be written (see MAX_SNAPSHOT_EXCEPTIONS). */
+    const mark = (assumeWritten: readonly PlanSnapshotGroup[]): { offset: string; record: SnapshotTopicRecords['messages'][number] } | null => {
+      if (w === null) return null;
+      const written = new Set([...succeeded, ...assumeWritten.map((g) => g.id)]);
+      const exceptions = new Map<string, string>();
+      for (const id of new Set([...captured.keys(), ...run.exceptions.keys()])) {
+        const from = run.exceptions.get(id) ?? captured.get(id);
+        const covered = written.has(id) || (!run.exceptions.has(id) && (run.landedSeq.get(id) ?? -1) >= (capturedSeq.get(id) ?? Infinity));
+        if (from !== undefined && !covered) exceptions.set(id, from);
+      }
+      let offset = w;
+      if (exceptions.size > MAX_SNAPSHOT_EXCEPTIONS) {
+        // Too many to list: hold the watermark before the lowest; every plan is covered up to there.
+        const lowest = [...exceptions.values()].reduce((a, b) => (BigInt(b) < BigInt(a) ? b : a));
+        if (BigInt(lowest) === 0n) return null;
+        offset = (BigInt(lowest) - 1n < BigInt(w) ? BigInt(lowest) - 1n : BigInt(w)).toString();
+        exceptions.clear();
+      }
+      return { offset, record: watermarkMessage(this.codec, p, offset, run.projection.maxFencingToken, now, exceptions) };
+    };
+    const watermarked = async (offset: string) => {
+      this.metrics.snapshotWrites.inc({ kind: 'watermark' });
+      run.watermarkedAt = offset;
+      // The group's committed offset follows the watermark: a restart restores from there anyway.
+      await this.consumer
+        .commitOffsets([{ topic: this.names.events, partition: p, offset: (BigInt(offset) + 1n).toString() }])
+        .catch((e: unknown) => this.log.warn({ partition: p, err: (e as Error).message }, 'offset commit failed'));
+    };
+    /** One plan in a transaction of its own: true when it landed, false when it did not, null when fenced. */
+    const alone = async (g: PlanSnapshotGroup): Promise<boolean | null> => {
       try {
-        // One transaction, in chunks under the broker's default batch limit (message.max.bytes, 1 MiB);
-        // the watermark is in the last chunk, so it never lands without every snapshot it vouches for.
-        await this.transact(writer, [
-          ...[...chunks(archived, MAX_SEND_BYTES)].map((messages) => ({ topic: this.names.archive, messages })),
-          ...[...chunks(records, MAX_SEND_BYTES)].map((messages) => ({ topic: this.names.snapshots, messages })),
-        ]);
-        this.metrics.snapshotWrites.inc({ kind: 'plan' }, written.length);
-        if (w !== null) {
-          this.metrics.snapshotWrites.inc({ kind: 'watermark' });
-          run.watermarkedAt = w;
-          // The group's committed offset follows the watermark: a restart restores from there anyway.
-          await this.consumer
-            .commitOffsets([{ topic: this.names.events, partition: p, offset: (BigInt(w) + 1n).toString() }])
-            .catch((e: unknown) => this.log.warn({ partition: p, err: (e as Error).message }, 'offset commit failed'));
-        }
+        await this.transact(writer, records([g], null));
+        ok(g);
+        this.metrics.snapshotWrites.inc({ kind: 'plan' });
+        return true;
       } catch (e) {
-        for (const [id] of written) run.projection.policy.unwritten(id);
+        if (this.fenced(p, writer, e)) return null;
+        this.skipSnapshot(p, run, g.id, e);
+        return false;
+      }
+    };
+    const send = async () => {
+      // Plans that failed before go alone first: one that still fails takes nothing else down.
+      for (const g of retries) if ((await alone(g)) === null) return;
+      const m = mark(groups);
+      if (groups.length === 0 && m === null) return;
+      try {
+        await this.transact(writer, records(groups, m?.record ?? null));
+        for (const g of groups) ok(g);
+        this.metrics.snapshotWrites.inc({ kind: 'plan' }, groups.length);
+        if (m !== null) await watermarked(m.offset);
+      } catch (e) {
         if (this.fenced(p, writer, e)) return;
         this.metrics.snapshotFailures.inc();
-        this.log.warn({ partition: p, err: (e as Error).message, plans: written.length }, 'snapshot write failed; the plans are snapshotted again');
+        this.log.warn({ partition: p, err: (e as Error).message, plans: groups.length }, 'snapshot write failed; writing each plan alone to find the one at fault');
+        for (const g of groups) if ((await alone(g)) === null) return;
+        const again = mark([]);
+        if (again === null) return;
+        try {
+          await this.transact(writer, records([], again.record));
+          await watermarked(again.offset);
+        } catch (e2) {
+          if (this.fenced(p, writer, e2)) return;
+          this.metrics.snapshotFailures.inc();
+          this.log.warn({ partition: p, err: (e2 as Error).message }, 'watermark write failed; written again on the next tick');
+        }
+      } finally {
+        this.metrics.snapshotExceptions.set({ partition: String(p) }, run.exceptions.size);
       }
     };
     return this.enqueue(send);
   }
 
   /**
-   * Tombstones the snapshots and archive records of erased plans. The executor already did in the
-   * erasure's transaction, but a snapshot this projector queued before it reached the event tombstones may
-   * have landed after that one; this tombstone, on the same write queue and after any such snapshot, makes
-   * the erasure stick.
+   * A plan's snapshot cannot be written: skip it (tried again alone after a backoff) and make it an
+   * exception of the partition's watermarks, replayed from the offset after the last watermark written
+   * (everything of it up to there is covered by a snapshot that landed; see `writeSnapshots`).
    */
-  private eraseSnapshots(p: number, planIds: string[]): Promise<void> {
+  private skipSnapshot(p: number, run: PartitionRun, planId: string, e: unknown): void {
+    run.projection.policy.unwritten(planId);
+    const failures = (run.failing.get(planId)?.failures ?? 0) + 1;
+    const retryInMs = snapshotRetryDelayMs(failures);
+    const reason = e instanceof Error ? e.message : String(e);
+    run.failing.set(planId, { failures, nextTryAt: Date.now() + retryInMs, reason });
+    if (!run.exceptions.has(planId)) run.exceptions.set(planId, run.watermarkedAt === null ? '0' : (BigInt(run.watermarkedAt) + 1n).toString());
+    this.metrics.snapshotSkipped.inc();
+    this.metrics.snapshotExceptions.set({ partition: String(p) }, run.exceptions.size);
+    this.log.warn(
+      { partition: p, planId, failures, retryInMs, replayFrom: run.exceptions.get(planId), err: reason },
+      'plan snapshot cannot be written; skipped: the watermark moves on with the plan as an exception, readers replay its events',
+    );
+  }
+
+  /**
+   * Tombstones the snapshots and archive records of erased plans (and their snapshot chunks). The executor
+   * already did in the erasure's transaction, but a snapshot this projector queued before it reached the
+   * event tombstones may have landed after that one; this tombstone, on the same write queue and after any
+   * such snapshot, makes the erasure stick.
+   */
+  private eraseSnapshots(p: number, run: PartitionRun, planIds: string[]): Promise<void> {
     const writer = this.writers.get(p);
+    const tombstones: SnapshotTopicRecords['messages'] = [];
+    for (const id of planIds) {
+      for (let i = 0; i < (run.chunkCounts.get(id) ?? 0); i++) tombstones.push({ key: snapshotChunkKey(id, i), value: null, partition: p });
+      tombstones.push({ key: id, value: null, partition: p });
+      run.chunkCounts.delete(id);
+      run.landedSeq.delete(id);
+      run.failing.delete(id);
+      run.exceptions.delete(id);
+    }
     if (writer === undefined) return Promise.resolve(); // not ours any more: the new owner restores without them
     const send = async () => {
       try {
-        const tombstones = planIds.map((key) => ({ key, value: null, partition: p }));
         await this.transact(writer, [
           { topic: this.names.snapshots, messages: tombstones },
           { topic: this.names.archive, messages: tombstones },
@@ -503,7 +660,8 @@ export class ProjectionService {
     const pending: Promise<void>[] = [];
     for (const [p, run] of this.runs) {
       const last = run.projection.watermarkOffset();
-      if (last === null || last === run.watermarkedAt) continue;
+      const retryDue = [...run.failing.values()].some((f) => f.nextTryAt <= Date.now());
+      if (last === null || (last === run.watermarkedAt && !retryDue)) continue;
       pending.push(this.writeSnapshots(p, run, run.projection.policy.dirty(), true));
     }
     await Promise.all(pending);

@@ -9,6 +9,7 @@ import { partitionFor } from '../kafka/partitioner.js';
 import type { Logger } from '../logging.js';
 import type { PositionedEvent } from './timeline.js';
 import type { SnapshotAt } from './verify.js';
+import { parseSnapshotChunkKey, SnapshotChunks } from '../projection/snapshot.js';
 
 /** An event as read from the log, with the id of the schema it was written with. */
 export interface LoggedEvent extends PositionedEvent {
@@ -163,6 +164,7 @@ export class LedgerLog {
   private async readSnapshotsIn(topic: string, planId: string): Promise<SnapshotAt[]> {
     if (!(await this.topicExists(topic))) return [];
     const out: SnapshotAt[] = [];
+    const chunks = new SnapshotChunks();
     await readToEnd({
       kafka: this.kafka,
       admin: this.admin,
@@ -171,12 +173,16 @@ export class LedgerLog {
       groupPrefix: this.readerGroup,
       onRecords: async (records) => {
         for (const r of records) {
-          if (r.key?.toString() !== planId) continue;
+          const key = r.key?.toString();
+          if (key !== undefined && key !== planId && parseSnapshotChunkKey(key)?.planId === planId) chunks.offer(key, r);
+          if (key !== planId) continue;
           if (!r.value) {
             out.length = 0; // a tombstone: earlier snapshots were erased (or, here, moved to the archive)
             continue;
           }
-          const snapshot: PlanSnapshot = await this.codec.decodeSnapshot(r.value);
+          // A chunked snapshot's head: its chunks came just before it (same transaction).
+          const whole = chunks.assemble(planId, { value: r.value, headers: r.headers });
+          const snapshot: PlanSnapshot = await this.codec.decodeSnapshot(whole.ok ? whole.value : r.value);
           out.push({ snapshot, offset: r.offset });
         }
       },

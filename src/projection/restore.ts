@@ -8,7 +8,18 @@ import { PartitionProjection, type RecordOutcome } from './partition.js';
 import { readDeadLetters } from './dlq-reader.js';
 import { classifyFailure, parseEventKey, stallOf, type Stall } from './poison.js';
 import { processEventBatch, withUnavailableRetry } from './records.js';
-import { isWatermark, parseMaxFencingToken, PLAN_STATUS_HEADER, stateFromSnapshot, WATERMARK_KEY, type PlanSnapshot } from './snapshot.js';
+import {
+  isWatermark,
+  parseMaxFencingToken,
+  PLAN_STATUS_HEADER,
+  parseSnapshotChunkKey,
+  snapshotExceptionsOf,
+  SnapshotChunks,
+  stateFromSnapshot,
+  WATERMARK_KEY,
+  type PlanSnapshot,
+  type SnapshotExceptions,
+} from './snapshot.js';
 import type { SnapshotPolicyOptions } from './snapshot-policy.js';
 
 export interface RestorePartitionOptions {
@@ -86,6 +97,13 @@ export interface RestoredPartition {
   readonly maxFencingToken: number;
   /** The partition's archived plans (read already with `archive: 'load'`; on first `load()` with `defer`). */
   readonly archived: ArchiveLoader;
+  /**
+   * The watermark's snapshot exceptions (plans whose snapshot its writer could not write, with the offset
+   * their replay starts from; see `SnapshotExceptions`). The tail was read from the lowest of them.
+   */
+  readonly snapshotExceptions: SnapshotExceptions;
+  /** Chunk records each plan holds in the snapshots topic (a chunked snapshot's count), for a writer that tombstones them. */
+  readonly snapshotChunks: ReadonlyMap<string, number>;
 }
 
 /** The archive partition as last read: where each archived plan's latest record is, and the erased ids. */
@@ -116,9 +134,11 @@ type ArchiveReadOptions = Pick<RestorePartitionOptions, 'kafka' | 'admin' | 'con
  * Reads one archive partition to its end: the latest record per key. Keeps the values only when asked
  * (a reader that decodes every archived plan); an index of offsets is a few bytes per plan.
  */
-async function readArchive(opts: ArchiveReadOptions, keepValues: boolean): Promise<ArchivedPlans & { values: Map<string, Buffer> }> {
+async function readArchive(opts: ArchiveReadOptions, keepValues: boolean): Promise<ArchiveIndex> {
   const names = topicNames(opts.config.topicPrefix);
-  const latest = new Map<string, { offset: string; value: Buffer | null; tombstone: boolean }>();
+  const latest = new Map<string, { offset: string; value: Buffer | null; tombstone: boolean; headers: Readonly<Record<string, string>> }>();
+  const chunks = new SnapshotChunks();
+  const chunkOffsets = new Map<string, string>(); // planId -> lowest offset of its latest chunks
   await readToEnd({
     kafka: opts.kafka,
     admin: opts.admin,
@@ -129,42 +149,71 @@ async function readArchive(opts: ArchiveReadOptions, keepValues: boolean): Promi
     onRecords: (records) => {
       for (const r of records) {
         if (r.key === null) continue;
-        latest.set(r.key.toString('utf8'), { offset: r.offset, value: keepValues ? r.value : null, tombstone: r.value === null });
+        const key = r.key.toString('utf8');
+        const chunk = parseSnapshotChunkKey(key);
+        if (chunk !== null) {
+          if (keepValues) chunks.offer(key, r);
+          if (r.value !== null && chunk.index === 0) chunkOffsets.set(chunk.planId, r.offset);
+          continue;
+        }
+        latest.set(key, { offset: r.offset, value: keepValues ? r.value : null, tombstone: r.value === null, headers: r.headers });
       }
     },
   });
   const offsets = new Map<string, string>();
   const values = new Map<string, Buffer>();
   const erased = new Set<string>();
-  for (const [key, { offset, value, tombstone }] of latest) {
+  for (const [key, { offset, value, tombstone, headers }] of latest) {
     if (tombstone) {
       erased.add(key);
       continue;
     }
     offsets.set(key, offset);
-    if (value !== null) values.set(key, value);
+    if (value === null) continue;
+    // A chunked head that does not assemble is left as the head: its snapshot does not verify, so the
+    // plan is replayed (or, for the executor, stalled with the reason) rather than trusted.
+    const whole = chunks.assemble(key, { value, headers });
+    values.set(key, whole.ok ? whole.value : value);
   }
-  return { offsets, erased, values };
+  return { offsets, erased, values, chunkOffsets };
 }
 
-/** The record at `offset` of an archive partition, if it is still there and still `planId`'s. */
-async function readArchiveRecord(opts: ArchiveReadOptions, planId: string, offset: string): Promise<Buffer | undefined> {
+interface ArchiveIndex extends ArchivedPlans {
+  readonly values: Map<string, Buffer>;
+  /** planId → offset of chunk 0 of its latest chunked archive snapshot. */
+  readonly chunkOffsets: ReadonlyMap<string, string>;
+}
+
+/**
+ * The record at `offset` of an archive partition, if it is still there and still `planId`'s; a chunked
+ * head comes back assembled, its chunks read from `chunksFrom` (they precede it in the same transaction).
+ */
+async function readArchiveRecord(opts: ArchiveReadOptions, planId: string, offset: string, chunksFrom: string | undefined): Promise<Buffer | undefined> {
   const names = topicNames(opts.config.topicPrefix);
-  let found: Buffer | undefined;
+  let found: LogRecord | undefined;
+  const chunks = new SnapshotChunks();
+  const from = chunksFrom !== undefined && BigInt(chunksFrom) < BigInt(offset) ? chunksFrom : offset;
   await readToEnd({
     kafka: opts.kafka,
     admin: opts.admin,
     topic: names.archive,
     partitions: [opts.partition],
-    from: new Map([[opts.partition, offset]]),
+    from: new Map([[opts.partition, from]]),
     until: new Map([[opts.partition, (BigInt(offset) + 1n).toString()]]),
     groupPrefix: `${names.projectorGroup}.archive`,
     timeoutMs: opts.timeoutMs ?? 600_000,
     onRecords: (records) => {
-      for (const r of records) if (r.offset === offset && r.key?.toString('utf8') === planId && r.value !== null) found = r.value;
+      for (const r of records) {
+        const key = r.key?.toString('utf8');
+        if (key === undefined) continue;
+        if (chunks.offer(key, r)) continue;
+        if (r.offset === offset && key === planId && r.value !== null) found = r;
+      }
     },
   });
-  return found;
+  if (found?.value == null) return undefined;
+  const whole = chunks.assemble(planId, { value: found.value, headers: found.headers });
+  return whole.ok ? whole.value : found.value; // one that does not assemble does not verify (see readArchive)
 }
 
 /**
@@ -173,7 +222,7 @@ async function readArchiveRecord(opts: ArchiveReadOptions, planId: string, offse
  * when asked for.
  */
 function archiveLoader(opts: ArchiveReadOptions, keepValues: boolean): ArchiveLoader {
-  let pending: Promise<ArchivedPlans & { values: Map<string, Buffer> }> | undefined;
+  let pending: Promise<ArchiveIndex> | undefined;
   let read = false;
   const load = () => {
     pending ??= readArchive(opts, keepValues).then(
@@ -197,7 +246,7 @@ function archiveLoader(opts: ArchiveReadOptions, keepValues: boolean): ArchiveLo
         if (cached !== undefined) return cached;
         const offset = a.offsets.get(planId);
         if (offset === undefined) return undefined;
-        const value = await readArchiveRecord(opts, planId, offset);
+        const value = await readArchiveRecord(opts, planId, offset, a.chunkOffsets.get(planId));
         if (value !== undefined) return value;
         pending = undefined; // archived again since the index was read: read the index again
       }
@@ -233,7 +282,8 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
   const warnings: string[] = [];
 
   // 1. Latest snapshot per key.
-  const latest = new Map<string, { value: Buffer | null; status: string | undefined; maxFencingToken: number | null }>();
+  const latest = new Map<string, { value: Buffer | null; status: string | undefined; maxFencingToken: number | null; headers?: Readonly<Record<string, string>> }>();
+  const chunks = new SnapshotChunks();
   await readToEnd({
     kafka: opts.kafka,
     admin: opts.admin,
@@ -245,11 +295,20 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
       for (const r of records) {
         if (r.key === null) continue;
         const key = r.key.toString('utf8');
-        latest.set(key, { value: r.value, status: r.headers[PLAN_STATUS_HEADER], maxFencingToken: key === WATERMARK_KEY ? parseMaxFencingToken(r.headers) : null });
+        if (chunks.offer(key, r)) continue;
+        latest.set(key, { value: r.value, status: r.headers[PLAN_STATUS_HEADER], maxFencingToken: key === WATERMARK_KEY ? parseMaxFencingToken(r.headers) : null, headers: r.headers });
       }
     },
   });
+  // Chunked snapshots: their heads become the whole value (a head that does not assemble is not trusted).
+  for (const [key, entry] of latest) {
+    if (entry.value === null || key === WATERMARK_KEY) continue;
+    const whole = chunks.assemble(key, { value: entry.value, headers: entry.headers });
+    if (whole.ok) entry.value = whole.value;
+    else warnings.push(`snapshot ${key}: ${whole.reason}`);
+  }
   let watermark: string | null = null;
+  let exceptions: SnapshotExceptions = new Map();
   let fromSnapshot = 0;
   const erased = new Set<string>();
   const lastKeySeq = new Map<string, number>();
@@ -296,6 +355,7 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
     }
     if (isWatermark(snap)) {
       watermark = String(snap.eventsOffset);
+      exceptions = snapshotExceptionsOf(snap);
       continue;
     }
     const check = stateFromSnapshot(snap);
@@ -342,7 +402,10 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
     return restorePartition({ ...opts, dormantStatuses: [], archive: 'load' });
   };
   // A snapshot that cannot be trusted means the watermark's promise does not hold for that plan.
-  const replayFrom = warnings.length === 0 && watermark !== null ? (BigInt(watermark) + 1n).toString() : null;
+  // The watermark's exceptions (plans whose snapshot could not be written) are replayed from their offset:
+  // the tail starts at the lowest of them; the other plans' events there are covered and skipped.
+  let replayFrom = warnings.length === 0 && watermark !== null ? BigInt(watermark) + 1n : null;
+  for (const from of exceptions.values()) if (replayFrom !== null && BigInt(from) < replayFrom) replayFrom = BigInt(from);
   if (warnings.length) log?.warn({ warnings }, 'snapshots not trusted; replaying the partition from its start');
 
   // 2. Stalls already dead-lettered.
@@ -368,7 +431,7 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
     admin: opts.admin,
     topic: names.events,
     partitions: [p],
-    from: replayFrom === null ? undefined : new Map([[p, replayFrom]]),
+    from: replayFrom === null ? undefined : new Map([[p, replayFrom.toString()]]),
     groupPrefix,
     timeoutMs,
     onRecords: async (records) => {
@@ -407,10 +470,10 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
       await opts.onPoison?.(gap.outcome, { topic: names.events, partition: p, offset: gap.outcome.offset, key: gap.key, value: gap.value, timestamp: '', headers: {} });
     }
   }
-  const nextOffset = next.get(p) ?? replayFrom ?? '0';
+  const nextOffset = next.get(p) ?? replayFrom?.toString() ?? '0';
   const plans = projection.states();
   const maxFencingToken = projection.maxFencingToken; // the watermark's header, seeds and every applied intent
-  log?.info({ fromSnapshot, dormant: dormant.size, eventsReplayed, watermark: replayFrom === null ? null : watermark, nextOffset }, 'partition restored');
+  log?.info({ fromSnapshot, dormant: dormant.size, eventsReplayed, watermark: replayFrom === null ? null : watermark, snapshotExceptions: exceptions.size, nextOffset }, 'partition restored');
   return {
     plans,
     nextOffset,
@@ -426,5 +489,7 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
     dormant,
     maxFencingToken,
     archived,
+    snapshotExceptions: replayFrom === null ? new Map() : exceptions,
+    snapshotChunks: chunks.counts(),
   };
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { canonicalJson, sha256Hex, stateDigest, type PlanState } from '../plan/index.js';
 import type { LedgerCodec, PlanSnapshot } from '../codec/index.js';
 
@@ -104,7 +105,8 @@ export interface SnapshotMessage {
 
 /**
  * The snapshot record of a plan as every writer produces it: the Avro value of {@link snapshotOf}, keyed by
- * planId, with the {@link PLAN_STATUS_HEADER}. The projector and the restore benchmark both use this.
+ * planId, with the {@link PLAN_STATUS_HEADER}. A value over the chunk size is not one record: see
+ * {@link snapshotMessages}.
  */
 export function snapshotMessage(codec: Pick<LedgerCodec, 'encodeSnapshot'>, state: PlanState, partition: number, eventsOffset: string, takenAt: number): SnapshotMessage {
   return {
@@ -113,6 +115,142 @@ export function snapshotMessage(codec: Pick<LedgerCodec, 'encodeSnapshot'>, stat
     partition,
     headers: { [PLAN_STATUS_HEADER]: state.status },
   };
+}
+
+// ---- Chunked snapshots -------------------------------------------------------------------------------
+//
+// A plan's snapshot can outgrow a record (the snapshots topic's max.message.bytes, 1 MiB by default): a
+// plan of thousands of items with long `why` texts. Its encoded value is then cut into byte chunks, each a
+// record keyed `__chunk:<planId>/<i>` (`__` is reserved, `/` is not an id character), followed in the same
+// transaction by a small head record under the plan's key: a PlanSnapshot whose stateJson is empty, with
+// headers naming the chunk count and the sha256 of the whole value. Readers put the chunks back together
+// (the latest record of each chunk key, checked against the head's sha256) and get the very bytes a
+// one-record snapshot would have had, so everything downstream (decodeSnapshot, stateFromSnapshot, the
+// dormant and archived raw values the executor decodes) is unchanged. A reader that does not know chunks
+// decodes the head, finds stateJson does not match stateDigest, and replays the plan from its events:
+// slower, never wrong. Chunk keys of a plan are overwritten by its next snapshot and tombstoned with it.
+
+/** Header of a chunked snapshot's head record: how many chunk records hold its value. */
+export const SNAPSHOT_CHUNKS_HEADER = 'snapshot-chunks';
+/** Header of a chunked snapshot's head and chunks: sha256 (hex) of the whole value. */
+export const SNAPSHOT_SHA256_HEADER = 'snapshot-sha256';
+/** Header of a chunk record: its index. */
+export const SNAPSHOT_CHUNK_HEADER = 'snapshot-chunk';
+/** Bytes per chunk (and the size above which a snapshot is chunked) unless the writer says otherwise. */
+export const DEFAULT_SNAPSHOT_CHUNK_BYTES = 512 * 1024;
+
+const CHUNK_KEY_PREFIX = '__chunk:';
+
+/** Key of chunk `index` of a plan's snapshot. */
+export function snapshotChunkKey(planId: string, index: number): string {
+  return `${CHUNK_KEY_PREFIX}${planId}/${index}`;
+}
+
+/** The plan and index a chunk key names; null for any other key. */
+export function parseSnapshotChunkKey(key: string): { planId: string; index: number } | null {
+  if (!key.startsWith(CHUNK_KEY_PREFIX)) return null;
+  const slash = key.lastIndexOf('/');
+  const index = Number(key.slice(slash + 1));
+  if (slash <= CHUNK_KEY_PREFIX.length || !Number.isSafeInteger(index) || index < 0) return null;
+  return { planId: key.slice(CHUNK_KEY_PREFIX.length, slash), index };
+}
+
+/** Chunk count of a head record (from its headers); null for a one-record snapshot. */
+export function snapshotChunkCount(headers: Readonly<Record<string, string>> | undefined): number | null {
+  const v = headers?.[SNAPSHOT_CHUNKS_HEADER];
+  if (v === undefined || !/^\d+$/.test(v)) return null;
+  return Number(v);
+}
+
+function sha256OfBytes(b: Buffer): string {
+  return createHash('sha256').update(b).digest('hex');
+}
+
+/**
+ * The records of a plan's snapshot: one record when its value fits in `chunkBytes`, else its chunks
+ * followed by the head (see the section comment above). Chunks come first: a reader that meets the head
+ * has met its chunks (same transaction, same partition).
+ */
+export function snapshotMessages(
+  codec: Pick<LedgerCodec, 'encodeSnapshot'>,
+  state: PlanState,
+  partition: number,
+  eventsOffset: string,
+  takenAt: number,
+  chunkBytes: number = DEFAULT_SNAPSHOT_CHUNK_BYTES,
+): SnapshotMessage[] {
+  const snapshot = snapshotOf(state, partition, eventsOffset, takenAt);
+  const value = codec.encodeSnapshot(snapshot);
+  const status = { [PLAN_STATUS_HEADER]: state.status };
+  if (value.length <= chunkBytes) return [{ key: state.planId, value, partition, headers: status }];
+  const sha = sha256OfBytes(value);
+  const out: SnapshotMessage[] = [];
+  for (let i = 0, at = 0; at < value.length; i++, at += chunkBytes) {
+    out.push({ key: snapshotChunkKey(state.planId, i), value: value.subarray(at, at + chunkBytes), partition, headers: { [SNAPSHOT_SHA256_HEADER]: sha, [SNAPSHOT_CHUNK_HEADER]: String(i) } });
+  }
+  const head = codec.encodeSnapshot({ ...snapshot, stateJson: '' });
+  out.push({ key: state.planId, value: head, partition, headers: { ...status, [SNAPSHOT_CHUNKS_HEADER]: String(out.length), [SNAPSHOT_SHA256_HEADER]: sha } });
+  return out;
+}
+
+/** A record of the snapshots or archive topic, as readers see it. */
+export interface SnapshotRecordLike {
+  readonly value: Buffer | null;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/**
+ * The whole value of a snapshot record: the value itself for a one-record snapshot; for a head, its chunks
+ * put back together (`chunk(i)` is the latest record of chunk key i), checked against the head's sha256.
+ */
+export function assembleSnapshotValue(
+  head: SnapshotRecordLike & { readonly value: Buffer },
+  chunk: (index: number) => SnapshotRecordLike | undefined,
+): { ok: true; value: Buffer } | { ok: false; reason: string } {
+  const n = snapshotChunkCount(head.headers);
+  if (n === null) return { ok: true, value: head.value };
+  const sha = head.headers?.[SNAPSHOT_SHA256_HEADER];
+  const parts: Buffer[] = [];
+  for (let i = 0; i < n; i++) {
+    const c = chunk(i);
+    if (c?.value == null) return { ok: false, reason: `chunk ${i} of ${n} is missing` };
+    if (c.headers?.[SNAPSHOT_SHA256_HEADER] !== sha) return { ok: false, reason: `chunk ${i} of ${n} belongs to another snapshot` };
+    parts.push(c.value);
+  }
+  const value = Buffer.concat(parts);
+  if (sha256OfBytes(value) !== sha) return { ok: false, reason: 'chunks do not match the head\'s sha256' };
+  return { ok: true, value };
+}
+
+/**
+ * Collects the chunk records of one partition's snapshots (or archive) as they are read, latest per key,
+ * and assembles heads from them. Tombstones remove a chunk.
+ */
+export class SnapshotChunks {
+  private readonly chunks = new Map<string, SnapshotRecordLike>();
+
+  /** Takes the record if it is a chunk (returns true); false for any other key. */
+  offer(key: string, record: SnapshotRecordLike): boolean {
+    if (parseSnapshotChunkKey(key) === null) return false;
+    if (record.value === null) this.chunks.delete(key);
+    else this.chunks.set(key, { value: record.value, headers: record.headers });
+    return true;
+  }
+
+  /** See {@link assembleSnapshotValue}. */
+  assemble(planId: string, head: SnapshotRecordLike & { readonly value: Buffer }): { ok: true; value: Buffer } | { ok: false; reason: string } {
+    return assembleSnapshotValue(head, (i) => this.chunks.get(snapshotChunkKey(planId, i)));
+  }
+
+  /** Chunk keys held per plan (a writer tombstones them with the plan). */
+  counts(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const key of this.chunks.keys()) {
+      const k = parseSnapshotChunkKey(key)!;
+      out.set(k.planId, Math.max(out.get(k.planId) ?? 0, k.index + 1));
+    }
+    return out;
+  }
 }
 
 /**
@@ -133,10 +271,19 @@ export interface SnapshotTopicRecords {
   readonly messages: Array<{ key: string; value: Buffer | null; partition: number; headers?: Record<string, string> }>;
 }
 
+/** Options of {@link planSnapshotRecords}. */
+export interface PlanSnapshotRecordOptions {
+  /** Chunk size (default {@link DEFAULT_SNAPSHOT_CHUNK_BYTES}); keep it well under the topic's max.message.bytes. */
+  readonly chunkBytes?: number;
+  /** Chunk keys the plan may hold already in the snapshots topic (its last chunked snapshot's count): tombstoned when not overwritten. */
+  readonly staleChunks?: number;
+}
+
 /**
  * Where a plan's snapshot goes, as every writer does it: a live plan's to the snapshots topic; a plan in
- * an {@link ARCHIVED_STATUSES} status to the archive topic, with a tombstone for its key in the snapshots
- * topic (both in the writer's one transaction).
+ * an {@link ARCHIVED_STATUSES} status to the archive topic, with a tombstone for its key (and its chunk
+ * keys) in the snapshots topic (both in the writer's one transaction). `chunks` is the number of chunk
+ * records written (0: one record).
  */
 export function planSnapshotRecords(
   codec: Pick<LedgerCodec, 'encodeSnapshot'>,
@@ -145,17 +292,59 @@ export function planSnapshotRecords(
   partition: number,
   eventsOffset: string,
   takenAt: number,
-): { snapshots: SnapshotTopicRecords['messages']; archive: SnapshotTopicRecords['messages'] } {
-  const message = snapshotMessage(codec, state, partition, eventsOffset, takenAt);
-  if (!isArchivedStatus(state.status)) return { snapshots: [message], archive: [] };
-  return { snapshots: [{ key: state.planId, value: null, partition }], archive: [message] };
+  opts: PlanSnapshotRecordOptions = {},
+): { snapshots: SnapshotTopicRecords['messages']; archive: SnapshotTopicRecords['messages']; chunks: number } {
+  const messages = snapshotMessages(codec, state, partition, eventsOffset, takenAt, opts.chunkBytes);
+  const chunks = messages.length - 1;
+  const stale = (from: number) => {
+    const out: SnapshotTopicRecords['messages'] = [];
+    for (let i = from; i < (opts.staleChunks ?? 0); i++) out.push({ key: snapshotChunkKey(state.planId, i), value: null, partition });
+    return out;
+  };
+  if (!isArchivedStatus(state.status)) return { snapshots: [...messages, ...stale(chunks)], archive: [], chunks };
+  return { snapshots: [...stale(0), { key: state.planId, value: null, partition }], archive: messages, chunks };
 }
 
-/** The watermark record of a partition ({@link watermarkOf}) with the {@link MAX_FENCING_TOKEN_HEADER}. */
-export function watermarkMessage(codec: Pick<LedgerCodec, 'encodeSnapshot'>, partition: number, eventsOffset: string, maxFencingToken: number, takenAt: number): SnapshotMessage {
+/**
+ * Plans of a partition whose snapshot could not be written (see the projector's snapshot writer): planId →
+ * the events offset from which a reader must replay that plan's events. Carried in the watermark record's
+ * stateJson as `{"snapshotExceptions":{...}}`; restore then reads the tail from the lowest of them (events
+ * of the other plans there are covered by their snapshots and skipped).
+ */
+export type SnapshotExceptions = ReadonlyMap<string, string>;
+
+/** Most exceptions one watermark carries; past it the writer holds the watermark back instead. */
+export const MAX_SNAPSHOT_EXCEPTIONS = 1000;
+
+/** The exceptions of a decoded watermark (empty when it has none, or when its stateJson is not the expected shape). */
+export function snapshotExceptionsOf(watermark: Pick<PlanSnapshot, 'stateJson'>): Map<string, string> {
+  const out = new Map<string, string>();
+  try {
+    const parsed = JSON.parse(watermark.stateJson) as { snapshotExceptions?: Record<string, unknown> };
+    for (const [id, offset] of Object.entries(parsed.snapshotExceptions ?? {})) if (typeof offset === 'string' && /^\d+$/.test(offset)) out.set(id, offset);
+  } catch {
+    // not ours to judge: a watermark without exceptions
+  }
+  return out;
+}
+
+/**
+ * The watermark record of a partition ({@link watermarkOf}) with the {@link MAX_FENCING_TOKEN_HEADER}, and
+ * the partition's {@link SnapshotExceptions} when there are any.
+ */
+export function watermarkMessage(
+  codec: Pick<LedgerCodec, 'encodeSnapshot'>,
+  partition: number,
+  eventsOffset: string,
+  maxFencingToken: number,
+  takenAt: number,
+  exceptions: SnapshotExceptions = new Map(),
+): SnapshotMessage {
+  const w = watermarkOf(partition, eventsOffset, takenAt);
+  const stateJson = exceptions.size === 0 ? w.stateJson : canonicalJson({ snapshotExceptions: Object.fromEntries(exceptions) });
   return {
     key: WATERMARK_KEY,
-    value: codec.encodeSnapshot(watermarkOf(partition, eventsOffset, takenAt)),
+    value: codec.encodeSnapshot({ ...w, stateJson }),
     partition,
     headers: { [MAX_FENCING_TOKEN_HEADER]: String(maxFencingToken) },
   };
