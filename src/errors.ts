@@ -21,6 +21,8 @@ export const ErrorCodes = {
   ENVIRONMENT: 'ENVIRONMENT',
   /** The hash chain, seq or a digest does not verify. */
   INTEGRITY: 'INTEGRITY',
+  /** A payload is larger than the ledger takes (`details.field` names it, `details.bytes` its size). */
+  PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
   INTERNAL: 'INTERNAL',
 } as const;
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];

@@ -4,7 +4,7 @@ import { createCodec, readSchemaId, type LedgerCodec, type PlanSnapshot } from '
 import { topicNames, type LedgerConfig } from '../config.js';
 import { LedgerError } from '../errors.js';
 import { createKafka } from '../kafka/client.js';
-import { fetchTopicOffsetsRetrying, readPlanRecords, readToEnd } from '../kafka/log-reader.js';
+import { fetchTopicOffsetsRetrying, readPlanRecords, readToEnd, type ReadStats } from '../kafka/log-reader.js';
 import { partitionFor } from '../kafka/partitioner.js';
 import type { Logger } from '../logging.js';
 import type { PositionedEvent } from './timeline.js';
@@ -53,6 +53,9 @@ export class LedgerLog {
     private readonly readerGroup: string,
     /** Whether {@link close} disconnects the admin (false when the connections belong to someone else). */
     private readonly ownsConnections: boolean,
+    /** Where a plan's events start on its partition (undefined: read it from the start). */
+    private readonly planStart?: (planId: string) => Promise<string | undefined>,
+    private readonly stats?: ReadStats,
   ) {
     this.names = topicNames(config.topicPrefix);
   }
@@ -78,8 +81,17 @@ export class LedgerLog {
    * A log over connections the caller owns (the ledger client's): {@link close} leaves them open.
    * `readerGroup` prefixes the throw-away consumer groups of its reads.
    */
-  static over(opts: { config: LedgerConfig; kafka: Kafka; admin: Admin; codec: LedgerCodec; readerGroup: string }): LedgerLog {
-    return new LedgerLog(opts.config, opts.kafka, opts.admin, opts.codec, opts.readerGroup, false);
+  static over(opts: {
+    config: LedgerConfig;
+    kafka: Kafka;
+    admin: Admin;
+    codec: LedgerCodec;
+    readerGroup: string;
+    /** Where a plan's events start (the client's index knows); without it a plan is read from its partition's start. */
+    planStart?: (planId: string) => Promise<string | undefined>;
+    stats?: ReadStats;
+  }): LedgerLog {
+    return new LedgerLog(opts.config, opts.kafka, opts.admin, opts.codec, opts.readerGroup, false, opts.planStart, opts.stats);
   }
 
   partitionOf(planId: string): number {
@@ -98,7 +110,17 @@ export class LedgerLog {
   async readPlan(planId: string): Promise<LoggedEvent[]> {
     if (!(await this.topicExists(this.names.events))) return [];
     const partition = this.partitionOf(planId);
-    const records = await readPlanRecords({ kafka: this.kafka, admin: this.admin, topic: this.names.events, partition, planId, groupPrefix: this.readerGroup });
+    const from = await this.planStart?.(planId);
+    const records = await readPlanRecords({
+      kafka: this.kafka,
+      admin: this.admin,
+      topic: this.names.events,
+      partition,
+      planId,
+      groupPrefix: this.readerGroup,
+      ...(from !== undefined ? { from } : {}),
+      ...(this.stats ? { stats: this.stats } : {}),
+    });
     const out: LoggedEvent[] = [];
     for (const r of records) {
       const event = await this.decode(r.value, partition, r.offset);

@@ -9,14 +9,17 @@ import { createCodec, type LedgerCodec } from '../codec/index.js';
 import { loadConfig, topicNames, type LedgerConfig, type LedgerConfigInput } from '../config.js';
 import { LedgerError } from '../errors.js';
 import { createKafka } from '../kafka/client.js';
-import { fetchTopicOffsetsRetrying, readPlanRecords, readToEnd } from '../kafka/log-reader.js';
+import { fetchTopicOffsetsRetrying, lastStableOffset, readPlanRecords, readToEnd, type ReadStats } from '../kafka/log-reader.js';
 import { parseEventKey, partitionFor } from '../kafka/partitioner.js';
 import { auditTopic, ensurePlanTopics } from '../kafka/topics.js';
 import { silentLogger, type Logger } from '../logging.js';
 import { evolve, type CommandPayloads, type CommandType, type PlanCommand, type PlanEvent, type PlanMode, type PlanState, type PlanStatus } from '../plan/index.js';
 import { toItemSpec, type ItemInput } from '../plan-input.js';
 import type { PlanPage } from '../projection/query.js';
-import { listPlansFromLog, type PlanFilter } from './list-plans.js';
+import { assertCommandFits, maxMessageBytes } from './command-size.js';
+import { listPlansFromIndex, type PlanFilter } from './list-plans.js';
+import { PlanIndex } from './plan-index.js';
+import { planStartOffset, readPlanState, type PlanReads } from './reads.js';
 
 export interface CreatePlanInput {
   goal: string;
@@ -165,7 +168,19 @@ export interface Ledger {
   close(): Promise<void>;
 }
 
-type Listener = (e: PlanEvent) => void;
+export interface ConnectOptions {
+  logger?: Logger;
+  /** Counts what the client's reads fetch from the log (records per topic), e.g. to watch read costs. */
+  readStats?: ReadStats;
+}
+
+/** Where a record of the events tail sits. */
+interface TailPosition {
+  readonly partition: number;
+  readonly offset: string;
+}
+
+type Listener = (e: PlanEvent, at: TailPosition) => void;
 /** Called with the key of a tombstone (`planId:seq`) of a plan. */
 type TombstoneListener = (key: string) => void;
 
@@ -180,7 +195,7 @@ type TombstoneListener = (key: string) => void;
  * await ledger.approve(planId, digest, { by: 'alice' });
  * await ledger.waitFor(planId, 'completed', { timeoutMs: 60_000 });
  */
-export async function connectLedger(input?: LedgerConfigInput, opts: { logger?: Logger } = {}): Promise<Ledger> {
+export async function connectLedger(input?: LedgerConfigInput, opts: ConnectOptions = {}): Promise<Ledger> {
   const config = loadConfig(input);
   const logger = (opts.logger ?? silentLogger()).child({ component: 'client' });
   const kafka = createKafka(config, logger, 'client');
@@ -191,7 +206,7 @@ export async function connectLedger(input?: LedgerConfigInput, opts: { logger?: 
   try {
     await ensurePlanTopics(admin, config);
     const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix, logger });
-    const client = new LedgerClient(kafka, admin, codec, config, logger);
+    const client = new LedgerClient(kafka, admin, codec, config, logger, opts.readStats);
     await client.start();
     return client;
   } catch (e) {
@@ -209,6 +224,14 @@ class LedgerClient implements Ledger {
   private readonly clientId = `client-${randomBytes(4).toString('hex')}`;
   /** Read access to the log over this client's connections, for audit, replay and verify. */
   private readonly log: LedgerLog;
+  /** Where each plan's latest snapshot is, and each partition's watermark (followed live, started on first read). */
+  private readonly index: PlanIndex;
+  private readonly reads: PlanReads;
+  /** Next offset of the events tail per partition: every record below it has reached the listeners. */
+  private readonly tailNext = new Map<number, bigint>();
+  private tailWaiters: Array<{ partition: number; offset: bigint; resolve: () => void }> = [];
+  /** The commands topic's `max.message.bytes`, read once. */
+  private commandLimit: Promise<number> | undefined;
 
   constructor(
     private readonly kafka: Kafka,
@@ -216,9 +239,13 @@ class LedgerClient implements Ledger {
     private readonly codec: LedgerCodec,
     readonly config: LedgerConfig,
     private readonly logger: Logger,
+    private readonly stats?: ReadStats,
   ) {
     this.topics = topicNames(config.topicPrefix);
-    this.log = LedgerLog.over({ config, kafka, admin, codec, readerGroup: `${config.topicPrefix}.${this.clientId}` });
+    const groupPrefix = `${config.topicPrefix}.${this.clientId}`;
+    this.index = new PlanIndex(createKafka(config, logger, 'client-index', 'service'), admin, codec, config, `${groupPrefix}.index`, logger);
+    this.reads = { kafka, admin, codec, config, index: this.index, groupPrefix, ...(stats ? { stats } : {}) };
+    this.log = LedgerLog.over({ config, kafka, admin, codec, readerGroup: groupPrefix, planStart: (planId) => planStartOffset(this.reads, planId), ...(stats ? { stats } : {}) });
   }
 
   async start(): Promise<void> {
@@ -232,10 +259,13 @@ class LedgerClient implements Ledger {
     this.tail = createKafka(this.config, this.logger, 'client-tail', 'service').consumer({ groupId: `${this.config.topicPrefix}.${this.clientId}`, maxWaitTimeInMs: 50, sessionTimeout: 30_000 });
     let joined!: () => void;
     const ready = new Promise<void>((r) => (joined = r));
+    for (const o of ends) this.tailNext.set(o.partition, BigInt(o.high));
     this.tail.on(this.tail.events.GROUP_JOIN, () => {
       for (const o of ends) this.tail.seek({ topic: this.topics.events, partition: o.partition, offset: o.high });
       joined();
     });
+    // After a batch (control records only included), every record below its last offset reached the listeners.
+    this.tail.on(this.tail.events.END_BATCH_PROCESS, (ev) => this.tailAdvanced(ev.payload.partition, BigInt(ev.payload.lastOffset) + 1n));
     await this.tail.connect();
     await this.tail.subscribe({ topic: this.topics.events, fromBeginning: false });
     await this.tail.run({
@@ -253,7 +283,8 @@ class LedgerClient implements Ledger {
           if (!ls?.size) continue;
           try {
             const e = await this.codec.decodeEvent(m.value);
-            for (const l of [...ls]) l(e);
+            const at = { partition: batch.partition, offset: m.offset };
+            for (const l of [...ls]) l(e, at);
           } catch (err) {
             this.logger.warn({ err, offset: m.offset }, 'undecodable event on the tail');
           }
@@ -261,6 +292,22 @@ class LedgerClient implements Ledger {
       },
     });
     await ready;
+  }
+
+  private tailAdvanced(partition: number, next: bigint): void {
+    if (next <= (this.tailNext.get(partition) ?? -1n)) return;
+    this.tailNext.set(partition, next);
+    this.tailWaiters = this.tailWaiters.filter((w) => {
+      if (w.partition !== partition || next < w.offset) return true;
+      w.resolve();
+      return false;
+    });
+  }
+
+  /** Resolves once the events tail has handed every record below `offset` of `partition` to the listeners. */
+  private tailReached(partition: number, offset: bigint): Promise<void> {
+    if ((this.tailNext.get(partition) ?? 0n) >= offset) return Promise.resolve();
+    return new Promise((resolve) => this.tailWaiters.push({ partition, offset, resolve }));
   }
 
   private listen(planId: string, l: Listener): () => void {
@@ -290,6 +337,11 @@ class LedgerClient implements Ledger {
 
   private async produce(command: PlanCommand): Promise<void> {
     const value = this.codec.encodeCommand(command);
+    this.commandLimit ??= maxMessageBytes(this.admin, this.topics.commands).catch((e: unknown) => {
+      this.commandLimit = undefined;
+      throw e;
+    });
+    assertCommandFits(command, command.planId, value, await this.commandLimit);
     await this.producer.send({
       topic: this.topics.commands,
       acks: -1,
@@ -301,27 +353,34 @@ class LedgerClient implements Ledger {
     return new LedgerError('TIMEOUT', `no executor decided ${type} for plan ${planId} within ${timeoutMs} ms — is an executor running on prefix "${this.config.topicPrefix}"?`, { commandId });
   }
 
+  /**
+   * Sends a command and returns exactly the events its owner's decision appended: every event caused by
+   * the command carries `causationId = commandId`, and a decision's events are appended in one
+   * transaction. The tail reads `read_committed`, so when the first of them arrives the whole transaction
+   * has committed and sits below the partition's last stable offset (LSO) as of then; once the tail has
+   * handed over every record below that LSO, the decision is complete. No quiet window.
+   */
   private async send<K extends CommandType>(planId: string, type: K, data: CommandPayloads[K], opts: CommandOptions = {}): Promise<CommandOutcome> {
     const command = this.command(planId, type, data, opts.by);
     const { commandId } = command;
     const timeoutMs = opts.timeoutMs ?? 30_000;
-    const events: PlanEvent[] = [];
-    let done!: () => void;
-    const finished = new Promise<void>((r) => (done = r));
-    let quiet: NodeJS.Timeout | undefined;
-    // A command's events are appended in one transaction, so they arrive together; a short quiet
-    // period after the first one collects them all.
-    const stop = this.listen(planId, (e) => {
+    const events = new Map<number, PlanEvent>();
+    let first!: (at: TailPosition) => void;
+    const seen = new Promise<TailPosition>((r) => (first = r));
+    const stop = this.listen(planId, (e, at) => {
       if (e.causationId !== commandId) return;
-      events.push(e);
-      if (quiet) clearTimeout(quiet);
-      quiet = setTimeout(done, 30);
+      if (!events.size) first(at);
+      events.set(e.seq, e);
     });
     let timer: NodeJS.Timeout | undefined;
     try {
-      await this.produce(command);
+      const decided = (async () => {
+        await this.produce(command);
+        const at = await seen;
+        await this.tailReached(at.partition, await lastStableOffset(this.admin, this.topics.events, at.partition));
+      })();
       await Promise.race([
-        finished,
+        decided,
         new Promise((_, reject) => {
           timer = setTimeout(() => reject(this.timeout(type, planId, commandId, timeoutMs)), timeoutMs);
         }),
@@ -329,15 +388,14 @@ class LedgerClient implements Ledger {
     } finally {
       stop();
       clearTimeout(timer);
-      clearTimeout(quiet);
     }
-    events.sort((a, b) => a.seq - b.seq);
-    const rejected = events.find((e) => e.type === 'CommandRejected');
+    const outcome = [...events.values()].sort((a, b) => a.seq - b.seq);
+    const rejected = outcome.find((e) => e.type === 'CommandRejected');
     if (rejected && rejected.type === 'CommandRejected') {
       const r = rejected.data;
       throw new LedgerError('REJECTED', `${type} rejected: ${r.code}: ${r.message}`, { rejection: r.code, field: r.field, commandId, planId });
     }
-    return { commandId, planId, events };
+    return { commandId, planId, events: outcome };
   }
 
   async createPlan(input: CreatePlanInput, opts?: CommandOptions) {
@@ -457,13 +515,16 @@ class LedgerClient implements Ledger {
 
   async planEvents(planId: string): Promise<LedgerEventRecord[]> {
     const partition = partitionFor(planId, this.config.partitions);
+    const from = await planStartOffset(this.reads, planId);
     const records = await readPlanRecords({
       kafka: this.kafka,
       admin: this.admin,
       topic: this.topics.events,
       partition,
       planId,
-      groupPrefix: `${this.config.topicPrefix}.${this.clientId}`,
+      groupPrefix: this.reads.groupPrefix,
+      ...(from !== undefined ? { from } : {}),
+      ...(this.stats ? { stats: this.stats } : {}),
     });
     const out: LedgerEventRecord[] = [];
     for (const r of records) {
@@ -474,13 +535,11 @@ class LedgerClient implements Ledger {
   }
 
   async getPlan(planId: string): Promise<PlanState | undefined> {
-    let s: PlanState | undefined;
-    for (const r of await this.planEvents(planId)) s = evolve(s, r.event);
-    return s;
+    return (await readPlanState(this.reads, planId)).state;
   }
 
   listPlans(filter?: PlanFilter): Promise<PlanPage> {
-    return listPlansFromLog({ kafka: this.kafka, admin: this.admin, codec: this.codec, config: this.config, logger: this.logger }, filter);
+    return listPlansFromIndex({ kafka: this.kafka, admin: this.admin, codec: this.codec, config: this.config, logger: this.logger, index: this.index, groupPrefix: this.reads.groupPrefix, ...(this.stats ? { stats: this.stats } : {}) }, filter);
   }
 
   async audit(planId: string, opts: AuditOptions = {}): Promise<PlanAudit> {
@@ -543,7 +602,7 @@ class LedgerClient implements Ledger {
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled([this.tail?.disconnect(), this.producer?.disconnect()]);
+    await Promise.allSettled([this.tail?.disconnect(), this.producer?.disconnect(), this.index.close()]);
     await this.admin.disconnect().catch(() => {});
   }
 }

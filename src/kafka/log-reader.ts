@@ -36,6 +36,20 @@ export interface ReadToEndOptions {
   /** Called for each fetched batch, in offset order per partition. */
   readonly onRecords: (records: LogRecord[]) => void | Promise<void>;
   readonly timeoutMs?: number;
+  /** Counts what the read fetched (records handed to `onRecords`), e.g. to show a read follows the tail, not the history. */
+  readonly stats?: ReadStats;
+}
+
+/** What reads fetched: one counter object may be shared by many reads. */
+export interface ReadStats {
+  /** Reads that started a consumer (a read with nothing to read starts none). */
+  reads: number;
+  /** Records handed to `onRecords`, per topic. */
+  records: Record<string, number>;
+}
+
+export function newReadStats(): ReadStats {
+  return { reads: 0, records: {} };
 }
 
 /**
@@ -79,6 +93,7 @@ export async function readToEnd(opts: ReadToEndOptions): Promise<Map<number, str
   const result = () => new Map([...next].map(([p, o]) => [p, o.toString()]));
   if (done()) return result();
 
+  if (opts.stats) opts.stats.reads += 1;
   const consumer = opts.kafka.consumer({
     groupId: `${opts.groupPrefix}.reader-${randomBytes(6).toString('hex')}`,
     readUncommitted: false,
@@ -127,7 +142,10 @@ export async function readToEnd(opts: ReadToEndOptions): Promise<Map<number, str
           if (offset >= stop) break;
           records.push({ topic: batch.topic, partition: batch.partition, offset: m.offset, key: m.key, value: m.value, timestamp: m.timestamp, headers: headerStrings(m.headers) });
         }
-        if (records.length) await opts.onRecords(records);
+        if (records.length) {
+          if (opts.stats) opts.stats.records[opts.topic] = (opts.stats.records[opts.topic] ?? 0) + records.length;
+          await opts.onRecords(records);
+        }
       },
     });
     const timeout = opts.timeoutMs ?? 60_000;
@@ -157,6 +175,12 @@ export async function readPlanRecords(opts: {
   partition: number;
   planId: string;
   groupPrefix: string;
+  /**
+   * Offset to start at (default: the earliest). Only correct when no live record of the plan sits before
+   * it: e.g. the offset of its first event, or a watermark the plan's snapshot covers.
+   */
+  from?: string;
+  stats?: ReadStats;
 }): Promise<Array<LogRecord & { seq: number; value: Buffer }>> {
   const bySeq = new Map<number, LogRecord & { seq: number; value: Buffer }>();
   await readToEnd({
@@ -165,6 +189,8 @@ export async function readPlanRecords(opts: {
     topic: opts.topic,
     partitions: [opts.partition],
     groupPrefix: opts.groupPrefix,
+    ...(opts.from !== undefined ? { from: new Map([[opts.partition, opts.from]]) } : {}),
+    ...(opts.stats ? { stats: opts.stats } : {}),
     onRecords: (records) => {
       for (const r of records) {
         const k = parseEventKey(r.key);
@@ -175,4 +201,30 @@ export async function readPlanRecords(opts: {
     },
   });
   return [...bySeq.values()].sort((a, b) => Number(BigInt(a.offset) - BigInt(b.offset)));
+}
+
+/** The record at `offset` of a topic partition, if it is still there (compaction may have removed it). */
+export async function readRecordAt(opts: { kafka: Kafka; admin: Admin; topic: string; partition: number; offset: string; groupPrefix: string; stats?: ReadStats }): Promise<LogRecord | undefined> {
+  let found: LogRecord | undefined;
+  await readToEnd({
+    kafka: opts.kafka,
+    admin: opts.admin,
+    topic: opts.topic,
+    partitions: [opts.partition],
+    from: new Map([[opts.partition, opts.offset]]),
+    until: new Map([[opts.partition, (BigInt(opts.offset) + 1n).toString()]]),
+    groupPrefix: opts.groupPrefix,
+    ...(opts.stats ? { stats: opts.stats } : {}),
+    onRecords: (records) => {
+      for (const r of records) if (r.offset === opts.offset) found = r;
+    },
+  });
+  return found;
+}
+
+/** The last stable offset of one partition: what a `read_committed` reader can read up to now. */
+export async function lastStableOffset(admin: Admin, topic: string, partition: number): Promise<bigint> {
+  const o = (await fetchTopicOffsetsRetrying(admin, topic)).find((x) => x.partition === partition);
+  if (o === undefined) throw new Error(`${topic} has no partition ${partition}`);
+  return BigInt(o.high);
 }
