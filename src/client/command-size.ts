@@ -1,5 +1,6 @@
-import { ConfigResourceTypes, type Admin } from 'kafkajs';
+import type { Admin } from 'kafkajs';
 import { LedgerError } from '../errors.js';
+import { describeTopicConfig } from '../kafka/topics.js';
 import type { PlanCommand } from '../plan/index.js';
 
 /**
@@ -13,9 +14,7 @@ const BROKER_DEFAULT_MAX_MESSAGE_BYTES = 1_048_588;
 
 /** A topic's `max.message.bytes`, read from its config (the broker's default when the topic has none). */
 export async function maxMessageBytes(admin: Admin, topic: string): Promise<number> {
-  const res = await admin.describeConfigs({ resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configNames: ['max.message.bytes'] }], includeSynonyms: false });
-  const entry = res.resources[0]?.configEntries.find((c) => c.configName === 'max.message.bytes');
-  const n = Number(entry?.configValue);
+  const n = Number((await describeTopicConfig(admin, topic, ['max.message.bytes']))['max.message.bytes']);
   return Number.isSafeInteger(n) && n > 0 ? n : BROKER_DEFAULT_MAX_MESSAGE_BYTES;
 }
 
