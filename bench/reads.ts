@@ -10,6 +10,8 @@
 //    completed in the archive, 10 % running in the snapshots topic), and the watermark. The plans' events
 //    are not written: a page never reads them (only the events after the watermark, here none).
 // The client is connected and its index warm before timing (its one-time index load is reported apart).
+// Every size is prepared first; the rounds then alternate between the sizes (and the order of the calls),
+// so both sides see the same machine load. Medians of the rounds.
 // Run: npx tsx bench/reads.ts [--history 10000,1000000] [--plans 1000,100000] [--rounds 7]
 //      → bench/results/reads.json
 import { randomBytes } from 'node:crypto';
@@ -105,7 +107,8 @@ async function open(label: string): Promise<Env> {
 async function dispose(env: Env, ledger?: Ledger): Promise<void> {
   await ledger?.close();
   await env.producer.disconnect();
-  await env.admin.deleteTopics({ topics: Object.values(env.t).filter((x) => x.includes('.plan-')) }).catch(() => {});
+  const mine = (await env.admin.listTopics()).filter((x) => x.startsWith(`${env.config.topicPrefix}.`));
+  await env.admin.deleteTopics({ topics: mine }).catch(() => {});
   await env.admin.disconnect();
 }
 
@@ -121,9 +124,8 @@ async function timed<T>(fn: () => Promise<T>): Promise<number> {
   return performance.now() - s;
 }
 
-// 1. getPlan and waitFor against history size.
-const planRows: Array<Record<string, number | string>> = [];
-for (const size of historySizes) {
+/** A partition with `size` events of history (finished plans, archived, watermark after them) and a live tail. */
+async function historyEnv(size: number) {
   const t0 = Date.now();
   const env = await open('hist');
   let batch: Message[] = [];
@@ -136,6 +138,7 @@ for (const size of historySizes) {
   let offset = 0;
   let plans = 0;
   let maxToken = 0;
+  clock = Date.now() - 3 * 3600_000;
   while (offset < size) {
     const planId = `hist-${plans++}`;
     const { events, state } = planLog(planId, 10, 10);
@@ -165,61 +168,61 @@ for (const size of historySizes) {
   }
   await flush();
   console.log(`history ${offset} events (${plans} plans) + tail ${tail} events written in ${((Date.now() - t0) / 1000).toFixed(1)}s`);
-
   const stats = newReadStats();
   const heapBefore = heapAfterGc();
   const ledger = await connectLedger(env.config, { logger, readStats: stats });
   const warm = await timed(() => ledger.getPlan('live-0')); // starts and fills the client's index
   const indexHeapMiB = (heapAfterGc() - heapBefore) / 2 ** 20;
-  const getPlan: number[] = [];
-  const waitRead: number[] = [];
-  const waitFollow: number[] = [];
-  const eventsBefore = stats.records[env.t.events] ?? 0;
-  let calls = 0;
-  let nextItem = 3;
-  let s = target!;
-  for (let r = 0; r < rounds; r++) {
-    // Alternate the order of the two reads each round.
-    const a = async () => void getPlan.push(await timed(() => ledger.getPlan('live-0')));
-    const b = async () => void waitRead.push(await timed(() => ledger.waitFor('live-0', 'running', { timeoutMs: 60_000 })));
+  return { env, ledger, stats, size, historyEvents: offset, historyPlans: plans, tail, target: target!, nextItem: 3, warm, indexHeapMiB, getPlan: [] as number[], waitRead: [] as number[], waitFollow: [] as number[], calls: 0, eventsBefore: stats.records[env.t.events] ?? 0, skippedBefore: stats.skipped ?? 0 };
+}
+
+// 1. getPlan and waitFor against history size: every size prepared, then the rounds alternate between them.
+const histories = [];
+for (const size of historySizes) histories.push(await historyEnv(size));
+for (let r = 0; r < rounds; r++) {
+  for (const h of r % 2 ? [...histories].reverse() : histories) {
+    const a = async () => void h.getPlan.push(await timed(() => h.ledger.getPlan('live-0')));
+    const b = async () => void h.waitRead.push(await timed(() => h.ledger.waitFor('live-0', 'running', { timeoutMs: 60_000 })));
     if (r % 2) await b().then(a);
     else await a().then(b);
-    calls += 2;
+    h.calls += 2;
     // waitFor following the tail: one item step appended once the wait is under way.
-    const want = s.seq + 3;
+    const want = h.target.seq + 3;
     const started = performance.now();
-    const waiting = ledger.waitFor('live-0', (x) => x.seq >= want, { timeoutMs: 60_000 });
+    const waiting = h.ledger.waitFor('live-0', (x) => x.seq >= want, { timeoutMs: 60_000 });
     const evs: PlanEvent[] = [];
-    let st: PlanState | undefined = s;
-    for (const c of itemSteps('live-0', nextItem++)) st = step(st, c, evs);
-    s = st!;
-    await env.producer.send({ topic: env.t.events, acks: -1, messages: evs.map((e) => eventMessage(env, e)) });
+    let st: PlanState | undefined = h.target;
+    for (const c of itemSteps('live-0', h.nextItem++)) st = step(st, c, evs);
+    h.target = st!;
+    await h.env.producer.send({ topic: h.env.t.events, acks: -1, messages: evs.map((e) => eventMessage(h.env, e)) });
     await waiting;
-    waitFollow.push(performance.now() - started);
-    calls += 1;
+    h.waitFollow.push(performance.now() - started);
+    h.calls += 1;
   }
-  const eventsPerCall = ((stats.records[env.t.events] ?? 0) - eventsBefore) / calls;
+}
+const planRows: Array<Record<string, number | string>> = [];
+for (const h of histories) {
   const row = {
-    historyEvents: offset,
-    historyPlans: plans,
-    tailEvents: tail,
-    getPlanMsMedian: median(getPlan),
-    waitForMsMedian: median(waitRead),
-    waitForFollowMsMedian: median(waitFollow),
-    eventsReadPerCall: +eventsPerCall.toFixed(1),
-    firstReadMs: warm,
-    indexHeapMiB: +indexHeapMiB.toFixed(2),
+    historyEvents: h.historyEvents,
+    historyPlans: h.historyPlans,
+    tailEvents: h.tail,
+    getPlanMsMedian: median(h.getPlan),
+    waitForMsMedian: median(h.waitRead),
+    waitForFollowMsMedian: median(h.waitFollow),
+    eventsReadPerCall: +(((h.stats.records[h.env.t.events] ?? 0) - h.eventsBefore) / h.calls).toFixed(1),
+    recordsSkippedPerCall: +(((h.stats.skipped ?? 0) - h.skippedBefore) / h.calls).toFixed(1),
+    firstReadMs: h.warm,
+    indexHeapMiB: +h.indexHeapMiB.toFixed(2),
   };
   planRows.push(row);
   console.log(
-    `  getPlan median ${row.getPlanMsMedian.toFixed(1)} ms, waitFor (already there) ${row.waitForMsMedian.toFixed(1)} ms, waitFor following one appended step ${row.waitForFollowMsMedian.toFixed(1)} ms over ${rounds} rounds; ${row.eventsReadPerCall} events read per call; first read (index load) ${warm.toFixed(0)} ms, index ${row.indexHeapMiB} MiB`,
+    `  ${h.historyEvents} events: getPlan median ${row.getPlanMsMedian.toFixed(1)} ms, waitFor (already there) ${row.waitForMsMedian.toFixed(1)} ms, waitFor following one appended step ${row.waitForFollowMsMedian.toFixed(1)} ms over ${rounds} rounds; ${row.eventsReadPerCall} events read per call (${row.recordsSkippedPerCall} fetched before the seek); first read (index load) ${h.warm.toFixed(0)} ms, index ${row.indexHeapMiB} MiB`,
   );
-  await dispose(env, ledger);
+  await dispose(h.env, h.ledger);
 }
 
-// 2. listPlans first page against the number of plans.
-const listRows: Array<Record<string, number | string>> = [];
-for (const count of planCounts) {
+/** `count` plans' snapshot records (90 % archived as completed, 10 % running) and a watermark; no events. */
+async function listEnv(count: number) {
   const t0 = Date.now();
   const env = await open('list');
   const snapshots: Message[] = [];
@@ -240,25 +243,31 @@ for (const count of planCounts) {
   const ledger = await connectLedger(env.config, { logger });
   const warm = await timed(() => ledger.listPlans({ limit: 50 }));
   const indexHeapMiB = (heapAfterGc() - heapBefore) / 2 ** 20;
-  const first: number[] = [];
-  const running: number[] = [];
-  const label: number[] = [];
-  let totals = { all: 0, running: 0, label: 0 };
-  for (let r = 0; r < rounds; r++) {
+  return { env, ledger, count, warm, indexHeapMiB, first: [] as number[], running: [] as number[], label: [] as number[], totals: { all: 0, running: 0, label: 0 } };
+}
+
+// 2. listPlans first page against the number of plans, rounds alternating between the sizes.
+const lists = [];
+for (const count of planCounts) lists.push(await listEnv(count));
+for (let r = 0; r < rounds; r++) {
+  for (const x of r % 2 ? [...lists].reverse() : lists) {
     const runs = [
-      async () => first.push(await timed(async () => void (totals.all = (await ledger.listPlans({ limit: 50 })).total))),
-      async () => running.push(await timed(async () => void (totals.running = (await ledger.listPlans({ status: 'running', limit: 50 })).total))),
-      async () => label.push(await timed(async () => void (totals.label = (await ledger.listPlans({ label: 'shard:7', limit: 50 })).total))),
+      async () => x.first.push(await timed(async () => void (x.totals.all = (await x.ledger.listPlans({ limit: 50 })).total))),
+      async () => x.running.push(await timed(async () => void (x.totals.running = (await x.ledger.listPlans({ status: 'running', limit: 50 })).total))),
+      async () => x.label.push(await timed(async () => void (x.totals.label = (await x.ledger.listPlans({ label: 'shard:7', limit: 50 })).total))),
     ];
     for (const f of r % 2 ? runs.reverse() : runs) await f();
   }
-  if (totals.all !== count || totals.running !== Math.ceil(count / 10) || totals.label !== count / 100) throw new Error(`unexpected totals ${JSON.stringify(totals)} for ${count} plans`);
-  const row = { plans: count, firstPageMsMedian: median(first), runningPageMsMedian: median(running), labelPageMsMedian: median(label), firstListMs: warm, indexHeapMiB: +indexHeapMiB.toFixed(2) };
+}
+const listRows: Array<Record<string, number | string>> = [];
+for (const x of lists) {
+  if (x.totals.all !== x.count || x.totals.running !== Math.ceil(x.count / 10) || x.totals.label !== x.count / 100) throw new Error(`unexpected totals ${JSON.stringify(x.totals)} for ${x.count} plans`);
+  const row = { plans: x.count, firstPageMsMedian: median(x.first), runningPageMsMedian: median(x.running), labelPageMsMedian: median(x.label), firstListMs: x.warm, indexHeapMiB: +x.indexHeapMiB.toFixed(2) };
   listRows.push(row);
   console.log(
-    `  listPlans first page median ${row.firstPageMsMedian.toFixed(1)} ms, status=running ${row.runningPageMsMedian.toFixed(1)} ms, label=shard:7 (a scan for the total) ${row.labelPageMsMedian.toFixed(1)} ms over ${rounds} rounds; first list (index load) ${warm.toFixed(0)} ms, index ${row.indexHeapMiB} MiB`,
+    `  ${x.count} plans: listPlans first page median ${row.firstPageMsMedian.toFixed(1)} ms, status=running ${row.runningPageMsMedian.toFixed(1)} ms, label=shard:7 (a scan for the total) ${row.labelPageMsMedian.toFixed(1)} ms over ${rounds} rounds; first list (index load) ${x.warm.toFixed(0)} ms, index ${row.indexHeapMiB} MiB`,
   );
-  await dispose(env, ledger);
+  await dispose(x.env, x.ledger);
 }
 
 const ratio = (rows: Array<Record<string, number | string>>, field: string) => (rows.length > 1 ? (rows.at(-1)![field] as number) / (rows[0]![field] as number) : null);

@@ -155,3 +155,26 @@ export async function verifyPlans(log: LedgerLog, plans: ReadonlyMap<string, Log
   }
   return results;
 }
+
+/**
+ * Rebuilds every plan of the log that existed at `until`, streaming: one plan at a time, as
+ * {@link LedgerLog.streamPlans} hands them over, never the whole topic in memory. `onResult` gets each
+ * rebuild (or failure) in the order the plans' last records appear.
+ */
+export async function replayAll(log: LedgerLog, until: AsOf | null, onResult: (r: PlanReplay | ReplayFailure) => void | Promise<void>, onProgress?: (done: number, total: number) => void): Promise<void> {
+  await log.streamPlans(async (planId, records) => {
+    const r = replayHistory(planId, records, until);
+    if (r !== undefined) await onResult(r);
+  }, onProgress);
+}
+
+/**
+ * Verifies every plan of the log, streaming (see {@link replayAll}). Commands sent to a plan that never
+ * existed leave a valid chain of rejections: nothing to verify there.
+ */
+export async function verifyAll(log: LedgerLog, onResult: (v: PlanVerification) => void | Promise<void>, onProgress?: (done: number, total: number) => void): Promise<void> {
+  await log.streamPlans(async (planId, records) => {
+    if (records[0]?.event.seq === 1 && onlyRejections(records)) return;
+    await onResult(await verifyFromLog(log, planId, records));
+  }, onProgress);
+}

@@ -4,8 +4,8 @@ import { createCodec, readSchemaId, type LedgerCodec, type PlanSnapshot } from '
 import { topicNames, type LedgerConfig } from '../config.js';
 import { LedgerError } from '../errors.js';
 import { createKafka } from '../kafka/client.js';
-import { fetchTopicOffsetsRetrying, readPlanRecords, readToEnd, type ReadStats } from '../kafka/log-reader.js';
-import { partitionFor } from '../kafka/partitioner.js';
+import { fetchTopicOffsetsRetrying, readPlanRecords, readToEnd, type LogRecord, type ReadStats } from '../kafka/log-reader.js';
+import { parseEventKey, partitionFor } from '../kafka/partitioner.js';
 import type { Logger } from '../logging.js';
 import type { PositionedEvent } from './timeline.js';
 import type { SnapshotAt } from './verify.js';
@@ -175,6 +175,84 @@ export class LedgerLog {
   }
 
   /**
+   * Every plan's events, one plan at a time, without holding the topic: each partition is read twice —
+   * first the keys only, to learn the offset of each plan's last record; then the records, each plan's
+   * kept only until its last record has passed, when `onPlan` gets them (in seq order, as {@link readPlan}:
+   * the latest copy of each key, tombstoned keys left out). Memory follows the plans whose records
+   * interleave at one point of the log, not the history. Plans come in the order of their last record.
+   * `onProgress(done, total)` counts offsets read over both passes.
+   */
+  async streamPlans(onPlan: (planId: string, records: LoggedEvent[]) => void | Promise<void>, onProgress?: (done: number, total: number) => void): Promise<void> {
+    if (!(await this.topicExists(this.names.events))) return;
+    const offsets = await fetchTopicOffsetsRetrying(this.admin, this.names.events);
+    const total = 2 * offsets.reduce((n, o) => n + Number(o.high) - Number(o.low), 0);
+    let done = 0;
+    onProgress?.(0, total);
+    for (const o of offsets) {
+      const partition = o.partition;
+      const until = new Map([[partition, o.high]]);
+      const span = Number(o.high) - Number(o.low);
+      let read = 0;
+      const progress = (records: LogRecord[]) => {
+        const last = Number(records[records.length - 1]!.offset) + 1 - Number(o.low);
+        done += last - read;
+        read = last;
+        onProgress?.(done, total);
+      };
+      // 1. The offset of each plan's last record (key only, nothing decoded).
+      const lastOf = new Map<string, string>();
+      await readToEnd({
+        kafka: this.kafka,
+        admin: this.admin,
+        topic: this.names.events,
+        partitions: [partition],
+        until,
+        groupPrefix: this.readerGroup,
+        timeoutMs: 600_000,
+        ...(this.stats ? { stats: this.stats } : {}),
+        onRecords: (records) => {
+          for (const r of records) lastOf.set(streamKey(r.key), r.offset);
+          progress(records);
+        },
+      });
+      done += span - read;
+      read = 0;
+      // 2. The records, each plan handed over once its last record has passed.
+      const open = new Map<string, Map<string, LoggedEvent>>();
+      await readToEnd({
+        kafka: this.kafka,
+        admin: this.admin,
+        topic: this.names.events,
+        partitions: [partition],
+        until,
+        groupPrefix: this.readerGroup,
+        timeoutMs: 600_000,
+        ...(this.stats ? { stats: this.stats } : {}),
+        onRecords: async (records, { heartbeat }) => {
+          for (const r of records) {
+            const plan = streamKey(r.key);
+            let keys = open.get(plan);
+            if (!keys) open.set(plan, (keys = new Map()));
+            const key = r.key?.toString() ?? '';
+            keys.delete(key); // a later record of a key replaces the earlier one, as compaction will
+            if (r.value) keys.set(key, { event: await this.decode(r.value, partition, r.offset), partition, offset: r.offset, schemaId: readSchemaId(r.value) });
+            if (lastOf.get(plan) !== r.offset) continue;
+            open.delete(plan);
+            for (const [planId, list] of byEventPlan(keys.values())) await onPlan(planId, list.sort(bySeq));
+            await heartbeat();
+          }
+          progress(records);
+        },
+      });
+      done += span - read;
+      onProgress?.(done, total);
+      // Records whose plan's last offset was not reached (cannot happen when both passes read the same range).
+      for (const keys of open.values()) for (const [planId, list] of byEventPlan(keys.values())) await onPlan(planId, list.sort(bySeq));
+    }
+    onProgress?.(total, total);
+  }
+
+  /**
    * Every snapshot record of a plan still in the (compacted) snapshots topic, oldest first, then its
    * records in the archive topic (a finished plan's snapshots move there).
    */
@@ -217,6 +295,22 @@ export class LedgerLog {
   async close(): Promise<void> {
     if (this.ownsConnections) await this.admin.disconnect().catch(() => {});
   }
+}
+
+/** The plan a record belongs to by its key (`planId:seq`); a key that does not parse is its own group. */
+function streamKey(key: Buffer | null): string {
+  return parseEventKey(key)?.planId ?? `\u0000${key?.toString('hex') ?? 'null'}`;
+}
+
+/** Records grouped by the plan their event names, in log order (a forged record may name another plan). */
+function byEventPlan(records: Iterable<LoggedEvent>): Map<string, LoggedEvent[]> {
+  const out = new Map<string, LoggedEvent[]>();
+  for (const r of [...records].sort((a, b) => Number(BigInt(a.offset) - BigInt(b.offset)))) {
+    let list = out.get(r.event.planId);
+    if (!list) out.set(r.event.planId, (list = []));
+    list.push(r);
+  }
+  return out;
 }
 
 /** Records by partition, then offset (a Map keeps insertion order, but a re-sent key moves). */

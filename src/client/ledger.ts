@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Admin, Consumer, Kafka, Producer } from 'kafkajs';
 import { parseErasureRecord, type ErasureRecord } from '../audit/erasure-record.js';
-import { auditPlan, replayPlan, replayPlans, verifyPlanInLog, verifyPlans, type PlanAudit, type PlanReplay, type ReplayFailure } from '../audit/live.js';
+import { auditPlan, replayAll, replayPlan, verifyAll, verifyPlanInLog, type PlanAudit, type PlanReplay, type ReplayFailure } from '../audit/live.js';
 import { LedgerLog } from '../audit/log.js';
 import { asOfText, toAsOf, type AsOfInput } from '../audit/timeline.js';
 import type { PlanVerification } from '../audit/verify.js';
@@ -551,7 +551,11 @@ class LedgerClient implements Ledger {
   replay(target: AllPlans, opts?: ReplayOptions): Promise<Array<PlanReplay | ReplayFailure>>;
   async replay(target: string | AllPlans, opts: ReplayOptions = {}): Promise<PlanReplay | Array<PlanReplay | ReplayFailure>> {
     const until = opts.until === undefined ? null : toAsOf(opts.until, 'until');
-    if (isAll(target)) return replayPlans(await this.log.readAll(), until);
+    if (isAll(target)) {
+      const out: Array<PlanReplay | ReplayFailure> = [];
+      await replayAll(this.log, until, (r) => void out.push(r));
+      return out;
+    }
     if (typeof target !== 'string' || target === '') throw new LedgerError('VALIDATION', 'replay: name one plan or pass { all: true }', { field: 'planId' });
     return replayPlan(this.log, target, until, opts.until === undefined ? undefined : asOfText(opts.until));
   }
@@ -559,7 +563,11 @@ class LedgerClient implements Ledger {
   verify(planId: string): Promise<PlanVerification>;
   verify(target: AllPlans): Promise<PlanVerification[]>;
   async verify(target: string | AllPlans): Promise<PlanVerification | PlanVerification[]> {
-    if (isAll(target)) return verifyPlans(this.log, await this.log.readAll());
+    if (isAll(target)) {
+      const out: PlanVerification[] = [];
+      await verifyAll(this.log, (v) => void out.push(v));
+      return out;
+    }
     if (typeof target !== 'string' || target === '') throw new LedgerError('VALIDATION', 'verify: name one plan or pass { all: true }', { field: 'planId' });
     return verifyPlanInLog(this.log, target);
   }

@@ -33,8 +33,11 @@ export interface ReadToEndOptions {
   readonly until?: ReadonlyMap<number, string>;
   /** Prefix of the throw-away consumer group used for the read (it never commits offsets). */
   readonly groupPrefix: string;
-  /** Called for each fetched batch, in offset order per partition. */
-  readonly onRecords: (records: LogRecord[]) => void | Promise<void>;
+  /**
+   * Called for each fetched batch, in offset order per partition. A callback that works long on a batch
+   * calls `heartbeat` now and then, so the reader's group does not drop it.
+   */
+  readonly onRecords: (records: LogRecord[], ctx: { heartbeat: () => Promise<void> }) => void | Promise<void>;
   readonly timeoutMs?: number;
   /** Counts what the read fetched (records handed to `onRecords`), e.g. to show a read follows the tail, not the history. */
   readonly stats?: ReadStats;
@@ -46,6 +49,8 @@ export interface ReadStats {
   reads: number;
   /** Records handed to `onRecords`, per topic. */
   records: Record<string, number>;
+  /** Records fetched below the start offset and dropped (a fetch that came before the reader's seek took effect). */
+  skipped?: number;
 }
 
 export function newReadStats(): ReadStats {
@@ -131,20 +136,23 @@ export async function readToEnd(opts: ReadToEndOptions): Promise<Map<number, str
     await consumer.subscribe({ topic: opts.topic, fromBeginning: true });
     await consumer.run({
       autoCommit: false,
-      eachBatch: async ({ batch }) => {
+      eachBatch: async ({ batch, heartbeat }) => {
         if (!wanted.has(batch.partition)) return;
         const stop = end.get(batch.partition) ?? 0n;
         const first = startAt.get(batch.partition) ?? 0n;
         const records: LogRecord[] = [];
         for (const m of batch.messages) {
           const offset = BigInt(m.offset);
-          if (offset < first) continue; // fetched before the seek took effect
+          if (offset < first) {
+            if (opts.stats) opts.stats.skipped = (opts.stats.skipped ?? 0) + 1;
+            continue; // fetched before the seek took effect
+          }
           if (offset >= stop) break;
           records.push({ topic: batch.topic, partition: batch.partition, offset: m.offset, key: m.key, value: m.value, timestamp: m.timestamp, headers: headerStrings(m.headers) });
         }
         if (records.length) {
           if (opts.stats) opts.stats.records[opts.topic] = (opts.stats.records[opts.topic] ?? 0) + records.length;
-          await opts.onRecords(records);
+          await opts.onRecords(records, { heartbeat });
         }
       },
     });

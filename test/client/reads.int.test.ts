@@ -240,3 +240,20 @@ describe('listPlans from the index', () => {
     expect(eventsRead() - before).toBe(tailEvents);
   });
 });
+
+describe('replay and verify of every plan, streamed', () => {
+  it('{ all: true } rebuilds every plan once, each with the digest of its events', async () => {
+    const results = await ledger.replay({ all: true });
+    expect(results.map((r) => r.planId).sort()).toEqual([...writer.states.keys()].sort());
+    for (const r of results) {
+      expect(r.ok, r.planId).toBe(true);
+      if (r.ok) expect(r.stateDigest, r.planId).toBe(digestOf(r.planId));
+    }
+  });
+
+  it('{ all: true } verifies every plan once', async () => {
+    const results = await ledger.verify({ all: true });
+    expect(results.map((v) => v.planId).sort()).toEqual([...writer.states.keys()].sort());
+    expect(results.filter((v) => !v.ok).map((v) => [v.planId, v.firstBroken])).toEqual([]);
+  }, 120_000);
+});
