@@ -156,12 +156,13 @@ async function historyEnv(size: number) {
   snapshots.push(watermarkMessage(env.codec, 0, String(offset - 1), maxToken, clock));
   await sendAll(env, env.t.archive, archived, 100);
   await sendAll(env, env.t.snapshots, snapshots, 100);
-  // The tail after the watermark: live plans, 3 of 10 items done. The first is the one read.
+  // The tail after the watermark: live plans, 3 items done. The first is the one read.
   clock = Date.now();
   let target: PlanState | undefined;
   let tail = 0;
   for (let p = 0; p < livePlans; p++) {
-    const { events, state } = planLog(`live-${p}`, 10, 3);
+    // The one read has items enough for a step per round; the others have 10.
+    const { events, state } = planLog(`live-${p}`, p === 0 ? 10 + rounds : 10, 3);
     if (p === 0) target = state;
     for (const e of events) batch.push(eventMessage(env, e));
     tail += events.length;
