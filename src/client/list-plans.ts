@@ -121,8 +121,9 @@ async function changesSinceSnapshots(deps: ListPlansDeps): Promise<{ overrides: 
  * One page of the plans of the ledger, newest first, with the projector's filters, order and keyset
  * cursor. Served from the client's index of the projector's snapshots and archive (see {@link PlanIndex})
  * plus the events after each partition's watermark, so a page costs the same at a thousand or a million
- * plans ever run: the page is walked in order from the cursor, and a status filter's total comes from
- * counts (a label filter's total is a scan of the index in memory). Needs no projector running; a
+ * plans ever run: the page is walked in order from the cursor, and the total of no filter, a status filter
+ * or one label comes from counts (a label with a status, or several labels, is a scan of the index in
+ * memory). Needs no projector running; a
  * partition no projector has ever snapshotted is restored from its log.
  */
 export async function listPlansFromIndex(deps: ListPlansDeps, filter: PlanFilter = {}): Promise<PlanPage> {
@@ -170,11 +171,12 @@ export async function listPlansFromIndex(deps: ListPlansDeps, filter: PlanFilter
     }
   }
 
-  // The total: from the status counts when no label filter asks for a scan.
+  // The total: from the index's counts for no filter, a status filter or one label; a scan otherwise.
   let total = 0;
-  if (labels.length === 0 && rebuilt.size === 0) {
+  if (rebuilt.size === 0 && ((labels.length === 0) || (labels.length === 1 && status.size === 0))) {
     const counts = deps.index.statusCounts();
-    if (status.size === 0) total = deps.index.size;
+    if (labels.length === 1) total = deps.index.labelCount(labels[0]![0], labels[0]![1]);
+    else if (status.size === 0) total = deps.index.size;
     else for (const s of status) total += counts.get(s) ?? 0;
     for (const id of overrides.keys()) {
       const e = deps.index.get(id);

@@ -76,6 +76,8 @@ export class PlanIndex {
   private readonly sorted: OrderKey[] = [];
   /** Plans per status among `current` (a status filter's total without a scan). */
   private readonly byStatus = new Map<string, number>();
+  /** Plans per label `key:value` among `current` (a one-label filter's total without a scan). */
+  private readonly byLabel = new Map<string, number>();
   /** Plans whose latest snapshot does not verify: readers rebuild them from their events. */
   private readonly untrusted = new Map<number, Set<string>>();
   private readonly watermarks = new Map<number, string>();
@@ -228,6 +230,7 @@ export class PlanIndex {
       const i = firstAfter(this.sorted, orderKey(before)) - 1;
       if (i >= 0 && compareOrder(this.sorted[i]!, orderKey(before)) === 0) this.sorted.splice(i, 1);
       this.byStatus.set(before.summary.status, (this.byStatus.get(before.summary.status) ?? 1) - 1);
+      for (const [k, v] of Object.entries(before.summary.labels)) this.byLabel.set(`${k}:${v}`, (this.byLabel.get(`${k}:${v}`) ?? 1) - 1);
       this.current.delete(planId);
     }
     if (next) {
@@ -235,6 +238,7 @@ export class PlanIndex {
       const k = orderKey(next);
       this.sorted.splice(firstAfter(this.sorted, k), 0, k);
       this.byStatus.set(next.summary.status, (this.byStatus.get(next.summary.status) ?? 0) + 1);
+      for (const [k, v] of Object.entries(next.summary.labels)) this.byLabel.set(`${k}:${v}`, (this.byLabel.get(`${k}:${v}`) ?? 0) + 1);
     }
   }
 
@@ -305,6 +309,11 @@ export class PlanIndex {
   /** Number of plans per status (summaries at their snapshots). */
   statusCounts(): ReadonlyMap<string, number> {
     return this.byStatus;
+  }
+
+  /** Number of plans with the label `key:value` (summaries at their snapshots). */
+  labelCount(key: string, value: string): number {
+    return this.byLabel.get(`${key}:${value}`) ?? 0;
   }
 
   get size(): number {
