@@ -101,9 +101,17 @@ export interface Ledger {
    * unknown or already erased plan.
    */
   erase(planId: string, opts?: EraseOptions): Promise<EraseOutcome>;
-  /** The plan as its events say now, rebuilt from the log (no projector needed); undefined if unknown. */
+  /**
+   * The plan as its events say now; undefined if unknown. Read from its latest snapshot (live or archived,
+   * located through the client's index of the projector's topics) plus its events after the partition's
+   * watermark: the cost follows the tail, not the history. Where no projector has written a watermark,
+   * the partition is read from its start (no projector needed, slower).
+   */
   getPlan(planId: string): Promise<PlanState | undefined>;
-  /** Every event of a plan in order, with where it sits in the log. */
+  /**
+   * Every event of a plan in order, with where it sits in the log: read from the plan's first event (found
+   * by the record timestamp of its creation, or the watermark for a plan created after it) to the end.
+   */
   planEvents(planId: string): Promise<LedgerEventRecord[]>;
   /**
    * One page of plans, newest first, rebuilt from the log (no projector needed) with the filters, order
@@ -163,7 +171,11 @@ export interface Ledger {
    */
   verify(planId: string): Promise<PlanVerification>;
   verify(target: AllPlans): Promise<PlanVerification[]>;
-  /** Resolves with the plan's state once it reaches `status` (or satisfies the predicate). */
+  /**
+   * Resolves with the plan's state once it reaches `status` (or satisfies the predicate): the plan is read
+   * once as {@link getPlan} does, then followed on the client's live tail of the events topic (listening
+   * starts before the read; events seen by both are applied once, by seq).
+   */
   waitFor(planId: string, status: PlanStatus | ((s: PlanState) => boolean), opts?: { timeoutMs?: number }): Promise<PlanState>;
   close(): Promise<void>;
 }
