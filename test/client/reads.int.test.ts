@@ -257,3 +257,20 @@ describe('replay and verify of every plan, streamed', () => {
     expect(results.filter((v) => !v.ok).map((v) => [v.planId, v.firstBroken])).toEqual([]);
   }, 120_000);
 });
+
+describe('waitFor follows the live tail', () => {
+  it('reads the plan once (snapshot + tail), then applies what the tail brings: no second read of the partition', async () => {
+    const before = eventsRead();
+    const seq = writer.states.get('late')!.seq;
+    const waiting = ledger.waitFor('late', (s) => s.items['it-1']?.status === 'completed', { timeoutMs: 30_000 });
+    // Appended only once the wait has read the plan (its one read is counted), so the rest comes from the tail.
+    await waitFor(() => eventsRead() - before === tailEvents, { message: 'the wait read the plan once' });
+    const steps = await run([commands.intent('late', 'it-1')]);
+    const more = (await run([commands.commit('late', 'it-1', 1)])) + (await run([commands.settle('late', 'it-1')]));
+    tailEvents += steps + more;
+    const s = await waiting;
+    expect(s.seq).toBe(seq + steps + more);
+    expect(stateDigest(s)).toBe(digestOf('late'));
+    expect(eventsRead() - before).toBe(tailEvents - steps - more); // the appended events came by the tail, not by a read
+  });
+});
