@@ -117,16 +117,6 @@ export async function replayPlan(log: LedgerLog, planId: string, until: AsOf | n
   return r;
 }
 
-/** Rebuilds every plan of `plans` (from {@link LedgerLog.readAll}) that existed at `until`, in their order. */
-export function replayPlans(plans: ReadonlyMap<string, readonly LoggedEvent[]>, until: AsOf | null): Array<PlanReplay | ReplayFailure> {
-  const out: Array<PlanReplay | ReplayFailure> = [];
-  for (const [id, records] of plans) {
-    const r = replayHistory(id, records, until);
-    if (r !== undefined) out.push(r);
-  }
-  return out;
-}
-
 /**
  * Verifies a plan in the live ledger: the checks of {@link verifyPlan}, with the second rebuild fed by an
  * Avro round trip through the codec and every snapshot still on the snapshots topic compared with a replay.
@@ -141,19 +131,6 @@ export async function verifyFromLog(log: LedgerLog, planId: string, records?: Lo
 /** Verifies one plan of the live ledger; `NOT_FOUND` for an unknown plan. A broken plan is a result, not a throw. */
 export async function verifyPlanInLog(log: LedgerLog, planId: string): Promise<PlanVerification> {
   return verifyFromLog(log, planId, await readPlanHistory(log, planId));
-}
-
-/**
- * Verifies every plan of `plans` (from {@link LedgerLog.readAll}), in their order. Commands sent to a
- * plan that never existed leave a valid chain of rejections: nothing to verify there.
- */
-export async function verifyPlans(log: LedgerLog, plans: ReadonlyMap<string, LoggedEvent[]>): Promise<PlanVerification[]> {
-  const results: PlanVerification[] = [];
-  for (const [id, records] of plans) {
-    if (records[0]?.event.seq === 1 && onlyRejections(records)) continue;
-    results.push(await verifyFromLog(log, id, records));
-  }
-  return results;
 }
 
 /**

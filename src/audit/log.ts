@@ -130,51 +130,6 @@ export class LedgerLog {
   }
 
   /**
-   * Every plan's events, grouped by plan (plans in the order the log first shows them, each plan's events
-   * in seq order, as {@link readPlan}). `onProgress(done, total)` counts offsets read out of
-   * the offsets to read (compaction and transaction markers make gaps, so it ends at `total`).
-   */
-  async readAll(onProgress?: (done: number, total: number) => void): Promise<Map<string, LoggedEvent[]>> {
-    const byKey = new Map<string, LoggedEvent>();
-    if (!(await this.topicExists(this.names.events))) return new Map();
-    const offsets = await fetchTopicOffsetsRetrying(this.admin, this.names.events);
-    const low = new Map(offsets.map((o) => [o.partition, Number(o.low)]));
-    const total = offsets.reduce((n, o) => n + Number(o.high) - Number(o.low), 0);
-    const read = new Map<number, number>();
-    onProgress?.(0, total);
-    await readToEnd({
-      kafka: this.kafka,
-      admin: this.admin,
-      topic: this.names.events,
-      groupPrefix: this.readerGroup,
-      timeoutMs: 600_000,
-      onRecords: async (records) => {
-        for (const r of records) {
-          const key = `${r.partition}\u0000${r.key?.toString() ?? ''}`;
-          if (!r.value) {
-            byKey.delete(key);
-            continue;
-          }
-          const event = await this.decode(r.value, r.partition, r.offset);
-          byKey.set(key, { event, partition: r.partition, offset: r.offset, schemaId: readSchemaId(r.value) });
-        }
-        const last = records[records.length - 1]!;
-        read.set(last.partition, Number(last.offset) + 1 - (low.get(last.partition) ?? 0));
-        onProgress?.([...read.values()].reduce((a, b) => a + b, 0), total);
-      },
-    });
-    onProgress?.(total, total);
-    const plans = new Map<string, LoggedEvent[]>();
-    for (const r of inLogOrder(byKey)) {
-      let list = plans.get(r.event.planId);
-      if (!list) plans.set(r.event.planId, (list = []));
-      list.push(r);
-    }
-    for (const list of plans.values()) list.sort(bySeq);
-    return plans;
-  }
-
-  /**
    * Every plan's events, one plan at a time, without holding the topic: each partition is read twice —
    * first the keys only, to learn the offset of each plan's last record; then the records, each plan's
    * kept only until its last record has passed, when `onPlan` gets them (in seq order, as {@link readPlan}:
@@ -311,11 +266,6 @@ function byEventPlan(records: Iterable<LoggedEvent>): Map<string, LoggedEvent[]>
     list.push(r);
   }
   return out;
-}
-
-/** Records by partition, then offset (a Map keeps insertion order, but a re-sent key moves). */
-function inLogOrder(byKey: Map<string, LoggedEvent>): LoggedEvent[] {
-  return [...byKey.values()].sort((a, b) => a.partition - b.partition || Number(BigInt(a.offset) - BigInt(b.offset)));
 }
 
 function bySeq(a: LoggedEvent, b: LoggedEvent): number {
