@@ -110,6 +110,7 @@ export class PlanIndex {
 
   private async run(): Promise<void> {
     const topics = [this.names.snapshots, this.names.archive, this.names.dlq];
+    this.positions.clear();
     for (const topic of topics) {
       for (const o of await fetchTopicOffsetsRetrying(this.admin, topic)) this.positions.set(`${topic}/${o.partition}`, BigInt(o.low));
     }
@@ -119,9 +120,14 @@ export class PlanIndex {
     });
     consumer.on(consumer.events.CRASH, (ev) => {
       if (ev.payload.restart) return;
+      // The reads waiting now fail with the cause; the next read starts the index again from the topics'
+      // start (records applied twice leave the same index: each is the latest of its key).
       this.failure = ev.payload.error;
       for (const w of this.waiters) w.resolve();
       this.waiters = [];
+      this.starting = undefined;
+      if (this.consumer === consumer) this.consumer = undefined;
+      void consumer.disconnect().catch(() => {});
     });
     await consumer.connect();
     this.consumer = consumer;
@@ -247,6 +253,7 @@ export class PlanIndex {
    * now (the given partitions, or all): then every snapshot and watermark committed before the call is in.
    */
   async sync(partitions?: readonly number[]): Promise<void> {
+    if (this.failure !== undefined && this.starting === undefined) this.failure = undefined; // a new start
     await this.start();
     if (this.failure !== undefined) throw this.failure;
     const targets: Array<readonly [string, bigint]> = [];
