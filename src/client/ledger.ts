@@ -255,7 +255,7 @@ class LedgerClient implements Ledger {
   ) {
     this.topics = topicNames(config.topicPrefix);
     const groupPrefix = `${config.topicPrefix}.${this.clientId}`;
-    this.index = new PlanIndex(createKafka(config, logger, 'client-index', 'service'), admin, codec, config, `${groupPrefix}.index`, logger);
+    this.index = new PlanIndex(createKafka(config, logger, 'client-index', 'service'), admin, codec, config, `${groupPrefix}.index`, logger, stats);
     this.reads = { kafka, admin, codec, config, index: this.index, groupPrefix, ...(stats ? { stats } : {}) };
     this.log = LedgerLog.over({ config, kafka, admin, codec, readerGroup: groupPrefix, planStart: (planId) => planStartOffset(this.reads, planId), ...(stats ? { stats } : {}) });
   }

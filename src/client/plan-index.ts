@@ -7,7 +7,7 @@
 import type { Consumer, Kafka } from 'kafkajs';
 import type { LedgerCodec } from '../codec/index.js';
 import { topicNames, type LedgerConfig } from '../config.js';
-import { fetchTopicOffsetsRetrying, type LogRecord } from '../kafka/log-reader.js';
+import { fetchTopicOffsetsRetrying, type LogRecord, type ReadStats } from '../kafka/log-reader.js';
 import type { Logger } from '../logging.js';
 import type { PlanState } from '../plan/index.js';
 import { summarize, type PlanSummary } from '../projection/query.js';
@@ -87,6 +87,12 @@ export class PlanIndex {
   private readonly positions = new Map<string, bigint>();
   private waiters: Waiter[] = [];
   private failure: unknown;
+  /**
+   * Partitions a read has asked for: the index reads only these (the others stay paused), so a one-shot
+   * caller's first getPlan reads one partition of the snapshots, archive and DLQ topics, not all of them.
+   */
+  private readonly wanted = new Set<number>();
+  private joined = false;
 
   constructor(
     private readonly kafka: Kafka,
@@ -95,8 +101,14 @@ export class PlanIndex {
     private readonly config: LedgerConfig,
     private readonly groupId: string,
     private readonly logger: Logger,
+    /** Counts the records the index reads, per `topic/partition` (in `indexed`). */
+    private readonly stats?: ReadStats,
   ) {
     this.names = topicNames(config.topicPrefix);
+  }
+
+  private get topics(): string[] {
+    return [this.names.snapshots, this.names.archive, this.names.dlq];
   }
 
   /** Starts following the snapshots and archive topics (once; later calls share the start). */
@@ -109,12 +121,18 @@ export class PlanIndex {
   }
 
   private async run(): Promise<void> {
-    const topics = [this.names.snapshots, this.names.archive, this.names.dlq];
+    const topics = this.topics;
     this.positions.clear();
     for (const topic of topics) {
       for (const o of await fetchTopicOffsetsRetrying(this.admin, topic)) this.positions.set(`${topic}/${o.partition}`, BigInt(o.low));
     }
     const consumer = this.kafka.consumer({ groupId: this.groupId, maxWaitTimeInMs: 50, sessionTimeout: 30_000, readUncommitted: false });
+    this.joined = false;
+    consumer.on(consumer.events.GROUP_JOIN, () => {
+      const unwanted = Array.from({ length: this.config.partitions }, (_, p) => p).filter((p) => !this.wanted.has(p));
+      if (unwanted.length) consumer.pause(topics.map((topic) => ({ topic, partitions: unwanted })));
+      this.joined = true;
+    });
     consumer.on(consumer.events.END_BATCH_PROCESS, (ev) => {
       this.advance(ev.payload.topic, ev.payload.partition, BigInt(ev.payload.lastOffset) + 1n);
     });
@@ -135,6 +153,11 @@ export class PlanIndex {
     await consumer.run({
       autoCommit: false,
       eachBatch: async ({ batch }) => {
+        if (this.stats) {
+          const indexed = (this.stats.indexed ??= {});
+          const key = `${batch.topic}/${batch.partition}`;
+          indexed[key] = (indexed[key] ?? 0) + batch.messages.length;
+        }
         for (const m of batch.messages) {
           if (batch.topic === this.names.dlq) this.deadLetter(m.key, m.headers);
           else await this.apply({ topic: batch.topic, partition: batch.partition, offset: m.offset, key: m.key, value: m.value, timestamp: m.timestamp, headers: {} });
@@ -254,10 +277,14 @@ export class PlanIndex {
    */
   async sync(partitions?: readonly number[]): Promise<void> {
     if (this.failure !== undefined && this.starting === undefined) this.failure = undefined; // a new start
+    const fresh = (partitions ?? Array.from({ length: this.config.partitions }, (_, p) => p)).filter((p) => !this.wanted.has(p));
+    for (const p of fresh) this.wanted.add(p);
     await this.start();
     if (this.failure !== undefined) throw this.failure;
+    const topics = this.topics;
+    // Joined already: the group paused these; read them from now on (a join to come leaves them running).
+    if (fresh.length && this.joined) this.consumer?.resume(topics.map((topic) => ({ topic, partitions: fresh })));
     const targets: Array<readonly [string, bigint]> = [];
-    const topics = [this.names.snapshots, this.names.archive, this.names.dlq];
     const offsets = await Promise.all(topics.map((topic) => fetchTopicOffsetsRetrying(this.admin, topic)));
     for (const [i, topic] of topics.entries()) {
       for (const o of offsets[i]!) {

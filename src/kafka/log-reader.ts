@@ -51,6 +51,8 @@ export interface ReadStats {
   records: Record<string, number>;
   /** Records fetched below the start offset and dropped (a fetch that came before the reader's seek took effect). */
   skipped?: number;
+  /** Records the ledger client's plan index read, per `topic/partition`. */
+  indexed?: Record<string, number>;
 }
 
 export function newReadStats(): ReadStats {

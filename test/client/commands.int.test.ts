@@ -11,6 +11,10 @@ import { isLedgerError, type LedgerError } from '../../src/errors.js';
 import type { ItemInput } from '../../src/plan-input.js';
 import { EffectsService } from '../fixtures/effects-service.js';
 import { tools } from '../fixtures/tools.js';
+import { createCodec } from '../../src/codec/index.js';
+import { newReadStats } from '../../src/kafka/log-reader.js';
+import { partitionFor } from '../../src/kafka/partitioner.js';
+import { watermarkMessage } from '../../src/projection/index.js';
 import { testConfig, testKafka, testLogger, waitFor } from '../support/helpers.js';
 
 let config: LedgerConfig;
@@ -92,6 +96,31 @@ describe('a command outcome is exact', () => {
     expect(e.details.rejection).toBe('STALE_DIGEST');
     const events = (await ledger.planEvents('to-approve')).map((r) => r.event.type);
     expect(events.filter((t) => t === 'CommandRejected')).toHaveLength(1);
+  });
+});
+
+describe('the client index', () => {
+  it('reads only the partitions a read asks for: a getPlan reads its plan\'s partition of the index topics, listPlans all', async () => {
+    // A watermark before the first event in every partition (it vouches for nothing: reads start at offset 0).
+    const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix });
+    const producer = testKafka(config).producer();
+    await producer.connect();
+    onTestFinished(() => producer.disconnect());
+    const topics = topicNames(config.topicPrefix);
+    await producer.send({ topic: topics.snapshots, acks: -1, messages: [0, 1, 2].map((p) => watermarkMessage(codec, p, '-1', 0, Date.now())) });
+
+    const stats = newReadStats();
+    const fresh = await connectLedger(config, { logger: testLogger, readStats: stats });
+    onTestFinished(() => fresh.close());
+    const plan = await fresh.getPlan('big-propose');
+    expect(plan?.seq).toBe(801);
+    const p = partitionFor('big-propose', config.partitions);
+    const indexedPartitions = () => new Set(Object.keys(stats.indexed ?? {}).map((k) => Number(k.split('/').at(-1))));
+    expect(stats.indexed?.[`${topics.snapshots}/${p}`]).toBe(1);
+    expect(indexedPartitions()).toEqual(new Set([p]));
+    const page = await fresh.listPlans({ limit: 500 });
+    expect(page.plans.map((x) => x.planId)).toContain('big-propose');
+    expect(indexedPartitions()).toEqual(new Set([0, 1, 2]));
   });
 });
 
