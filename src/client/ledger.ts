@@ -391,6 +391,7 @@ class LedgerClient implements Ledger {
         const at = await seen;
         await this.tailReached(at.partition, await lastStableOffset(this.admin, this.topics.events, at.partition));
       })();
+      decided.catch(() => {}); // observed by the race below; after a timeout nobody waits for it any more
       await Promise.race([
         decided,
         new Promise((_, reject) => {
