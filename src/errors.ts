@@ -17,12 +17,12 @@ export const ErrorCodes = {
   /** The broker or the registry could not be reached. */
   UNAVAILABLE: 'UNAVAILABLE',
   TIMEOUT: 'TIMEOUT',
-  /** A payload or record is larger than a configured limit (the details name the field and its size). */
-  PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
   /** The machine lacks something (Java, Maven, a free port). */
   ENVIRONMENT: 'ENVIRONMENT',
   /** The hash chain, seq or a digest does not verify. */
   INTEGRITY: 'INTEGRITY',
+  /** A payload is larger than the ledger takes (`details.field` names it, `details.bytes` its size). */
+  PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
   INTERNAL: 'INTERNAL',
 } as const;
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];

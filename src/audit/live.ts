@@ -117,16 +117,6 @@ export async function replayPlan(log: LedgerLog, planId: string, until: AsOf | n
   return r;
 }
 
-/** Rebuilds every plan of `plans` (from {@link LedgerLog.readAll}) that existed at `until`, in their order. */
-export function replayPlans(plans: ReadonlyMap<string, readonly LoggedEvent[]>, until: AsOf | null): Array<PlanReplay | ReplayFailure> {
-  const out: Array<PlanReplay | ReplayFailure> = [];
-  for (const [id, records] of plans) {
-    const r = replayHistory(id, records, until);
-    if (r !== undefined) out.push(r);
-  }
-  return out;
-}
-
 /**
  * Verifies a plan in the live ledger: the checks of {@link verifyPlan}, with the second rebuild fed by an
  * Avro round trip through the codec and every snapshot still on the snapshots topic compared with a replay.
@@ -144,14 +134,24 @@ export async function verifyPlanInLog(log: LedgerLog, planId: string): Promise<P
 }
 
 /**
- * Verifies every plan of `plans` (from {@link LedgerLog.readAll}), in their order. Commands sent to a
- * plan that never existed leave a valid chain of rejections: nothing to verify there.
+ * Rebuilds every plan of the log that existed at `until`, streaming: one plan at a time, as
+ * {@link LedgerLog.streamPlans} hands them over, never the whole topic in memory. `onResult` gets each
+ * rebuild (or failure) in the order the plans' last records appear.
  */
-export async function verifyPlans(log: LedgerLog, plans: ReadonlyMap<string, LoggedEvent[]>): Promise<PlanVerification[]> {
-  const results: PlanVerification[] = [];
-  for (const [id, records] of plans) {
-    if (records[0]?.event.seq === 1 && onlyRejections(records)) continue;
-    results.push(await verifyFromLog(log, id, records));
-  }
-  return results;
+export async function replayAll(log: LedgerLog, until: AsOf | null, onResult: (r: PlanReplay | ReplayFailure) => void | Promise<void>, onProgress?: (done: number, total: number) => void): Promise<void> {
+  await log.streamPlans(async (planId, records) => {
+    const r = replayHistory(planId, records, until);
+    if (r !== undefined) await onResult(r);
+  }, onProgress);
+}
+
+/**
+ * Verifies every plan of the log, streaming (see {@link replayAll}). Commands sent to a plan that never
+ * existed leave a valid chain of rejections: nothing to verify there.
+ */
+export async function verifyAll(log: LedgerLog, onResult: (v: PlanVerification) => void | Promise<void>, onProgress?: (done: number, total: number) => void): Promise<void> {
+  await log.streamPlans(async (planId, records) => {
+    if (records[0]?.event.seq === 1 && onlyRejections(records)) return;
+    await onResult(await verifyFromLog(log, planId, records));
+  }, onProgress);
 }

@@ -4,8 +4,8 @@ import { codecFromConfig, readSchemaId, type LedgerCodec, type PlanSnapshot } fr
 import { topicNames, type LedgerConfig } from '../config.js';
 import { LedgerError } from '../errors.js';
 import { createKafka } from '../kafka/client.js';
-import { fetchTopicOffsetsRetrying, readPlanRecords, readToEnd } from '../kafka/log-reader.js';
-import { partitionFor } from '../kafka/partitioner.js';
+import { fetchTopicOffsetsRetrying, readPlanRecords, readToEnd, type LogRecord, type ReadStats } from '../kafka/log-reader.js';
+import { parseEventKey, partitionFor } from '../kafka/partitioner.js';
 import type { Logger } from '../logging.js';
 import type { PositionedEvent } from './timeline.js';
 import type { SnapshotAt } from './verify.js';
@@ -54,6 +54,9 @@ export class LedgerLog {
     private readonly readerGroup: string,
     /** Whether {@link close} disconnects the admin (false when the connections belong to someone else). */
     private readonly ownsConnections: boolean,
+    /** Where a plan's events start on its partition (undefined: read it from the start). */
+    private readonly planStart?: (planId: string) => Promise<string | undefined>,
+    private readonly stats?: ReadStats,
   ) {
     this.names = topicNames(config.topicPrefix);
   }
@@ -79,8 +82,17 @@ export class LedgerLog {
    * A log over connections the caller owns (the ledger client's): {@link close} leaves them open.
    * `readerGroup` prefixes the throw-away consumer groups of its reads.
    */
-  static over(opts: { config: LedgerConfig; kafka: Kafka; admin: Admin; codec: LedgerCodec; readerGroup: string }): LedgerLog {
-    return new LedgerLog(opts.config, opts.kafka, opts.admin, opts.codec, opts.readerGroup, false);
+  static over(opts: {
+    config: LedgerConfig;
+    kafka: Kafka;
+    admin: Admin;
+    codec: LedgerCodec;
+    readerGroup: string;
+    /** Where a plan's events start (the client's index knows); without it a plan is read from its partition's start. */
+    planStart?: (planId: string) => Promise<string | undefined>;
+    stats?: ReadStats;
+  }): LedgerLog {
+    return new LedgerLog(opts.config, opts.kafka, opts.admin, opts.codec, opts.readerGroup, false, opts.planStart, opts.stats);
   }
 
   partitionOf(planId: string): number {
@@ -99,7 +111,17 @@ export class LedgerLog {
   async readPlan(planId: string): Promise<LoggedEvent[]> {
     if (!(await this.topicExists(this.names.events))) return [];
     const partition = this.partitionOf(planId);
-    const records = await readPlanRecords({ kafka: this.kafka, admin: this.admin, topic: this.names.events, partition, planId, groupPrefix: this.readerGroup });
+    const from = await this.planStart?.(planId);
+    const records = await readPlanRecords({
+      kafka: this.kafka,
+      admin: this.admin,
+      topic: this.names.events,
+      partition,
+      planId,
+      groupPrefix: this.readerGroup,
+      ...(from !== undefined ? { from } : {}),
+      ...(this.stats ? { stats: this.stats } : {}),
+    });
     const out: LoggedEvent[] = [];
     for (const r of records) {
       const event = await this.decode(r.value, partition, r.offset);
@@ -109,48 +131,81 @@ export class LedgerLog {
   }
 
   /**
-   * Every plan's events, grouped by plan (plans in the order the log first shows them, each plan's events
-   * in seq order, as {@link readPlan}). `onProgress(done, total)` counts offsets read out of
-   * the offsets to read (compaction and transaction markers make gaps, so it ends at `total`).
+   * Every plan's events, one plan at a time, without holding the topic: each partition is read twice —
+   * first the keys only, to learn the offset of each plan's last record; then the records, each plan's
+   * kept only until its last record has passed, when `onPlan` gets them (in seq order, as {@link readPlan}:
+   * the latest copy of each key, tombstoned keys left out). Memory follows the plans whose records
+   * interleave at one point of the log, not the history. Plans come in the order of their last record.
+   * `onProgress(done, total)` counts offsets read over both passes.
    */
-  async readAll(onProgress?: (done: number, total: number) => void): Promise<Map<string, LoggedEvent[]>> {
-    const byKey = new Map<string, LoggedEvent>();
-    if (!(await this.topicExists(this.names.events))) return new Map();
+  async streamPlans(onPlan: (planId: string, records: LoggedEvent[]) => void | Promise<void>, onProgress?: (done: number, total: number) => void): Promise<void> {
+    if (!(await this.topicExists(this.names.events))) return;
     const offsets = await fetchTopicOffsetsRetrying(this.admin, this.names.events);
-    const low = new Map(offsets.map((o) => [o.partition, Number(o.low)]));
-    const total = offsets.reduce((n, o) => n + Number(o.high) - Number(o.low), 0);
-    const read = new Map<number, number>();
+    const total = 2 * offsets.reduce((n, o) => n + Number(o.high) - Number(o.low), 0);
+    let done = 0;
     onProgress?.(0, total);
-    await readToEnd({
-      kafka: this.kafka,
-      admin: this.admin,
-      topic: this.names.events,
-      groupPrefix: this.readerGroup,
-      timeoutMs: 600_000,
-      onRecords: async (records) => {
-        for (const r of records) {
-          const key = `${r.partition}\u0000${r.key?.toString() ?? ''}`;
-          if (!r.value) {
-            byKey.delete(key);
-            continue;
+    for (const o of offsets) {
+      const partition = o.partition;
+      const until = new Map([[partition, o.high]]);
+      const span = Number(o.high) - Number(o.low);
+      let read = 0;
+      const progress = (records: LogRecord[]) => {
+        const last = Number(records[records.length - 1]!.offset) + 1 - Number(o.low);
+        done += last - read;
+        read = last;
+        onProgress?.(done, total);
+      };
+      // 1. The offset of each plan's last record (key only, nothing decoded).
+      const lastOf = new Map<string, string>();
+      await readToEnd({
+        kafka: this.kafka,
+        admin: this.admin,
+        topic: this.names.events,
+        partitions: [partition],
+        until,
+        groupPrefix: this.readerGroup,
+        timeoutMs: 600_000,
+        ...(this.stats ? { stats: this.stats } : {}),
+        onRecords: (records) => {
+          for (const r of records) lastOf.set(streamKey(r.key), r.offset);
+          progress(records);
+        },
+      });
+      done += span - read;
+      read = 0;
+      // 2. The records, each plan handed over once its last record has passed.
+      const open = new Map<string, Map<string, LoggedEvent>>();
+      await readToEnd({
+        kafka: this.kafka,
+        admin: this.admin,
+        topic: this.names.events,
+        partitions: [partition],
+        until,
+        groupPrefix: this.readerGroup,
+        timeoutMs: 600_000,
+        ...(this.stats ? { stats: this.stats } : {}),
+        onRecords: async (records, { heartbeat }) => {
+          for (const r of records) {
+            const plan = streamKey(r.key);
+            let keys = open.get(plan);
+            if (!keys) open.set(plan, (keys = new Map()));
+            const key = r.key?.toString() ?? '';
+            keys.delete(key); // a later record of a key replaces the earlier one, as compaction will
+            if (r.value) keys.set(key, { event: await this.decode(r.value, partition, r.offset), partition, offset: r.offset, schemaId: readSchemaId(r.value) });
+            if (lastOf.get(plan) !== r.offset) continue;
+            open.delete(plan);
+            for (const [planId, list] of byEventPlan(keys.values())) await onPlan(planId, list.sort(bySeq));
+            await heartbeat();
           }
-          const event = await this.decode(r.value, r.partition, r.offset);
-          byKey.set(key, { event, partition: r.partition, offset: r.offset, schemaId: readSchemaId(r.value) });
-        }
-        const last = records[records.length - 1]!;
-        read.set(last.partition, Number(last.offset) + 1 - (low.get(last.partition) ?? 0));
-        onProgress?.([...read.values()].reduce((a, b) => a + b, 0), total);
-      },
-    });
-    onProgress?.(total, total);
-    const plans = new Map<string, LoggedEvent[]>();
-    for (const r of inLogOrder(byKey)) {
-      let list = plans.get(r.event.planId);
-      if (!list) plans.set(r.event.planId, (list = []));
-      list.push(r);
+          progress(records);
+        },
+      });
+      done += span - read;
+      onProgress?.(done, total);
+      // Records whose plan's last offset was not reached (cannot happen when both passes read the same range).
+      for (const keys of open.values()) for (const [planId, list] of byEventPlan(keys.values())) await onPlan(planId, list.sort(bySeq));
     }
-    for (const list of plans.values()) list.sort(bySeq);
-    return plans;
+    onProgress?.(total, total);
   }
 
   /**
@@ -203,9 +258,20 @@ export class LedgerLog {
   }
 }
 
-/** Records by partition, then offset (a Map keeps insertion order, but a re-sent key moves). */
-function inLogOrder(byKey: Map<string, LoggedEvent>): LoggedEvent[] {
-  return [...byKey.values()].sort((a, b) => a.partition - b.partition || Number(BigInt(a.offset) - BigInt(b.offset)));
+/** The plan a record belongs to by its key (`planId:seq`); a key that does not parse is its own group. */
+function streamKey(key: Buffer | null): string {
+  return parseEventKey(key)?.planId ?? `\u0000${key?.toString('hex') ?? 'null'}`;
+}
+
+/** Records grouped by the plan their event names, in log order (a forged record may name another plan). */
+function byEventPlan(records: Iterable<LoggedEvent>): Map<string, LoggedEvent[]> {
+  const out = new Map<string, LoggedEvent[]>();
+  for (const r of [...records].sort((a, b) => Number(BigInt(a.offset) - BigInt(b.offset)))) {
+    let list = out.get(r.event.planId);
+    if (!list) out.set(r.event.planId, (list = []));
+    list.push(r);
+  }
+  return out;
 }
 
 function bySeq(a: LoggedEvent, b: LoggedEvent): number {

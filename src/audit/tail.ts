@@ -72,7 +72,10 @@ export async function tailEvents(log: LedgerLog, o: TailOptions, emit: (r: TailR
     }
     for (const r of history) await send(r);
   } else if (o.fromBeginning || asOf) {
-    for (const r of interleaved(await log.readAll())) await send(r);
+    // Every plan's history, merged by time: the plans are collected as the log streams them.
+    const plans = new Map<string, LoggedEvent[]>();
+    await log.streamPlans((planId, records) => void plans.set(planId, records));
+    for (const r of interleaved(plans)) await send(r);
   }
 
   if (!o.follow) return;

@@ -1,2 +1,2 @@
 export * from './blob.js';
-export { BlobReader, type BlobReaderOptions } from './reader.js';
+export { BlobReader, resolvePayloads, type BlobReaderOptions } from './reader.js';

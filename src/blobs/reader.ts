@@ -103,3 +103,42 @@ export class BlobReader {
     }
   }
 }
+
+/**
+ * A copy of `state` with every payload stored by reference read back whole (item inputs, outputs of the
+ * item and of each attempt, the latest checkpoint, evidence); the state itself when it holds none. What a
+ * reader shows; the log, the chain and the digests hold the references.
+ */
+export async function resolvePayloads<S extends PlanStateLike>(reader: BlobReader, state: S): Promise<S> {
+  const items = state.items as Record<string, ItemLike>;
+  const refs = (it: ItemLike) => [it.inputJson, it.outputJson, it.checkpoint?.stateJson, ...it.attempts.map((a) => a.outputJson), ...(it.evidence ?? []).map((e) => e.valueJson)].some((j) => parseRef(j) !== undefined);
+  const ids = Object.keys(items).filter((id) => refs(items[id]!));
+  if (!ids.length) return state;
+  const read = async (json: string | null): Promise<string | null> => (json === null ? null : reader.resolve(state.planId, json));
+  const copy: Record<string, ItemLike> = { ...items };
+  for (const id of ids) {
+    const it = items[id]!;
+    copy[id] = {
+      ...it,
+      inputJson: (await read(it.inputJson))!,
+      outputJson: await read(it.outputJson),
+      attempts: await Promise.all(it.attempts.map(async (a) => ({ ...a, outputJson: await read(a.outputJson) }))),
+      ...(it.checkpoint ? { checkpoint: { ...it.checkpoint, stateJson: (await read(it.checkpoint.stateJson))! } } : {}),
+      ...(it.evidence ? { evidence: await Promise.all(it.evidence.map(async (e) => ({ ...e, valueJson: (await read(e.valueJson))! }))) } : {}),
+    };
+  }
+  return { ...state, items: copy };
+}
+
+interface ItemLike {
+  inputJson: string;
+  outputJson: string | null;
+  attempts: Array<{ outputJson: string | null }>;
+  checkpoint?: { stateJson: string };
+  evidence?: Array<{ valueJson: string }>;
+}
+
+interface PlanStateLike {
+  planId: string;
+  items: object;
+}

@@ -1,8 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { buildBundle, verifyBundle } from '../audit/bundle.js';
 import { auditTopic, erasePlan } from '../audit/erase.js';
-import { auditPlan, describeReplayFailure, readPlanHistory, replayPlan, replayPlans, verifyPlanInLog, verifyPlans, type ReplayFailure } from '../audit/live.js';
-import type { LedgerLog, LoggedEvent } from '../audit/log.js';
+import { auditPlan, describeReplayFailure, readPlanHistory, replayAll, replayPlan, verifyAll, verifyPlanInLog, type ReplayFailure } from '../audit/live.js';
 import { parseAsOf } from '../audit/timeline.js';
 import { describeBroken, type PlanVerification } from '../audit/verify.js';
 import { LedgerError } from '../errors.js';
@@ -43,27 +42,38 @@ export async function replay(planId: string | undefined, o: { all?: boolean; unt
       if (o.state) out(JSON.stringify(r.state, null, 2));
       return;
     }
-    const results = replayPlans(await readAllWithProgress(log), until);
-    for (const r of results) {
-      if (!r.ok) {
-        if (!o.json) out(`${r.planId.padEnd(40)} ${paint('red', 'cannot be rebuilt')}: ${r.reason}`);
-        continue;
-      }
-      if (o.json) json({ planId: r.planId, status: r.status, seq: r.seq, items: r.items, digest: r.digest, stateDigest: r.stateDigest, events: r.events, ...(o.state ? { state: r.state } : {}) });
-      else out(`${r.planId.padEnd(40)} ${r.status.padEnd(10)} seq ${String(r.seq).padEnd(6)} stateDigest ${r.stateDigest}`);
-    }
-    if (!o.json) out(`${results.filter((r) => r.ok).length} plans rebuilt from ${log.names.events}`);
-    const broken = results.filter((r): r is ReplayFailure => !r.ok);
+    // Streamed: each plan is printed as it is rebuilt; only the failures are kept.
+    let rebuilt = 0;
+    const broken: ReplayFailure[] = [];
+    await withProgress((progress) =>
+      replayAll(
+        log,
+        until,
+        (r) => {
+          if (!r.ok) {
+            broken.push(r);
+            if (!o.json) out(`${r.planId.padEnd(40)} ${paint('red', 'cannot be rebuilt')}: ${r.reason}`);
+            return;
+          }
+          rebuilt += 1;
+          if (o.json) json({ planId: r.planId, status: r.status, seq: r.seq, items: r.items, digest: r.digest, stateDigest: r.stateDigest, events: r.events, ...(o.state ? { state: r.state } : {}) });
+          else out(`${r.planId.padEnd(40)} ${r.status.padEnd(10)} seq ${String(r.seq).padEnd(6)} stateDigest ${r.stateDigest}`);
+        },
+        progress,
+      ),
+    );
+    if (!o.json) out(`${rebuilt} plans rebuilt from ${log.names.events}`);
     if (broken[0]) throw new LedgerError('INTEGRITY', describeReplayFailure(broken[0]), { broken: broken.length });
   });
 }
 
-async function readAllWithProgress(log: LedgerLog): Promise<Map<string, LoggedEvent[]>> {
-  if (!process.stderr.isTTY) return log.readAll();
+/** Runs a streamed read of the whole log with a progress bar on a terminal (offsets read of both passes). */
+async function withProgress(run: (progress?: (done: number, total: number) => void) => Promise<void>): Promise<void> {
+  if (!process.stderr.isTTY) return run();
   const { SingleBar, Presets } = await import('cli-progress');
   let bar: InstanceType<typeof SingleBar> | undefined;
   try {
-    return await log.readAll((done, total) => {
+    await run((done, total) => {
       if (!bar && total >= 2000) {
         bar = new SingleBar({ format: 'reading events {bar} {percentage}% {value}/{total} offsets', stream: process.stderr, clearOnComplete: true }, Presets.shades_classic);
         bar.start(total, 0);
@@ -101,7 +111,9 @@ export async function verify(planId: string | undefined, o: { all?: boolean; bun
   }
   await withLog(async (log) => {
     if (planId) return report([await verifyPlanInLog(log, planId)], o);
-    report(await verifyPlans(log, await readAllWithProgress(log)), { json: o.json, brief: true });
+    const results: PlanVerification[] = [];
+    await withProgress((progress) => verifyAll(log, (v) => void results.push(v), progress));
+    report(results, { json: o.json, brief: true });
   });
 }
 

@@ -1,23 +1,26 @@
 import { randomBytes } from 'node:crypto';
 import type { Admin, Consumer, Kafka, Producer } from 'kafkajs';
 import { parseErasureRecord, type ErasureRecord } from '../audit/erasure-record.js';
-import { auditPlan, replayPlan, replayPlans, verifyPlanInLog, verifyPlans, type PlanAudit, type PlanReplay, type ReplayFailure } from '../audit/live.js';
+import { auditPlan, replayAll, replayPlan, verifyAll, verifyPlanInLog, type PlanAudit, type PlanReplay, type ReplayFailure } from '../audit/live.js';
 import { LedgerLog } from '../audit/log.js';
 import { asOfText, toAsOf, type AsOfInput } from '../audit/timeline.js';
 import type { PlanVerification } from '../audit/verify.js';
-import { BlobReader, payloadLimitsFromEnv, payloadPlacement, toBlob, type PayloadLimits } from '../blobs/index.js';
+import { BlobReader, payloadLimitsFromEnv, payloadPlacement, resolvePayloads, toBlob, type PayloadLimits } from '../blobs/index.js';
 import { codecFromConfig, type LedgerCodec } from '../codec/index.js';
 import { loadConfig, topicNames, type LedgerConfig, type LedgerConfigInput } from '../config.js';
 import { LedgerError } from '../errors.js';
 import { createKafka } from '../kafka/client.js';
-import { fetchTopicOffsetsRetrying, readPlanRecords, readToEnd } from '../kafka/log-reader.js';
+import { fetchTopicOffsetsRetrying, lastStableOffset, readPlanRecords, readToEnd, type ReadStats } from '../kafka/log-reader.js';
 import { parseEventKey, partitionFor } from '../kafka/partitioner.js';
 import { auditTopic, ensurePlanTopics } from '../kafka/topics.js';
 import { silentLogger, type Logger } from '../logging.js';
-import { evolve, type ItemSpec, type CommandPayloads, type CommandType, type PlanCommand, type PlanEvent, type PlanMode, type PlanState, type PlanStatus } from '../plan/index.js';
+import { evolveAll, evolveInPlace, type ItemSpec, type CommandPayloads, type CommandType, type PlanCommand, type PlanEvent, type PlanMode, type PlanState, type PlanStatus } from '../plan/index.js';
 import { toItemSpec, type ItemInput } from '../plan-input.js';
 import type { PlanPage } from '../projection/query.js';
-import { listPlansFromLog, type PlanFilter } from './list-plans.js';
+import { assertCommandFits, maxMessageBytes } from './command-size.js';
+import { listPlansFromIndex, type PlanFilter } from './list-plans.js';
+import { PlanIndex } from './plan-index.js';
+import { planStartOffset, readPlanState, type PlanReads } from './reads.js';
 
 export interface CreatePlanInput {
   goal: string;
@@ -99,8 +102,14 @@ export interface Ledger {
    * unknown or already erased plan.
    */
   erase(planId: string, opts?: EraseOptions): Promise<EraseOutcome>;
-  /** The plan as its events say now, rebuilt from the log (no projector needed); undefined if unknown. */
-  getPlan(planId: string): Promise<PlanState | undefined>;
+  /**
+   * The plan as its events say now; undefined if unknown. Read from its latest snapshot (live or archived,
+   * located through the client's index of the projector's topics) plus its events after the partition's
+   * watermark: the cost follows the tail, not the history. Where no projector has written a watermark,
+   * the partition is read from its start (no projector needed, slower). Payloads stored by reference are
+   * read back whole (`payloads: 'reference'` keeps the `{"$blob":…}` references the log and digests hold).
+   */
+  getPlan(planId: string, opts?: { payloads?: 'resolve' | 'reference' }): Promise<PlanState | undefined>;
   /**
    * The payload a stored payload text stands for: the text itself when inline, the content of a payload
    * stored by reference (`{"$blob":…}`, for inputs and outputs above the inline threshold), read from the
@@ -109,7 +118,10 @@ export interface Ledger {
    * @example JSON.parse(await ledger.readPayload(planId, plan.items.report.outputJson!))
    */
   readPayload(planId: string, json: string): Promise<string>;
-  /** Every event of a plan in order, with where it sits in the log. */
+  /**
+   * Every event of a plan in order, with where it sits in the log: read from the plan's first event (found
+   * by the record timestamp of its creation, or the watermark for a plan created after it) to the end.
+   */
   planEvents(planId: string): Promise<LedgerEventRecord[]>;
   /**
    * One page of plans, newest first, rebuilt from the log (no projector needed) with the filters, order
@@ -169,12 +181,29 @@ export interface Ledger {
    */
   verify(planId: string): Promise<PlanVerification>;
   verify(target: AllPlans): Promise<PlanVerification[]>;
-  /** Resolves with the plan's state once it reaches `status` (or satisfies the predicate). */
+  /**
+   * Resolves with the plan's state once it reaches `status` (or satisfies the predicate): the plan is read
+   * once as {@link getPlan} does, then followed on the client's live tail of the events topic (listening
+   * starts before the read; events seen by both are applied once, by seq). Payloads stored by reference are
+   * read back whole in the state it returns.
+   */
   waitFor(planId: string, status: PlanStatus | ((s: PlanState) => boolean), opts?: { timeoutMs?: number }): Promise<PlanState>;
   close(): Promise<void>;
 }
 
-type Listener = (e: PlanEvent) => void;
+export interface ConnectOptions {
+  logger?: Logger;
+  /** Counts what the client's reads fetch from the log (records per topic), e.g. to watch read costs. */
+  readStats?: ReadStats;
+}
+
+/** Where a record of the events tail sits. */
+interface TailPosition {
+  readonly partition: number;
+  readonly offset: string;
+}
+
+type Listener = (e: PlanEvent, at: TailPosition) => void;
 /** Called with the key of a tombstone (`planId:seq`) of a plan. */
 type TombstoneListener = (key: string) => void;
 
@@ -189,7 +218,7 @@ type TombstoneListener = (key: string) => void;
  * await ledger.approve(planId, digest, { by: 'alice' });
  * await ledger.waitFor(planId, 'completed', { timeoutMs: 60_000 });
  */
-export async function connectLedger(input?: LedgerConfigInput, opts: { logger?: Logger } = {}): Promise<Ledger> {
+export async function connectLedger(input?: LedgerConfigInput, opts: ConnectOptions = {}): Promise<Ledger> {
   const config = loadConfig(input);
   const logger = (opts.logger ?? silentLogger()).child({ component: 'client' });
   const kafka = createKafka(config, logger, 'client');
@@ -200,7 +229,7 @@ export async function connectLedger(input?: LedgerConfigInput, opts: { logger?: 
   try {
     await ensurePlanTopics(admin, config);
     const codec = await codecFromConfig(config, { logger });
-    const client = new LedgerClient(kafka, admin, codec, config, logger);
+    const client = new LedgerClient(kafka, admin, codec, config, logger, opts.readStats);
     await client.start();
     return client;
   } catch (e) {
@@ -220,6 +249,14 @@ class LedgerClient implements Ledger {
   private readonly log: LedgerLog;
   private readonly payloadLimits: PayloadLimits = payloadLimitsFromEnv();
   private readonly blobs: BlobReader;
+  /** Where each plan's latest snapshot is, and each partition's watermark (followed live, started on first read). */
+  private readonly index: PlanIndex;
+  private readonly reads: PlanReads;
+  /** Next offset of the events tail per partition: every record below it has reached the listeners. */
+  private readonly tailNext = new Map<number, bigint>();
+  private tailWaiters: Array<{ partition: number; offset: bigint; resolve: () => void }> = [];
+  /** The commands topic's `max.message.bytes`, read once. */
+  private commandLimit: Promise<number> | undefined;
 
   constructor(
     private readonly kafka: Kafka,
@@ -227,9 +264,13 @@ class LedgerClient implements Ledger {
     private readonly codec: LedgerCodec,
     readonly config: LedgerConfig,
     private readonly logger: Logger,
+    private readonly stats?: ReadStats,
   ) {
     this.topics = topicNames(config.topicPrefix);
-    this.log = LedgerLog.over({ config, kafka, admin, codec, readerGroup: `${config.topicPrefix}.${this.clientId}` });
+    const groupPrefix = `${config.topicPrefix}.${this.clientId}`;
+    this.index = new PlanIndex(createKafka(config, logger, 'client-index', 'service'), admin, codec, config, `${groupPrefix}.index`, logger, stats);
+    this.reads = { kafka, admin, codec, config, index: this.index, groupPrefix, ...(stats ? { stats } : {}) };
+    this.log = LedgerLog.over({ config, kafka, admin, codec, readerGroup: groupPrefix, planStart: (planId) => planStartOffset(this.reads, planId), ...(stats ? { stats } : {}) });
     this.blobs = new BlobReader({ kafka, admin, topic: this.topics.blobs, partitions: config.partitions, groupPrefix: `${config.topicPrefix}.${this.clientId}.blobs` });
   }
 
@@ -266,10 +307,13 @@ class LedgerClient implements Ledger {
     this.tail = createKafka(this.config, this.logger, 'client-tail', 'service').consumer({ groupId: `${this.config.topicPrefix}.${this.clientId}`, maxWaitTimeInMs: 50, sessionTimeout: 30_000 });
     let joined!: () => void;
     const ready = new Promise<void>((r) => (joined = r));
+    for (const o of ends) this.tailNext.set(o.partition, BigInt(o.high));
     this.tail.on(this.tail.events.GROUP_JOIN, () => {
       for (const o of ends) this.tail.seek({ topic: this.topics.events, partition: o.partition, offset: o.high });
       joined();
     });
+    // After a batch (control records only included), every record below its last offset reached the listeners.
+    this.tail.on(this.tail.events.END_BATCH_PROCESS, (ev) => this.tailAdvanced(ev.payload.partition, BigInt(ev.payload.lastOffset) + 1n));
     await this.tail.connect();
     await this.tail.subscribe({ topic: this.topics.events, fromBeginning: false });
     await this.tail.run({
@@ -287,7 +331,8 @@ class LedgerClient implements Ledger {
           if (!ls?.size) continue;
           try {
             const e = await this.codec.decodeEvent(m.value);
-            for (const l of [...ls]) l(e);
+            const at = { partition: batch.partition, offset: m.offset };
+            for (const l of [...ls]) l(e, at);
           } catch (err) {
             this.logger.warn({ err, offset: m.offset }, 'undecodable event on the tail');
           }
@@ -295,6 +340,22 @@ class LedgerClient implements Ledger {
       },
     });
     await ready;
+  }
+
+  private tailAdvanced(partition: number, next: bigint): void {
+    if (next <= (this.tailNext.get(partition) ?? -1n)) return;
+    this.tailNext.set(partition, next);
+    this.tailWaiters = this.tailWaiters.filter((w) => {
+      if (w.partition !== partition || next < w.offset) return true;
+      w.resolve();
+      return false;
+    });
+  }
+
+  /** Resolves once the events tail has handed every record below `offset` of `partition` to the listeners. */
+  private tailReached(partition: number, offset: bigint): Promise<void> {
+    if ((this.tailNext.get(partition) ?? 0n) >= offset) return Promise.resolve();
+    return new Promise((resolve) => this.tailWaiters.push({ partition, offset, resolve }));
   }
 
   private listen(planId: string, l: Listener): () => void {
@@ -324,6 +385,11 @@ class LedgerClient implements Ledger {
 
   private async produce(command: PlanCommand): Promise<void> {
     const value = this.codec.encodeCommand(command);
+    this.commandLimit ??= maxMessageBytes(this.admin, this.topics.commands).catch((e: unknown) => {
+      this.commandLimit = undefined;
+      throw e;
+    });
+    assertCommandFits(command, command.planId, value, await this.commandLimit);
     await this.producer.send({
       topic: this.topics.commands,
       acks: -1,
@@ -335,27 +401,35 @@ class LedgerClient implements Ledger {
     return new LedgerError('TIMEOUT', `no executor decided ${type} for plan ${planId} within ${timeoutMs} ms — is an executor running on prefix "${this.config.topicPrefix}"?`, { commandId });
   }
 
+  /**
+   * Sends a command and returns exactly the events its owner's decision appended: every event caused by
+   * the command carries `causationId = commandId`, and a decision's events are appended in one
+   * transaction. The tail reads `read_committed`, so when the first of them arrives the whole transaction
+   * has committed and sits below the partition's last stable offset (LSO) as of then; once the tail has
+   * handed over every record below that LSO, the decision is complete. No quiet window.
+   */
   private async send<K extends CommandType>(planId: string, type: K, data: CommandPayloads[K], opts: CommandOptions = {}): Promise<CommandOutcome> {
     const command = this.command(planId, type, data, opts.by);
     const { commandId } = command;
     const timeoutMs = opts.timeoutMs ?? 30_000;
-    const events: PlanEvent[] = [];
-    let done!: () => void;
-    const finished = new Promise<void>((r) => (done = r));
-    let quiet: NodeJS.Timeout | undefined;
-    // A command's events are appended in one transaction, so they arrive together; a short quiet
-    // period after the first one collects them all.
-    const stop = this.listen(planId, (e) => {
+    const events = new Map<number, PlanEvent>();
+    let first!: (at: TailPosition) => void;
+    const seen = new Promise<TailPosition>((r) => (first = r));
+    const stop = this.listen(planId, (e, at) => {
       if (e.causationId !== commandId) return;
-      events.push(e);
-      if (quiet) clearTimeout(quiet);
-      quiet = setTimeout(done, 30);
+      if (!events.size) first(at);
+      events.set(e.seq, e);
     });
     let timer: NodeJS.Timeout | undefined;
     try {
-      await this.produce(command);
+      const decided = (async () => {
+        await this.produce(command);
+        const at = await seen;
+        await this.tailReached(at.partition, await lastStableOffset(this.admin, this.topics.events, at.partition));
+      })();
+      decided.catch(() => {}); // observed by the race below; after a timeout nobody waits for it any more
       await Promise.race([
-        finished,
+        decided,
         new Promise((_, reject) => {
           timer = setTimeout(() => reject(this.timeout(type, planId, commandId, timeoutMs)), timeoutMs);
         }),
@@ -363,15 +437,14 @@ class LedgerClient implements Ledger {
     } finally {
       stop();
       clearTimeout(timer);
-      clearTimeout(quiet);
     }
-    events.sort((a, b) => a.seq - b.seq);
-    const rejected = events.find((e) => e.type === 'CommandRejected');
+    const outcome = [...events.values()].sort((a, b) => a.seq - b.seq);
+    const rejected = outcome.find((e) => e.type === 'CommandRejected');
     if (rejected && rejected.type === 'CommandRejected') {
       const r = rejected.data;
       throw new LedgerError('REJECTED', `${type} rejected: ${r.code}: ${r.message}`, { rejection: r.code, field: r.field, commandId, planId });
     }
-    return { commandId, planId, events };
+    return { commandId, planId, events: outcome };
   }
 
   async createPlan(input: CreatePlanInput, opts?: CommandOptions) {
@@ -492,13 +565,16 @@ class LedgerClient implements Ledger {
 
   async planEvents(planId: string): Promise<LedgerEventRecord[]> {
     const partition = partitionFor(planId, this.config.partitions);
+    const from = await planStartOffset(this.reads, planId);
     const records = await readPlanRecords({
       kafka: this.kafka,
       admin: this.admin,
       topic: this.topics.events,
       partition,
       planId,
-      groupPrefix: `${this.config.topicPrefix}.${this.clientId}`,
+      groupPrefix: this.reads.groupPrefix,
+      ...(from !== undefined ? { from } : {}),
+      ...(this.stats ? { stats: this.stats } : {}),
     });
     const out: LedgerEventRecord[] = [];
     for (const r of records) {
@@ -508,14 +584,13 @@ class LedgerClient implements Ledger {
     return out.sort((a, b) => a.event.seq - b.event.seq);
   }
 
-  async getPlan(planId: string): Promise<PlanState | undefined> {
-    let s: PlanState | undefined;
-    for (const r of await this.planEvents(planId)) s = evolve(s, r.event);
-    return s;
+  async getPlan(planId: string, opts: { payloads?: 'resolve' | 'reference' } = {}): Promise<PlanState | undefined> {
+    const state = (await readPlanState(this.reads, planId)).state;
+    return state === undefined || opts.payloads === 'reference' ? state : resolvePayloads(this.blobs, state);
   }
 
   listPlans(filter?: PlanFilter): Promise<PlanPage> {
-    return listPlansFromLog({ kafka: this.kafka, admin: this.admin, codec: this.codec, config: this.config, logger: this.logger }, filter);
+    return listPlansFromIndex({ kafka: this.kafka, admin: this.admin, codec: this.codec, config: this.config, logger: this.logger, index: this.index, groupPrefix: this.reads.groupPrefix, ...(this.stats ? { stats: this.stats } : {}) }, filter);
   }
 
   async audit(planId: string, opts: AuditOptions = {}): Promise<PlanAudit> {
@@ -527,7 +602,11 @@ class LedgerClient implements Ledger {
   replay(target: AllPlans, opts?: ReplayOptions): Promise<Array<PlanReplay | ReplayFailure>>;
   async replay(target: string | AllPlans, opts: ReplayOptions = {}): Promise<PlanReplay | Array<PlanReplay | ReplayFailure>> {
     const until = opts.until === undefined ? null : toAsOf(opts.until, 'until');
-    if (isAll(target)) return replayPlans(await this.log.readAll(), until);
+    if (isAll(target)) {
+      const out: Array<PlanReplay | ReplayFailure> = [];
+      await replayAll(this.log, until, (r) => void out.push(r));
+      return out;
+    }
     if (typeof target !== 'string' || target === '') throw new LedgerError('VALIDATION', 'replay: name one plan or pass { all: true }', { field: 'planId' });
     return replayPlan(this.log, target, until, opts.until === undefined ? undefined : asOfText(opts.until));
   }
@@ -535,7 +614,11 @@ class LedgerClient implements Ledger {
   verify(planId: string): Promise<PlanVerification>;
   verify(target: AllPlans): Promise<PlanVerification[]>;
   async verify(target: string | AllPlans): Promise<PlanVerification | PlanVerification[]> {
-    if (isAll(target)) return verifyPlans(this.log, await this.log.readAll());
+    if (isAll(target)) {
+      const out: PlanVerification[] = [];
+      await verifyAll(this.log, (v) => void out.push(v));
+      return out;
+    }
     if (typeof target !== 'string' || target === '') throw new LedgerError('VALIDATION', 'verify: name one plan or pass { all: true }', { field: 'planId' });
     return verifyPlanInLog(this.log, target);
   }
@@ -544,6 +627,9 @@ class LedgerClient implements Ledger {
     const match = typeof status === 'function' ? status : (s: PlanState) => s.status === status;
     const timeoutMs = opts.timeoutMs ?? 60_000;
     let state: PlanState | undefined;
+    // The first live event copies the state read (it may be shared); later ones change the copy in place,
+    // so following a plan costs what each event changes, at any plan size.
+    let owned = false;
     const buffered: PlanEvent[] = [];
     let live = false;
     let resolveMatch!: (s: PlanState) => void;
@@ -551,18 +637,21 @@ class LedgerClient implements Ledger {
     const apply = (e: PlanEvent) => {
       if (!live) return void buffered.push(e);
       if (state && e.seq <= state.seq) return;
-      state = evolve(state, e);
-      if (match(state)) resolveMatch(state);
+      const next = owned ? evolveInPlace(state, [e]) : evolveAll(state, [e]);
+      if (next === undefined) return;
+      state = next;
+      owned = true;
+      if (match(next)) resolveMatch(next);
     };
     // Listen first, then read the log: events in between are seen by both and applied once (by seq).
     const stop = this.listen(planId, apply);
     let timer: NodeJS.Timeout | undefined;
     try {
-      state = await this.getPlan(planId);
+      state = await this.getPlan(planId, { payloads: 'reference' });
       live = true;
       for (const e of buffered.sort((a, b) => a.seq - b.seq)) apply(e);
-      if (state && match(state)) return state;
-      return await Promise.race([
+      if (state && match(state)) return await resolvePayloads(this.blobs, state);
+      const reached = await Promise.race([
         matched,
         new Promise<PlanState>((_, reject) => {
           timer = setTimeout(
@@ -571,6 +660,7 @@ class LedgerClient implements Ledger {
           );
         }),
       ]);
+      return await resolvePayloads(this.blobs, reached);
     } finally {
       stop();
       clearTimeout(timer);
@@ -578,7 +668,7 @@ class LedgerClient implements Ledger {
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled([this.tail?.disconnect(), this.producer?.disconnect()]);
+    await Promise.allSettled([this.tail?.disconnect(), this.producer?.disconnect(), this.index.close()]);
     await this.admin.disconnect().catch(() => {});
   }
 }
@@ -588,11 +678,9 @@ function isAll(target: unknown): target is AllPlans {
 }
 
 function digestAfter(events: PlanEvent[]): string | undefined {
-  let s: PlanState | undefined;
   try {
-    for (const e of events) s = evolve(s, e);
+    return evolveAll(undefined, events)?.digest;
   } catch {
     return undefined;
   }
-  return s?.digest;
 }

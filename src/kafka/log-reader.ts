@@ -33,8 +33,11 @@ export interface ReadToEndOptions {
   readonly until?: ReadonlyMap<number, string>;
   /** Prefix of the throw-away consumer group used for the read (it never commits offsets). */
   readonly groupPrefix: string;
-  /** Called for each fetched batch, in offset order per partition. */
-  readonly onRecords: (records: LogRecord[]) => void | Promise<void>;
+  /**
+   * Called for each fetched batch, in offset order per partition. A callback that works long on a batch
+   * calls `heartbeat` now and then, so the reader's group does not drop it.
+   */
+  readonly onRecords: (records: LogRecord[], ctx: { heartbeat: () => Promise<void> }) => void | Promise<void>;
   readonly timeoutMs?: number;
   /**
    * Read on past the end (`until` is ignored, `timeoutMs` too) until this signal aborts: a live tail of
@@ -43,6 +46,24 @@ export interface ReadToEndOptions {
   readonly follow?: AbortSignal;
   /** Stops the read early once this says so (checked after each batch), e.g. when what was sought is found. */
   readonly isComplete?: () => boolean;
+  /** Counts what the read fetched (records handed to `onRecords`), e.g. to show a read follows the tail, not the history. */
+  readonly stats?: ReadStats;
+}
+
+/** What reads fetched: one counter object may be shared by many reads. */
+export interface ReadStats {
+  /** Reads that started a consumer (a read with nothing to read starts none). */
+  reads: number;
+  /** Records handed to `onRecords`, per topic. */
+  records: Record<string, number>;
+  /** Records fetched below the start offset and dropped (a fetch that came before the reader's seek took effect). */
+  skipped?: number;
+  /** Records the ledger client's plan index read, per `topic/partition`. */
+  indexed?: Record<string, number>;
+}
+
+export function newReadStats(): ReadStats {
+  return { reads: 0, records: {} };
 }
 
 /**
@@ -87,6 +108,7 @@ export async function readToEnd(opts: ReadToEndOptions): Promise<Map<number, str
   const result = () => new Map([...next].map(([p, o]) => [p, o.toString()]));
   if (done() || follow?.aborted) return result();
 
+  if (opts.stats) opts.stats.reads += 1;
   const consumer = opts.kafka.consumer({
     groupId: `${opts.groupPrefix}.reader-${randomBytes(6).toString('hex')}`,
     readUncommitted: false,
@@ -126,18 +148,24 @@ export async function readToEnd(opts: ReadToEndOptions): Promise<Map<number, str
     await consumer.subscribe({ topic: opts.topic, fromBeginning: true });
     await consumer.run({
       autoCommit: false,
-      eachBatch: async ({ batch }) => {
+      eachBatch: async ({ batch, heartbeat }) => {
         if (!wanted.has(batch.partition)) return;
         const stop = follow ? null : (end.get(batch.partition) ?? 0n);
         const first = startAt.get(batch.partition) ?? 0n;
         const records: LogRecord[] = [];
         for (const m of batch.messages) {
           const offset = BigInt(m.offset);
-          if (offset < first) continue; // fetched before the seek took effect
+          if (offset < first) {
+            if (opts.stats) opts.stats.skipped = (opts.stats.skipped ?? 0) + 1;
+            continue; // fetched before the seek took effect
+          }
           if (stop !== null && offset >= stop) break;
           records.push({ topic: batch.topic, partition: batch.partition, offset: m.offset, key: m.key, value: m.value, timestamp: m.timestamp, headers: headerStrings(m.headers) });
         }
-        if (records.length) await opts.onRecords(records);
+        if (records.length) {
+          if (opts.stats) opts.stats.records[opts.topic] = (opts.stats.records[opts.topic] ?? 0) + records.length;
+          await opts.onRecords(records, { heartbeat });
+        }
         if (opts.isComplete?.() === true) settle();
       },
     });
@@ -170,6 +198,12 @@ export async function readPlanRecords(opts: {
   partition: number;
   planId: string;
   groupPrefix: string;
+  /**
+   * Offset to start at (default: the earliest). Only correct when no live record of the plan sits before
+   * it: e.g. the offset of its first event, or a watermark the plan's snapshot covers.
+   */
+  from?: string;
+  stats?: ReadStats;
 }): Promise<Array<LogRecord & { seq: number; value: Buffer }>> {
   const bySeq = new Map<number, LogRecord & { seq: number; value: Buffer }>();
   await readToEnd({
@@ -178,6 +212,8 @@ export async function readPlanRecords(opts: {
     topic: opts.topic,
     partitions: [opts.partition],
     groupPrefix: opts.groupPrefix,
+    ...(opts.from !== undefined ? { from: new Map([[opts.partition, opts.from]]) } : {}),
+    ...(opts.stats ? { stats: opts.stats } : {}),
     onRecords: (records) => {
       for (const r of records) {
         const k = parseEventKey(r.key);
@@ -188,4 +224,30 @@ export async function readPlanRecords(opts: {
     },
   });
   return [...bySeq.values()].sort((a, b) => Number(BigInt(a.offset) - BigInt(b.offset)));
+}
+
+/** The record at `offset` of a topic partition, if it is still there (compaction may have removed it). */
+export async function readRecordAt(opts: { kafka: Kafka; admin: Admin; topic: string; partition: number; offset: string; groupPrefix: string; stats?: ReadStats }): Promise<LogRecord | undefined> {
+  let found: LogRecord | undefined;
+  await readToEnd({
+    kafka: opts.kafka,
+    admin: opts.admin,
+    topic: opts.topic,
+    partitions: [opts.partition],
+    from: new Map([[opts.partition, opts.offset]]),
+    until: new Map([[opts.partition, (BigInt(opts.offset) + 1n).toString()]]),
+    groupPrefix: opts.groupPrefix,
+    ...(opts.stats ? { stats: opts.stats } : {}),
+    onRecords: (records) => {
+      for (const r of records) if (r.offset === opts.offset) found = r;
+    },
+  });
+  return found;
+}
+
+/** The last stable offset of one partition: what a `read_committed` reader can read up to now. */
+export async function lastStableOffset(admin: Admin, topic: string, partition: number): Promise<bigint> {
+  const o = (await fetchTopicOffsetsRetrying(admin, topic)).find((x) => x.partition === partition);
+  if (o === undefined) throw new Error(`${topic} has no partition ${partition}`);
+  return BigInt(o.high);
 }

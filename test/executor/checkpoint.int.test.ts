@@ -58,7 +58,8 @@ describe('checkpoints and evidence (real broker)', () => {
     });
     const done = await ledger.waitFor(planId, 'completed', { timeoutMs: 30_000 });
     expect(seen).toEqual([undefined, { step: 5, notes: 'n'.repeat(100 * 1024) }]);
-    expect(done.items['r']!.checkpoint?.stateJson).toMatch(/^\{"\$blob":\{"at":\d+,"bytes":\d+,"chunks":1,"sha256":"[0-9a-f]{64}"\}\}$/);
+    expect(JSON.parse(done.items['r']!.checkpoint!.stateJson)).toEqual({ step: 5, notes: 'n'.repeat(100 * 1024) });
+    expect((await ledger.getPlan(planId, { payloads: 'reference' }))!.items['r']!.checkpoint?.stateJson).toMatch(/^\{"\$blob":\{"at":\d+,"bytes":\d+,"chunks":1,"sha256":"[0-9a-f]{64}"\}\}$/);
     expect(JSON.parse(done.items['r']!.outputJson!)).toEqual({ refused: 'INVALID_FIELD' });
   });
 });

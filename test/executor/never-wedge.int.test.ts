@@ -51,7 +51,9 @@ describe('never wedged, never looping (issue 9)', () => {
       ],
     });
     const done = await ledger.waitFor(planId, 'completed', { timeoutMs: 30_000 });
-    const stored = done.items['big']!.outputJson!;
+    // waitFor and getPlan read payloads back whole; the log holds the reference.
+    expect(JSON.parse(done.items['big']!.outputJson!)).toEqual({ blob: big });
+    const stored = (await ledger.getPlan(planId, { payloads: 'reference' }))!.items['big']!.outputJson!;
     expect(stored).toMatch(new RegExp(`^\\{"\\$blob":\\{"at":\\d+,"bytes":${Buffer.byteLength(JSON.stringify({ blob: big }))},"chunks":1,"sha256":"[0-9a-f]{64}"\\}\\}$`));
     expect(JSON.parse(await ledger.readPayload(planId, stored))).toEqual({ blob: big });
     expect(JSON.parse(done.items['use']!.outputJson!)).toEqual({ length: 300 * 1024 });

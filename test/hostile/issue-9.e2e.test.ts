@@ -64,19 +64,21 @@ describe('issue 9: never wedge, never loop', () => {
     expect(await verifyAll(s)).toEqual([]);
   });
 
-  it('(3) createPlan with a 3 MiB input throws PAYLOAD_TOO_LARGE naming the field, before anything is appended', { timeout: 120_000 }, async () => {
+  // A 3 MiB input is no failure: it goes by reference (test/executor/never-wedge.int.test.ts). Past the
+  // payload ceiling (64 MiB by default) createPlan refuses before anything is written.
+  it('(3) createPlan with an input past the 64 MiB ceiling throws PAYLOAD_TOO_LARGE naming the field, before anything is appended', { timeout: 120_000 }, async () => {
     const s = await hostileStack();
-    const planId = 'three-mib-input';
-    const input = { text: 'y'.repeat(3 * 1024 * 1024) };
+    const planId = 'over-ceiling-input';
+    const input = { text: 'y'.repeat(65 * 1024 * 1024) };
     const err = await s.ledger
-      .createPlan({ planId, goal: 'an oversized input', mode: 'execute', items: [{ id: 'huge', title: 'huge input', why: 'input of 3 MiB', tool: 'counted', input }] }, { timeoutMs: 30_000 })
+      .createPlan({ planId, goal: 'an oversized input', mode: 'execute', items: [{ id: 'huge', title: 'huge input', why: 'input of 65 MiB', tool: 'counted', input }] }, { timeoutMs: 30_000 })
       .then(
         () => null,
         (e: unknown) => e,
       );
     const code = isLedgerError(err) ? err.code : `not a LedgerError: ${String(err)}`.slice(0, 300);
     const named = isLedgerError(err) ? `${err.message} ${JSON.stringify(err.details)}` : '';
-    await after(s, 'createPlan with a 3 MiB input', planId, isLedgerError(err) ? { kind: 'error', code: err.code, message: err.message.slice(0, 300) } : { kind: 'violation', message: String(code) });
+    await after(s, 'createPlan with a 65 MiB input', planId, isLedgerError(err) ? { kind: 'error', code: err.code, message: err.message.slice(0, 300) } : { kind: 'violation', message: String(code) });
     expect(code).toBe('PAYLOAD_TOO_LARGE');
     expect(named).toMatch(/items\[0\]\.input|items\.0\.input/);
     expect(await s.ledger.getPlan(planId)).toBeUndefined();

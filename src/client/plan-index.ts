@@ -1,0 +1,364 @@
+// The ledger client's index of plans: where each plan's latest snapshot is, a summary of it for
+// listPlans, and each partition's watermark. It is built from the projector's own topics — the compacted
+// `<prefix>.plan-snapshots` (live plans, keyed by planId, and the `__watermark` record) and
+// `<prefix>.plan-archive` (finished plans) — by one long-lived consumer that follows them, so a read
+// locates a plan's snapshot in memory and reads only the events after the watermark. Its size follows the
+// number of plans (a summary each; the raw snapshot only for live plans), never the number of events.
+import type { Consumer, Kafka } from 'kafkajs';
+import type { LedgerCodec } from '../codec/index.js';
+import { topicNames, type LedgerConfig } from '../config.js';
+import { fetchTopicOffsetsRetrying, type LogRecord, type ReadStats } from '../kafka/log-reader.js';
+import type { Logger } from '../logging.js';
+import type { PlanState } from '../plan/index.js';
+import { summarize, type PlanSummary } from '../projection/query.js';
+import { causeFromHeaders, parseEventKey, type DeadLetterCause } from '../projection/poison.js';
+import { withUnavailableRetry } from '../projection/records.js';
+import { isWatermark, stateFromSnapshot, WATERMARK_KEY } from '../projection/snapshot.js';
+
+/** A plan's latest snapshot as the index knows it. */
+export interface IndexedPlan {
+  readonly planId: string;
+  readonly partition: number;
+  /** The topic holding the snapshot record: the snapshots topic (live) or the archive (finished). */
+  readonly topic: string;
+  /** Offset of the snapshot record in that topic's partition. */
+  readonly offset: string;
+  /** The plan's seq at the snapshot. */
+  readonly seq: number;
+  /** Offset of the last event (on the plan's events partition) the snapshot covers. */
+  readonly eventsOffset: string;
+  /** The plan as a list shows it, at the snapshot. */
+  readonly summary: PlanSummary;
+  /** The record's raw value, kept for live plans only (an archived plan's is read at `offset` when needed). */
+  readonly value: Buffer | null;
+}
+
+/** Sort key of a plan in lists: newest first, then planId (the projector's keyset order). */
+type OrderKey = readonly [createdAt: number, planId: string];
+
+export function compareOrder(a: OrderKey, b: OrderKey): number {
+  if (a[0] !== b[0]) return b[0] - a[0];
+  return a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0;
+}
+
+function orderKey(e: Pick<IndexedPlan, 'planId' | 'summary'>): OrderKey {
+  return [e.summary.createdAt ?? 0, e.planId];
+}
+
+/** First index of `sorted` whose key sorts after `key` (binary search). */
+export function firstAfter(sorted: readonly OrderKey[], key: OrderKey): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (compareOrder(sorted[mid]!, key) <= 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+interface Waiter {
+  readonly targets: ReadonlyArray<readonly [string, bigint]>;
+  readonly resolve: () => void;
+}
+
+export class PlanIndex {
+  private readonly names;
+  private consumer: Consumer | undefined;
+  private starting: Promise<void> | undefined;
+  /** Latest snapshot record per plan in the snapshots topic (live plans). */
+  private readonly live = new Map<string, IndexedPlan>();
+  /** Latest archive record per plan (finished plans). */
+  private readonly archived = new Map<string, IndexedPlan>();
+  /** The plan's current entry: the live or archived record with the higher seq. */
+  private readonly current = new Map<string, IndexedPlan>();
+  /** Order keys of `current`, sorted newest first. */
+  private readonly sorted: OrderKey[] = [];
+  /** Plans per status among `current` (a status filter's total without a scan). */
+  private readonly byStatus = new Map<string, number>();
+  /** Plans per label `key:value` among `current` (a one-label filter's total without a scan). */
+  private readonly byLabel = new Map<string, number>();
+  /** Plans whose latest snapshot does not verify: readers rebuild them from their events. */
+  private readonly untrusted = new Map<number, Set<string>>();
+  private readonly watermarks = new Map<number, string>();
+  /** Dead letters of events records, per events partition: the plans they stall. */
+  private readonly deadLetters = new Map<number, Array<{ planId: string; seq: number; cause: DeadLetterCause }>>();
+  /** Next offset the index consumer will read, per `topic/partition`. */
+  private readonly positions = new Map<string, bigint>();
+  private waiters: Waiter[] = [];
+  private failure: unknown;
+  /**
+   * Partitions a read has asked for: the index reads only these (the others stay paused), so a one-shot
+   * caller's first getPlan reads one partition of the snapshots, archive and DLQ topics, not all of them.
+   */
+  private readonly wanted = new Set<number>();
+  private joined = false;
+
+  constructor(
+    private readonly kafka: Kafka,
+    private readonly admin: Parameters<typeof fetchTopicOffsetsRetrying>[0],
+    private readonly codec: Pick<LedgerCodec, 'decodeSnapshot'>,
+    private readonly config: LedgerConfig,
+    private readonly groupId: string,
+    private readonly logger: Logger,
+    /** Counts the records the index reads, per `topic/partition` (in `indexed`). */
+    private readonly stats?: ReadStats,
+  ) {
+    this.names = topicNames(config.topicPrefix);
+  }
+
+  private get topics(): string[] {
+    return [this.names.snapshots, this.names.archive, this.names.dlq];
+  }
+
+  /** Starts following the snapshots and archive topics (once; later calls share the start). */
+  start(): Promise<void> {
+    this.starting ??= this.run().catch((e: unknown) => {
+      this.starting = undefined;
+      throw e;
+    });
+    return this.starting;
+  }
+
+  private async run(): Promise<void> {
+    const topics = this.topics;
+    this.positions.clear();
+    for (const topic of topics) {
+      for (const o of await fetchTopicOffsetsRetrying(this.admin, topic)) this.positions.set(`${topic}/${o.partition}`, BigInt(o.low));
+    }
+    const consumer = this.kafka.consumer({ groupId: this.groupId, maxWaitTimeInMs: 50, sessionTimeout: 30_000, readUncommitted: false });
+    this.joined = false;
+    consumer.on(consumer.events.GROUP_JOIN, () => {
+      const unwanted = Array.from({ length: this.config.partitions }, (_, p) => p).filter((p) => !this.wanted.has(p));
+      if (unwanted.length) consumer.pause(topics.map((topic) => ({ topic, partitions: unwanted })));
+      this.joined = true;
+    });
+    consumer.on(consumer.events.END_BATCH_PROCESS, (ev) => {
+      this.advance(ev.payload.topic, ev.payload.partition, BigInt(ev.payload.lastOffset) + 1n);
+    });
+    consumer.on(consumer.events.CRASH, (ev) => {
+      if (ev.payload.restart) return;
+      // The reads waiting now fail with the cause; the next read starts the index again from the topics'
+      // start (records applied twice leave the same index: each is the latest of its key).
+      this.failure = ev.payload.error;
+      for (const w of this.waiters) w.resolve();
+      this.waiters = [];
+      this.starting = undefined;
+      if (this.consumer === consumer) this.consumer = undefined;
+      void consumer.disconnect().catch(() => {});
+    });
+    await consumer.connect();
+    this.consumer = consumer;
+    for (const topic of topics) await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.run({
+      autoCommit: false,
+      eachBatch: async ({ batch }) => {
+        if (this.stats) {
+          const indexed = (this.stats.indexed ??= {});
+          const key = `${batch.topic}/${batch.partition}`;
+          indexed[key] = (indexed[key] ?? 0) + batch.messages.length;
+        }
+        for (const m of batch.messages) {
+          if (batch.topic === this.names.dlq) this.deadLetter(m.key, m.headers);
+          else await this.apply({ topic: batch.topic, partition: batch.partition, offset: m.offset, key: m.key, value: m.value, timestamp: m.timestamp, headers: {} });
+        }
+      },
+    });
+  }
+
+  private advance(topic: string, partition: number, next: bigint): void {
+    const key = `${topic}/${partition}`;
+    if (next <= (this.positions.get(key) ?? -1n)) return;
+    this.positions.set(key, next);
+    this.waiters = this.waiters.filter((w) => {
+      if (!w.targets.every(([k, o]) => (this.positions.get(k) ?? 0n) >= o)) return true;
+      w.resolve();
+      return false;
+    });
+  }
+
+  /** A DLQ record whose source is an events record stalls that record's plan (see `restorePartition`). */
+  private deadLetter(key: Buffer | null, headers: Record<string, Buffer | string | (Buffer | string)[] | undefined> | undefined): void {
+    const h: Record<string, string> = {};
+    for (const [k, v] of Object.entries(headers ?? {})) if (v !== undefined) h[k] = (Array.isArray(v) ? v.at(-1) : v)?.toString() ?? '';
+    const cause = causeFromHeaders(h);
+    if (cause === null || cause.sourceTopic !== this.names.events) return;
+    const k = parseEventKey(key);
+    if (k === null) return;
+    let list = this.deadLetters.get(cause.sourcePartition);
+    if (!list) this.deadLetters.set(cause.sourcePartition, (list = []));
+    list.push({ planId: k.planId, seq: k.seq, cause });
+  }
+
+  /** Dead-lettered events records of an events partition, in DLQ order. */
+  deadLettersOf(partition: number): ReadonlyArray<{ planId: string; seq: number; cause: DeadLetterCause }> {
+    return this.deadLetters.get(partition) ?? [];
+  }
+
+  private async apply(r: LogRecord): Promise<void> {
+    if (r.key === null) return;
+    const planId = r.key.toString('utf8');
+    const archive = r.topic === this.names.archive;
+    const book = archive ? this.archived : this.live;
+    if (r.value === null) {
+      // Snapshots topic: archived or erased; archive topic: erased.
+      book.delete(planId);
+      this.untrustedIn(r.partition).delete(planId);
+      this.resolve(planId);
+      return;
+    }
+    let snap;
+    try {
+      snap = await withUnavailableRetry(() => this.codec.decodeSnapshot(r.value!), { logger: this.logger });
+    } catch (err) {
+      this.logger.warn({ err, topic: r.topic, partition: r.partition, offset: r.offset }, 'undecodable snapshot: the plan is read from its events');
+      this.untrustedIn(r.partition).add(planId);
+      book.delete(planId);
+      this.resolve(planId);
+      return;
+    }
+    if (isWatermark(snap)) {
+      if (!archive && planId === WATERMARK_KEY) this.watermarks.set(r.partition, String(snap.eventsOffset));
+      return;
+    }
+    const check = stateFromSnapshot(snap);
+    if (!check.ok || snap.planId !== planId) {
+      this.logger.warn({ planId, reason: check.ok ? 'key does not match planId' : check.reason }, 'snapshot does not verify: the plan is read from its events');
+      this.untrustedIn(r.partition).add(planId);
+      book.delete(planId);
+      this.resolve(planId);
+      return;
+    }
+    this.untrustedIn(r.partition).delete(planId);
+    book.set(planId, {
+      planId,
+      partition: r.partition,
+      topic: r.topic,
+      offset: r.offset,
+      seq: snap.seq,
+      eventsOffset: String(snap.eventsOffset),
+      summary: summarize({ planId, state: check.state, stalled: null }),
+      value: archive ? null : r.value,
+    });
+    this.resolve(planId);
+  }
+
+  private untrustedIn(partition: number): Set<string> {
+    let s = this.untrusted.get(partition);
+    if (!s) this.untrusted.set(partition, (s = new Set()));
+    return s;
+  }
+
+  /** Recomputes a plan's current entry from its live and archived records; keeps order and counts. */
+  private resolve(planId: string): void {
+    const l = this.live.get(planId);
+    const a = this.archived.get(planId);
+    const next = l && a ? (a.seq > l.seq ? a : l) : (l ?? a);
+    const before = this.current.get(planId);
+    if (before) {
+      const i = firstAfter(this.sorted, orderKey(before)) - 1;
+      if (i >= 0 && compareOrder(this.sorted[i]!, orderKey(before)) === 0) this.sorted.splice(i, 1);
+      this.byStatus.set(before.summary.status, (this.byStatus.get(before.summary.status) ?? 1) - 1);
+      for (const [k, v] of Object.entries(before.summary.labels)) this.byLabel.set(`${k}:${v}`, (this.byLabel.get(`${k}:${v}`) ?? 1) - 1);
+      this.current.delete(planId);
+    }
+    if (next) {
+      this.current.set(planId, next);
+      const k = orderKey(next);
+      this.sorted.splice(firstAfter(this.sorted, k), 0, k);
+      this.byStatus.set(next.summary.status, (this.byStatus.get(next.summary.status) ?? 0) + 1);
+      for (const [k, v] of Object.entries(next.summary.labels)) this.byLabel.set(`${k}:${v}`, (this.byLabel.get(`${k}:${v}`) ?? 0) + 1);
+    }
+  }
+
+  /**
+   * Waits until the index has read the snapshots, archive and DLQ topics up to their last stable offsets as of
+   * now (the given partitions, or all): then every snapshot and watermark committed before the call is in.
+   */
+  async sync(partitions?: readonly number[]): Promise<void> {
+    if (this.failure !== undefined && this.starting === undefined) this.failure = undefined; // a new start
+    const fresh = (partitions ?? Array.from({ length: this.config.partitions }, (_, p) => p)).filter((p) => !this.wanted.has(p));
+    for (const p of fresh) this.wanted.add(p);
+    await this.start();
+    if (this.failure !== undefined) throw this.failure;
+    const topics = this.topics;
+    // Joined already: the group paused these; read them from now on (a join to come leaves them running).
+    if (fresh.length && this.joined) this.consumer?.resume(topics.map((topic) => ({ topic, partitions: fresh })));
+    const targets: Array<readonly [string, bigint]> = [];
+    const offsets = await Promise.all(topics.map((topic) => fetchTopicOffsetsRetrying(this.admin, topic)));
+    for (const [i, topic] of topics.entries()) {
+      for (const o of offsets[i]!) {
+        if (partitions && !partitions.includes(o.partition)) continue;
+        const key = `${topic}/${o.partition}`;
+        // Nothing left to read below the log start (a partition emptied by retention or deletion).
+        if ((this.positions.get(key) ?? 0n) < BigInt(o.low)) this.advance(topic, o.partition, BigInt(o.low));
+        targets.push([key, BigInt(o.high)]);
+      }
+    }
+    if (targets.every(([k, o]) => (this.positions.get(k) ?? 0n) >= o)) return;
+    await new Promise<void>((resolve) => this.waiters.push({ targets, resolve }));
+    if (this.failure !== undefined) throw this.failure;
+  }
+
+  /** The plan's latest snapshot, if the index has one it trusts. */
+  get(planId: string): IndexedPlan | undefined {
+    return this.current.get(planId);
+  }
+
+  /** Whether the plan's latest snapshot record did not verify (then it is read from its events). */
+  isUntrusted(partition: number, planId: string): boolean {
+    return this.untrusted.get(partition)?.has(planId) ?? false;
+  }
+
+  /** Whether any plan of the partition has a snapshot the index does not trust. */
+  hasUntrusted(partition: number): boolean {
+    return (this.untrusted.get(partition)?.size ?? 0) > 0;
+  }
+
+  /**
+   * Offset W of the partition's watermark: every plan with events at offsets ≤ W has a snapshot (in the
+   * index) covering all of them. Null when no projector has written one: readers read from the start.
+   */
+  watermark(partition: number): string | null {
+    return this.watermarks.get(partition) ?? null;
+  }
+
+  /** The plan's state at its snapshot: from the kept value (live) or the record at its offset (archived). */
+  async stateOf(entry: IndexedPlan, readArchived: (offset: string) => Promise<Buffer | undefined>): Promise<PlanState | undefined> {
+    const value = entry.value ?? (await readArchived(entry.offset));
+    if (value === undefined) return undefined;
+    const snap = await withUnavailableRetry(() => this.codec.decodeSnapshot(value), { logger: this.logger });
+    const check = stateFromSnapshot(snap);
+    return check.ok && snap.planId === entry.planId ? check.state : undefined;
+  }
+
+  /** Plans of the index in list order (newest first), from the first one after `after`. */
+  *inOrder(after: OrderKey | null): Generator<IndexedPlan> {
+    for (let i = after === null ? 0 : firstAfter(this.sorted, after); i < this.sorted.length; i++) {
+      const e = this.current.get(this.sorted[i]![1]);
+      if (e) yield e;
+    }
+  }
+
+  /** Number of plans per status (summaries at their snapshots). */
+  statusCounts(): ReadonlyMap<string, number> {
+    return this.byStatus;
+  }
+
+  /** Number of plans with the label `key:value` (summaries at their snapshots). */
+  labelCount(key: string, value: string): number {
+    return this.byLabel.get(`${key}:${value}`) ?? 0;
+  }
+
+  get size(): number {
+    return this.current.size;
+  }
+
+  async close(): Promise<void> {
+    const starting = this.starting;
+    this.starting = undefined;
+    await starting?.catch(() => {});
+    await this.consumer?.disconnect().catch(() => {});
+    this.consumer = undefined;
+  }
+}

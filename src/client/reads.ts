@@ -1,0 +1,124 @@
+// A plan read from its latest snapshot plus the events after it, located by offset: the cost follows the
+// tail after the partition's watermark (and, for every event of a plan, the history since the plan was
+// created), not the history of the topic.
+import type { Admin, Kafka } from 'kafkajs';
+import type { LedgerCodec } from '../codec/index.js';
+import { topicNames, type LedgerConfig } from '../config.js';
+import { fetchTopicOffsetsRetrying, readPlanRecords, readRecordAt, type LogRecord, type ReadStats } from '../kafka/log-reader.js';
+import { partitionFor } from '../kafka/partitioner.js';
+import { evolveAll, type PlanEvent, type PlanState } from '../plan/index.js';
+import type { PlanIndex } from './plan-index.js';
+
+/**
+ * How far before a plan's `createdAt` its first event may sit by record timestamp. The owner writes each
+ * event record with `timestamp = occurredAt` (the same clock as `createdAt`), so no margin is needed in
+ * principle; this one covers a broker that stamps records itself (`LogAppendTime`, later, so still safe)
+ * or a future writer with a skewed clock.
+ */
+export const PLAN_START_MARGIN_MS = 60_000;
+
+export interface PlanReads {
+  readonly kafka: Kafka;
+  readonly admin: Admin;
+  readonly codec: Pick<LedgerCodec, 'decodeEvent' | 'decodeSnapshot'>;
+  readonly config: LedgerConfig;
+  readonly index: PlanIndex;
+  readonly groupPrefix: string;
+  readonly stats?: ReadStats;
+}
+
+/** What a read of a plan's tail read: the plan and the events partition's offset it read up to. */
+export interface PlanRead {
+  readonly state: PlanState | undefined;
+  /** Events the read applied on top of the snapshot. */
+  readonly tailEvents: number;
+  /** Whether it started from a snapshot. */
+  readonly fromSnapshot: boolean;
+}
+
+function readArchived(r: PlanReads, partition: number) {
+  return async (offset: string) =>
+    (await readRecordAt({ kafka: r.kafka, admin: r.admin, topic: topicNames(r.config.topicPrefix).archive, partition, offset, groupPrefix: r.groupPrefix, ...(r.stats ? { stats: r.stats } : {}) }))?.value ?? undefined;
+}
+
+/**
+ * The plan now: its latest snapshot (live or archived, found in the index) plus its events after
+ * max(watermark, the snapshot's events offset). A plan without a snapshot has no events at or before the
+ * watermark, so its events are read from there too. Without a watermark (no projector has run) or with a
+ * snapshot that does not verify, the partition is read from its start: slower, never wrong.
+ */
+export async function readPlanState(r: PlanReads, planId: string): Promise<PlanRead> {
+  const partition = partitionFor(planId, r.config.partitions);
+  await r.index.sync([partition]);
+  const w = r.index.watermark(partition);
+  const entry = r.index.get(planId);
+  let from: bigint | null = w === null || r.index.isUntrusted(partition, planId) ? null : BigInt(w) + 1n;
+  if (from !== null && entry && BigInt(entry.eventsOffset) + 1n > from) from = BigInt(entry.eventsOffset) + 1n;
+  const [state, records] = await Promise.all([
+    from !== null && entry ? r.index.stateOf(entry, readArchived(r, partition)) : Promise.resolve(undefined),
+    readPlanRecords({
+      kafka: r.kafka,
+      admin: r.admin,
+      topic: topicNames(r.config.topicPrefix).events,
+      partition,
+      planId,
+      groupPrefix: r.groupPrefix,
+      ...(from !== null ? { from: from.toString() } : {}),
+      ...(r.stats ? { stats: r.stats } : {}),
+    }),
+  ]);
+  if (from !== null && entry && state === undefined) {
+    // The archived record moved on (archived again) or does not verify: read the plan from the start.
+    return readFromStart(r, planId, partition);
+  }
+  return fold(r, planId, state, records);
+}
+
+async function readFromStart(r: PlanReads, planId: string, partition: number): Promise<PlanRead> {
+  const records = await readPlanRecords({
+    kafka: r.kafka,
+    admin: r.admin,
+    topic: topicNames(r.config.topicPrefix).events,
+    partition,
+    planId,
+    groupPrefix: r.groupPrefix,
+    ...(r.stats ? { stats: r.stats } : {}),
+  });
+  return fold(r, planId, undefined, records);
+}
+
+async function fold(r: PlanReads, planId: string, snapshot: PlanState | undefined, records: ReadonlyArray<LogRecord & { seq: number; value: Buffer }>): Promise<PlanRead> {
+  const bySeq = [...records].sort((a, b) => a.seq - b.seq);
+  const events: PlanEvent[] = [];
+  for (const rec of bySeq) {
+    if (snapshot && rec.seq <= snapshot.seq) continue;
+    const event = await r.codec.decodeEvent(rec.value);
+    if (event.planId !== planId) continue;
+    events.push(event);
+  }
+  // One fold of the whole tail: one copy of what it changes, not one copy of the items map per event.
+  const state = evolveAll(snapshot, events);
+  return { state, tailEvents: events.filter((e) => !snapshot || e.seq > snapshot.seq).length, fromSnapshot: snapshot !== undefined };
+}
+
+/**
+ * Where a plan's events start on its partition, as an offset to read from: found by the record timestamp
+ * of its creation (`createdAt` from its snapshot, less {@link PLAN_START_MARGIN_MS}), or the watermark
+ * for a plan the snapshots do not hold yet (all its events come after it). Undefined: from the start.
+ */
+export async function planStartOffset(r: PlanReads, planId: string): Promise<string | undefined> {
+  const partition = partitionFor(planId, r.config.partitions);
+  await r.index.sync([partition]);
+  const w = r.index.watermark(partition);
+  if (w === null || r.index.isUntrusted(partition, planId)) return undefined;
+  const entry = r.index.get(planId);
+  if (!entry) return (BigInt(w) + 1n).toString();
+  const createdAt = entry.summary.createdAt;
+  if (createdAt === null) return undefined;
+  const events = topicNames(r.config.topicPrefix).events;
+  const byTime = await r.admin.fetchTopicOffsetsByTimestamp(events, Math.max(0, createdAt - PLAN_START_MARGIN_MS));
+  const at = byTime.find((o) => o.partition === partition)?.offset;
+  if (at === undefined || BigInt(at) < 0n) return undefined;
+  const low = (await fetchTopicOffsetsRetrying(r.admin, events)).find((o) => o.partition === partition)?.low;
+  return low !== undefined && BigInt(low) > BigInt(at) ? low : at;
+}
