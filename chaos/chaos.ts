@@ -1,0 +1,538 @@
+// A chaos run: a private 3-broker stack, three executor processes and a projector, hundreds of plans
+// calling an idempotent effects service, and faults arriving at random — executors killed (SIGKILL),
+// stopped (SIGTERM) and frozen past their session timeout (SIGSTOP, then SIGCONT: a zombie), one broker
+// killed and restarted, the registry restarted. At the end it checks what the ledger promises and writes
+// a JSON and a Markdown report. Loopback only; bounded in plans and in time; stops by itself.
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { connectLedger, type Ledger } from '../src/client/index.js';
+import { loadConfig, topicNames, type LedgerConfig } from '../src/config.js';
+import { createKafka } from '../src/kafka/client.js';
+import { readToEnd } from '../src/kafka/log-reader.js';
+import { partitionFor } from '../src/kafka/partitioner.js';
+import { ensurePlanTopics } from '../src/kafka/topics.js';
+import { silentLogger } from '../src/logging.js';
+import type { PlanState } from '../src/plan/index.js';
+import { restartRegistry, stackDown, stackReset, stackUp, startBroker, stopBroker } from '../src/stack/stack.js';
+import { EffectsService } from '../test/fixtures/effects-service.js';
+import { chaosPlan, type ChaosPlan } from './plans.js';
+import { executorProcess, projectorProcess, type ServiceProcess } from './processes.js';
+
+export interface ChaosOptions {
+  /** Root plans to run (each ten items; children and follow-ups come on top). */
+  readonly plans: number;
+  readonly executors: number;
+  /** Hard bound on the whole run after the stack is up; the run reports what it saw and stops. */
+  readonly maxMinutes: number;
+  /** A fault every [min, max] ms. */
+  readonly faultEveryMs: readonly [number, number];
+  readonly sessionTimeoutMs: number;
+  readonly seed: number;
+  /** Where the report and the processes' logs go. */
+  readonly outDir: string;
+  /** The private stack's folder (wiped at the end unless keepStack). */
+  readonly stackDir: string;
+  readonly keepStack?: boolean;
+  readonly label: string;
+  readonly log: (line: string) => void;
+}
+
+type FaultKind = 'kill9' | 'sigterm' | 'freeze' | 'broker-kill' | 'registry-restart';
+
+interface Fault {
+  readonly kind: FaultKind;
+  readonly target: string;
+  readonly at: number;
+  /** Partitions the target owned (executor faults). */
+  readonly partitions: number[];
+  recoveredAt: number | null;
+  /** For a freeze: when the process was continued. */
+  continuedAt?: number;
+}
+
+export interface ChaosReport {
+  readonly label: string;
+  readonly seed: number;
+  readonly startedAt: string;
+  readonly seconds: number;
+  readonly stack: { brokers: number; replicationFactor: number; partitions: number; upSeconds: number };
+  /** Seconds from the first plan submitted to the last plan settled (or the time bound). */
+  readonly workSeconds: number;
+  readonly plans: { root: number; child: number; completed: number; failed: number; expectedFailed: number; other: number; wrongOutcome: string[] };
+  readonly items: { total: number; effectItems: number; followUps: number };
+  readonly effects: { keys: number; calls: number; replays: number; duplicates: number; lost: number; unexplainedKeys: string[] };
+  readonly faults: { kill9: number; sigterm: number; freeze: number; brokerKills: number; registryRestarts: number };
+  readonly recoveries: { count: number; medianMs: number | null; maxMs: number | null; unrecovered: number; brokerBackMs: number[]; registryBackMs: number[] };
+  readonly fencing: { fencedAppendsRefused: number; zombieAppendsVisible: number };
+  readonly rebuilds: { plans: number; digestsEqual: boolean; mismatches: string[] };
+  readonly chains: { verified: number; broken: string[] };
+  readonly dlq: { records: number; poisonSent: number; onlyPoison: boolean; unexpected: string[] };
+  readonly lost: number;
+  readonly duplicates: number;
+  readonly ok: boolean;
+  readonly problems: string[];
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** mulberry32: a small seeded generator, so a run's fault schedule can be repeated with its seed. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+async function freePortBlock(span: number): Promise<number> {
+  const free = (port: number) =>
+    new Promise<boolean>((resolve) => {
+      const srv = createServer();
+      srv.once('error', () => resolve(false));
+      srv.listen({ host: '127.0.0.1', port, exclusive: true }, () => srv.close(() => resolve(true)));
+    });
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const base = 20_000 + Math.floor(Math.random() * 30_000);
+    let ok = true;
+    for (let p = base; p <= base + span && ok; p++) ok = await free(p);
+    if (ok) return base;
+  }
+  throw new Error('no free port block found');
+}
+
+function median(xs: number[]): number | null {
+  if (!xs.length) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : Math.round((s[m - 1]! + s[m]!) / 2);
+}
+
+const msOf = (t: unknown): number => (typeof t === 'number' ? t : new Date(String(t)).getTime());
+
+export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
+  const t0 = Date.now();
+  const random = rng(o.seed);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
+  const logDir = join(o.outDir, `${o.label}-logs`);
+  mkdirSync(logDir, { recursive: true });
+  const problems: string[] = [];
+  const runId = `chaos${randomBytes(3).toString('hex')}`;
+
+  o.log(`starting a 3-broker stack in ${o.stackDir}`);
+  const kafkaPort = await freePortBlock(5);
+  const registryPort = await freePortBlock(10);
+  const up = await stackUp({ dir: o.stackDir, brokers: 3, kafkaPort, registryPort, log: o.log });
+  o.log(`stack up in ${up.seconds.toFixed(1)}s: ${up.info.brokers.join(',')}`);
+  const partitions = 6;
+  const config: LedgerConfig = loadConfig({
+    brokers: up.info.brokers,
+    registryUrl: up.info.registryUrl,
+    topicPrefix: runId,
+    partitions,
+    replicationFactor: up.info.replicationFactor,
+  });
+  const topics = topicNames(config.topicPrefix);
+  const kafka = createKafka(config, silentLogger(), 'chaos');
+  const admin = kafka.admin();
+  await admin.connect();
+  await ensurePlanTopics(admin, config);
+
+  const effects = await new EffectsService().start();
+  const cwd = process.cwd();
+  const projectorPort = await freePortBlock(0);
+  const projector = projectorProcess(config, projectorPort, { logDir, cwd });
+  const projectorUrl = `http://127.0.0.1:${projectorPort}`;
+
+  const all: ServiceProcess[] = [];
+  const slots: ServiceProcess[] = [];
+  const generation: number[] = [];
+  const spawnSlot = (i: number) => {
+    generation[i] = (generation[i] ?? 0) + 1;
+    const p = executorProcess(config, `exec${i}-g${generation[i]}`, { logDir, cwd, effectsUrl: effects.url, sessionTimeoutMs: o.sessionTimeoutMs });
+    slots[i] = p;
+    all.push(p);
+  };
+  for (let i = 0; i < o.executors; i++) spawnSlot(i);
+
+  // Who owns what, from the executors' own words: the last 'partition restored' line per partition.
+  const restores = () =>
+    all.flatMap((p) => p.lines.filter((l) => l.line.msg === 'partition restored').map((l) => ({ label: p.label, at: l.at, partition: Number(l.line.partition) })));
+  const ownedBy = (label: string) => {
+    const last = new Map<number, { label: string; at: number }>();
+    for (const r of restores().sort((a, b) => a.at - b.at)) last.set(r.partition, r);
+    return [...last].filter(([, r]) => r.label === label).map(([p]) => p);
+  };
+  const waitAllOwned = async (timeoutMs: number) => {
+    const deadline = Date.now() + timeoutMs;
+    while (new Set(restores().map((r) => r.partition)).size < partitions) {
+      if (Date.now() > deadline) throw new Error('executors did not take all partitions');
+      await sleep(250);
+    }
+  };
+  await waitAllOwned(180_000);
+  o.log(`${o.executors} executors own all ${partitions} partitions; projector on ${projectorUrl}`);
+
+  // Deliberate poison: undecodable command records. They must end in the DLQ, and nothing else may.
+  const poisonKeys = ['poison-0', 'poison-1', 'poison-2'];
+  const producer = kafka.producer();
+  await producer.connect();
+  await producer.send({
+    topic: topics.commands,
+    messages: poisonKeys.map((key, i) => ({ key, value: Buffer.from(`not a command ${i}`), partition: partitionFor(key, partitions) })),
+  });
+  await producer.disconnect();
+
+  const ledger: Ledger = await connectLedger(config);
+  const workStart = Date.now();
+  const deadline = workStart + o.maxMinutes * 60_000;
+  const plans: ChaosPlan[] = Array.from({ length: o.plans }, (_, n) => chaosPlan(runId, n));
+  const terminal = new Map<string, string>();
+  let submitted = 0;
+
+  // Plans arrive from a few concurrent clients over the first part of the run, while the faults go on.
+  // A submission answered with a timeout may still have been accepted: retrying with the same planId
+  // then meets PLAN_EXISTS, which counts as submitted.
+  const queue = [...plans];
+  const submitOne = async (p: ChaosPlan) => {
+    for (let tries = 0; ; tries++) {
+      try {
+        await ledger.createPlan(p.input, { timeoutMs: 60_000 });
+        return;
+      } catch (e) {
+        const msg = e instanceof Error ? e.message : String(e);
+        if (/PLAN_EXISTS|already exists/i.test(msg)) return;
+        if (tries >= 20 || Date.now() > deadline) {
+          problems.push(`could not submit ${p.planId}: ${msg}`);
+          return;
+        }
+        await sleep(1000);
+      }
+    }
+  };
+  const submitAll = Promise.all(
+    Array.from({ length: 6 }, async () => {
+      for (let p = queue.shift(); p && Date.now() < deadline; p = queue.shift()) {
+        await submitOne(p);
+        submitted++;
+        await sleep(50);
+      }
+    }),
+  );
+
+  const pollTerminal = (async () => {
+    while (Date.now() < deadline && terminal.size < plans.length) {
+      for (const p of plans) {
+        if (terminal.has(p.planId)) continue;
+        const res = await fetch(`${projectorUrl}/api/plans/${p.planId}`).catch(() => null);
+        if (!res?.ok) continue;
+        const body = (await res.json()) as { state: PlanState | null };
+        const s = body.state?.status;
+        if (s === 'completed' || s === 'failed' || s === 'cancelled') terminal.set(p.planId, s);
+      }
+      await sleep(1000);
+    }
+  })();
+
+  // Faults, one at a time, until the work is done.
+  const faults: Fault[] = [];
+  const brokerBackMs: number[] = [];
+  const registryBackMs: number[] = [];
+  let lastProgress = '';
+  // The broker kill and the registry restart come on their own clock, so they overlap executor faults:
+  // each when a share of the plans has settled or a share of the time has passed, whichever is first.
+  const due = (share: number) => terminal.size >= plans.length * share || Date.now() >= workStart + (deadline - workStart) * share;
+  const infraFaults = (async () => {
+    while (!due(0.15)) await sleep(250);
+    if (terminal.size >= plans.length) return;
+    const node = 1 + Math.floor(random() * 3);
+    const b: Fault = { kind: 'broker-kill', target: `kafka-${node}`, at: Date.now(), partitions: [], recoveredAt: null };
+    faults.push(b);
+    o.log(`fault: kill -9 broker kafka-${node}`);
+    await stopBroker({ dir: o.stackDir, node, hard: true });
+    await sleep(5000);
+    await startBroker({ dir: o.stackDir, node });
+    b.recoveredAt = Date.now();
+    brokerBackMs.push(b.recoveredAt - b.at);
+    o.log(`broker kafka-${node} back after ${b.recoveredAt - b.at} ms`);
+    while (!due(0.4)) await sleep(250);
+    if (terminal.size >= plans.length) return;
+    const r: Fault = { kind: 'registry-restart', target: 'registry', at: Date.now(), partitions: [], recoveredAt: null };
+    faults.push(r);
+    o.log('fault: kill -9 and restart the registry');
+    await restartRegistry({ dir: o.stackDir, hard: true });
+    r.recoveredAt = Date.now();
+    registryBackMs.push(r.recoveredAt - r.at);
+    o.log(`registry back after ${r.recoveredAt - r.at} ms`);
+  })();
+  const faultLoop = (async () => {
+    while (Date.now() < deadline && terminal.size < plans.length) {
+      await sleep(o.faultEveryMs[0] + random() * (o.faultEveryMs[1] - o.faultEveryMs[0]));
+      if (terminal.size >= plans.length) break;
+      const progress = `${terminal.size}/${plans.length} plans settled, ${submitted} submitted, ${effects.effects.size} effects`;
+      if (progress !== lastProgress) o.log(progress);
+      lastProgress = progress;
+      const slot = Math.floor(random() * slots.length);
+      const victim = slots[slot]!;
+      const kind = pick<FaultKind>(['kill9', 'kill9', 'sigterm', 'freeze']);
+      const f: Fault = { kind, target: victim.label, at: Date.now(), partitions: ownedBy(victim.label), recoveredAt: null };
+      faults.push(f);
+      o.log(`fault: ${kind} ${victim.label} (owns ${f.partitions.join(',') || 'nothing'})`);
+      if (kind === 'freeze') {
+        victim.signal('SIGSTOP');
+        victim.frozen = true;
+        await sleep(o.sessionTimeoutMs + 3000);
+        victim.signal('SIGCONT');
+        victim.frozen = false;
+        f.continuedAt = Date.now();
+      } else {
+        victim.signal(kind === 'kill9' ? 'SIGKILL' : 'SIGTERM');
+        const t = setTimeout(() => victim.signal('SIGKILL'), 30_000);
+        await victim.exited;
+        clearTimeout(t);
+        await sleep(500 + random() * 1500);
+        spawnSlot(slot);
+      }
+    }
+  })();
+
+  // A fault is recovered once every partition its target owned has been restored by another process.
+  const trackRecoveries = () => {
+    for (const f of faults) {
+      if (f.recoveredAt !== null || !f.partitions.length) continue;
+      const after = restores().filter((r) => r.label !== f.target && r.at >= f.at);
+      const times = f.partitions.map((p) => after.filter((r) => r.partition === p).map((r) => r.at).sort((a, b) => a - b)[0]);
+      if (times.every((x) => x !== undefined)) f.recoveredAt = Math.max(...(times as number[]));
+    }
+  };
+  const recoveryTimer = setInterval(trackRecoveries, 250);
+
+  await Promise.all([submitAll, pollTerminal, faultLoop, infraFaults]);
+  const settledAt = Date.now();
+  // Give the last faults' take-overs a moment to show up.
+  const settle = Date.now() + 30_000;
+  while (Date.now() < settle && faults.some((f) => f.recoveredAt === null && f.partitions.length)) {
+    trackRecoveries();
+    await sleep(250);
+  }
+  clearInterval(recoveryTimer);
+  trackRecoveries();
+  o.log(`work settled: ${terminal.size}/${plans.length} plans; checking`);
+
+  // ---- Checks ----
+  const expectedById = new Map(plans.map((p) => [p.planId, p]));
+  // Rebuild 1: the client folds every plan from the log.
+  const replays = await ledger.replay({ all: true });
+  const ours = replays.filter((r) => r.planId.startsWith(runId) || !expectedById.has(r.planId));
+  const rootIds = new Set(plans.map((p) => p.planId));
+  const childIds = ours.filter((r) => !rootIds.has(r.planId)).map((r) => r.planId);
+  // Child plans finish before their parents' items do; wait until the projector has them too.
+  const projected = async (planId: string) => {
+    const res = await fetch(`${projectorUrl}/api/plans/${planId}`).catch(() => null);
+    if (!res?.ok) return null;
+    return (await res.json()) as { stateDigest: string | null; state: PlanState | null };
+  };
+  // Rebuild 2: the projector process folded the same log on its own.
+  const mismatches: string[] = [];
+  const states = new Map<string, PlanState>();
+  for (const r of ours) {
+    let view = await projected(r.planId);
+    for (let i = 0; i < 20 && (!view || !r.ok || view.stateDigest !== r.stateDigest); i++) {
+      await sleep(500);
+      view = await projected(r.planId);
+    }
+    if (!r.ok) mismatches.push(`${r.planId}: the log does not fold (${r.reason})`);
+    else if (!view) mismatches.push(`${r.planId}: unknown to the projector`);
+    else if (view.stateDigest !== r.stateDigest) mismatches.push(`${r.planId}: projector ${view.stateDigest} vs replay ${r.stateDigest}`);
+    if (view?.state) states.set(r.planId, view.state);
+  }
+
+  // Chains: every plan's hash chain, seq order and independent rebuilds agree.
+  const verified = await ledger.verify({ all: true });
+  const broken = verified.filter((v) => !v.ok).map((v) => `${v.planId}: ${v.firstBroken?.check} at seq ${v.firstBroken?.seq}: ${v.firstBroken?.reason}`);
+
+  // Outcomes and effects.
+  const wrongOutcome: string[] = [];
+  let completed = 0;
+  let failed = 0;
+  let other = 0;
+  let lost = 0;
+  let duplicates = 0;
+  let itemsTotal = 0;
+  let followUps = 0;
+  let effectItems = 0;
+  const keysByItem = new Map<string, Set<string>>();
+  for (const [key, e] of effects.effects) {
+    const planId = key.slice(0, key.indexOf('/'));
+    const k = `${planId}/${e.itemId}`;
+    if (!keysByItem.has(k)) keysByItem.set(k, new Set());
+    keysByItem.get(k)!.add(key);
+  }
+  const explained = new Set<string>();
+  for (const p of plans) {
+    const s = states.get(p.planId);
+    if (!s) {
+      lost++;
+      wrongOutcome.push(`${p.planId}: not in the ledger`);
+      continue;
+    }
+    if (s.status === 'completed') completed++;
+    else if (s.status === 'failed') failed++;
+    else other++;
+    if (s.status !== p.expected) wrongOutcome.push(`${p.planId}: ${s.status}, expected ${p.expected}`);
+    itemsTotal += s.itemOrder.length;
+    followUps += s.itemOrder.filter((id) => s.items[id]!.followUpOf !== null).length;
+    for (const id of p.effectItems) {
+      effectItems++;
+      const item = s.items[id]!;
+      const keys = keysByItem.get(`${p.planId}/${id}`) ?? new Set<string>();
+      for (const a of item.attempts) explained.add(a.idempotencyKey);
+      if (item.status === 'completed') {
+        // Exactly one effect, under the key of the attempt the ledger completed.
+        const done = item.attempts.find((a) => a.outcome === 'succeeded');
+        if (keys.size > 1) duplicates += keys.size - 1;
+        if (keys.size === 0 || !done || !keys.has(done.idempotencyKey)) {
+          lost++;
+          wrongOutcome.push(`${p.planId}/${id}: completed without its effect`);
+        }
+      } else if (s.status === 'completed') {
+        lost++;
+        wrongOutcome.push(`${p.planId}/${id}: ${item.status} in a completed plan`);
+      }
+    }
+  }
+  for (const c of childIds) {
+    const s = states.get(c);
+    if (s?.status !== 'completed') wrongOutcome.push(`child ${c}: ${s?.status ?? 'unknown'}`);
+    if (s) itemsTotal += s.itemOrder.length;
+  }
+  const unexplainedKeys = [...effects.effects.keys()].filter((k) => !explained.has(k));
+
+  // Zombies: a frozen executor woke up after others took its partitions over. None of the events it
+  // built between waking and owning a partition again may be in the log.
+  let zombieAppendsVisible = 0;
+  const freezes = faults.filter((f) => f.kind === 'freeze' && f.continuedAt !== undefined);
+  if (freezes.length) {
+    const events: Array<{ actor: string; occurredAt: number }> = [];
+    for (const planId of states.keys()) {
+      const res = await fetch(`${projectorUrl}/api/plans/${planId}/events`).catch(() => null);
+      if (!res?.ok) continue;
+      const body = (await res.json()) as { events: Array<{ actor: string; occurredAt: unknown }> };
+      for (const e of body.events) events.push({ actor: e.actor, occurredAt: msOf(e.occurredAt) });
+    }
+    for (const f of freezes) {
+      const rejoined = restores()
+        .filter((r) => r.label === f.target && r.at >= f.continuedAt!)
+        .map((r) => r.at)
+        .sort((a, b) => a - b)[0];
+      const until = rejoined ?? Number.POSITIVE_INFINITY;
+      zombieAppendsVisible += events.filter((e) => e.actor === f.target && e.occurredAt >= f.at && e.occurredAt < until).length;
+    }
+  }
+  const fencedAppendsRefused = all.reduce((n, p) => n + p.lines.filter((l) => /fenced/i.test(String(l.line.msg ?? '')) || (l.line.err as { code?: string } | undefined)?.code === 'FENCED').length, 0);
+
+  // DLQ: exactly the poison, nothing else.
+  const dlqKeys: string[] = [];
+  await readToEnd({
+    kafka,
+    admin,
+    topic: topics.dlq,
+    groupPrefix: `${runId}.dlq-check`,
+    onRecords: (records) => {
+      for (const r of records) dlqKeys.push(r.key?.toString() ?? '(null)');
+    },
+  });
+  const unexpectedDlq = dlqKeys.filter((k) => !poisonKeys.includes(k));
+  const onlyPoison = unexpectedDlq.length === 0 && poisonKeys.every((k) => dlqKeys.includes(k));
+
+  // ---- Shut down ----
+  await ledger.close();
+  await admin.disconnect();
+  await Promise.all(slots.map((p) => p.stop()));
+  await projector.stop();
+  await effects.stop();
+  if (o.keepStack) await stackDown({ dir: o.stackDir });
+  else await stackReset({ dir: o.stackDir, confirm: true });
+
+  const executorFaults = faults.filter((f) => f.kind === 'kill9' || f.kind === 'sigterm' || f.kind === 'freeze');
+  const measured = executorFaults.filter((f) => f.partitions.length && f.recoveredAt !== null).map((f) => f.recoveredAt! - f.at);
+  const unrecovered = executorFaults.filter((f) => f.partitions.length && f.recoveredAt === null).length;
+  const calls = effects.calls.length;
+  if (terminal.size < plans.length) problems.push(`${plans.length - terminal.size} plans had not settled within ${o.maxMinutes} minutes of work`);
+  if (wrongOutcome.length) problems.push(`${wrongOutcome.length} plans or items ended otherwise than their tools dictate`);
+  if (mismatches.length) problems.push(`${mismatches.length} plans rebuild differently`);
+  if (broken.length) problems.push(`${broken.length} chains do not verify`);
+  if (!onlyPoison) problems.push(`the DLQ holds ${dlqKeys.length} records, unexpected: ${unexpectedDlq.join(', ') || 'none'}; poison missing: ${poisonKeys.filter((k) => !dlqKeys.includes(k)).join(', ') || 'none'}`);
+  if (zombieAppendsVisible) problems.push(`${zombieAppendsVisible} events of fenced zombies are in the log`);
+  if (unexplainedKeys.length) problems.push(`${unexplainedKeys.length} effects under keys the ledger never recorded`);
+  if (unrecovered) problems.push(`${unrecovered} executor faults whose partitions were not taken over`);
+  const report: ChaosReport = {
+    label: o.label,
+    seed: o.seed,
+    startedAt: new Date(t0).toISOString(),
+    seconds: Math.round((Date.now() - t0) / 1000),
+    workSeconds: Math.round((settledAt - workStart) / 1000),
+    stack: { brokers: up.info.nodes, replicationFactor: up.info.replicationFactor, partitions, upSeconds: Math.round(up.seconds) },
+    plans: { root: plans.length, child: childIds.length, completed, failed, expectedFailed: plans.filter((p) => p.expected === 'failed').length, other, wrongOutcome: wrongOutcome.slice(0, 50) },
+    items: { total: itemsTotal, effectItems, followUps },
+    effects: { keys: effects.effects.size, calls, replays: calls - effects.effects.size, duplicates, lost, unexplainedKeys: unexplainedKeys.slice(0, 50) },
+    faults: {
+      kill9: faults.filter((f) => f.kind === 'kill9').length,
+      sigterm: faults.filter((f) => f.kind === 'sigterm').length,
+      freeze: faults.filter((f) => f.kind === 'freeze').length,
+      brokerKills: faults.filter((f) => f.kind === 'broker-kill').length,
+      registryRestarts: faults.filter((f) => f.kind === 'registry-restart').length,
+    },
+    recoveries: { count: measured.length, medianMs: median(measured), maxMs: measured.length ? Math.max(...measured) : null, unrecovered, brokerBackMs, registryBackMs },
+    fencing: { fencedAppendsRefused, zombieAppendsVisible },
+    rebuilds: { plans: ours.length, digestsEqual: mismatches.length === 0, mismatches: mismatches.slice(0, 50) },
+    chains: { verified: verified.length, broken: broken.slice(0, 50) },
+    dlq: { records: dlqKeys.length, poisonSent: poisonKeys.length, onlyPoison, unexpected: unexpectedDlq.slice(0, 50) },
+    lost,
+    duplicates,
+    ok: problems.length === 0,
+    problems,
+  };
+  writeFileSync(join(o.outDir, `${o.label}.json`), `${JSON.stringify(report, null, 2)}\n`);
+  writeFileSync(join(o.outDir, `${o.label}.md`), renderMarkdown(report));
+  return report;
+}
+
+export function renderMarkdown(r: ChaosReport): string {
+  const ms = (x: number | null) => (x === null ? 'n/a' : `${(x / 1000).toFixed(1)} s`);
+  const rows: Array<[string, string]> = [
+    ['plans (root + child)', `${r.plans.root} + ${r.plans.child}`],
+    ['completed / failed (expected failed)', `${r.plans.completed} / ${r.plans.failed} (${r.plans.expectedFailed})`],
+    ['items (follow-ups)', `${r.items.total} (${r.items.followUps})`],
+    ['effects performed / tool calls', `${r.effects.keys} / ${r.effects.calls}`],
+    ['executor kill -9 / SIGTERM', `${r.faults.kill9} / ${r.faults.sigterm}`],
+    ['zombie freezes (SIGSTOP past the session timeout)', String(r.faults.freeze)],
+    ['broker kills (kill -9, of 3)', String(r.faults.brokerKills)],
+    ['registry restarts (kill -9)', String(r.faults.registryRestarts)],
+    ['recoveries (partitions taken over)', `${r.recoveries.count}${r.recoveries.unrecovered ? `, ${r.recoveries.unrecovered} not` : ''}`],
+    ['median / max recovery', `${ms(r.recoveries.medianMs)} / ${ms(r.recoveries.maxMs)}`],
+    ['broker / registry back after', `${r.recoveries.brokerBackMs.map((x) => ms(x)).join(', ') || 'n/a'} / ${r.recoveries.registryBackMs.map((x) => ms(x)).join(', ') || 'n/a'}`],
+    ['fenced appends refused', String(r.fencing.fencedAppendsRefused)],
+    ['zombie events visible', String(r.fencing.zombieAppendsVisible)],
+    ['rebuilds equal (replay vs projector)', `${r.rebuilds.digestsEqual ? 'yes' : 'NO'} (${r.rebuilds.plans} plans)`],
+    ['chains verified / broken', `${r.chains.verified} / ${r.chains.broken.length}`],
+    ['DLQ records (all deliberate poison)', `${r.dlq.records} (${r.dlq.onlyPoison ? 'yes' : 'NO'})`],
+    ['**duplicated effects**', `**${r.duplicates}**`],
+    ['**lost**', `**${r.lost}**`],
+  ];
+  return [
+    `# Chaos run \`${r.label}\` — ${r.ok ? 'OK' : 'PROBLEMS'}`,
+    '',
+    `Started ${r.startedAt}; ${r.seconds} s in all (stack up ${r.stack.upSeconds} s, work under faults ${r.workSeconds} s), seed ${r.seed}; ${r.stack.brokers} brokers (RF ${r.stack.replicationFactor}), ${r.stack.partitions} partitions, 3 executors.`,
+    '',
+    '| | |',
+    '|---|---|',
+    ...rows.map(([k, v]) => `| ${k} | ${v} |`),
+    '',
+    ...(r.problems.length ? ['## Problems', '', ...r.problems.map((p) => `- ${p}`), ''] : []),
+  ].join('\n');
+}
