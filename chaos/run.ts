@@ -2,7 +2,7 @@
 // chaos/results/<label>.json and .md and exits 1 when any promise did not hold.
 //   --short          the CI-sized run (about 4 minutes on a 2-core machine, stack start included)
 //   --plans <n>      root plans (default 200; short 20)
-//   --minutes <n>    hard bound on the work once the stack is up (default 15; short 3)
+//   --minutes <n>    hard bound on the work once the stack is up (default 20; short 3)
 //   --seed <n>       fault schedule seed (default: random, printed in the report)
 //   --out <dir>      report folder (default chaos/results)
 //   --keep-stack     stop the stack at the end instead of wiping it
@@ -28,7 +28,8 @@ const stackDir = join(cacheDir(), `chaos-stack-${process.pid}`);
 const report = await runChaos({
   plans: Number(values.plans ?? (short ? 20 : 200)),
   executors: 3,
-  maxMinutes: Number(values.minutes ?? (short ? 3 : 15)),
+  maxMinutes: Number(values.minutes ?? (short ? 3 : 20)),
+  arrivalShare: short ? 0.5 : 0.3,
   faultEveryMs: short ? [3000, 6000] : [3000, 8000],
   sessionTimeoutMs: 6000,
   seed: Number(values.seed ?? Math.floor(Math.random() * 2 ** 31)),
