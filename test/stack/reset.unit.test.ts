@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isLedgerError } from '../../src/errors.js';
-import { stackReset, stackStatus } from '../../src/stack/stack.js';
+import { stackReset, stackStatus, stackUp } from '../../src/stack/stack.js';
 
 /** A stack folder as `up` leaves it after `down`: cluster record, formatted node storage, registry folder. */
 function stoppedStackDir(): string {
@@ -50,5 +50,28 @@ describe('stack reset', () => {
     expect(tree(dir)).toEqual(['unrelated.txt']);
     expect(existsSync(join(dir, 'kafka-1'))).toBe(false);
     expect(stackStatus({ dir }).hasData).toBe(false);
+  });
+});
+
+describe('stack up on kept data', () => {
+  it('refuses a node count other than the one the data was formatted for, naming both ways out', async () => {
+    const dir = stoppedStackDir();
+    const err = await stackUp({ dir, brokers: 3, kafkaPort: 1, registryPort: 1 }).catch((e: unknown) => e);
+    expect(isLedgerError(err, 'CONFLICT')).toBe(true);
+    expect((err as Error).message).toBe(
+      `the stack in ${dir} holds data of a 1-broker cluster; start it with --brokers 1, or wipe it with "plan-ledger stack reset --yes"`,
+    );
+    expect(stackStatus({ dir }).hasData).toBe(true);
+  });
+
+  it('accepts only 1 or 3 brokers', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'plan-ledger-brokers-'));
+    const err = await stackUp({ dir, brokers: 2 }).catch((e: unknown) => e);
+    expect(isLedgerError(err, 'VALIDATION')).toBe(true);
+    expect((err as Error).message).toBe('--brokers must be 1 or 3, got 2');
+    const cli = spawnSync(process.execPath, ['bin/plan-ledger.js', 'stack', 'up', '--brokers', 'five'], { env: { ...process.env, PLAN_LEDGER_STACK_DIR: dir }, encoding: 'utf8' });
+    expect(cli.status).toBe(2);
+    expect(cli.stderr).toBe('plan-ledger: --brokers must be 1 or 3, got "five"\n');
+    expect(readdirSync(dir)).toEqual([]);
   });
 });
