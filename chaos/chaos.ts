@@ -67,7 +67,7 @@ export interface ChaosReport {
   readonly effects: { keys: number; calls: number; replays: number; duplicates: number; lost: number; unexplainedKeys: string[] };
   readonly faults: { kill9: number; sigterm: number; freeze: number; brokerKills: number; registryRestarts: number };
   readonly recoveries: { count: number; medianMs: number | null; maxMs: number | null; unrecovered: number; brokerBackMs: number[]; registryBackMs: number[] };
-  readonly fencing: { fencedAppendsRefused: number; zombieAppendsVisible: number };
+  readonly fencing: { fencedAppendsRefused: number; zombieAppendsVisible: number; zombieAppendsUncontested: number; zombieEvents: string[] };
   readonly rebuilds: { plans: number; digestsEqual: boolean; mismatches: string[] };
   readonly chains: { verified: number; broken: string[]; snapshotAtFirstCopy: string[] };
   /** Event keys (planId:seq) found more than once in the events topic: byte-identical re-sends or not. */
@@ -303,7 +303,10 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
       const progress = `${terminal.size}/${plans.length} plans settled, ${submitted} submitted, ${effects.effects.size} effects`;
       if (progress !== lastProgress) o.log(progress);
       lastProgress = progress;
-      const slot = Math.floor(random() * slots.length);
+      // Prefer an executor that owns partitions: one that has just restarted and owns nothing yet would
+      // test little.
+      const owners = slots.map((p, i) => ({ i, owns: ownedBy(p.label).length })).filter((x) => x.owns > 0);
+      const slot = owners.length ? pick(owners).i : Math.floor(random() * slots.length);
       const victim = slots[slot]!;
       const kind = pick<FaultKind>(['kill9', 'kill9', 'sigterm', 'freeze']);
       const f: Fault = { kind, target: victim.label, at: Date.now(), partitions: ownedBy(victim.label), recoveredAt: null };
@@ -438,25 +441,36 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   }
   const unexplainedKeys = [...effects.effects.keys()].filter((k) => !explained.has(k));
 
-  // Zombies: a frozen executor woke up after others took its partitions over. None of the events it
-  // built between waking and owning a partition again may be in the log.
+  // Zombies: a frozen executor wakes up after its session expired. Once another executor has taken one of
+  // its partitions over (fenced the partition's producer, then restored it), no event the zombie builds
+  // for that partition may reach the log until the group gives the partition back to it. Events it
+  // appended while nobody else owned the partition (every other executor was down too) are legitimate:
+  // the partition still had one writer. They are counted apart.
   let zombieAppendsVisible = 0;
+  let zombieAppendsUncontested = 0;
+  const zombieEvents: string[] = [];
   const freezes = faults.filter((f) => f.kind === 'freeze' && f.continuedAt !== undefined);
   if (freezes.length) {
-    const events: Array<{ actor: string; occurredAt: number }> = [];
+    const events: Array<{ planId: string; seq: number; actor: string; occurredAt: number }> = [];
     for (const planId of states.keys()) {
       const res = await fetch(`${projectorUrl}/api/plans/${planId}/events`).catch(() => null);
       if (!res?.ok) continue;
-      const body = (await res.json()) as { events: Array<{ actor: string; occurredAt: unknown }> };
-      for (const e of body.events) events.push({ actor: e.actor, occurredAt: msOf(e.occurredAt) });
+      const body = (await res.json()) as { events: Array<{ seq: number; actor: string; occurredAt: unknown }> };
+      for (const e of body.events) events.push({ planId, seq: e.seq, actor: e.actor, occurredAt: msOf(e.occurredAt) });
     }
+    const restoreLog = restores().sort((a, b) => a.at - b.at);
     for (const f of freezes) {
-      const rejoined = restores()
-        .filter((r) => r.label === f.target && r.at >= f.continuedAt!)
-        .map((r) => r.at)
-        .sort((a, b) => a - b)[0];
-      const until = rejoined ?? Number.POSITIVE_INFINITY;
-      zombieAppendsVisible += events.filter((e) => e.actor === f.target && e.occurredAt >= f.at && e.occurredAt < until).length;
+      for (const e of events.filter((x) => x.actor === f.target && x.occurredAt >= f.at)) {
+        const p = partitionFor(e.planId, partitions);
+        const takeover = restoreLog.find((r) => r.partition === p && r.label !== f.target && r.at >= f.at);
+        const regained = takeover && restoreLog.find((r) => r.partition === p && r.label === f.target && r.at >= takeover.at);
+        if (takeover && e.occurredAt > takeover.at && (!regained || e.occurredAt < regained.at)) {
+          zombieAppendsVisible++;
+          zombieEvents.push(`${e.planId} seq ${e.seq} by ${f.target} at ${new Date(e.occurredAt).toISOString()} (p${p} taken over by ${takeover.label} at ${new Date(takeover.at).toISOString()})`);
+        } else if (!takeover || e.occurredAt <= takeover.at) {
+          zombieAppendsUncontested++;
+        }
+      }
     }
   }
   const fencedAppendsRefused = all.reduce((n, p) => n + p.lines.filter((l) => /fenced/i.test(String(l.line.msg ?? '')) || (l.line.err as { code?: string } | undefined)?.code === 'FENCED').length, 0);
@@ -549,7 +563,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
       registryRestarts: faults.filter((f) => f.kind === 'registry-restart').length,
     },
     recoveries: { count: measured.length, medianMs: median(measured), maxMs: measured.length ? Math.max(...measured) : null, unrecovered, brokerBackMs, registryBackMs },
-    fencing: { fencedAppendsRefused, zombieAppendsVisible },
+    fencing: { fencedAppendsRefused, zombieAppendsVisible, zombieAppendsUncontested, zombieEvents: zombieEvents.slice(0, 50) },
     rebuilds: { plans: ours.length, digestsEqual: mismatches.length === 0, mismatches: mismatches.slice(0, 50) },
     chains: { verified: verified.length, broken: broken.slice(0, 50), snapshotAtFirstCopy: snapshotAtFirstCopy.slice(0, 50) },
     resends,
@@ -579,7 +593,8 @@ export function renderMarkdown(r: ChaosReport): string {
     ['median / max recovery', `${ms(r.recoveries.medianMs)} / ${ms(r.recoveries.maxMs)}`],
     ['broker / registry back after', `${r.recoveries.brokerBackMs.map((x) => ms(x)).join(', ') || 'n/a'} / ${r.recoveries.registryBackMs.map((x) => ms(x)).join(', ') || 'n/a'}`],
     ['fenced appends refused', String(r.fencing.fencedAppendsRefused)],
-    ['zombie events visible', String(r.fencing.zombieAppendsVisible)],
+    ['zombie events visible after a take-over', String(r.fencing.zombieAppendsVisible)],
+    ['zombie events while no one else owned the partition', String(r.fencing.zombieAppendsUncontested)],
     ['rebuilds equal (replay vs projector)', `${r.rebuilds.digestsEqual ? 'yes' : 'NO'} (${r.rebuilds.plans} plans)`],
     ['chains verified / broken', `${r.chains.verified} / ${r.chains.broken.length}`],
     ['snapshots naming the first copy of an identical re-send', String(r.chains.snapshotAtFirstCopy.length)],
@@ -598,6 +613,7 @@ export function renderMarkdown(r: ChaosReport): string {
     ...rows.map(([k, v]) => `| ${k} | ${v} |`),
     '',
     ...(r.problems.length ? ['## Problems', '', ...r.problems.map((p) => `- ${p}`), ''] : []),
+    ...(r.fencing.zombieEvents.length ? ['## Zombie events in the log', '', ...r.fencing.zombieEvents.map((b) => `- ${b}`), ''] : []),
     ...(r.chains.broken.length ? ['## Chains that did not verify', '', ...r.chains.broken.map((b) => `- ${b}`), ''] : []),
     ...(r.chains.snapshotAtFirstCopy.length ? ['## Snapshots naming the first copy of a re-sent event (verify reads the last copy)', '', ...r.chains.snapshotAtFirstCopy.map((b) => `- ${b}`), ''] : []),
     ...(r.resends.keys ? ['## Re-sent events (first ten)', '', ...r.resends.examples.map((b) => `- ${b}`), ''] : []),

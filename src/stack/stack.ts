@@ -298,8 +298,20 @@ export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
   const rf = Math.min(3, count);
 
   const kafkaRecs = nodes.map((n) => spawnLaunch(o.dir, nodeName(n.nodeId), prepareNode(spec, n, brokerJava.bin, artifacts)));
-  // The registry starts beside the brokers (its Kafka client waits for them), so `up` costs the slower
-  // of the two start-ups, not their sum.
+  const kafkaReady = () =>
+    Promise.all(kafkaRecs.map((rec) => waitUntilReady(rec, `Kafka broker ${rec.name} on ${brokers.join(',')}`, () => kafkaAnswers(brokers, count), 120_000)));
+  // One node: the registry starts beside the broker (its Kafka client waits for it), so `up` costs the
+  // slower of the two start-ups, not their sum. Three nodes: the registry creates its journal topic with
+  // replication factor 3, which needs every broker registered, so it starts once they all answer.
+  let early: Promise<unknown> = Promise.resolve();
+  if (count > 1) {
+    try {
+      await kafkaReady();
+    } catch (e) {
+      await stackDown({ dir: o.dir });
+      throw e;
+    }
+  } else early = kafkaReady();
   const registryRec = spawnLaunch(o.dir, REGISTRY, registryLaunch(o, registryJava.bin, artifacts, brokers));
 
   const info: StackInfo = {
@@ -313,10 +325,7 @@ export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
   };
   const healthUrl = `http://${o.host}:${o.registryPort + 10}/health/ready`;
   try {
-    await Promise.all([
-      ...kafkaRecs.map((rec) => waitUntilReady(rec, `Kafka broker ${rec.name} on ${brokers.join(',')}`, () => kafkaAnswers(brokers, count), 120_000)),
-      waitUntilReady(registryRec, `schema registry on ${info.registryUrl}`, () => registryAnswers(info.registryUrl, healthUrl), 150_000),
-    ]);
+    await Promise.all([early, waitUntilReady(registryRec, `schema registry on ${info.registryUrl}`, () => registryAnswers(info.registryUrl, healthUrl), 150_000)]);
   } catch (e) {
     await stackDown({ dir: o.dir });
     throw e;
