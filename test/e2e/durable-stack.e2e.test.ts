@@ -2,7 +2,7 @@
 // up again: the topics are still there, every subject keeps its schema id (Apicurio's KafkaSQL journal
 // is replayed), the client reads the plan back with the same digests, `verify` passes, and a new plan
 // runs. Then `reset --yes` wipes it and the next `up` starts from empty storage.
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -33,7 +33,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await effects?.stop();
-  await stackDown({ dir });
+  // The data would outlive the test in the stack folder: wipe it.
+  await stackReset({ dir, confirm: true });
+  rmSync(dir, { recursive: true, force: true });
 }, 60_000);
 
 async function listTopics(): Promise<string[]> {

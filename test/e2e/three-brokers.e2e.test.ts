@@ -2,7 +2,7 @@
 // min.insync.replicas 2; the broker leading the plan's events partition is killed (SIGKILL) while the
 // plan runs and started again. The executor and the client ride it out: the plan completes with one
 // effect per idempotency key, no accepted event is lost (chain intact, seq contiguous), and new plans run.
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import kafkajs from 'kafkajs';
@@ -12,7 +12,7 @@ import { loadConfig, topicNames, type LedgerConfig } from '../../src/config.js';
 import { createKafka } from '../../src/kafka/client.js';
 import { partitionFor } from '../../src/kafka/partitioner.js';
 import { verifyChain } from '../../src/plan/index.js';
-import { startBroker, stackDown, stackUp, stopBroker, type StackInfo } from '../../src/stack/stack.js';
+import { startBroker, stackReset, stackUp, stopBroker, type StackInfo } from '../../src/stack/stack.js';
 import { startExecutor } from '../../executor/index.js';
 import { EffectsService } from '../fixtures/effects-service.js';
 import { tools } from '../fixtures/tools.js';
@@ -33,7 +33,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await effects?.stop();
-  await stackDown({ dir });
+  // The data would outlive the test in the stack folder: wipe it.
+  await stackReset({ dir, confirm: true });
+  rmSync(dir, { recursive: true, force: true });
 }, 90_000);
 
 describe('3-broker local cluster', () => {
