@@ -1,16 +1,17 @@
 // `stack reset` is the one way to wipe the durable local stack: without its confirmation it refuses with
 // a one-line reason and leaves every file in place.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { isLedgerError } from '../../src/errors.js';
 import { stackReset, stackStatus, stackUp } from '../../src/stack/stack.js';
 
 /** A stack folder as `up` leaves it after `down`: cluster record, formatted node storage, registry folder. */
 function stoppedStackDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'plan-ledger-reset-'));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
   writeFileSync(join(dir, 'cluster.json'), JSON.stringify({ clusterId: 'AAAAAAAAAAAAAAAAAAAAAA', nodes: 1, createdAt: '2026-01-01T00:00:00.000Z' }));
   mkdirSync(join(dir, 'kafka-1', 'data'), { recursive: true });
   writeFileSync(join(dir, 'kafka-1', 'data', 'meta.properties'), 'cluster.id=AAAAAAAAAAAAAAAAAAAAAA\n');
@@ -66,6 +67,7 @@ describe('stack up on kept data', () => {
 
   it('accepts only 1 or 3 brokers', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'plan-ledger-brokers-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const err = await stackUp({ dir, brokers: 2 }).catch((e: unknown) => e);
     expect(isLedgerError(err, 'VALIDATION')).toBe(true);
     expect((err as Error).message).toBe('--brokers must be 1 or 3, got 2');
