@@ -1,18 +1,26 @@
 import type { Command } from 'commander';
-import { stackDown, stackStatus, stackUp } from '../stack/stack.js';
+import { LedgerError } from '../errors.js';
+import { stackDown, stackReset, stackStatus, stackUp } from '../stack/stack.js';
 
 const out = (line: string): void => void process.stdout.write(`${line}\n`);
+
+function brokerCount(raw: string): number {
+  const n = Number(raw);
+  if (n !== 1 && n !== 3) throw new LedgerError('VALIDATION', `--brokers must be 1 or 3, got "${raw}"`, { field: 'brokers' });
+  return n;
+}
 
 export function registerStackCommands(program: Command): void {
   const stack = program
     .command('stack')
-    .description('run a local Kafka broker and schema registry as JVM processes (no Docker)')
+    .description('run a local Kafka cluster and schema registry as JVM processes (no Docker)')
     .addHelpText(
       'after',
       `
 The artifacts are resolved by Maven into ~/.cache/plan-ledger (PLAN_LEDGER_CACHE_DIR); the stack's
-data, logs and pid files live in <cache>/stack (PLAN_LEDGER_STACK_DIR). The stack is ephemeral: every
-"up" starts from empty storage.
+data, logs and pid files live in <cache>/stack (PLAN_LEDGER_STACK_DIR). The stack is durable: broker
+data stays in that folder and the registry keeps its schemas in a topic of the same cluster, so plans,
+events and schema ids survive "down"/"up" and a reboot. "stack reset --yes" is the one way to wipe it.
 
 Example:
   $ plan-ledger stack up && npm test && plan-ledger stack down`,
@@ -20,25 +28,40 @@ Example:
 
   stack
     .command('up')
-    .description('start Kafka (KRaft, 127.0.0.1:9092) and Apicurio Registry (127.0.0.1:8081); idempotent')
+    .description('start Kafka (KRaft, 127.0.0.1:9092) and Apicurio Registry (127.0.0.1:8081) on the stack\'s storage; idempotent')
+    .option('--brokers <n>', 'KRaft nodes: 1, or 3 (replication factor 3, min.insync.replicas 2); fixed once the stack has data')
     .option('--json', 'print the stack description as JSON')
-    .addHelpText('after', '\nPorts: PLAN_LEDGER_STACK_KAFKA_PORT (controller on port+1), PLAN_LEDGER_STACK_REGISTRY_PORT (management on port+10).\n\nExample:\n  $ plan-ledger stack up')
-    .action(async (o: { json?: boolean }) => {
-      const r = await stackUp({ log: (l) => process.stderr.write(`${l}\n`) });
-      if (o.json) return out(JSON.stringify({ ...r.info, alreadyRunning: r.alreadyRunning, seconds: r.seconds }));
-      out(r.alreadyRunning ? 'local stack already running' : `local stack up in ${r.seconds.toFixed(1)}s`);
-      out(`  brokers       ${r.info.brokers.join(',')}   (Kafka ${r.info.versions.kafka})`);
+    .addHelpText(
+      'after',
+      '\nPorts: PLAN_LEDGER_STACK_KAFKA_PORT (node i on port+2i, its controller on port+2i+1), PLAN_LEDGER_STACK_REGISTRY_PORT (management on port+10).\n\nExample:\n  $ plan-ledger stack up --brokers 3',
+    )
+    .action(async (o: { json?: boolean; brokers?: string }) => {
+      const r = await stackUp({ brokers: o.brokers === undefined ? undefined : brokerCount(o.brokers), log: (l) => process.stderr.write(`${l}\n`) });
+      if (o.json) return out(JSON.stringify({ ...r.info, alreadyRunning: r.alreadyRunning, reused: r.reused, seconds: r.seconds }));
+      out(r.alreadyRunning ? 'local stack already running' : `local stack up in ${r.seconds.toFixed(1)}s (${r.reused ? 'existing data' : 'new storage'})`);
+      out(`  brokers       ${r.info.brokers.join(',')}   (Kafka ${r.info.versions.kafka}, ${r.info.nodes} node${r.info.nodes === 1 ? '' : 's'})`);
       out(`  registry      ${r.info.registryUrl}   (Apicurio ${r.info.versions.apicurio})`);
       out(`  described in  ${r.info.dir}/stack.json`);
     });
 
   stack
     .command('down')
-    .description('stop the processes "stack up" started and free their ports')
+    .description('stop the processes "stack up" started and free their ports; the data stays')
     .addHelpText('after', '\nExample:\n  $ plan-ledger stack down')
     .action(async () => {
       const r = await stackDown();
       out(r.stopped.length ? `stopped ${r.stopped.join(', ')}` : 'local stack was not running');
+    });
+
+  stack
+    .command('reset')
+    .description('stop the local stack and delete its data: every plan, event and schema on it')
+    .option('--yes', 'confirm the deletion (required)')
+    .addHelpText('after', '\nExample:\n  $ plan-ledger stack reset --yes && plan-ledger stack up')
+    .action(async (o: { yes?: boolean }) => {
+      const r = await stackReset({ confirm: o.yes === true });
+      if (r.stopped.length) out(`stopped ${r.stopped.join(', ')}`);
+      out(r.removed.length ? `deleted the local stack's data (${r.removed.length} paths)` : 'the local stack had no data');
     });
 
   stack
@@ -52,7 +75,7 @@ Example:
       if (s.info) {
         out(`running: brokers ${s.info.brokers.join(',')}, registry ${s.info.registryUrl}`);
       } else {
-        out('not running');
+        out(`not running${s.hasData ? ' (data kept; "stack up" resumes it)' : ''}`);
       }
       for (const p of s.processes) out(`  ${p.name.padEnd(9)} pid ${p.pid} ${p.alive ? 'alive' : 'gone'}  log ${p.log}`);
       if (!s.info) process.exitCode = 3;

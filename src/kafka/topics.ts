@@ -23,7 +23,10 @@ export function auditTopic(prefix: string): string {
 export function planTopicSpecs(config: LedgerConfig): ITopicConfig[] {
   const t = topicNames(config.topicPrefix);
   const base = { numPartitions: config.partitions, replicationFactor: config.replicationFactor };
-  const entries = (o: Record<string, string>) => Object.entries(o).map(([name, value]) => ({ name, value }));
+  // With three or more replicas an append needs two in sync (acks=all), so one broker can fail without
+  // losing an accepted event or stopping writes; below that the broker's default applies.
+  const durability: Record<string, string> = config.replicationFactor >= 3 ? { 'min.insync.replicas': '2' } : {};
+  const entries = (o: Record<string, string>) => Object.entries({ ...o, ...durability }).map(([name, value]) => ({ name, value }));
   return [
     { topic: t.commands, ...base, configEntries: entries({ 'cleanup.policy': 'delete', 'retention.ms': String(7 * DAY_MS) }) },
     { topic: t.events, ...base, configEntries: entries({ 'cleanup.policy': 'compact', 'retention.ms': '-1', 'min.compaction.lag.ms': '0' }) },

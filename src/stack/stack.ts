@@ -1,9 +1,9 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { LedgerError } from '../errors.js';
-import { cacheDir, ensureArtifacts, type StackVersions } from './artifacts.js';
+import { cacheDir, ensureArtifacts, type StackArtifacts, type StackVersions } from './artifacts.js';
 import { findJava } from './java.js';
 import {
   brokerList,
@@ -12,6 +12,7 @@ import {
   newClusterId,
   renderServerProperties,
   type KafkaClusterSpec,
+  type KafkaNodeSpec,
 } from './kafka.js';
 import { assertPortFree, isOurs, readPid, spawnDetached, stopProcess, waitUntilReady, type PidRecord } from './processes.js';
 
@@ -22,27 +23,49 @@ export interface StackInfo {
   readonly dir: string;
   readonly versions: StackVersions;
   readonly startedAt: string;
+  /** Number of KRaft nodes (each broker and controller); topics on a 3-node stack want RF 3. */
+  readonly nodes: number;
+  /** Replication factor plan topics should use on this stack (1 on one node, 3 on three). */
+  readonly replicationFactor: number;
 }
 
 export interface StackOptions {
   /** Runtime folder (data, logs, pid files, stack.json): PLAN_LEDGER_STACK_DIR or <cache>/stack. */
   readonly dir?: string;
   readonly host?: string;
-  /** PLAN_LEDGER_STACK_KAFKA_PORT, default 9092 (controller listener on port + 1). */
+  /** PLAN_LEDGER_STACK_KAFKA_PORT, default 9092. Node i (0-based) listens on port + 2i, its controller on port + 2i + 1. */
   readonly kafkaPort?: number;
   /** PLAN_LEDGER_STACK_REGISTRY_PORT, default 8081 (management interface on port + 10). */
   readonly registryPort?: number;
+  /**
+   * Number of KRaft nodes, 1 (default) or 3. Fixed when the storage is first formatted: a stack with
+   * data keeps its size until `stack reset`.
+   */
+  readonly brokers?: number;
   readonly log?: (line: string) => void;
 }
 
 export interface StackUpResult {
   readonly info: StackInfo;
   readonly alreadyRunning: boolean;
+  /** True when existing storage was reused (topics, records and schemas from earlier runs are there). */
+  readonly reused: boolean;
   readonly seconds: number;
 }
 
-const KAFKA = 'kafka-1';
 const REGISTRY = 'registry';
+const nodeName = (nodeId: number) => `kafka-${nodeId}`;
+
+/**
+ * The stack's identity, written when its storage is first formatted (`<dir>/cluster.json`): the KRaft
+ * cluster id every node's storage carries and the node count. `up` reads it back so a restart starts the
+ * same cluster on the same data instead of formatting a new one.
+ */
+interface ClusterRecord {
+  readonly clusterId: string;
+  readonly nodes: number;
+  readonly createdAt: string;
+}
 
 function envPort(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -64,144 +87,70 @@ function resolve(opts: StackOptions) {
 }
 
 const pidFile = (dir: string, name: string) => join(dir, `${name}.pid`);
+const clusterFile = (dir: string) => join(dir, 'cluster.json');
+
+function readCluster(dir: string): ClusterRecord | undefined {
+  const file = clusterFile(dir);
+  if (!existsSync(file)) return undefined;
+  return JSON.parse(readFileSync(file, 'utf8')) as ClusterRecord;
+}
+
+/** Names of the processes a stack in `dir` runs (or ran): its Kafka nodes, then the registry. */
+function processNames(dir: string): string[] {
+  const nodes = existsSync(dir)
+    ? readdirSync(dir)
+        .map((f) => /^(kafka-\d+)\.pid$/.exec(f)?.[1])
+        .filter((n): n is string => !!n)
+    : [];
+  const count = readCluster(dir)?.nodes ?? 0;
+  for (let i = 1; i <= count; i++) if (!nodes.includes(nodeName(i))) nodes.push(nodeName(i));
+  return [...nodes.sort(), REGISTRY];
+}
 
 function runningProcesses(dir: string): PidRecord[] {
-  return [KAFKA, REGISTRY].map((n) => readPid(pidFile(dir, n))).filter((r): r is PidRecord => !!r && isOurs(r));
+  return processNames(dir)
+    .map((n) => readPid(pidFile(dir, n)))
+    .filter((r): r is PidRecord => !!r && isOurs(r));
 }
 
 /** The running stack's addresses, or undefined when it is not (fully) up. */
 export function readStackInfo(dir?: string): StackInfo | undefined {
   const { dir: d } = resolve({ dir });
   const file = join(d, 'stack.json');
-  if (!existsSync(file) || runningProcesses(d).length !== 2) return undefined;
-  return JSON.parse(readFileSync(file, 'utf8')) as StackInfo;
+  if (!existsSync(file)) return undefined;
+  const info = JSON.parse(readFileSync(file, 'utf8')) as StackInfo;
+  const nodes = info.nodes ?? 1;
+  if (runningProcesses(d).length !== nodes + 1) return undefined;
+  return { ...info, nodes, replicationFactor: info.replicationFactor ?? 1 };
 }
 
-async function kafkaAnswers(brokers: string[]): Promise<boolean> {
+/** True when the cluster reachable through `brokers` has `expectNodes` brokers and a controller. */
+async function kafkaAnswers(brokers: string[], expectNodes: number, nodeId?: number): Promise<boolean> {
   const kafka = new Kafka({ brokers, clientId: 'plan-ledger-stack', logLevel: logLevel.NOTHING, retry: { retries: 0 } });
   const admin = kafka.admin();
   try {
     await admin.connect();
     const cluster = await admin.describeCluster();
-    return cluster.brokers.length > 0 && cluster.controller !== null;
+    if (cluster.controller === null || cluster.brokers.length < expectNodes) return false;
+    return nodeId === undefined || cluster.brokers.some((b) => b.nodeId === nodeId);
   } finally {
     await admin.disconnect().catch(() => {});
   }
 }
 
-async function registryAnswers(url: string): Promise<boolean> {
-  const res = await fetch(`${url}/subjects`, { signal: AbortSignal.timeout(1000) });
+/**
+ * The registry answers and its KafkaSQL storage has replayed the journal: Apicurio reports ready on
+ * its management health endpoint only then, and a schema registered before would get a fresh id.
+ */
+async function registryAnswers(url: string, healthUrl: string): Promise<boolean> {
+  const health = await fetch(healthUrl, { signal: AbortSignal.timeout(2000) });
+  if (!health.ok) return false;
+  const res = await fetch(`${url}/subjects`, { signal: AbortSignal.timeout(2000) });
   return res.ok;
 }
 
-/**
- * Brings up a single-node KRaft broker and Apicurio Registry (in-memory, BACKWARD) as JVM processes.
- * Idempotent: when both already run it returns their addresses with `alreadyRunning: true`. The stack
- * is ephemeral — the registry keeps schemas in memory, so the broker's data is formatted anew on each
- * `up` to keep records and schema ids consistent.
- */
-export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
-  const t0 = Date.now();
-  const o = resolve(opts);
-  const existing = readStackInfo(o.dir);
-  if (existing) return { info: existing, alreadyRunning: true, seconds: 0 };
-  // Half a stack (one process died): stop what is left and start clean.
-  await stackDown({ dir: o.dir });
-
-  const brokerJava = findJava(17, 'the Kafka broker');
-  const registryJava = findJava(21, 'Apicurio Registry 3.3');
-  await assertPortFree(o.host, o.kafkaPort, 'Kafka broker', 'PLAN_LEDGER_STACK_KAFKA_PORT');
-  await assertPortFree(o.host, o.kafkaPort + 1, 'Kafka controller', 'PLAN_LEDGER_STACK_KAFKA_PORT');
-  await assertPortFree(o.host, o.registryPort, 'schema registry', 'PLAN_LEDGER_STACK_REGISTRY_PORT');
-  await assertPortFree(o.host, o.registryPort + 10, 'schema registry management', 'PLAN_LEDGER_STACK_REGISTRY_PORT');
-
-  const artifacts = ensureArtifacts(o.log);
-  mkdirSync(o.dir, { recursive: true });
-
-  // Kafka: format fresh storage, then start.
-  const nodeDir = join(o.dir, KAFKA);
-  rmSync(nodeDir, { recursive: true, force: true });
-  mkdirSync(nodeDir, { recursive: true });
-  const spec: KafkaClusterSpec = {
-    clusterId: newClusterId(),
-    host: o.host,
-    nodes: [{ nodeId: 1, port: o.kafkaPort, controllerPort: o.kafkaPort + 1, dir: nodeDir }],
-    security: { kind: 'plaintext' },
-    overrides: {},
-  };
-  const node = spec.nodes[0]!;
-  const props = join(nodeDir, 'server.properties');
-  const log4j = join(nodeDir, 'log4j2.properties');
-  const kafkaLog = join(nodeDir, 'server.log');
-  writeFileSync(props, renderServerProperties(spec, node));
-  writeFileSync(log4j, log4j2Properties(kafkaLog));
-  const classpath = `${artifacts.kafkaLibs}/*`;
-  const jvmCommon = [`-Dlog4j2.configurationFile=${log4j}`, `-Dkafka.logs.dir=${nodeDir}`];
-  const format = spawnSync(brokerJava.bin, ['-cp', classpath, ...jvmCommon, 'kafka.tools.StorageTool', ...formatArgs(spec, props)], {
-    encoding: 'utf8',
-  });
-  if (format.status !== 0) {
-    writeFileSync(join(nodeDir, 'format.log'), `${format.stdout}\n${format.stderr}`);
-    throw new LedgerError('ENVIRONMENT', `formatting Kafka storage failed; see ${join(nodeDir, 'format.log')}`);
-  }
-  const kafkaLaunch: KafkaLaunch = {
-    bin: brokerJava.bin,
-    args: ['-Xms256m', '-Xmx1g', '-XX:+UseG1GC', '-XX:MaxGCPauseMillis=20', '-Djava.awt.headless=true', ...jvmCommon, '-cp', classpath, 'kafka.Kafka', props],
-    cwd: nodeDir,
-    logFile: kafkaLog, // JVM output and log4j2 share one file
-    marker: props,
-  };
-  writeFileSync(join(nodeDir, 'launch.json'), JSON.stringify(kafkaLaunch));
-  const kafkaRec = spawnDetached({ name: KAFKA, ...kafkaLaunch, pidFile: pidFile(o.dir, KAFKA) });
-
-  // Registry: Apicurio's fast-jar, in-memory storage, global BACKWARD compatibility.
-  const regDir = join(o.dir, REGISTRY);
-  mkdirSync(regDir, { recursive: true });
-  const regLog = join(regDir, 'registry.log');
-  const registryRec = spawnDetached({
-    name: REGISTRY,
-    bin: registryJava.bin,
-    args: [
-      '-Xmx512m',
-      '-XX:+UseSerialGC',
-      `-Dplan-ledger.stack=${regDir}`,
-      `-Dquarkus.http.host=${o.host}`,
-      `-Dquarkus.http.port=${o.registryPort}`,
-      `-Dquarkus.management.host=${o.host}`,
-      `-Dquarkus.management.port=${o.registryPort + 10}`,
-      '-Dquarkus.http.access-log.enabled=false',
-      '-Dapicurio.rules.global.compatibility=BACKWARD',
-      '-jar',
-      join(artifacts.apicurioHome, 'quarkus-run.jar'),
-    ],
-    cwd: regDir,
-    logFile: regLog,
-    pidFile: pidFile(o.dir, REGISTRY),
-    marker: `-Dplan-ledger.stack=${regDir}`,
-  });
-
-  const info: StackInfo = {
-    brokers: brokerList(spec),
-    registryUrl: `http://${o.host}:${o.registryPort}/apis/ccompat/v7`,
-    dir: o.dir,
-    versions: artifacts.versions,
-    startedAt: new Date().toISOString(),
-  };
-  try {
-    await Promise.all([
-      waitUntilReady(kafkaRec, `Kafka broker on ${info.brokers.join(',')}`, () => kafkaAnswers(info.brokers), 90_000),
-      waitUntilReady(registryRec, `schema registry on ${info.registryUrl}`, () => registryAnswers(info.registryUrl), 90_000),
-    ]);
-  } catch (e) {
-    await stackDown({ dir: o.dir });
-    throw e;
-  }
-  writeFileSync(join(o.dir, 'stack.json'), `${JSON.stringify(info, null, 2)}\n`);
-  return { info, alreadyRunning: false, seconds: (Date.now() - t0) / 1000 };
-}
-
-/** How the broker was started, so it can be started again on the same storage. */
-interface KafkaLaunch {
+/** How a process was started, so it can be started again on the same storage (`<dir>/<name>/launch.json`). */
+interface Launch {
   readonly bin: string;
   readonly args: string[];
   readonly cwd: string;
@@ -209,31 +158,248 @@ interface KafkaLaunch {
   readonly marker: string;
 }
 
+const launchFile = (dir: string, name: string) => join(dir, name, 'launch.json');
+
+function spawnLaunch(dir: string, name: string, launch: Launch): PidRecord {
+  writeFileSync(launchFile(dir, name), JSON.stringify(launch));
+  return spawnDetached({ name, ...launch, pidFile: pidFile(dir, name) });
+}
+
+function nodeSpecs(dir: string, host: string, kafkaPort: number, count: number): KafkaNodeSpec[] {
+  return Array.from({ length: count }, (_, i) => ({
+    nodeId: i + 1,
+    port: kafkaPort + 2 * i,
+    controllerPort: kafkaPort + 2 * i + 1,
+    dir: join(dir, nodeName(i + 1)),
+  }));
+}
+
+/** A node's storage is formatted when its log dir holds meta.properties (written by the StorageTool). */
+const isFormatted = (node: KafkaNodeSpec) => existsSync(join(node.dir, 'data', 'meta.properties'));
+
 /**
- * Restarts the running stack's broker on the same storage (a broker outage for tests and drills):
+ * Writes a node's config, formats its storage only when it holds none (the cluster id comes from
+ * cluster.json, so a re-formatted node joins the same cluster), and returns how to start it.
+ */
+function prepareNode(spec: KafkaClusterSpec, node: KafkaNodeSpec, java: string, artifacts: StackArtifacts): Launch {
+  mkdirSync(node.dir, { recursive: true });
+  const props = join(node.dir, 'server.properties');
+  const log4j = join(node.dir, 'log4j2.properties');
+  const logFile = join(node.dir, 'server.log');
+  writeFileSync(props, renderServerProperties(spec, node));
+  writeFileSync(log4j, log4j2Properties(logFile));
+  const classpath = `${artifacts.kafkaLibs}/*`;
+  const jvmCommon = [`-Dlog4j2.configurationFile=${log4j}`, `-Dkafka.logs.dir=${node.dir}`];
+  if (!isFormatted(node)) {
+    const format = spawnSync(java, ['-cp', classpath, ...jvmCommon, 'kafka.tools.StorageTool', ...formatArgs(spec, props)], { encoding: 'utf8' });
+    if (format.status !== 0) {
+      writeFileSync(join(node.dir, 'format.log'), `${format.stdout}\n${format.stderr}`);
+      throw new LedgerError('ENVIRONMENT', `formatting Kafka storage failed; see ${join(node.dir, 'format.log')}`);
+    }
+  }
+  // One node gets the heap it had as the whole stack; three share a 2-core, few-GiB machine.
+  const heap = spec.nodes.length === 1 ? ['-Xms256m', '-Xmx1g'] : ['-Xms128m', '-Xmx512m'];
+  return {
+    bin: java,
+    args: [...heap, '-XX:+UseG1GC', '-XX:MaxGCPauseMillis=20', '-Djava.awt.headless=true', ...jvmCommon, '-cp', classpath, 'kafka.Kafka', props],
+    cwd: node.dir,
+    logFile, // JVM output and log4j2 share one file
+    marker: props,
+  };
+}
+
+/**
+ * Apicurio's fast-jar with KafkaSQL storage: every registry change is a record in the never-expiring
+ * journal topic `_plan-ledger-registry-journal` of the same cluster, replayed in order on start, so
+ * subjects, versions and the content ids events carry come back identical after any restart. Its topics
+ * take the brokers' default replication (3 with min.insync.replicas 2 on a 3-node stack).
+ */
+function registryLaunch(o: ReturnType<typeof resolve>, java: string, artifacts: StackArtifacts, brokers: string[]): Launch {
+  const regDir = join(o.dir, REGISTRY);
+  mkdirSync(regDir, { recursive: true });
+  return {
+    bin: java,
+    args: [
+      '-Xmx512m',
+      '-XX:+UseSerialGC',
+      `-Dplan-ledger.stack=${regDir}`,
+      `-Djava.io.tmpdir=${regDir}`,
+      `-Dquarkus.http.host=${o.host}`,
+      `-Dquarkus.http.port=${o.registryPort}`,
+      `-Dquarkus.management.host=${o.host}`,
+      `-Dquarkus.management.port=${o.registryPort + 10}`,
+      '-Dquarkus.http.access-log.enabled=false',
+      '-Dapicurio.rules.global.compatibility=BACKWARD',
+      '-Dapicurio.storage.kind=kafkasql',
+      // Each start-up poll of the journal and snapshot topics waits this long when they are quiet (default 5 s).
+      '-Dapicurio.kafkasql.consumer.poll.timeout=500',
+      `-Dapicurio.kafkasql.bootstrap.servers=${brokers.join(',')}`,
+      '-Dapicurio.kafkasql.topic=_plan-ledger-registry-journal',
+      '-Dapicurio.kafkasql.snapshots.topic=_plan-ledger-registry-snapshots',
+      '-Dapicurio.events.kafka.topic=_plan-ledger-registry-events',
+      `-Dapicurio.storage.snapshot.location=${regDir}`,
+      `-Dapicurio.import.work-dir=${regDir}`,
+      '-jar',
+      join(artifacts.apicurioHome, 'quarkus-run.jar'),
+    ],
+    cwd: regDir,
+    logFile: join(regDir, 'registry.log'),
+    marker: `-Dplan-ledger.stack=${regDir}`,
+  };
+}
+
+/**
+ * Brings up a KRaft cluster (one node, or three with `brokers: 3`) and Apicurio Registry (KafkaSQL
+ * storage, BACKWARD) as JVM processes. Durable: broker data lives in the stack dir, the registry's
+ * schemas in a topic of the same cluster, and `up` reuses both — storage is formatted only when a
+ * node has none. Idempotent: when everything already runs it returns the addresses with
+ * `alreadyRunning: true`. {@link stackReset} is the one way to wipe the data.
+ */
+export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
+  const t0 = Date.now();
+  const o = resolve(opts);
+  const existing = readStackInfo(o.dir);
+  const record = readCluster(o.dir);
+  const count = opts.brokers ?? record?.nodes ?? 1;
+  if (count !== 1 && count !== 3) throw new LedgerError('VALIDATION', `--brokers must be 1 or 3, got ${count}`, { field: 'brokers' });
+  if (record && record.nodes !== count) {
+    throw new LedgerError(
+      'CONFLICT',
+      `the stack in ${o.dir} holds data of a ${record.nodes}-broker cluster; start it with --brokers ${record.nodes}, or wipe it with "plan-ledger stack reset --yes"`,
+    );
+  }
+  if (existing) return { info: existing, alreadyRunning: true, reused: true, seconds: 0 };
+  // Half a stack (a process died): stop what is left, then start everything on the same storage.
+  await stackDown({ dir: o.dir });
+
+  const brokerJava = findJava(17, 'the Kafka broker');
+  const registryJava = findJava(21, 'Apicurio Registry 3.3');
+  const nodes = nodeSpecs(o.dir, o.host, o.kafkaPort, count);
+  for (const n of nodes) {
+    await assertPortFree(o.host, n.port, 'Kafka broker', 'PLAN_LEDGER_STACK_KAFKA_PORT');
+    await assertPortFree(o.host, n.controllerPort, 'Kafka controller', 'PLAN_LEDGER_STACK_KAFKA_PORT');
+  }
+  await assertPortFree(o.host, o.registryPort, 'schema registry', 'PLAN_LEDGER_STACK_REGISTRY_PORT');
+  await assertPortFree(o.host, o.registryPort + 10, 'schema registry management', 'PLAN_LEDGER_STACK_REGISTRY_PORT');
+
+  const artifacts = ensureArtifacts(o.log);
+  mkdirSync(o.dir, { recursive: true });
+  const reused = !!record && nodes.every(isFormatted);
+  if (!record) {
+    // No cluster record: a new stack, or the storage of an older, ephemeral one whose schemas are gone
+    // with its in-memory registry (its events could not be decoded). Either way, start from nothing.
+    for (const name of processNames(o.dir)) rmSync(join(o.dir, name), { recursive: true, force: true });
+    for (const n of nodes) rmSync(n.dir, { recursive: true, force: true });
+  }
+  const cluster: ClusterRecord = record ?? { clusterId: newClusterId(), nodes: count, createdAt: new Date().toISOString() };
+  if (!record) writeFileSync(clusterFile(o.dir), `${JSON.stringify(cluster, null, 2)}\n`);
+  const spec: KafkaClusterSpec = { clusterId: cluster.clusterId, host: o.host, nodes, security: { kind: 'plaintext' }, overrides: {} };
+  const brokers = brokerList(spec);
+  const rf = Math.min(3, count);
+
+  const kafkaRecs = nodes.map((n) => spawnLaunch(o.dir, nodeName(n.nodeId), prepareNode(spec, n, brokerJava.bin, artifacts)));
+  const kafkaReady = () =>
+    Promise.all(kafkaRecs.map((rec) => waitUntilReady(rec, `Kafka broker ${rec.name} on ${brokers.join(',')}`, () => kafkaAnswers(brokers, count), 120_000)));
+  // One node: the registry starts beside the broker (its Kafka client waits for it), so `up` costs the
+  // slower of the two start-ups, not their sum. Three nodes: the registry creates its journal topic with
+  // replication factor 3, which needs every broker registered, so it starts once they all answer.
+  let early: Promise<unknown> = Promise.resolve();
+  if (count > 1) {
+    try {
+      await kafkaReady();
+    } catch (e) {
+      await stackDown({ dir: o.dir });
+      throw e;
+    }
+  } else early = kafkaReady();
+  const registryRec = spawnLaunch(o.dir, REGISTRY, registryLaunch(o, registryJava.bin, artifacts, brokers));
+
+  const info: StackInfo = {
+    brokers,
+    registryUrl: `http://${o.host}:${o.registryPort}/apis/ccompat/v7`,
+    dir: o.dir,
+    versions: artifacts.versions,
+    startedAt: new Date().toISOString(),
+    nodes: count,
+    replicationFactor: rf,
+  };
+  const healthUrl = `http://${o.host}:${o.registryPort + 10}/health/ready`;
+  try {
+    await Promise.all([early, waitUntilReady(registryRec, `schema registry on ${info.registryUrl}`, () => registryAnswers(info.registryUrl, healthUrl), 150_000)]);
+  } catch (e) {
+    await stackDown({ dir: o.dir });
+    throw e;
+  }
+  writeFileSync(join(o.dir, 'stack.json'), `${JSON.stringify(info, null, 2)}\n`);
+  return { info, alreadyRunning: false, reused, seconds: (Date.now() - t0) / 1000 };
+}
+
+function requireRunning(dir: string): StackInfo {
+  const info = readStackInfo(dir);
+  if (!info) throw new LedgerError('NOT_FOUND', `no running local stack in ${dir}`);
+  return info;
+}
+
+/**
+ * Stops one Kafka node of the running stack (SIGTERM, or SIGKILL with `hard`) and waits until it is
+ * gone. The stack's other processes keep running; {@link startBroker} brings the node back.
+ */
+export async function stopBroker(opts: Pick<StackOptions, 'dir'> & { node?: number; hard?: boolean } = {}): Promise<void> {
+  const { dir } = resolve(opts);
+  requireRunning(dir);
+  const name = nodeName(opts.node ?? 1);
+  const file = pidFile(dir, name);
+  const rec = readPid(file);
+  if (!rec) throw new LedgerError('NOT_FOUND', `no ${name} in the stack in ${dir}`);
+  if (opts.hard && isOurs(rec)) process.kill(rec.pid, 'SIGKILL');
+  await stopProcess(rec, file);
+}
+
+/** Starts a stopped Kafka node again with its recorded command line and waits until it is back in the cluster. */
+export async function startBroker(opts: Pick<StackOptions, 'dir'> & { node?: number } = {}): Promise<void> {
+  const { dir } = resolve(opts);
+  const nodeId = opts.node ?? 1;
+  const name = nodeName(nodeId);
+  const info = JSON.parse(readFileSync(join(dir, 'stack.json'), 'utf8')) as StackInfo;
+  const rec = spawnLaunch(dir, name, JSON.parse(readFileSync(launchFile(dir, name), 'utf8')) as Launch);
+  const own = info.brokers[nodeId - 1]!;
+  await waitUntilReady(rec, `Kafka broker ${name} on ${own}`, () => kafkaAnswers([own], info.nodes ?? 1, nodeId), 120_000);
+}
+
+/**
+ * Restarts one broker of the running stack on the same storage (a broker outage for tests and drills):
  * stops it — SIGTERM, or SIGKILL with `hard` — optionally stays down for `downMs`, starts it again with
  * the same command line and waits until it answers. Topics, records and schema ids survive.
  */
-export async function restartBroker(opts: Pick<StackOptions, 'dir'> & { hard?: boolean; downMs?: number } = {}): Promise<void> {
-  const { dir } = resolve(opts);
-  const info = readStackInfo(dir);
-  const file = pidFile(dir, KAFKA);
-  const rec = readPid(file);
-  if (!info || !rec) throw new LedgerError('NOT_FOUND', `no running local stack in ${dir}`);
-  const launch = JSON.parse(readFileSync(join(dir, KAFKA, 'launch.json'), 'utf8')) as KafkaLaunch;
-  if (opts.hard) process.kill(rec.pid, 'SIGKILL');
-  await stopProcess(rec, file);
+export async function restartBroker(opts: Pick<StackOptions, 'dir'> & { node?: number; hard?: boolean; downMs?: number } = {}): Promise<void> {
+  await stopBroker(opts);
   if (opts.downMs) await new Promise((r) => setTimeout(r, opts.downMs));
-  const again = spawnDetached({ name: KAFKA, ...launch, pidFile: file });
-  await waitUntilReady(again, `Kafka broker on ${info.brokers.join(',')}`, () => kafkaAnswers(info.brokers), 90_000);
+  await startBroker(opts);
 }
 
-/** Stops exactly the processes this stack started (by pid file) and waits until they are gone. */
+/**
+ * Restarts the registry (SIGKILL with `hard`) and waits until it has replayed its journal and answers;
+ * schema ids are the same afterwards.
+ */
+export async function restartRegistry(opts: Pick<StackOptions, 'dir'> & { hard?: boolean } = {}): Promise<void> {
+  const { dir } = resolve(opts);
+  const info = requireRunning(dir);
+  const file = pidFile(dir, REGISTRY);
+  const rec = readPid(file)!;
+  if (opts.hard && isOurs(rec)) process.kill(rec.pid, 'SIGKILL');
+  await stopProcess(rec, file);
+  const again = spawnLaunch(dir, REGISTRY, JSON.parse(readFileSync(launchFile(dir, REGISTRY), 'utf8')) as Launch);
+  const url = new URL(info.registryUrl);
+  const healthUrl = `http://${url.hostname}:${Number(url.port) + 10}/health/ready`;
+  await waitUntilReady(again, `schema registry on ${info.registryUrl}`, () => registryAnswers(info.registryUrl, healthUrl), 150_000);
+}
+
+/** Stops exactly the processes this stack started (by pid file) and waits until they are gone. Data stays. */
 export async function stackDown(opts: Pick<StackOptions, 'dir'> = {}): Promise<{ stopped: string[] }> {
   const { dir } = resolve(opts);
   const stopped: string[] = [];
-  // Registry first: it does not depend on the broker, and the broker's shutdown is the slower one.
-  for (const name of [REGISTRY, KAFKA]) {
+  // Registry first: it writes to the brokers, and their shutdown is the slower one.
+  for (const name of [REGISTRY, ...processNames(dir).filter((n) => n !== REGISTRY)]) {
     const file = pidFile(dir, name);
     const rec = readPid(file);
     if (rec && (await stopProcess(rec, file))) stopped.push(`${name} (pid ${rec.pid})`);
@@ -242,18 +408,47 @@ export async function stackDown(opts: Pick<StackOptions, 'dir'> = {}): Promise<{
   return { stopped };
 }
 
+/**
+ * Wipes the stack: stops it, then deletes its broker data, the registry's folder and the cluster
+ * record, so the next `up` formats new storage. Every plan, event and schema on the stack is gone;
+ * the caller must pass `confirm: true` (the CLI's `--yes`).
+ */
+export async function stackReset(opts: Pick<StackOptions, 'dir'> & { confirm: boolean }): Promise<{ stopped: string[]; removed: string[] }> {
+  if (opts.confirm !== true) {
+    throw new LedgerError('VALIDATION', 'stack reset deletes every plan, event and schema of the local stack; pass --yes to confirm', { field: 'yes' });
+  }
+  const { dir } = resolve(opts);
+  const names = processNames(dir);
+  const { stopped } = await stackDown({ dir });
+  const removed: string[] = [];
+  for (const name of names) {
+    const path = join(dir, name);
+    if (existsSync(path)) {
+      rmSync(path, { recursive: true, force: true });
+      removed.push(path);
+    }
+  }
+  if (existsSync(clusterFile(dir))) {
+    rmSync(clusterFile(dir), { force: true });
+    removed.push(clusterFile(dir));
+  }
+  return { stopped, removed };
+}
+
 export interface StackStatus {
   readonly running: boolean;
   readonly info: StackInfo | undefined;
   readonly processes: { name: string; pid: number; alive: boolean; log: string }[];
+  /** Whether the stack dir holds formatted storage that the next `up` reuses. */
+  readonly hasData: boolean;
 }
 
 export function stackStatus(opts: Pick<StackOptions, 'dir'> = {}): StackStatus {
   const { dir } = resolve(opts);
-  const processes = [KAFKA, REGISTRY]
+  const processes = processNames(dir)
     .map((n) => readPid(pidFile(dir, n)))
     .filter((r): r is PidRecord => !!r)
     .map((r) => ({ name: r.name, pid: r.pid, alive: isOurs(r), log: r.logFile }));
   const info = readStackInfo(dir);
-  return { running: info !== undefined, info, processes };
+  return { running: info !== undefined, info, processes, hasData: readCluster(dir) !== undefined };
 }

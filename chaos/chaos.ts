@@ -1,0 +1,620 @@
+// A chaos run: a private 3-broker stack, three executor processes and a projector, hundreds of plans
+// calling an idempotent effects service, and faults arriving at random — executors killed (SIGKILL),
+// stopped (SIGTERM) and frozen past their session timeout (SIGSTOP, then SIGCONT: a zombie), one broker
+// killed and restarted, the registry restarted. At the end it checks what the ledger promises and writes
+// a JSON and a Markdown report. Loopback only; bounded in plans and in time; stops by itself.
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { connectLedger, type Ledger } from '../src/client/index.js';
+import { loadConfig, topicNames, type LedgerConfig } from '../src/config.js';
+import { createKafka } from '../src/kafka/client.js';
+import { readToEnd } from '../src/kafka/log-reader.js';
+import { partitionFor } from '../src/kafka/partitioner.js';
+import { ensurePlanTopics } from '../src/kafka/topics.js';
+import { silentLogger } from '../src/logging.js';
+import type { PlanState } from '../src/plan/index.js';
+import { restartRegistry, stackDown, stackReset, stackUp, startBroker, stopBroker } from '../src/stack/stack.js';
+import { EffectsService } from '../test/fixtures/effects-service.js';
+import { chaosPlan, type ChaosPlan } from './plans.js';
+import { executorProcess, projectorProcess, type ServiceProcess } from './processes.js';
+
+export interface ChaosOptions {
+  /** Root plans to run (each ten items; children and follow-ups come on top). */
+  readonly plans: number;
+  readonly executors: number;
+  /** Hard bound on the whole run after the stack is up; the run reports what it saw and stops. */
+  readonly maxMinutes: number;
+  /** Share of the time bound over which the plans arrive (evenly spaced). */
+  readonly arrivalShare: number;
+  /** A fault every [min, max] ms. */
+  readonly faultEveryMs: readonly [number, number];
+  readonly sessionTimeoutMs: number;
+  readonly seed: number;
+  /** Where the report and the processes' logs go. */
+  readonly outDir: string;
+  /** The private stack's folder (wiped at the end unless keepStack). */
+  readonly stackDir: string;
+  readonly keepStack?: boolean;
+  readonly label: string;
+  readonly log: (line: string) => void;
+}
+
+type FaultKind = 'kill9' | 'sigterm' | 'freeze' | 'broker-kill' | 'registry-restart';
+
+interface Fault {
+  readonly kind: FaultKind;
+  readonly target: string;
+  readonly at: number;
+  /** Partitions the target owned (executor faults). */
+  readonly partitions: number[];
+  recoveredAt: number | null;
+  /** For a freeze: when the process was continued. */
+  continuedAt?: number;
+}
+
+export interface ChaosReport {
+  readonly label: string;
+  readonly seed: number;
+  readonly startedAt: string;
+  readonly seconds: number;
+  readonly stack: { brokers: number; replicationFactor: number; partitions: number; upSeconds: number };
+  /** Seconds from the first plan submitted to the last plan settled (or the time bound). */
+  readonly workSeconds: number;
+  readonly plans: { root: number; child: number; completed: number; failed: number; expectedFailed: number; other: number; wrongOutcome: string[] };
+  readonly items: { total: number; effectItems: number; followUps: number };
+  readonly effects: { keys: number; calls: number; replays: number; duplicates: number; lost: number; unexplainedKeys: string[] };
+  readonly faults: { kill9: number; sigterm: number; freeze: number; brokerKills: number; registryRestarts: number };
+  readonly recoveries: { count: number; medianMs: number | null; maxMs: number | null; unrecovered: number; brokerBackMs: number[]; registryBackMs: number[] };
+  readonly fencing: { fencedAppendsRefused: number; zombieAppendsVisible: number; intentsChecked: number; zombieEvents: string[] };
+  readonly rebuilds: { plans: number; digestsEqual: boolean; mismatches: string[] };
+  readonly chains: { verified: number; broken: string[]; snapshotAtFirstCopy: string[] };
+  /** Event keys (planId:seq) found more than once in the events topic: byte-identical re-sends or not. */
+  readonly resends: { keys: number; identical: number; differing: string[]; examples: string[] };
+  readonly dlq: { records: number; poisonSent: number; onlyPoison: boolean; unexpected: string[] };
+  readonly lost: number;
+  readonly duplicates: number;
+  readonly ok: boolean;
+  readonly problems: string[];
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** mulberry32: a small seeded generator, so a run's fault schedule can be repeated with its seed. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+async function freePortBlock(span: number): Promise<number> {
+  const free = (port: number) =>
+    new Promise<boolean>((resolve) => {
+      const srv = createServer();
+      srv.once('error', () => resolve(false));
+      srv.listen({ host: '127.0.0.1', port, exclusive: true }, () => srv.close(() => resolve(true)));
+    });
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const base = 20_000 + Math.floor(Math.random() * 30_000);
+    let ok = true;
+    for (let p = base; p <= base + span && ok; p++) ok = await free(p);
+    if (ok) return base;
+  }
+  throw new Error('no free port block found');
+}
+
+function median(xs: number[]): number | null {
+  if (!xs.length) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : Math.round((s[m - 1]! + s[m]!) / 2);
+}
+
+
+/**
+ * Runs the chaos scenario and returns its report (also written to `outDir`). Whatever happens, every
+ * process it started — executors, projector, the stack's JVMs — is stopped before it returns or throws.
+ */
+export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
+  const cleanups: Array<() => Promise<unknown>> = [];
+  try {
+    return await chaos(o, cleanups);
+  } finally {
+    for (const c of cleanups.reverse()) await c().catch((e: unknown) => o.log(`clean-up: ${e instanceof Error ? e.message : String(e)}`));
+  }
+}
+
+async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): Promise<ChaosReport> {
+  const t0 = Date.now();
+  const random = rng(o.seed);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
+  const logDir = join(o.outDir, `${o.label}-logs`);
+  mkdirSync(logDir, { recursive: true });
+  const problems: string[] = [];
+  const runId = `chaos${randomBytes(3).toString('hex')}`;
+
+  o.log(`starting a 3-broker stack in ${o.stackDir}`);
+  const kafkaPort = await freePortBlock(5);
+  const registryPort = await freePortBlock(10);
+  cleanups.push(() => (o.keepStack ? stackDown({ dir: o.stackDir }) : stackReset({ dir: o.stackDir, confirm: true })));
+  const up = await stackUp({ dir: o.stackDir, brokers: 3, kafkaPort, registryPort, log: o.log });
+  o.log(`stack up in ${up.seconds.toFixed(1)}s: ${up.info.brokers.join(',')}`);
+  const partitions = 6;
+  const config: LedgerConfig = loadConfig({
+    brokers: up.info.brokers,
+    registryUrl: up.info.registryUrl,
+    topicPrefix: runId,
+    partitions,
+    replicationFactor: up.info.replicationFactor,
+  });
+  const topics = topicNames(config.topicPrefix);
+  const kafka = createKafka(config, silentLogger(), 'chaos');
+  const admin = kafka.admin();
+  await admin.connect();
+  cleanups.push(() => admin.disconnect());
+  await ensurePlanTopics(admin, config);
+
+  const effects = await new EffectsService().start();
+  cleanups.push(() => effects.stop());
+  const cwd = process.cwd();
+  const projectorPort = await freePortBlock(0);
+  const projector = projectorProcess(config, projectorPort, { logDir, cwd });
+  cleanups.push(() => projector.stop());
+  const projectorUrl = `http://127.0.0.1:${projectorPort}`;
+
+  const all: ServiceProcess[] = [];
+  cleanups.push(() => Promise.all(all.map((p) => p.stop())));
+  const slots: ServiceProcess[] = [];
+  const generation: number[] = [];
+  const spawnSlot = (i: number) => {
+    generation[i] = (generation[i] ?? 0) + 1;
+    const p = executorProcess(config, `exec${i}-g${generation[i]}`, { logDir, cwd, effectsUrl: effects.url, sessionTimeoutMs: o.sessionTimeoutMs });
+    slots[i] = p;
+    all.push(p);
+  };
+  for (let i = 0; i < o.executors; i++) spawnSlot(i);
+
+  // Who owns what, from the executors' own words: the last 'partition restored' line per partition.
+  const restores = () =>
+    all.flatMap((p) =>
+      p.lines
+        .filter((l) => l.line.msg === 'partition restored' && l.line.component === 'partition-owner')
+        // The executor's own clock (pino's time), not when this process read the line.
+        .map((l) => ({ label: p.label, at: Number(l.line.time ?? l.at), partition: Number(l.line.partition) })),
+    );
+  const ownedBy = (label: string) => {
+    const last = new Map<number, { label: string; at: number }>();
+    for (const r of restores().sort((a, b) => a.at - b.at)) last.set(r.partition, r);
+    return [...last].filter(([, r]) => r.label === label).map(([p]) => p);
+  };
+  const waitAllOwned = async (timeoutMs: number) => {
+    const deadline = Date.now() + timeoutMs;
+    while (new Set(restores().map((r) => r.partition)).size < partitions) {
+      if (Date.now() > deadline) throw new Error('executors did not take all partitions');
+      await sleep(250);
+    }
+  };
+  await waitAllOwned(180_000);
+  o.log(`${o.executors} executors own all ${partitions} partitions; projector on ${projectorUrl}`);
+
+  // Deliberate poison: undecodable command records. They must end in the DLQ, and nothing else may.
+  const poisonKeys = ['poison-0', 'poison-1', 'poison-2'];
+  const producer = kafka.producer();
+  await producer.connect();
+  await producer.send({
+    topic: topics.commands,
+    messages: poisonKeys.map((key, i) => ({ key, value: Buffer.from(`not a command ${i}`), partition: partitionFor(key, partitions) })),
+  });
+  await producer.disconnect();
+
+  const ledger: Ledger = await connectLedger(config);
+  cleanups.push(() => ledger.close());
+  const workStart = Date.now();
+  const deadline = workStart + o.maxMinutes * 60_000;
+  const plans: ChaosPlan[] = Array.from({ length: o.plans }, (_, n) => chaosPlan(runId, n));
+  const terminal = new Map<string, string>();
+  let submitted = 0;
+
+  // Plans arrive from a few concurrent clients over the first part of the run, while the faults go on.
+  // A submission answered with a timeout may still have been accepted: retrying with the same planId
+  // then meets PLAN_EXISTS, which counts as submitted.
+  const queue = [...plans];
+  const submitOne = async (p: ChaosPlan) => {
+    for (let tries = 0; ; tries++) {
+      try {
+        await ledger.createPlan(p.input, { timeoutMs: 60_000 });
+        return;
+      } catch (e) {
+        const msg = e instanceof Error ? e.message : String(e);
+        if (/PLAN_EXISTS|already exists/i.test(msg)) return;
+        if (tries >= 20 || Date.now() > deadline) {
+          problems.push(`could not submit ${p.planId}: ${msg}`);
+          return;
+        }
+        await sleep(1000);
+      }
+    }
+  };
+  // Arrivals are spread over the first part of the time bound, so the faults meet work in every phase.
+  const paceMs = (o.maxMinutes * 60_000 * o.arrivalShare) / plans.length;
+  const submitAll = Promise.all(
+    Array.from({ length: 6 }, async () => {
+      for (let p = queue.shift(); p && Date.now() < deadline; p = queue.shift()) {
+        const n = plans.indexOf(p);
+        const wait = workStart + n * paceMs - Date.now();
+        if (wait > 0) await sleep(wait);
+        await submitOne(p);
+        submitted++;
+      }
+    }),
+  );
+
+  const pollTerminal = (async () => {
+    while (Date.now() < deadline && terminal.size < plans.length) {
+      for (const p of plans) {
+        if (terminal.has(p.planId)) continue;
+        const res = await fetch(`${projectorUrl}/api/plans/${p.planId}`).catch(() => null);
+        if (!res?.ok) continue;
+        const body = (await res.json()) as { state: PlanState | null };
+        const s = body.state?.status;
+        if (s === 'completed' || s === 'failed' || s === 'cancelled') terminal.set(p.planId, s);
+      }
+      await sleep(1000);
+    }
+  })();
+
+  // Faults, one at a time, until the work is done.
+  const faults: Fault[] = [];
+  const brokerBackMs: number[] = [];
+  const registryBackMs: number[] = [];
+  let lastProgress = '';
+  // The broker kill and the registry restart come on their own clock, so they overlap executor faults:
+  // each when a share of the plans has settled or a share of the time has passed, whichever is first.
+  const due = (share: number) => terminal.size >= plans.length * share || Date.now() >= workStart + (deadline - workStart) * share;
+  const infraFaults = (async () => {
+    while (!due(0.15)) await sleep(250);
+    if (terminal.size >= plans.length) return;
+    const node = 1 + Math.floor(random() * 3);
+    const b: Fault = { kind: 'broker-kill', target: `kafka-${node}`, at: Date.now(), partitions: [], recoveredAt: null };
+    faults.push(b);
+    o.log(`fault: kill -9 broker kafka-${node}`);
+    await stopBroker({ dir: o.stackDir, node, hard: true });
+    await sleep(5000);
+    await startBroker({ dir: o.stackDir, node });
+    b.recoveredAt = Date.now();
+    brokerBackMs.push(b.recoveredAt - b.at);
+    o.log(`broker kafka-${node} back after ${b.recoveredAt - b.at} ms`);
+    while (!due(0.4)) await sleep(250);
+    if (terminal.size >= plans.length) return;
+    const r: Fault = { kind: 'registry-restart', target: 'registry', at: Date.now(), partitions: [], recoveredAt: null };
+    faults.push(r);
+    o.log('fault: kill -9 and restart the registry');
+    await restartRegistry({ dir: o.stackDir, hard: true });
+    r.recoveredAt = Date.now();
+    registryBackMs.push(r.recoveredAt - r.at);
+    o.log(`registry back after ${r.recoveredAt - r.at} ms`);
+  })();
+  const faultLoop = (async () => {
+    while (Date.now() < deadline && terminal.size < plans.length) {
+      await sleep(o.faultEveryMs[0] + random() * (o.faultEveryMs[1] - o.faultEveryMs[0]));
+      if (terminal.size >= plans.length) break;
+      const progress = `${terminal.size}/${plans.length} plans settled, ${submitted} submitted, ${effects.effects.size} effects`;
+      if (progress !== lastProgress) o.log(progress);
+      lastProgress = progress;
+      // Prefer an executor that owns partitions: one that has just restarted and owns nothing yet would
+      // test little.
+      const owners = slots.map((p, i) => ({ i, owns: ownedBy(p.label).length })).filter((x) => x.owns > 0);
+      const slot = owners.length ? pick(owners).i : Math.floor(random() * slots.length);
+      const victim = slots[slot]!;
+      const kind = pick<FaultKind>(['kill9', 'kill9', 'sigterm', 'freeze']);
+      const f: Fault = { kind, target: victim.label, at: Date.now(), partitions: ownedBy(victim.label), recoveredAt: null };
+      faults.push(f);
+      o.log(`fault: ${kind} ${victim.label} (owns ${f.partitions.join(',') || 'nothing'})`);
+      if (kind === 'freeze') {
+        victim.signal('SIGSTOP');
+        victim.frozen = true;
+        await sleep(o.sessionTimeoutMs + 3000);
+        victim.signal('SIGCONT');
+        victim.frozen = false;
+        f.continuedAt = Date.now();
+      } else {
+        victim.signal(kind === 'kill9' ? 'SIGKILL' : 'SIGTERM');
+        const t = setTimeout(() => victim.signal('SIGKILL'), 30_000);
+        await victim.exited;
+        clearTimeout(t);
+        await sleep(500 + random() * 1500);
+        spawnSlot(slot);
+      }
+    }
+  })();
+
+  // A fault is recovered once every partition its target owned has been restored by another process.
+  const trackRecoveries = () => {
+    for (const f of faults) {
+      if (f.recoveredAt !== null || !f.partitions.length) continue;
+      const after = restores().filter((r) => r.label !== f.target && r.at >= f.at);
+      const times = f.partitions.map((p) => after.filter((r) => r.partition === p).map((r) => r.at).sort((a, b) => a - b)[0]);
+      if (times.every((x) => x !== undefined)) f.recoveredAt = Math.max(...(times as number[]));
+    }
+  };
+  const recoveryTimer = setInterval(trackRecoveries, 250);
+
+  await Promise.all([submitAll, pollTerminal, faultLoop, infraFaults]);
+  const settledAt = Date.now();
+  // Give the last faults' take-overs a moment to show up.
+  const settle = Date.now() + 30_000;
+  while (Date.now() < settle && faults.some((f) => f.recoveredAt === null && f.partitions.length)) {
+    trackRecoveries();
+    await sleep(250);
+  }
+  clearInterval(recoveryTimer);
+  trackRecoveries();
+  o.log(`work settled: ${terminal.size}/${plans.length} plans; checking`);
+
+  // ---- Checks ----
+  const expectedById = new Map(plans.map((p) => [p.planId, p]));
+  // Rebuild 1: the client folds every plan from the log.
+  const replays = await ledger.replay({ all: true });
+  const ours = replays.filter((r) => r.planId.startsWith(runId) || !expectedById.has(r.planId));
+  const rootIds = new Set(plans.map((p) => p.planId));
+  const childIds = ours.filter((r) => !rootIds.has(r.planId)).map((r) => r.planId);
+  // Child plans finish before their parents' items do; wait until the projector has them too.
+  const projected = async (planId: string) => {
+    const res = await fetch(`${projectorUrl}/api/plans/${planId}`).catch(() => null);
+    if (!res?.ok) return null;
+    return (await res.json()) as { stateDigest: string | null; state: PlanState | null };
+  };
+  // Rebuild 2: the projector process folded the same log on its own.
+  const mismatches: string[] = [];
+  const states = new Map<string, PlanState>();
+  for (const r of ours) {
+    let view = await projected(r.planId);
+    for (let i = 0; i < 20 && (!view || !r.ok || view.stateDigest !== r.stateDigest); i++) {
+      await sleep(500);
+      view = await projected(r.planId);
+    }
+    if (!r.ok) mismatches.push(`${r.planId}: the log does not fold (${r.reason})`);
+    else if (!view) mismatches.push(`${r.planId}: unknown to the projector`);
+    else if (view.stateDigest !== r.stateDigest) mismatches.push(`${r.planId}: projector ${view.stateDigest} vs replay ${r.stateDigest}`);
+    if (view?.state) states.set(r.planId, view.state);
+  }
+
+  // Chains: every plan's hash chain, seq order and independent rebuilds agree.
+  const verified = await ledger.verify({ all: true });
+
+  // Outcomes and effects.
+  const wrongOutcome: string[] = [];
+  let completed = 0;
+  let failed = 0;
+  let other = 0;
+  let lost = 0;
+  let duplicates = 0;
+  let itemsTotal = 0;
+  let followUps = 0;
+  let effectItems = 0;
+  const keysByItem = new Map<string, Set<string>>();
+  for (const [key, e] of effects.effects) {
+    const planId = key.slice(0, key.indexOf('/'));
+    const k = `${planId}/${e.itemId}`;
+    if (!keysByItem.has(k)) keysByItem.set(k, new Set());
+    keysByItem.get(k)!.add(key);
+  }
+  const explained = new Set<string>();
+  for (const p of plans) {
+    const s = states.get(p.planId);
+    if (!s) {
+      lost++;
+      wrongOutcome.push(`${p.planId}: not in the ledger`);
+      continue;
+    }
+    if (s.status === 'completed') completed++;
+    else if (s.status === 'failed') failed++;
+    else other++;
+    if (s.status !== p.expected) wrongOutcome.push(`${p.planId}: ${s.status}, expected ${p.expected}`);
+    itemsTotal += s.itemOrder.length;
+    followUps += s.itemOrder.filter((id) => s.items[id]!.followUpOf !== null).length;
+    for (const id of p.effectItems) {
+      effectItems++;
+      const item = s.items[id]!;
+      const keys = keysByItem.get(`${p.planId}/${id}`) ?? new Set<string>();
+      for (const a of item.attempts) explained.add(a.idempotencyKey);
+      if (item.status === 'completed') {
+        // Exactly one effect, under the key of the attempt the ledger completed.
+        const done = item.attempts.find((a) => a.outcome === 'succeeded');
+        if (keys.size > 1) duplicates += keys.size - 1;
+        if (keys.size === 0 || !done || !keys.has(done.idempotencyKey)) {
+          lost++;
+          wrongOutcome.push(`${p.planId}/${id}: completed without its effect`);
+        }
+      } else if (s.status === 'completed') {
+        lost++;
+        wrongOutcome.push(`${p.planId}/${id}: ${item.status} in a completed plan`);
+      }
+    }
+  }
+  for (const c of childIds) {
+    const s = states.get(c);
+    if (s?.status !== 'completed') wrongOutcome.push(`child ${c}: ${s?.status ?? 'unknown'}`);
+    if (s) itemsTotal += s.itemOrder.length;
+  }
+  const unexplainedKeys = [...effects.effects.keys()].filter((k) => !explained.has(k));
+
+  // Zombies: a frozen executor wakes up after its session expired and another executor took its
+  // partitions over, fencing them (each new owner of a partition records intents with a fencing token
+  // above every earlier one). A zombie's late append would show in the partition's log as an intent whose
+  // token is below one recorded before it, or as a second, different record at a taken plan position
+  // (counted with the re-sends below). Intents are read with their log offsets, partition by partition.
+  let zombieAppendsVisible = 0;
+  const zombieEvents: string[] = [];
+  const intents = new Map<number, Array<{ offset: bigint; token: number; where: string }>>();
+  for (const planId of states.keys()) {
+    for (const r of await ledger.planEvents(planId)) {
+      if (r.event.type !== 'IntentRecorded') continue;
+      const list = intents.get(r.partition) ?? [];
+      list.push({ offset: BigInt(r.offset), token: r.event.data.fencingToken, where: `${planId} seq ${r.event.seq} (${r.event.actor}, token ${r.event.data.fencingToken}, p${r.partition}@${r.offset})` });
+      intents.set(r.partition, list);
+    }
+  }
+  for (const list of intents.values()) {
+    list.sort((a, b) => (a.offset < b.offset ? -1 : a.offset > b.offset ? 1 : 0));
+    let highest = 0;
+    for (const i of list) {
+      if (i.token < highest) {
+        zombieAppendsVisible++;
+        zombieEvents.push(`${i.where} after token ${highest}`);
+      }
+      highest = Math.max(highest, i.token);
+    }
+  }
+  const intentsChecked = [...intents.values()].reduce((n, l) => n + l.length, 0);
+  const fencedAppendsRefused = all.reduce((n, p) => n + p.lines.filter((l) => /fenced/i.test(String(l.line.msg ?? '')) || (l.line.err as { code?: string } | undefined)?.code === 'FENCED').length, 0);
+
+  // Re-sends: the events topic read raw. The design allows an exact re-send of an event (same key, same
+  // bytes; the fold ignores it and compaction removes it); a second record under a key with other bytes
+  // would be two different facts at one position.
+  const byKey = new Map<string, Array<{ offset: string; partition: number; value: string }>>();
+  await readToEnd({
+    kafka,
+    admin,
+    topic: topics.events,
+    groupPrefix: `${runId}.resend-check`,
+    onRecords: (records) => {
+      for (const r of records) {
+        const key = r.key?.toString() ?? '(null)';
+        if (!byKey.has(key)) byKey.set(key, []);
+        byKey.get(key)!.push({ offset: r.offset, partition: r.partition, value: r.value?.toString('base64') ?? '' });
+      }
+    },
+  });
+  const resent = [...byKey].filter(([, rs]) => rs.length > 1);
+  const resends = {
+    keys: resent.length,
+    identical: resent.filter(([, rs]) => rs.every((r) => r.value === rs[0]!.value)).length,
+    differing: resent.filter(([, rs]) => rs.some((r) => r.value !== rs[0]!.value)).map(([k, rs]) => `${k} at ${rs.map((r) => `p${r.partition}@${r.offset}`).join(', ')}`),
+    examples: resent.slice(0, 10).map(([k, rs]) => `${k} at ${rs.map((r) => `p${r.partition}@${r.offset}`).join(', ')}`),
+  };
+
+  // A snapshot written while a re-sent event had only its first copy points at that copy's offset, while
+  // `verify` reads the last copy (the one compaction keeps) and reports the snapshot as misplaced. When the
+  // copies are byte-identical and the snapshot names one of them, the chain itself is intact: such a plan
+  // is listed apart, not as broken.
+  const broken: string[] = [];
+  const snapshotAtFirstCopy: string[] = [];
+  for (const v of verified.filter((x) => !x.ok)) {
+    const text = `${v.planId}: ${v.firstBroken?.check} at seq ${v.firstBroken?.seq}: ${v.firstBroken?.reason}`;
+    const m = /eventsOffset (\d+) but seq (\d+) is at offset \d+/.exec(v.firstBroken?.reason ?? '');
+    const copies = m ? byKey.get(`${v.planId}:${m[2]}`) : undefined;
+    const onlySnapshotCheckFailed = v.checks.filter((c) => !c.ok).every((c) => c.name === 'snapshots');
+    if (v.firstBroken?.check === 'snapshots' && onlySnapshotCheckFailed && copies && copies.length > 1 && copies.every((c) => c.value === copies[0]!.value) && copies.some((c) => c.offset === m![1])) {
+      snapshotAtFirstCopy.push(text);
+    } else broken.push(text);
+  }
+
+  // DLQ: exactly the poison, nothing else.
+  const dlqKeys: string[] = [];
+  await readToEnd({
+    kafka,
+    admin,
+    topic: topics.dlq,
+    groupPrefix: `${runId}.dlq-check`,
+    onRecords: (records) => {
+      for (const r of records) dlqKeys.push(r.key?.toString() ?? '(null)');
+    },
+  });
+  const unexpectedDlq = dlqKeys.filter((k) => !poisonKeys.includes(k));
+  const onlyPoison = unexpectedDlq.length === 0 && poisonKeys.every((k) => dlqKeys.includes(k));
+
+  // The processes and the stack stop in runChaos's clean-up.
+
+  const executorFaults = faults.filter((f) => f.kind === 'kill9' || f.kind === 'sigterm' || f.kind === 'freeze');
+  const measured = executorFaults.filter((f) => f.partitions.length && f.recoveredAt !== null).map((f) => f.recoveredAt! - f.at);
+  const unrecovered = executorFaults.filter((f) => f.partitions.length && f.recoveredAt === null).length;
+  const calls = effects.calls.length;
+  if (terminal.size < plans.length) problems.push(`${plans.length - terminal.size} plans had not settled within ${o.maxMinutes} minutes of work`);
+  if (wrongOutcome.length) problems.push(`${wrongOutcome.length} plans or items ended otherwise than their tools dictate`);
+  if (mismatches.length) problems.push(`${mismatches.length} plans rebuild differently`);
+  if (broken.length) problems.push(`${broken.length} chains do not verify`);
+  if (!onlyPoison) problems.push(`the DLQ holds ${dlqKeys.length} records, unexpected: ${unexpectedDlq.join(', ') || 'none'}; poison missing: ${poisonKeys.filter((k) => !dlqKeys.includes(k)).join(', ') || 'none'}`);
+  if (resends.differing.length) problems.push(`${resends.differing.length} event positions hold two different records`);
+  if (zombieAppendsVisible) problems.push(`${zombieAppendsVisible} intents with a fencing token below an earlier one are in the log`);
+  if (unexplainedKeys.length) problems.push(`${unexplainedKeys.length} effects under keys the ledger never recorded`);
+  if (unrecovered) problems.push(`${unrecovered} executor faults whose partitions were not taken over`);
+  const report: ChaosReport = {
+    label: o.label,
+    seed: o.seed,
+    startedAt: new Date(t0).toISOString(),
+    seconds: Math.round((Date.now() - t0) / 1000),
+    workSeconds: Math.round((settledAt - workStart) / 1000),
+    stack: { brokers: up.info.nodes, replicationFactor: up.info.replicationFactor, partitions, upSeconds: Math.round(up.seconds) },
+    plans: { root: plans.length, child: childIds.length, completed, failed, expectedFailed: plans.filter((p) => p.expected === 'failed').length, other, wrongOutcome: wrongOutcome.slice(0, 50) },
+    items: { total: itemsTotal, effectItems, followUps },
+    effects: { keys: effects.effects.size, calls, replays: calls - effects.effects.size, duplicates, lost, unexplainedKeys: unexplainedKeys.slice(0, 50) },
+    faults: {
+      kill9: faults.filter((f) => f.kind === 'kill9').length,
+      sigterm: faults.filter((f) => f.kind === 'sigterm').length,
+      freeze: faults.filter((f) => f.kind === 'freeze').length,
+      brokerKills: faults.filter((f) => f.kind === 'broker-kill').length,
+      registryRestarts: faults.filter((f) => f.kind === 'registry-restart').length,
+    },
+    recoveries: { count: measured.length, medianMs: median(measured), maxMs: measured.length ? Math.max(...measured) : null, unrecovered, brokerBackMs, registryBackMs },
+    fencing: { fencedAppendsRefused, zombieAppendsVisible: zombieAppendsVisible + resends.differing.length, intentsChecked, zombieEvents: zombieEvents.slice(0, 50) },
+    rebuilds: { plans: ours.length, digestsEqual: mismatches.length === 0, mismatches: mismatches.slice(0, 50) },
+    chains: { verified: verified.length, broken: broken.slice(0, 50), snapshotAtFirstCopy: snapshotAtFirstCopy.slice(0, 50) },
+    resends,
+    dlq: { records: dlqKeys.length, poisonSent: poisonKeys.length, onlyPoison, unexpected: unexpectedDlq.slice(0, 50) },
+    lost,
+    duplicates,
+    ok: problems.length === 0,
+    problems,
+  };
+  writeFileSync(join(o.outDir, `${o.label}.json`), `${JSON.stringify(report, null, 2)}\n`);
+  writeFileSync(join(o.outDir, `${o.label}.md`), renderMarkdown(report));
+  return report;
+}
+
+export function renderMarkdown(r: ChaosReport): string {
+  const ms = (x: number | null) => (x === null ? 'n/a' : `${(x / 1000).toFixed(1)} s`);
+  const rows: Array<[string, string]> = [
+    ['plans (root + child)', `${r.plans.root} + ${r.plans.child}`],
+    ['completed / failed (expected failed)', `${r.plans.completed} / ${r.plans.failed} (${r.plans.expectedFailed})`],
+    ['items (follow-ups)', `${r.items.total} (${r.items.followUps})`],
+    ['effects performed / tool calls', `${r.effects.keys} / ${r.effects.calls}`],
+    ['executor kill -9 / SIGTERM', `${r.faults.kill9} / ${r.faults.sigterm}`],
+    ['zombie freezes (SIGSTOP past the session timeout)', String(r.faults.freeze)],
+    ['broker kills (kill -9, of 3)', String(r.faults.brokerKills)],
+    ['registry restarts (kill -9)', String(r.faults.registryRestarts)],
+    ['recoveries (partitions taken over)', `${r.recoveries.count}${r.recoveries.unrecovered ? `, ${r.recoveries.unrecovered} not` : ''}`],
+    ['median / max recovery', `${ms(r.recoveries.medianMs)} / ${ms(r.recoveries.maxMs)}`],
+    ['broker / registry back after', `${r.recoveries.brokerBackMs.map((x) => ms(x)).join(', ') || 'n/a'} / ${r.recoveries.registryBackMs.map((x) => ms(x)).join(', ') || 'n/a'}`],
+    ['fenced appends refused', String(r.fencing.fencedAppendsRefused)],
+    ['zombie events visible (intents below an earlier fencing token, or a second record at a position)', `${r.fencing.zombieAppendsVisible} (of ${r.fencing.intentsChecked} intents)`],
+    ['rebuilds equal (replay vs projector)', `${r.rebuilds.digestsEqual ? 'yes' : 'NO'} (${r.rebuilds.plans} plans)`],
+    ['chains verified / broken', `${r.chains.verified} / ${r.chains.broken.length}`],
+    ['snapshots naming the first copy of an identical re-send', String(r.chains.snapshotAtFirstCopy.length)],
+    ['events re-sent (identical / differing)', `${r.resends.keys} (${r.resends.identical} / ${r.resends.differing.length})`],
+    ['DLQ records (all deliberate poison)', `${r.dlq.records} (${r.dlq.onlyPoison ? 'yes' : 'NO'})`],
+    ['**duplicated effects**', `**${r.duplicates}**`],
+    ['**lost**', `**${r.lost}**`],
+  ];
+  return [
+    `# Chaos run \`${r.label}\` — ${r.ok ? 'OK' : 'PROBLEMS'}`,
+    '',
+    `Started ${r.startedAt}; ${r.seconds} s in all (stack up ${r.stack.upSeconds} s, work under faults ${r.workSeconds} s), seed ${r.seed}; ${r.stack.brokers} brokers (RF ${r.stack.replicationFactor}), ${r.stack.partitions} partitions, 3 executors.`,
+    '',
+    '| | |',
+    '|---|---|',
+    ...rows.map(([k, v]) => `| ${k} | ${v} |`),
+    '',
+    ...(r.problems.length ? ['## Problems', '', ...r.problems.map((p) => `- ${p}`), ''] : []),
+    ...(r.fencing.zombieEvents.length ? ['## Zombie events in the log', '', ...r.fencing.zombieEvents.map((b) => `- ${b}`), ''] : []),
+    ...(r.chains.broken.length ? ['## Chains that did not verify', '', ...r.chains.broken.map((b) => `- ${b}`), ''] : []),
+    ...(r.chains.snapshotAtFirstCopy.length ? ['## Snapshots naming the first copy of a re-sent event (verify reads the last copy)', '', ...r.chains.snapshotAtFirstCopy.map((b) => `- ${b}`), ''] : []),
+    ...(r.resends.keys ? ['## Re-sent events (first ten)', '', ...r.resends.examples.map((b) => `- ${b}`), ''] : []),
+  ].join('\n');
+}

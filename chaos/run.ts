@@ -1,0 +1,45 @@
+// `npm run chaos` — a bounded chaos run against a private 3-broker stack; writes
+// chaos/results/<label>.json and .md and exits 1 when any promise did not hold.
+//   --short          the CI-sized run (about 4 minutes on a 2-core machine, stack start included)
+//   --plans <n>      root plans (default 200; short 20)
+//   --minutes <n>    hard bound on the work once the stack is up (default 20; short 3)
+//   --seed <n>       fault schedule seed (default: random, printed in the report)
+//   --out <dir>      report folder (default chaos/results)
+//   --keep-stack     stop the stack at the end instead of wiping it
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { cacheDir } from '../src/stack/artifacts.js';
+import { runChaos } from './chaos.js';
+
+const { values } = parseArgs({
+  options: {
+    short: { type: 'boolean', default: false },
+    plans: { type: 'string' },
+    minutes: { type: 'string' },
+    seed: { type: 'string' },
+    out: { type: 'string', default: join('chaos', 'results') },
+    'keep-stack': { type: 'boolean', default: false },
+  },
+});
+const short = values.short === true;
+const label = `${short ? 'short' : 'full'}-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+const stackDir = join(cacheDir(), `chaos-stack-${process.pid}`);
+const report = await runChaos({
+  plans: Number(values.plans ?? (short ? 20 : 200)),
+  executors: 3,
+  maxMinutes: Number(values.minutes ?? (short ? 3 : 20)),
+  arrivalShare: short ? 0.5 : 0.3,
+  faultEveryMs: short ? [3000, 6000] : [3000, 8000],
+  sessionTimeoutMs: 6000,
+  seed: Number(values.seed ?? Math.floor(Math.random() * 2 ** 31)),
+  outDir: values.out!,
+  stackDir,
+  keepStack: values['keep-stack'],
+  label,
+  log: (l) => process.stderr.write(`[chaos] ${l}\n`),
+});
+if (!values['keep-stack']) rmSync(stackDir, { recursive: true, force: true });
+process.stdout.write(`${join(values.out!, `${label}.md`)}\n`);
+process.stdout.write(`plans ${report.plans.root}+${report.plans.child}, items ${report.items.total}, faults ${JSON.stringify(report.faults)}, lost ${report.lost}, duplicates ${report.duplicates}: ${report.ok ? 'OK' : report.problems.join('; ')}\n`);
+process.exit(report.ok ? 0 : 1);

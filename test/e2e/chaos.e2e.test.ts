@@ -1,0 +1,48 @@
+// The short chaos run (`npm run chaos -- --short`) as a test: a private 3-broker stack, three executor
+// processes and a projector under random kill -9 / SIGTERM / SIGSTOP faults, one broker kill and one
+// registry restart. The report must show every promise kept: no lost work, no duplicated effect, equal
+// rebuilds, intact chains, a DLQ of deliberate poison only, no zombie event in the log.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runChaos, type ChaosReport } from '../../chaos/chaos.js';
+
+describe('chaos (short)', () => {
+  it('keeps every promise under random executor, broker and registry faults', async () => {
+    const outDir = mkdtempSync(join(tmpdir(), 'plan-ledger-chaos-'));
+    const stackDir = mkdtempSync(join(tmpdir(), 'plan-ledger-chaos-stack-'));
+    const report = await runChaos({
+      plans: 20,
+      executors: 3,
+      maxMinutes: 3,
+      arrivalShare: 0.5,
+      faultEveryMs: [3000, 6000],
+      sessionTimeoutMs: 6000,
+      seed: Math.floor(Math.random() * 2 ** 31),
+      outDir,
+      stackDir,
+      label: 'ci-short',
+      log: () => {},
+    });
+    rmSync(stackDir, { recursive: true, force: true }); // runChaos wiped its data; the report and logs stay in outDir
+    // The report on disk is the one returned.
+    expect(JSON.parse(readFileSync(join(outDir, 'ci-short.json'), 'utf8')) as ChaosReport).toEqual(report);
+    expect(report.problems).toEqual([]);
+    expect(report.lost).toBe(0);
+    expect(report.duplicates).toBe(0);
+    expect(report.effects.unexplainedKeys).toEqual([]);
+    expect(report.plans.wrongOutcome).toEqual([]);
+    expect(report.plans.completed + report.plans.failed).toBe(20);
+    expect(report.plans.failed).toBe(report.plans.expectedFailed);
+    expect(report.rebuilds.digestsEqual).toBe(true);
+    expect(report.chains.broken).toEqual([]);
+    expect(report.chains.verified).toBe(report.plans.root + report.plans.child);
+    expect(report.dlq).toMatchObject({ records: 3, poisonSent: 3, onlyPoison: true });
+    expect(report.fencing.zombieAppendsVisible).toBe(0);
+    expect(report.faults.brokerKills).toBe(1);
+    expect(report.faults.registryRestarts).toBe(1);
+    expect(report.faults.kill9 + report.faults.sigterm + report.faults.freeze).toBeGreaterThan(0);
+    expect(report.recoveries.unrecovered).toBe(0);
+  }, 900_000);
+});

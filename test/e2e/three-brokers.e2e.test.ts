@@ -1,0 +1,103 @@
+// A 3-node KRaft cluster for real (`stack up --brokers 3`): plan topics get replication factor 3 and
+// min.insync.replicas 2; the broker leading the plan's events partition is killed (SIGKILL) while the
+// plan runs and started again. The executor and the client ride it out: the plan completes with one
+// effect per idempotency key, no accepted event is lost (chain intact, seq contiguous), and new plans run.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import kafkajs from 'kafkajs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectLedger } from '../../src/client/index.js';
+import { loadConfig, topicNames, type LedgerConfig } from '../../src/config.js';
+import { createKafka } from '../../src/kafka/client.js';
+import { partitionFor } from '../../src/kafka/partitioner.js';
+import { verifyChain } from '../../src/plan/index.js';
+import { startBroker, stackReset, stackUp, stopBroker, type StackInfo } from '../../src/stack/stack.js';
+import { startExecutor } from '../../executor/index.js';
+import { EffectsService } from '../fixtures/effects-service.js';
+import { tools } from '../fixtures/tools.js';
+import { freePortBlock, randomPrefix, testLogger, waitFor } from '../support/helpers.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'plan-ledger-3b-'));
+let info: StackInfo;
+let config: LedgerConfig;
+let effects: EffectsService;
+
+beforeAll(async () => {
+  const up = await stackUp({ dir, kafkaPort: await freePortBlock(5), registryPort: await freePortBlock(10), brokers: 3 });
+  info = up.info;
+  config = loadConfig({ brokers: info.brokers, registryUrl: info.registryUrl, topicPrefix: randomPrefix('3b'), partitions: 3, replicationFactor: info.replicationFactor });
+  effects = await new EffectsService().start();
+  process.env.EFFECTS_URL = effects.url;
+}, 300_000);
+
+afterAll(async () => {
+  await effects?.stop();
+  // The data would outlive the test in the stack folder: wipe it.
+  await stackReset({ dir, confirm: true });
+  rmSync(dir, { recursive: true, force: true });
+}, 90_000);
+
+describe('3-broker local cluster', () => {
+  it('replicates plan topics 3 ways and rides out a kill -9 of the events leader mid-plan', async () => {
+    expect(info.nodes).toBe(3);
+    expect(info.brokers).toHaveLength(3);
+    expect(info.replicationFactor).toBe(3);
+
+    const executor = await startExecutor({ tools, config, executorId: '3b-exec', sessionTimeoutMs: 10_000, heartbeatIntervalMs: 1000 });
+    const ledger = await connectLedger(config);
+    const admin = createKafka(config, testLogger, '3b-test').admin();
+    await admin.connect();
+    try {
+      await executor.started;
+      const t = topicNames(config.topicPrefix);
+      const meta = await admin.fetchTopicMetadata({ topics: [t.commands, t.events, t.snapshots] });
+      for (const topic of meta.topics) for (const p of topic.partitions) expect(p.replicas).toHaveLength(3);
+      const cfg = await admin.describeConfigs({
+        includeSynonyms: false,
+        resources: [t.commands, t.events, t.snapshots].map((name) => ({ type: kafkajs.ConfigResourceTypes.TOPIC, name, configNames: ['min.insync.replicas'] })),
+      });
+      expect(cfg.resources.map((r) => r.configEntries[0]?.configValue)).toEqual(['2', '2', '2']);
+
+      const items = Array.from({ length: 10 }, (_, i) => ({
+        id: `s${i}`,
+        title: `step ${i}`,
+        why: 'spans a broker kill',
+        tool: 'effect',
+        input: { holdMs: 300 },
+        dependsOn: i ? [`s${i - 1}`] : [],
+      }));
+      const { planId } = await ledger.createPlan({ goal: 'survive a leader kill', mode: 'execute', items });
+      await waitFor(() => effects.calls.some((c) => c.key === `${planId}/s2/1`), { message: 'third step started', timeoutMs: 60_000 });
+
+      // The broker leading the plan's events partition goes down hard, stays down a while, comes back.
+      const partition = partitionFor(planId, config.partitions);
+      const events = await admin.fetchTopicMetadata({ topics: [t.events] });
+      const leader = events.topics[0]!.partitions.find((p) => p.partitionId === partition)!.leader;
+      await admin.disconnect();
+      await stopBroker({ dir, node: leader, hard: true });
+      await waitFor(() => effects.calls.some((c) => c.key === `${planId}/s5/1`), { message: 'the plan moved on with a broker down', timeoutMs: 120_000 });
+      await startBroker({ dir, node: leader });
+
+      const done = await ledger.waitFor(planId, 'completed', { timeoutMs: 180_000 });
+      expect(done.itemOrder.every((id) => done.items[id]!.status === 'completed')).toBe(true);
+      // One effect per idempotency key, and only attempt-1 keys: nothing ran twice under a new key.
+      const keys = [...effects.effects.keys()].filter((k) => k.startsWith(`${planId}/`)).sort();
+      expect(keys).toEqual(items.map((i) => `${planId}/${i.id}/1`).sort());
+      const log = (await ledger.planEvents(planId)).map((r) => r.event);
+      expect(verifyChain(log).ok).toBe(true);
+      expect(log.map((e) => e.seq)).toEqual(log.map((_, i) => i + 1));
+      expect(log.filter((e) => e.type === 'ItemCompleted')).toHaveLength(10);
+      expect(new Set(log.map((e) => e.eventId)).size).toBe(log.length);
+
+      // New work after the outage, with all three brokers back.
+      const next = await ledger.createPlan({ goal: 'after the leader kill', mode: 'execute', items: items.slice(0, 3).map((i) => ({ ...i, input: {} })) });
+      await ledger.waitFor(next.planId, 'completed', { timeoutMs: 90_000 });
+      expect([...effects.effects.keys()].filter((k) => k.startsWith(`${next.planId}/`))).toHaveLength(3);
+    } finally {
+      await admin.disconnect().catch(() => {});
+      await ledger.close();
+      await executor.stop();
+    }
+  });
+});
