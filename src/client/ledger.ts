@@ -16,6 +16,7 @@ import { auditTopic, ensurePlanTopics } from '../kafka/topics.js';
 import { silentLogger, type Logger } from '../logging.js';
 import { evolve, type ItemSpec, type CommandPayloads, type CommandType, type PlanCommand, type PlanEvent, type PlanMode, type PlanState, type PlanStatus } from '../plan/index.js';
 import { toItemSpec, type ItemInput } from '../plan-input.js';
+import { traceHeaders } from '../trace-context.js';
 import type { PlanPage } from '../projection/query.js';
 import { listPlansFromLog, type PlanFilter } from './list-plans.js';
 
@@ -322,12 +323,13 @@ class LedgerClient implements Ledger {
     return { type, planId, commandId, issuedAt: Date.now(), actor: by ?? this.clientId, correlationId: commandId, data } as PlanCommand;
   }
 
+  /** Sends a command; inside an active span, its `traceparent` goes along as a record header (the executor's span continues it). */
   private async produce(command: PlanCommand): Promise<void> {
     const value = this.codec.encodeCommand(command);
     await this.producer.send({
       topic: this.topics.commands,
       acks: -1,
-      messages: [{ key: command.planId, value, partition: partitionFor(command.planId, this.config.partitions) }],
+      messages: [{ key: command.planId, value, partition: partitionFor(command.planId, this.config.partitions), ...traceHeaders() }],
     });
   }
 

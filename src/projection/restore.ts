@@ -10,6 +10,7 @@ import { classifyFailure, parseEventKey, stallOf, type Stall } from './poison.js
 import { processEventBatch, withUnavailableRetry } from './records.js';
 import { isWatermark, parseMaxFencingToken, PLAN_STATUS_HEADER, stateFromSnapshot, WATERMARK_KEY, type PlanSnapshot } from './snapshot.js';
 import type { SnapshotPolicyOptions } from './snapshot-policy.js';
+import { TRACEPARENT_HEADER } from '../trace-context.js';
 
 export interface RestorePartitionOptions {
   readonly kafka: Kafka;
@@ -86,6 +87,12 @@ export interface RestoredPartition {
   readonly maxFencingToken: number;
   /** The partition's archived plans (read already with `archive: 'load'`; on first `load()` with `defer`). */
   readonly archived: ArchiveLoader;
+  /**
+   * Each plan's trace context: the `traceparent` header of its last event record in the replayed tail that
+   * has one (record metadata, outside the event and its hash). Plans whose records are all before the
+   * watermark are not in it.
+   */
+  readonly traceparents: Map<string, string>;
 }
 
 /** The archive partition as last read: where each archived plan's latest record is, and the erased ids. */
@@ -363,6 +370,7 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
   let eventsReplayed = 0;
   let distrusted = false;
   const inTail = new Set<string>();
+  const traceparents = new Map<string, string>();
   const next = await readToEnd({
     kafka: opts.kafka,
     admin: opts.admin,
@@ -393,6 +401,8 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
           }
           erased.delete(k.planId);
           if (k.seq > (lastKeySeq.get(k.planId) ?? 0)) lastKeySeq.set(k.planId, k.seq);
+          const tp = r.headers[TRACEPARENT_HEADER];
+          if (tp !== undefined) traceparents.set(k.planId, tp);
         }
       }
       const batch = await processEventBatch(projection, opts.codec, records, retry, keys);
@@ -426,5 +436,6 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
     dormant,
     maxFencingToken,
     archived,
+    traceparents,
   };
 }
