@@ -36,7 +36,6 @@ export class PlanWriter {
     if (!decided.messages.length && !all.length && commitOffset === undefined) return Promise.resolve();
     // Record metadata, not part of the event (nor of its hash): the plan's trace context for the next owner.
     const events = this.traces === undefined ? decided.messages : this.traces.withHeaders(planId, decided.messages);
-    if (finished) this.traces?.forget(planId);
     return this.appender.append({ events, extra: all, ...(commitOffset !== undefined ? { commitOffset } : {}) });
   }
 

@@ -82,12 +82,15 @@ export class CommandTrace {
    */
   start(command: PlanCommand | undefined): void {
     if (this.span !== undefined) return;
-    const fromClient = headerString(this.m.headers?.[TRACEPARENT_HEADER]);
+    // A header that is not a valid traceparent (malformed, hostile) counts as absent.
+    const header = headerString(this.m.headers?.[TRACEPARENT_HEADER]);
+    const client = spanContextFromTraceparent(header);
+    const fromClient = client === undefined ? undefined : header;
     const ofPlan = command === undefined ? undefined : this.traces.get(command.planId);
     const parent = fromClient ?? ofPlan;
     const links: Link[] = [];
-    const planContext = fromClient !== undefined ? spanContextFromTraceparent(ofPlan) : undefined;
-    if (planContext !== undefined && planContext.traceId !== spanContextFromTraceparent(fromClient)?.traceId) links.push({ context: planContext });
+    const planContext = client !== undefined ? spanContextFromTraceparent(ofPlan) : undefined;
+    if (planContext !== undefined && planContext.traceId !== client!.traceId) links.push({ context: planContext });
     const attributes: Attributes = { 'plan_ledger.executor_id': this.traces.executorId, 'plan_ledger.command.offset': this.m.offset };
     if (command !== undefined) {
       attributes['plan_ledger.command.type'] = command.type;
