@@ -72,7 +72,7 @@ export interface RestoredForOwner {
   maxFencingToken?: number;
   /** The partition's archived plans, read on first need (see {@link PartitionBook.fromArchive}). */
   archived?: ArchiveLoader;
-  /** Each plan's trace context, from the `traceparent` header of its last replayed event record. */
+  /** Each plan's trace context, from the `traceparent` header of its last replayed event record or its snapshot record. */
   traceparents?: Map<string, string>;
 }
 

@@ -28,7 +28,7 @@ export interface RestoredPartition {
    * decides a command for a plan it does not hold, so restore cost follows the live plans.
    */
   archived?: ArchiveLoader;
-  /** Each plan's trace context: the `traceparent` header of its last replayed event record that has one. */
+  /** Each plan's trace context: the `traceparent` header of its last replayed event record, else of its snapshot record. */
   traceparents: Map<string, string>;
 }
 

@@ -3,9 +3,10 @@ import { codecFromConfig, type LedgerCodec } from '../src/codec/index.js';
 import { topicNames, type LedgerConfig } from '../src/config.js';
 import { connectFenced, createKafka, isFencingError, transactionalProducer } from '../src/kafka/client.js';
 import { readPlanRecords } from '../src/kafka/log-reader.js';
-import { partitionFor } from '../src/kafka/partitioner.js';
+import { parseEventKey, partitionFor } from '../src/kafka/partitioner.js';
 import { ensurePlanTopics } from '../src/kafka/topics.js';
 import type { Logger } from '../src/logging.js';
+import { headerString, TRACEPARENT_HEADER } from '../src/trace-context.js';
 import type { PlanEvent } from '../src/plan/index.js';
 import {
   dlqHeaders,
@@ -66,6 +67,11 @@ interface PartitionRun {
   watermarkedAt: string | null;
   /** Source offsets already in the DLQ (from restore). */
   readonly deadLettered: Set<string>;
+  /**
+   * Each plan's trace context, from the `traceparent` header of its event records (the executor writes it):
+   * carried on the plan's snapshot record, so an owner restoring from the snapshot continues the plan's trace.
+   */
+  readonly traceparents: Map<string, string>;
 }
 
 /**
@@ -239,6 +245,7 @@ export class ProjectionService {
       seekedTo: null,
       watermarkedAt: r.watermark,
       deadLettered: new Set(r.deadLettered),
+      traceparents: r.traceparents,
     };
     this.metrics.eventsApplied.inc({ partition: String(p) }, r.eventsReplayed);
     if (this.assigned.has(p) && !this.stopped) {
@@ -284,6 +291,11 @@ export class ProjectionService {
       if (!isRunning() || isStale()) break;
       const offset = BigInt(m.offset);
       if (offset < run.nextOffset) continue;
+      const tp = m.headers?.[TRACEPARENT_HEADER];
+      if (tp !== undefined && m.value !== null) {
+        const k = parseEventKey(m.key);
+        if (k !== null) run.traceparents.set(k.planId, headerString(tp)!);
+      }
       const outcome = await processEventRecord(projection, this.codec, m, {
         logger: this.log,
         signal: this.abort.signal,
@@ -312,6 +324,7 @@ export class ProjectionService {
           this.model.evict(outcome.planId);
           this.model.touched(outcome.planId);
           erased.add(outcome.planId);
+          run.traceparents.delete(outcome.planId);
           break;
         case 'duplicate':
           break;
@@ -345,7 +358,8 @@ export class ProjectionService {
       if (!e?.state || e.lastOffset === null) continue;
       // A live plan's snapshot (with its status as a header); a finished one's to the archive, a tombstone here.
       const r = planSnapshotRecords(this.codec, this.names, e.state, p, e.lastOffset, now);
-      records.push(...r.snapshots);
+      const tp = run.traceparents.get(id);
+      records.push(...(tp === undefined ? r.snapshots : r.snapshots.map((m) => (m.value === null ? m : { ...m, headers: { ...m.headers, [TRACEPARENT_HEADER]: tp } }))));
       archived.push(...r.archive);
       written.push([id, e.state.seq]);
       run.projection.policy.written(id, e.state.seq);

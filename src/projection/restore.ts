@@ -88,9 +88,8 @@ export interface RestoredPartition {
   /** The partition's archived plans (read already with `archive: 'load'`; on first `load()` with `defer`). */
   readonly archived: ArchiveLoader;
   /**
-   * Each plan's trace context: the `traceparent` header of its last event record in the replayed tail that
-   * has one (record metadata, outside the event and its hash). Plans whose records are all before the
-   * watermark are not in it.
+   * Each plan's trace context (record metadata, outside the event and its hash): the `traceparent` header
+   * of its last event record in the replayed tail that has one, else that of its snapshot record.
    */
   readonly traceparents: Map<string, string>;
 }
@@ -240,7 +239,7 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
   const warnings: string[] = [];
 
   // 1. Latest snapshot per key.
-  const latest = new Map<string, { value: Buffer | null; status: string | undefined; maxFencingToken: number | null }>();
+  const latest = new Map<string, { value: Buffer | null; status: string | undefined; maxFencingToken: number | null; traceparent?: string }>();
   await readToEnd({
     kafka: opts.kafka,
     admin: opts.admin,
@@ -252,7 +251,7 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
       for (const r of records) {
         if (r.key === null) continue;
         const key = r.key.toString('utf8');
-        latest.set(key, { value: r.value, status: r.headers[PLAN_STATUS_HEADER], maxFencingToken: key === WATERMARK_KEY ? parseMaxFencingToken(r.headers) : null });
+        latest.set(key, { value: r.value, status: r.headers[PLAN_STATUS_HEADER], maxFencingToken: key === WATERMARK_KEY ? parseMaxFencingToken(r.headers) : null, traceparent: r.headers[TRACEPARENT_HEADER] });
       }
     },
   });
@@ -261,6 +260,7 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
   const erased = new Set<string>();
   const lastKeySeq = new Map<string, number>();
   const dormant = new Map<string, Buffer>();
+  const traceparents = new Map<string, string>();
   const deferArchive = opts.archive === 'defer';
   const archived = archiveLoader({ ...opts, timeoutMs }, !deferArchive);
   // Dormancy needs the watermark to vouch for the fencing tokens of the plans it leaves undecoded.
@@ -284,7 +284,7 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
     }
     for (const key of archive.erased) if (latest.get(key)?.value == null) latest.set(key, { value: null, status: undefined, maxFencingToken: null });
   }
-  for (const [key, { value, status }] of latest) {
+  for (const [key, { value, status, traceparent }] of latest) {
     if (value === null) {
       // Erased; or, deferring the archive, maybe archived: the archive tells (`archived.load()`).
       if (!deferArchive) erased.add(key);
@@ -312,6 +312,7 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
     }
     projection.seed(check.state);
     fromSnapshot += 1;
+    if (traceparent !== undefined) traceparents.set(key, traceparent);
   }
   /**
    * A dormant plan is needed after all (a tail event or a dead letter of it): decode and verify its snapshot
@@ -370,7 +371,6 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
   let eventsReplayed = 0;
   let distrusted = false;
   const inTail = new Set<string>();
-  const traceparents = new Map<string, string>();
   const next = await readToEnd({
     kafka: opts.kafka,
     admin: opts.admin,

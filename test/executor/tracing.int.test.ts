@@ -2,17 +2,20 @@
 // one trace, continued from the client's span through the command record's `traceparent` header; an
 // attempt abandoned by a released owner and resumed by another executor joins the same trace, because the
 // new owner reads the plan's trace context back from the headers of its event records.
+import { Writable } from 'node:stream';
 import { context, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { startExecutor } from '../../executor/index.js';
 import { connectLedger } from '../../src/client/index.js';
 import { topicNames } from '../../src/config.js';
 import { isLedgerError } from '../../src/errors.js';
-import { readPlanRecords } from '../../src/kafka/log-reader.js';
+import { readPlanRecords, readToEnd, type LogRecord } from '../../src/kafka/log-reader.js';
 import { defineTool } from '../../src/tools.js';
-import { testAdmin, testConfig, testKafka, waitFor } from '../support/helpers.js';
+import { startProjector } from '../../projector/index.js';
+import { testAdmin, testConfig, testKafka, testLogger, waitFor } from '../support/helpers.js';
 
 const contextManager = new AsyncLocalStorageContextManager();
 beforeAll(() => {
@@ -25,7 +28,6 @@ afterAll(() => {
 
 /** What the `hold` tool saw, per invocation. */
 const seen: Array<{ key: string; recovering: boolean; traceparent: string | undefined }> = [];
-let releaseFirst: (() => void) | undefined;
 
 const quick = defineTool({ name: 'quick', run: (input: unknown) => ({ echo: input ?? null }) });
 /** The first invocation holds until its signal aborts (the owner is released); a recovering one returns. */
@@ -34,19 +36,31 @@ const hold = defineTool({
   async run(_input: unknown, ctx) {
     seen.push({ key: ctx.idempotencyKey, recovering: ctx.recovering, traceparent: ctx.traceparent });
     if (ctx.recovering) return { done: true };
-    await new Promise<void>((_, reject) => {
-      releaseFirst = () => reject(new Error('released'));
-      ctx.signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true });
-    });
+    await new Promise<void>((_, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }));
     return { done: false };
   },
 });
+
+function capturingLogger() {
+  const lines: Array<Record<string, unknown>> = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const l of chunk.toString().split('\n')) if (l) lines.push(JSON.parse(l) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { logger: pino({ level: 'info' }, stream), lines };
+}
 
 const attr = (s: ReadableSpan, k: string) => s.attributes[k];
 const parentOf = (s: ReadableSpan) => s.parentSpanContext?.spanId;
 
 describe('tracing', () => {
-  it('one trace per plan: client span → command → attempts (abandoned by one owner, resumed by the next) → tool calls', async () => {
+  it.each([
+    { name: 'from the event records it replays', snapshotted: false },
+    { name: 'from the snapshot record (the projector snapshotted the plan and wrote a watermark in between)', snapshotted: true },
+  ])('one trace per plan: client span → command → attempts (abandoned by one owner, resumed by the next) → tool calls; the next owner reads the trace context $name', async ({ snapshotted }) => {
+    seen.length = 0;
     const exporter = new InMemorySpanExporter();
     const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
     onTestFinished(() => provider.shutdown());
@@ -78,10 +92,24 @@ describe('tracing', () => {
 
     await waitFor(() => seen.length === 1, { message: 'the hold tool was invoked by trace-A' });
     await execA.stop(); // released mid-tool: the attempt is abandoned to the next owner
-    expect(releaseFirst).toBeDefined();
+    if (snapshotted) {
+      // The projector snapshots every plan and leaves a watermark past all of the plan's events: the next
+      // owner replays none of them, and finds the plan's trace context on its snapshot record.
+      const projector = await startProjector({ config, logger: testLogger, port: 0, apiToken: null, watermarkIntervalMs: 300, defaultMetrics: false });
+      try {
+        await waitFor(() => projector.caughtUp(), { timeoutMs: 45_000, message: 'projector caught up' });
+      } finally {
+        await projector.stop();
+      }
+    }
 
-    const execB = await startExecutor({ tools: [quick, hold], config, tracerProvider: provider, executorId: 'trace-B', sessionTimeoutMs: 6000, heartbeatIntervalMs: 500 });
+    const b = capturingLogger();
+    const execB = await startExecutor({ tools: [quick, hold], config, tracerProvider: provider, executorId: 'trace-B', logger: b.logger, sessionTimeoutMs: 6000, heartbeatIntervalMs: 500 });
     onTestFinished(() => execB.stop());
+    await execB.started;
+    const restored = b.lines.find((l) => l.msg === 'partition restored' && l.component === 'partition-owner');
+    expect(restored).toMatchObject(snapshotted ? { fromSnapshot: 1, eventsReplayed: 0 } : { eventsReplayed: expect.any(Number) });
+    if (!snapshotted) expect(restored!.eventsReplayed).toBeGreaterThan(5);
     await ledger.waitFor(planId, 'completed', { timeoutMs: 60_000 });
 
     // A command after the plan finished, without a client span: its rejection continues the plan's trace.
@@ -140,5 +168,13 @@ describe('tracing', () => {
     expect(records.map((r) => r.headers.traceparent)).toEqual(records.map(() => planTrace));
     const verification = await ledger.verify(planId);
     expect(verification).toMatchObject({ planId, ok: true, events: records.length, firstBroken: null });
+    if (snapshotted) {
+      // The snapshot record the projector wrote carries the plan's trace context too.
+      const snaps: LogRecord[] = [];
+      await readToEnd({ kafka, admin, topic: topicNames(config.topicPrefix).snapshots, groupPrefix: `${config.topicPrefix}.snap`, onRecords: (rs) => void snaps.push(...rs) });
+      const ofPlan = snaps.filter((r) => r.key?.toString() === planId && r.value !== null);
+      expect(ofPlan.length).toBeGreaterThan(0);
+      expect(ofPlan.map((r) => r.headers.traceparent)).toEqual(ofPlan.map(() => planTrace));
+    }
   });
 });
