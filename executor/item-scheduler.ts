@@ -258,7 +258,7 @@ export class ItemScheduler {
     faultPoint('after_tool', { planId, itemId, attempt });
     if (this.stopped || ended.kind === 'abandoned') return 'abandoned';
     if (ended.kind === 'delegate') {
-      await this.delegate(planId, itemId, attempt, ended, log);
+      await this.delegate(planId, itemId, attempt, ended, log, span);
       return 'delegated';
     }
 
@@ -371,7 +371,7 @@ export class ItemScheduler {
   }
 
   /** The tool handed the item to a child plan: ItemDelegated, and the child's CreatePlan in the same transaction. */
-  private async delegate(planId: string, itemId: string, attempt: number, ended: Extract<AttemptOutcome, { kind: 'delegate' }>, log: Logger): Promise<void> {
+  private async delegate(planId: string, itemId: string, attempt: number, ended: Extract<AttemptOutcome, { kind: 'delegate' }>, log: Logger, span?: AttemptTrace): Promise<void> {
     const childPlanId = `${planId}.${itemId}.${attempt}`;
     let items;
     try {
@@ -410,6 +410,8 @@ export class ItemScheduler {
     let message: Message;
     try {
       message = commandMessage(this.d.codec, this.d.config.partitions, create);
+      // Traced: the child plan's trace continues from this attempt (its CreatePlan carries the traceparent).
+      if (span !== undefined) message = span.onCommand(message);
     } catch (e) {
       // Not encodable (e.g. a label that is not a string): the child plan's CreatePlan is decided by its
       // own partition, which answers with a coded rejection; a command that cannot even be encoded stalls

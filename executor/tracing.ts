@@ -189,6 +189,12 @@ export class AttemptTrace {
     };
   }
 
+  /** A command this attempt sends (a child plan's CreatePlan) with the attempt's `traceparent` header. */
+  onCommand(m: Message): Message {
+    const tp = traceparentOf(this.span);
+    return tp === undefined ? m : { ...m, headers: { ...m.headers, [TRACEPARENT_HEADER]: tp } };
+  }
+
   /** The attempt's outcome as decided (recorded with the step's transaction). */
   result(outcome: string, errorCode: string | undefined): void {
     this.span.addEvent('result', { 'plan_ledger.outcome': outcome, ...(errorCode ? { 'plan_ledger.error_code': errorCode } : {}) });

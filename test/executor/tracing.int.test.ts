@@ -14,6 +14,7 @@ import { topicNames } from '../../src/config.js';
 import { isLedgerError } from '../../src/errors.js';
 import { readPlanRecords, readToEnd, type LogRecord } from '../../src/kafka/log-reader.js';
 import { defineTool } from '../../src/tools.js';
+import { tools as fixtureTools } from '../fixtures/tools.js';
 import { startProjector } from '../../projector/index.js';
 import { testAdmin, testConfig, testKafka, testLogger, waitFor } from '../support/helpers.js';
 
@@ -176,5 +177,40 @@ describe('tracing', () => {
       expect(ofPlan.length).toBeGreaterThan(0);
       expect(ofPlan.map((r) => r.headers.traceparent)).toEqual(ofPlan.map(() => planTrace));
     }
+  });
+
+  it("a delegated child plan joins its parent's trace: the child's CreatePlan continues the delegating attempt", async () => {
+    const exporter = new InMemorySpanExporter();
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    onTestFinished(() => provider.shutdown());
+    const config = testConfig({ partitions: 2 });
+    const exec = await startExecutor({ tools: fixtureTools, config, tracerProvider: provider, executorId: 'trace-D', sessionTimeoutMs: 6000, heartbeatIntervalMs: 500 });
+    onTestFinished(() => exec.stop());
+    await exec.started;
+    const ledger = await connectLedger(config);
+    onTestFinished(() => ledger.close());
+    const planId = 'traced-parent';
+    await ledger.createPlan({ planId, goal: 'delegate', mode: 'execute', items: [{ id: 'd', title: 'd', why: 'hands work to a child plan', tool: 'delegator' }] });
+    await ledger.waitFor(planId, 'completed', { timeoutMs: 60_000 });
+    await waitFor(() => exporter.getFinishedSpans().filter((s) => s.name === 'plan-ledger.attempt').length === 3, { message: 'three attempt spans ended' });
+    await exec.stop();
+
+    const spans = exporter.getFinishedSpans();
+    const childPlanId = `${planId}.d.1`;
+    const commands = spans.filter((s) => s.name === 'plan-ledger.command');
+    const parentCreate = commands.find((s) => attr(s, 'plan_ledger.plan_id') === planId && attr(s, 'plan_ledger.command.type') === 'CreatePlan')!;
+    const childCreate = commands.find((s) => attr(s, 'plan_ledger.plan_id') === childPlanId && attr(s, 'plan_ledger.command.type') === 'CreatePlan')!;
+    const delegating = spans.find((s) => s.name === 'plan-ledger.attempt' && attr(s, 'plan_ledger.idempotency_key') === `${planId}/d/1`)!;
+    expect(attr(delegating, 'plan_ledger.outcome')).toBe('delegated');
+    expect(parentOf(childCreate)).toBe(delegating.spanContext().spanId);
+    const traceId = parentCreate.spanContext().traceId;
+    expect(parentCreate.parentSpanContext).toBeUndefined(); // no client span: the plan's trace starts here
+    const childAttempts = spans.filter((s) => s.name === 'plan-ledger.attempt' && String(attr(s, 'plan_ledger.plan_id')) === childPlanId);
+    expect(childAttempts.map((s) => [attr(s, 'plan_ledger.idempotency_key'), attr(s, 'plan_ledger.outcome'), parentOf(s)])).toEqual([
+      [`${childPlanId}/c1/1`, 'succeeded', childCreate.spanContext().spanId],
+      [`${childPlanId}/c2/1`, 'succeeded', childCreate.spanContext().spanId],
+    ]);
+    // Every span of both plans (the ChildPlanFinished the parent receives included) is in one trace.
+    expect(new Set(spans.map((s) => s.spanContext().traceId))).toEqual(new Set([traceId]));
   });
 });
