@@ -94,8 +94,8 @@ export class PartitionOwner {
   private draining = false;
   private readonly log: Logger;
   private readonly topics;
-  /** The plans' trace contexts and the owner's spans (see tracing.ts). */
-  private readonly traces: PlanTraces;
+  /** The plans' trace contexts and the owner's spans (see tracing.ts); undefined when tracing is off, so no call site evaluates anything for it. */
+  private readonly traces: PlanTraces | undefined;
   readonly ready: Promise<void>;
   /** Settled: `ready` has resolved or rejected (read synchronously on the command path). */
   private readySettled = false;
@@ -106,7 +106,7 @@ export class PartitionOwner {
   ) {
     this.log = d.logger.child({ component: 'partition-owner', partition });
     this.topics = topicNames(d.config.topicPrefix);
-    this.traces = new PlanTraces(d.tracer, d.executorId);
+    this.traces = d.tracer === undefined ? undefined : new PlanTraces(d.tracer, d.executorId);
     this.book = new PartitionBook({ codec: d.codec, limits: d.limits, metrics: d.metrics, executorId: d.executorId, now: () => this.now(), ...(d.policy !== undefined ? { policy: d.policy } : {}) }, this.log);
     this.ready = this.start();
     this.ready.then(
@@ -158,7 +158,7 @@ export class PartitionOwner {
     );
     const restored = await this.d.restore(this.partition);
     this.book.seed(restored);
-    this.traces.seed(restored.traceparents);
+    this.traces?.seed(restored.traceparents);
     this.log.info(
       { plans: this.book.plans.size, dormant: this.book.dormant.size, stalled: this.book.stalled.size, fromSnapshot: restored.fromSnapshot, eventsReplayed: restored.eventsReplayed, fencingToken: this.book.fencingToken, ms: Date.now() - t0 },
       'partition restored',
