@@ -5,6 +5,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectLedger } from '../../src/client/index.js';
+import { EffectsService } from '../fixtures/effects-service.js';
 import { testConfig } from '../support/helpers.js';
 import { ownsPartitions, spawnExecutor } from '../support/processes.js';
 
@@ -70,14 +71,20 @@ class OtlpReceiver {
 }
 
 let receiver: OtlpReceiver;
+let effects: EffectsService;
 beforeAll(async () => {
   receiver = await new OtlpReceiver().start();
+  effects = await new EffectsService().start();
 });
-afterAll(() => receiver.stop());
+afterAll(async () => {
+  await receiver.stop();
+  await effects.stop();
+});
 
+// `two` calls the effects service over HTTP with its ctx.traceparent as a header.
 const items = [
   { id: 'one', title: 'one', why: 'first step', tool: 'noop', input: { n: 1 } },
-  { id: 'two', title: 'two', why: 'second step', tool: 'noop', input: { n: 2 }, dependsOn: ['one'] },
+  { id: 'two', title: 'two', why: 'second step', tool: 'effect', input: {}, dependsOn: ['one'] },
 ];
 
 describe('OTLP/HTTP export from an executor process', () => {
@@ -90,6 +97,7 @@ describe('OTLP/HTTP export from an executor process', () => {
         OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
         OTEL_SERVICE_NAME: 'plan-ledger-e2e',
         OTEL_BSP_SCHEDULE_DELAY: '200',
+        EFFECTS_URL: effects.url,
       },
     });
     await exec.waitForLog(ownsPartitions);
@@ -122,24 +130,31 @@ describe('OTLP/HTTP export from an executor process', () => {
       [`${planId}/one/1`, 1, 'otel-exec', 'succeeded', command[0]!.spanId],
       [`${planId}/two/1`, 1, 'otel-exec', 'succeeded', command[0]!.spanId],
     ]);
-    const tools = ours.filter((s) => s.name === 'noop');
-    expect(tools.map((s) => s.parentSpanId).sort()).toEqual(attempts.map((s) => s.spanId).sort());
+    const tools = ours.filter((s) => s.name === 'noop' || s.name === 'effect').sort((a, b) => a.name.localeCompare(b.name));
+    expect(tools.map((s) => [s.name, s.parentSpanId])).toEqual([
+      ['effect', attempts[1]!.spanId],
+      ['noop', attempts[0]!.spanId],
+    ]);
+    // The tool's outgoing HTTP call carried its span's traceparent.
+    expect(effects.calls.filter((c) => c.key === `${planId}/two/1`).map((c) => c.traceparent)).toEqual([`00-${tools[0]!.traceId}-${tools[0]!.spanId}-01`]);
   });
 
   it('sends nothing without OTEL_* variables', async () => {
     const before = receiver.requests.length;
+    let planId: string;
     const config = testConfig({ partitions: 1 });
-    const exec = spawnExecutor(config, { label: 'quiet-exec', env: { OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '', OTEL_TRACES_EXPORTER: '' } });
+    const exec = spawnExecutor(config, { label: 'quiet-exec', env: { OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '', OTEL_TRACES_EXPORTER: '', EFFECTS_URL: effects.url } });
     await exec.waitForLog(ownsPartitions);
     const ledger = await connectLedger(config);
     try {
-      const { planId } = await ledger.createPlan({ goal: 'not traced', mode: 'execute', items });
+      ({ planId } = await ledger.createPlan({ goal: 'not traced', mode: 'execute', items }));
       await ledger.waitFor(planId, 'completed', { timeoutMs: 60_000 });
     } finally {
       await ledger.close();
     }
     exec.kill('SIGTERM');
     expect(await exec.exited).toEqual({ code: 0, signal: null });
+    expect(effects.calls.filter((c) => c.key === `${planId}/two/1`).map((c) => c.traceparent)).toEqual([undefined]); // no header
     expect(exec.logs.some((l) => l.msg === 'tracing on')).toBe(false);
     expect(receiver.requests.length).toBe(before);
   });
