@@ -106,11 +106,15 @@ describe('PlanTraces', () => {
     const { tracer } = inMemory();
     const t = new PlanTraces(tracer, 'ex');
     t.seed(new Map([['p-1', VALID]]));
-    const out = t.withHeaders('p-1', [
+    const input: Message[] = [
       { key: 'p-1:1', value: Buffer.from('e'), headers: { other: 'kept' } },
       { key: 'p-1:2', value: null },
-    ]);
+    ];
+    const out = t.withHeaders('p-1', input);
     expect(out.map((m) => m.headers)).toEqual([{ other: 'kept', traceparent: VALID }, undefined]);
+    // The event's bytes (what its hash covers) are the very same buffer: the header is beside it.
+    expect(out[0]!.value).toBe(input[0]!.value);
+    expect(out.map((m) => m.key)).toEqual(['p-1:1', 'p-1:2']);
     expect(t.withHeaders('p-2', [{ key: 'p-2:1', value: Buffer.from('e') }])[0]!.headers).toBeUndefined();
   });
 
