@@ -8,6 +8,7 @@ import type { PartitionBook } from './partition-book.js';
 import type { OwnerDeps } from './partition-owner.js';
 import type { PlanWriter } from './plan-writer.js';
 import { deadLetterMessage } from './records.js';
+import type { CommandTrace, PlanTraces } from './tracing.js';
 
 /** A command the owner could not get into the ledger: the executor counts these per offset (see Executor). */
 export class CommandStepError extends Error {
@@ -41,6 +42,8 @@ export class CommandHandler {
     private readonly log: Logger,
     private readonly topics: { commands: string; dlq: string; snapshots: string; archive: string; blobs: string },
     private readonly ctx: ErasureContext,
+    /** The owner's spans (one per command decision); absent or without a tracer when tracing is off. */
+    private readonly traces?: PlanTraces,
   ) {}
 
   private now(): number {
@@ -83,18 +86,24 @@ export class CommandHandler {
   }
 
   private decodeAndDecide(m: KafkaMessage, next: string, touched: Set<string>): Promise<void> {
+    const trace = this.traces?.command(m);
+    return trace === undefined ? this.decideCommand(m, next, touched, undefined) : trace.end(this.decideCommand(m, next, touched, trace));
+  }
+
+  private decideCommand(m: KafkaMessage, next: string, touched: Set<string>, trace: CommandTrace | undefined): Promise<void> {
     return (async () => {
       let command: PlanCommand;
       try {
         command = await this.d.codec.decodeCommand(m.value ?? Buffer.alloc(0));
       } catch (e) {
         if (isLedgerError(e, 'UNAVAILABLE')) throw e; // registry down: retry the batch, do not dead-letter
-        return this.deadLetter(m, e, next);
+        return this.deadLetter(m, e, next, trace);
       }
+      trace?.start(command);
       const home = partitionFor(command.planId, this.d.config.partitions);
       if (home !== this.partition) {
         // A producer with another partition count or partitioner: the plan's events live on `home`.
-        return this.deadLetter(m, { code: 'VALIDATION', message: `command for plan ${command.planId} arrived on partition ${this.partition}; its partition is ${home}`, details: { reason: 'misrouted' } }, next);
+        return this.deadLetter(m, { code: 'VALIDATION', message: `command for plan ${command.planId} arrived on partition ${this.partition}; its partition is ${home}`, details: { reason: 'misrouted' } }, next, trace);
       }
       // A plan this owner does not hold may be archived (finished) or erased: know which before deciding.
       if (!this.book.plans.has(command.planId)) await this.book.fromArchive(command.planId);
@@ -106,18 +115,26 @@ export class CommandHandler {
       if (stall !== undefined && (command.type !== 'ErasePlan' || !this.book.plans.has(command.planId))) {
         // Its log has a record this executor cannot apply; deciding on the partial state could reuse a
         // seq that is already taken. The command goes to the DLQ with the reason instead.
-        return this.deadLetter(m, { code: 'CONFLICT', message: `plan ${command.planId} is stalled (${stall}); the command was not applied`, details: { reason: 'plan_stalled' } }, next);
+        return this.deadLetter(m, { code: 'CONFLICT', message: `plan ${command.planId} is stalled (${stall}); the command was not applied`, details: { reason: 'plan_stalled' } }, next, trace);
       }
       if (!this.book.plans.has(command.planId)) {
         // No plan (unknown, or erased): a refusal is answered without leaving a live record behind.
-        const refused = this.rejectWithoutPlan(m, command, next);
+        const refused = this.rejectWithoutPlan(m, command, next, trace);
         if (refused) return refused;
         this.book.erased.delete(command.planId); // an accepted CreatePlan: the id starts afresh
       }
-      if (command.type === 'ErasePlan') return erasePlan(this.ctx, command, next);
+      if (command.type === 'ErasePlan') {
+        trace?.accepted(command.planId);
+        this.traces?.forget(command.planId);
+        return erasePlan(this.ctx, command, next);
+      }
       const decided = this.book.decideAndApply(command, true);
       if (decided.fault !== undefined) {
-        return this.deadLetter(m, { code: 'INTERNAL', message: `decide failed on this command (a defect, not a rejection): ${decided.fault}`, details: { reason: 'decide_fault' } }, next);
+        return this.deadLetter(m, { code: 'INTERNAL', message: `decide failed on this command (a defect, not a rejection): ${decided.fault}`, details: { reason: 'decide_fault' } }, next, trace);
+      }
+      if (trace !== undefined) {
+        if (decided.rejection) trace.rejected(decided.rejection.code);
+        else trace.accepted(command.planId);
       }
       touched.add(command.planId);
       return this.writer.append(command.planId, decided, next);
@@ -132,14 +149,15 @@ export class CommandHandler {
    * bound). Once the cleaner has run, only the tombstone is left, until delete.retention.ms. Undefined when
    * the command is accepted (a CreatePlan) and must be handled normally.
    */
-  private rejectWithoutPlan(m: KafkaMessage, command: PlanCommand, commitOffset: string): Promise<void> | undefined {
+  private rejectWithoutPlan(m: KafkaMessage, command: PlanCommand, commitOffset: string, trace?: CommandTrace): Promise<void> | undefined {
     const ctx = this.book.decideContext();
     const decision = decide(undefined, command, ctx);
     if (decision.ok) return undefined;
     if (decision.fault !== undefined) {
       this.d.metrics.decideFaults.inc();
-      return this.deadLetter(m, { code: 'INTERNAL', message: `decide failed on this command (a defect, not a rejection): ${decision.fault}`, details: { reason: 'decide_fault' } }, commitOffset);
+      return this.deadLetter(m, { code: 'INTERNAL', message: `decide failed on this command (a defect, not a rejection): ${decision.fault}`, details: { reason: 'decide_fault' } }, commitOffset, trace);
     }
+    trace?.rejected(decision.rejection.code);
     this.log.warn({ planId: command.planId, command: command.type, rejection: decision.rejection }, 'command for a plan that does not exist rejected');
     const e = rejectionEvent(undefined, command, decision.rejection, ctx);
     const key = eventKey(e.planId, e.seq);
@@ -153,9 +171,10 @@ export class CommandHandler {
   }
 
   /** The command goes to the DLQ (same partition number, original key and value, cause in headers) with its offset. */
-  private deadLetter(m: KafkaMessage, e: unknown, commitOffset: string): Promise<void> {
+  private deadLetter(m: KafkaMessage, e: unknown, commitOffset: string, trace?: CommandTrace): Promise<void> {
     const err = e as { code?: string; message?: string; details?: { reason?: string } };
     const reason = String(err.details?.reason ?? 'unknown');
+    trace?.deadLettered(reason, String(err.code ?? 'SCHEMA'));
     this.log.error({ offset: m.offset, reason, err: err.message }, 'command sent to the DLQ');
     this.d.metrics.deadLettered.inc({ reason });
     const dlq = deadLetterMessage(m, { topic: this.topics.commands, partition: this.partition }, { code: String(err.code ?? 'SCHEMA'), reason, message: String(err.message ?? e) });

@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
+import type { Tracer, TracerProvider } from '@opentelemetry/api';
 import type { Admin, Consumer, Kafka } from 'kafkajs';
 import { loadConfig, topicNames, type LedgerConfig, type LedgerConfigInput } from '../src/config.js';
 import { BlobReader, payloadLimitsFromEnv } from '../src/blobs/index.js';
@@ -10,7 +11,9 @@ import { describeTopicConfig, ensurePlanTopics } from '../src/kafka/topics.js';
 import { silentLogger, type Logger } from '../src/logging.js';
 import { DEFAULT_LIMITS, type ApprovalPolicy, type PlanState } from '../src/plan/index.js';
 import { resolvePolicy } from '../src/policy-file.js';
+import type { Telemetry } from '../src/telemetry.js';
 import type { Tool } from '../src/tools.js';
+import { TRACER_NAME, tracingRequested } from '../src/trace-context.js';
 import { DEFAULT_ABORT_GRACE_MS, DEFAULT_TOOL_TIMEOUT_MS } from './item-runner.js';
 import { createExecutorMetrics, type ExecutorMetrics } from './metrics.js';
 import { CommandStepError, PartitionOwner, type BatchGuard, type OwnerLimits } from './partition-owner.js';
@@ -48,6 +51,12 @@ export interface ExecutorOptions {
    * owners hand it to `decide`, which records the rule that decided in the events.
    */
   readonly policy?: ApprovalPolicy | string;
+  /**
+   * Where the executor's spans go (command decisions, item attempts, tool calls; see the README's Tracing).
+   * Default: a provider built from the standard `OTEL_*` variables when they ask for traces (OTLP over HTTP,
+   * shut down with the executor), else none — tracing off, at no cost.
+   */
+  readonly tracerProvider?: TracerProvider;
 }
 
 const DEFAULT_CHECKPOINT_INTERVAL_MS = 1000;
@@ -121,8 +130,17 @@ export async function startExecutor(opts: ExecutorOptions): Promise<ExecutorHand
   const codec = await codecFromConfig(config, { logger });
   const limits = await ownerLimits(admin, config, opts);
   logger.info({ limits: { ...limits, decide: { ...limits.decide } } }, 'limits');
-  const exec = new Executor(kafka, admin, codec, config, tools, executorId, logger, opts, limits, policy);
-  await exec.start();
+  // Tracing: the caller's provider, else one from OTEL_* (the SDK is loaded only then), else off.
+  const telemetry = opts.tracerProvider === undefined && tracingRequested() ? (await import('../src/telemetry.js')).tracerProviderFromEnv('plan-ledger-executor') : undefined;
+  const tracer = (opts.tracerProvider ?? telemetry?.provider)?.getTracer(TRACER_NAME);
+  if (tracer !== undefined) logger.info({ fromEnv: telemetry !== undefined }, 'tracing on');
+  const exec = new Executor(kafka, admin, codec, config, tools, executorId, logger, opts, limits, policy, tracer, telemetry);
+  try {
+    await exec.start();
+  } catch (e) {
+    await telemetry?.shutdown();
+    throw e;
+  }
   return exec.handle();
 }
 
@@ -183,6 +201,9 @@ class Executor {
     private readonly opts: ExecutorOptions,
     private readonly limits: OwnerLimits,
     private readonly policy: ApprovalPolicy | undefined,
+    private readonly tracer: Tracer | undefined,
+    /** The provider built from OTEL_* (not the caller's): flushed and shut down with the executor. */
+    private readonly telemetry: Telemetry | undefined,
   ) {
     this.slots = new Slots(opts.concurrency ?? 16);
     this.topics = topicNames(config.topicPrefix);
@@ -202,6 +223,7 @@ class Executor {
       metrics: this.metrics,
       blobs: this.blobs,
       ...(this.policy !== undefined ? { policy: this.policy } : {}),
+      ...(this.tracer !== undefined ? { tracer: this.tracer } : {}),
       restore: (p) => restoreOwnedPartition({ kafka: this.kafka, admin: this.admin, codec: this.codec, config: this.config, partition: p, logger: this.logger }),
     });
     owner.onBroken = () => void this.reset(partition, owner);
@@ -391,6 +413,7 @@ class Executor {
       this.owners.clear();
       await this.consumer.disconnect().catch(() => {});
       await this.admin.disconnect().catch(() => {});
+      await this.telemetry?.shutdown();
       this.logger.info('executor stopped');
     })();
     return this.stopPromise;

@@ -4,6 +4,7 @@ import { LedgerError } from '../src/errors.js';
 import { toItemSpec } from '../src/plan-input.js';
 import { isTerminalError, isToolResult, type ChildPlanSpec, type Tool, type ToolContext } from '../src/tools.js';
 import type { Slots } from './slots.js';
+import type { ToolTrace } from './tracing.js';
 
 /** Ten minutes: the default longest a tool call may run before its attempt fails with TIMEOUT. */
 export const DEFAULT_TOOL_TIMEOUT_MS = 10 * 60_000;
@@ -26,6 +27,8 @@ export interface AttemptRequest {
   /** Canonical JSON output above this many UTF-8 bytes fails the attempt terminally (OUTPUT_TOO_LARGE). */
   readonly maxOutputBytes: number;
   readonly executorId: string;
+  /** Traces the tool call (a child span of the attempt's); absent when tracing is off. */
+  readonly trace?: { tool(): ToolTrace };
 }
 
 /**
@@ -56,6 +59,14 @@ const TIMED_OUT = Symbol('timed out');
  * the next owner repeats it with the same idempotency key.
  */
 export async function runAttempt(req: AttemptRequest, log: Logger): Promise<AttemptOutcome> {
+  if (req.trace === undefined) return runTool(req, log, undefined);
+  const traced: { tool?: ToolTrace } = {};
+  const ended = await runTool(req, log, traced);
+  traced.tool?.end(ended);
+  return ended;
+}
+
+async function runTool(req: AttemptRequest, log: Logger, traced: { tool?: ToolTrace } | undefined): Promise<AttemptOutcome> {
   const t0 = Date.now();
   const elapsed = () => Date.now() - t0;
   if (!req.tool) {
@@ -68,7 +79,7 @@ export async function runAttempt(req: AttemptRequest, log: Logger): Promise<Atte
   if (req.release.aborted) return { kind: 'abandoned' };
   req.release.addEventListener('abort', onRelease, { once: true });
   const progress = req.progress(attempt.signal);
-  const ctx: ToolContext = { ...req.ctx, signal: attempt.signal, checkpoint: (s) => progress.checkpoint(s), evidence: (n, v) => progress.evidence(n, v) };
+  let ctx: ToolContext = { ...req.ctx, signal: attempt.signal, checkpoint: (s) => progress.checkpoint(s), evidence: (n, v) => progress.evidence(n, v) };
 
   let timer: NodeJS.Timeout | undefined;
   let graceTimer: NodeJS.Timeout | undefined;
@@ -100,6 +111,10 @@ export async function runAttempt(req: AttemptRequest, log: Logger): Promise<Atte
           graceTimer = setTimeout(() => resolve(TIMED_OUT), req.abortGraceMs);
         }, req.timeoutMs);
       });
+      if (traced !== undefined) {
+        traced.tool = req.trace!.tool();
+        ctx = { ...ctx, traceparent: traced.tool.traceparent };
+      }
       try {
         ret = await Promise.race([call(), deadline]);
       } catch (e) {

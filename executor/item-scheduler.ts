@@ -13,6 +13,7 @@ import type { PlanWriter } from './plan-writer.js';
 import { ProgressRecorder } from './progress.js';
 import { commandMessage } from './records.js';
 import { RetryTimer } from './retry-timer.js';
+import type { AttemptTrace, PlanTraces } from './tracing.js';
 
 /**
  * Runs the items of one owned partition: recoveries of items caught mid-protocol, ready items (intent
@@ -44,6 +45,8 @@ export class ItemScheduler {
     private readonly onBroken: (e: unknown) => void,
     /** A newer owner fenced this one: give the partition up. */
     private readonly onFenced: () => void,
+    /** The owner's spans (attempt, tool call); absent or without a tracer when tracing is off. */
+    private readonly traces?: PlanTraces,
   ) {
     this.retries = new RetryTimer(
       () => this.now(),
@@ -205,6 +208,30 @@ export class ItemScheduler {
     const state = this.book.plans.get(planId);
     const item = state && getItem(state, itemId);
     if (!state || !item || item.status !== 'in_progress') return;
+    const span = this.traces?.attempt({ planId, itemId, attempt, idempotencyKey: this.key(planId, itemId, attempt), tool: item.tool, recovering });
+    if (span === undefined) {
+      await this.invokeStep(planId, itemId, attempt, recovering, state, item, undefined);
+      return;
+    }
+    try {
+      const ended = await this.invokeStep(planId, itemId, attempt, recovering, state, item, span);
+      span.end(ended === 'recorded' ? { committed: true } : ended === 'delegated' ? { committed: true, outcome: 'delegated' } : { committed: false, outcome: ended });
+    } catch (e) {
+      span.end({ committed: false, error: e });
+      throw e;
+    }
+  }
+
+  /** {@link invoke}'s step: how it ended (recorded, delegated to a child plan, abandoned to the next owner, or not recordable). */
+  private async invokeStep(
+    planId: string,
+    itemId: string,
+    attempt: number,
+    recovering: boolean,
+    state: NonNullable<ReturnType<PartitionBook['plans']['get']>>,
+    item: NonNullable<ReturnType<typeof getItem>>,
+    span: AttemptTrace | undefined,
+  ): Promise<'recorded' | 'delegated' | 'abandoned' | 'unrecorded'> {
     const tool = this.d.tools.get(item.tool);
     const log = this.log.child({ planId, itemId, attempt, tool: item.tool });
     const idempotencyKey = this.key(planId, itemId, attempt);
@@ -220,7 +247,7 @@ export class ItemScheduler {
         deps[dep] = out == null ? null : JSON.parse(await this.d.blobs.resolve(planId, out));
       }
     } catch (e) {
-      if (this.stopped) return;
+      if (this.stopped) return 'abandoned';
       const terminal = isLedgerError(e, 'NOT_FOUND') || isLedgerError(e, 'INTEGRITY');
       log.error({ err: e }, 'a payload stored by reference could not be read');
       return this.record(planId, itemId, attempt, {
@@ -230,7 +257,7 @@ export class ItemScheduler {
         error: { code: terminal ? 'PAYLOAD_UNREADABLE' : 'PAYLOAD_UNAVAILABLE', message: `a payload of this item could not be read: ${(e as Error).message}`, detailsJson: null },
         followUps: [],
         durationMs: 0,
-      }, log);
+      }, log, span);
     }
     const ended = await runAttempt(
       {
@@ -245,15 +272,19 @@ export class ItemScheduler {
         slots: this.d.slots,
         maxOutputBytes: this.d.limits.payload.maxPayloadBytes,
         executorId: this.d.executorId,
+        trace: span,
       },
       log,
     );
     faultPoint('after_tool', { planId, itemId, attempt });
-    if (this.stopped || ended.kind === 'abandoned') return;
-    if (ended.kind === 'delegate') return this.delegate(planId, itemId, attempt, ended, log);
+    if (this.stopped || ended.kind === 'abandoned') return 'abandoned';
+    if (ended.kind === 'delegate') {
+      await this.delegate(planId, itemId, attempt, ended, log, span);
+      return 'delegated';
+    }
 
     if (ended.error?.code === 'TIMEOUT') this.d.metrics.toolTimeouts.inc({ tool: item.tool });
-    await this.record(planId, itemId, attempt, ended, log);
+    return this.record(planId, itemId, attempt, ended, log, span);
   }
 
   /**
@@ -261,7 +292,7 @@ export class ItemScheduler {
    * same transaction), then result, completion (or retry / failure) and the intents it readies, in one
    * transaction. A result the ledger refuses becomes a terminal failure with the refusal's code.
    */
-  private async record(planId: string, itemId: string, attempt: number, outcome: Extract<AttemptOutcome, { kind: 'result' }>, log: Logger): Promise<void> {
+  private async record(planId: string, itemId: string, attempt: number, outcome: Extract<AttemptOutcome, { kind: 'result' }>, log: Logger, span?: AttemptTrace): Promise<'recorded' | 'unrecorded'> {
     const idempotencyKey = this.key(planId, itemId, attempt);
     const { ended, blobs } = this.byReference(planId, outcome);
     let committed = this.commitResult(planId, itemId, attempt, ended);
@@ -284,15 +315,17 @@ export class ItemScheduler {
       // reason (visible, and nothing re-invokes the tool) rather than loop.
       const still = this.book.plans.get(planId);
       if (still && getItem(still, itemId)?.status === 'in_progress') this.book.stall(planId, `the result of ${idempotencyKey} could not be recorded: ${committed.fault ?? committed.rejection?.message ?? 'unknown'}`);
-      return;
+      return 'unrecorded';
     }
     const result = committed.events[0]?.type === 'ResultCommitted' ? (committed.events[0].data as { outcome: string; error: ItemError | null; outputJson: string | null }) : undefined;
     this.d.metrics.attempts.inc({ outcome: result?.outcome ?? ended.outcome, code: result?.error?.code ?? '' });
+    span?.result(result?.outcome ?? ended.outcome, result?.error?.code);
     const settled = this.book.decideAndApply(this.book.internal('SettleItem', planId, `settle:${idempotencyKey}`, { itemId }), false);
     // Only chunks the recorded result refers to (a refused result was replaced by a failure).
     const used = blobs.filter((b) => b.refJson === result?.outputJson || committed.events.some((e) => e.type === 'ItemAdded' && e.data.item.inputJson === b.refJson));
     const extra = used.length ? [{ topic: this.topics.blobs, messages: used.flatMap((b) => b.messages) }] : [];
     await this.startReady(planId, [committed, settled], () => faultPoint('after_result', { planId, itemId, attempt }), extra);
+    return 'recorded';
   }
 
   /** Moves an outcome's large payloads (output, follow-up inputs) to blobs; past the ceiling the attempt fails. */
@@ -359,7 +392,7 @@ export class ItemScheduler {
   }
 
   /** The tool handed the item to a child plan: ItemDelegated, and the child's CreatePlan in the same transaction. */
-  private async delegate(planId: string, itemId: string, attempt: number, ended: Extract<AttemptOutcome, { kind: 'delegate' }>, log: Logger): Promise<void> {
+  private async delegate(planId: string, itemId: string, attempt: number, ended: Extract<AttemptOutcome, { kind: 'delegate' }>, log: Logger, span?: AttemptTrace): Promise<void> {
     const childPlanId = `${planId}.${itemId}.${attempt}`;
     let items;
     try {
@@ -398,6 +431,8 @@ export class ItemScheduler {
     let message: Message;
     try {
       message = commandMessage(this.d.codec, this.d.config.partitions, create);
+      // Traced: the child plan's trace continues from this attempt (its CreatePlan carries the traceparent).
+      if (span !== undefined) message = span.onCommand(message);
     } catch (e) {
       // Not encodable (e.g. a label that is not a string): the child plan's CreatePlan is decided by its
       // own partition, which answers with a coded rejection; a command that cannot even be encoded stalls

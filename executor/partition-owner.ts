@@ -1,3 +1,4 @@
+import type { Tracer } from '@opentelemetry/api';
 import type { Kafka, KafkaMessage, Producer } from 'kafkajs';
 import type { BlobReader, PayloadLimits } from '../src/blobs/index.js';
 import { topicNames, type LedgerConfig } from '../src/config.js';
@@ -14,6 +15,7 @@ import type { ExecutorMetrics } from './metrics.js';
 import { PartitionBook } from './partition-book.js';
 import { PlanWriter } from './plan-writer.js';
 import type { Slots } from './slots.js';
+import { PlanTraces } from './tracing.js';
 
 export { CommandStepError, type BatchGuard } from './command-handler.js';
 
@@ -33,6 +35,8 @@ export interface OwnerDeps {
   readonly metrics: ExecutorMetrics;
   /** Resolves payloads stored by reference (inputs, dependencies' outputs). */
   readonly blobs: BlobReader;
+  /** Spans of command decisions, attempts and tool calls; none when tracing is off. */
+  readonly tracer?: Tracer;
 }
 
 /** The bounds an owner keeps every step within (see the README's Limits). */
@@ -68,6 +72,8 @@ export interface RestoredForOwner {
   maxFencingToken?: number;
   /** The partition's archived plans, read on first need (see {@link PartitionBook.fromArchive}). */
   archived?: ArchiveLoader;
+  /** Each plan's trace context, from the `traceparent` header of its last replayed event record or its snapshot record. */
+  traceparents?: Map<string, string>;
 }
 
 /**
@@ -88,6 +94,8 @@ export class PartitionOwner {
   private draining = false;
   private readonly log: Logger;
   private readonly topics;
+  /** The plans' trace contexts and the owner's spans (see tracing.ts); undefined when tracing is off, so no call site evaluates anything for it. */
+  private readonly traces: PlanTraces | undefined;
   readonly ready: Promise<void>;
   /** Settled: `ready` has resolved or rejected (read synchronously on the command path). */
   private readySettled = false;
@@ -98,6 +106,7 @@ export class PartitionOwner {
   ) {
     this.log = d.logger.child({ component: 'partition-owner', partition });
     this.topics = topicNames(d.config.topicPrefix);
+    this.traces = d.tracer === undefined ? undefined : new PlanTraces(d.tracer, d.executorId);
     this.book = new PartitionBook({ codec: d.codec, limits: d.limits, metrics: d.metrics, executorId: d.executorId, now: () => this.now(), ...(d.policy !== undefined ? { policy: d.policy } : {}) }, this.log);
     this.ready = this.start();
     this.ready.then(
@@ -130,9 +139,9 @@ export class PartitionOwner {
       logger: this.log,
       maxRequestBytes: this.d.limits.maxRecordBytes,
     });
-    const writer = new PlanWriter(this.appender, this.book, { codec: this.d.codec, config: this.d.config, executorId: this.d.executorId, now: () => this.now() }, this.topics);
+    const writer = new PlanWriter(this.appender, this.book, { codec: this.d.codec, config: this.d.config, executorId: this.d.executorId, now: () => this.now() }, this.topics, this.traces);
     const ctx = { partition: this.partition, book: this.book, writer, d: this.d, log: this.log, topics: this.topics };
-    this.handler = new CommandHandler(this.partition, this.book, writer, this.d, this.log, this.topics, ctx);
+    this.handler = new CommandHandler(this.partition, this.book, writer, this.d, this.log, this.topics, ctx, this.traces);
     this.items = new ItemScheduler(
       this.partition,
       this.book,
@@ -145,9 +154,11 @@ export class PartitionOwner {
         this.onBroken?.(e);
       },
       () => void this.stop('fenced'),
+      this.traces,
     );
     const restored = await this.d.restore(this.partition);
     this.book.seed(restored);
+    this.traces?.seed(restored.traceparents);
     this.log.info(
       { plans: this.book.plans.size, dormant: this.book.dormant.size, stalled: this.book.stalled.size, fromSnapshot: restored.fromSnapshot, eventsReplayed: restored.eventsReplayed, fencingToken: this.book.fencingToken, ms: Date.now() - t0 },
       'partition restored',

@@ -4,6 +4,7 @@ import type { PlanEvent } from '../src/plan/index.js';
 import type { AppendRequest, TransactionalAppender } from './appender.js';
 import type { Decided, PartitionBook } from './partition-book.js';
 import { childFinishedCommand, commandMessage, eventMessages } from './records.js';
+import type { PlanTraces } from './tracing.js';
 
 /**
  * Appends a plan's decided events through the partition's appender, adding what must commit with them:
@@ -15,6 +16,8 @@ export class PlanWriter {
     private readonly book: PartitionBook,
     private readonly d: { codec: LedgerCodec; config: LedgerConfig; executorId: string; now: () => number },
     private readonly topics: { commands: string },
+    /** The plans' trace contexts, written as a `traceparent` header on their event records (absent: none). */
+    private readonly traces?: PlanTraces,
   ) {}
 
   private now(): number {
@@ -31,7 +34,9 @@ export class PlanWriter {
       all.push({ topic: this.topics.commands, messages: [commandMessage(this.d.codec, this.d.config.partitions, told)] });
     }
     if (!decided.messages.length && !all.length && commitOffset === undefined) return Promise.resolve();
-    return this.appender.append({ events: decided.messages, extra: all, ...(commitOffset !== undefined ? { commitOffset } : {}) });
+    // Record metadata, not part of the event (nor of its hash): the plan's trace context for the next owner.
+    const events = this.traces === undefined ? decided.messages : this.traces.withHeaders(planId, decided.messages);
+    return this.appender.append({ events, extra: all, ...(commitOffset !== undefined ? { commitOffset } : {}) });
   }
 
   /** Encodes and appends events (for callers that built them outside {@link decideAndApply}). */

@@ -28,6 +28,8 @@ export interface RestoredPartition {
    * decides a command for a plan it does not hold, so restore cost follows the live plans.
    */
   archived?: ArchiveLoader;
+  /** Each plan's trace context: the `traceparent` header of its last replayed event record, else of its snapshot record. */
+  traceparents: Map<string, string>;
 }
 
 /** Statuses a plan cannot leave by running: the executor restores such plans dormant. */
@@ -77,5 +79,6 @@ export async function restoreOwnedPartition(opts: {
     dormant: r.dormant,
     maxFencingToken: r.maxFencingToken,
     archived: r.archived,
+    traceparents: r.traceparents,
   };
 }

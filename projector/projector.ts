@@ -3,9 +3,10 @@ import { codecFromConfig, type LedgerCodec } from '../src/codec/index.js';
 import { topicNames, type LedgerConfig } from '../src/config.js';
 import { connectFenced, createKafka, isFencingError, transactionalProducer } from '../src/kafka/client.js';
 import { readPlanRecords } from '../src/kafka/log-reader.js';
-import { partitionFor } from '../src/kafka/partitioner.js';
+import { parseEventKey, partitionFor } from '../src/kafka/partitioner.js';
 import { ensurePlanTopics } from '../src/kafka/topics.js';
 import type { Logger } from '../src/logging.js';
+import { headerString, TRACEPARENT_HEADER } from '../src/trace-context.js';
 import type { PlanEvent } from '../src/plan/index.js';
 import {
   dlqHeaders,
@@ -80,6 +81,11 @@ interface PartitionRun {
   watermarkedAt: string | null;
   /** Source offsets already in the DLQ (from restore). */
   readonly deadLettered: Set<string>;
+  /**
+   * Each plan's trace context, from the `traceparent` header of its event records (the executor writes it):
+   * carried on the plan's snapshot record, so an owner restoring from the snapshot continues the plan's trace.
+   */
+  readonly traceparents: Map<string, string>;
   /** Plans whose snapshot could not be written: tried again alone after a backoff. */
   readonly failing: Map<string, { failures: number; nextTryAt: number; reason: string }>;
   /**
@@ -282,6 +288,7 @@ export class ProjectionService {
       exceptions: new Map(r.snapshotExceptions),
       chunkCounts: new Map(r.snapshotChunks),
       landedSeq: new Map(),
+      traceparents: r.traceparents,
     };
     this.metrics.snapshotExceptions.set({ partition: String(p) }, run.exceptions.size);
     this.metrics.eventsApplied.inc({ partition: String(p) }, r.eventsReplayed);
@@ -328,6 +335,11 @@ export class ProjectionService {
       if (!isRunning() || isStale()) break;
       const offset = BigInt(m.offset);
       if (offset < run.nextOffset) continue;
+      const tp = m.headers?.[TRACEPARENT_HEADER];
+      if (tp !== undefined && m.value !== null) {
+        const k = parseEventKey(m.key);
+        if (k !== null) run.traceparents.set(k.planId, headerString(tp)!);
+      }
       const outcome = await processEventRecord(projection, this.codec, m, {
         logger: this.log,
         signal: this.abort.signal,
@@ -356,6 +368,7 @@ export class ProjectionService {
           this.model.evict(outcome.planId);
           this.model.touched(outcome.planId);
           erased.add(outcome.planId);
+          run.traceparents.delete(outcome.planId);
           break;
         case 'duplicate':
           break;
@@ -410,7 +423,10 @@ export class ProjectionService {
         this.skipSnapshot(p, run, id, err);
         continue;
       }
-      (failing === undefined ? groups : retries).push({ id, seq: e.state.seq, snapshots: r.snapshots, archive: r.archive, chunks: r.chunks });
+      // The plan's trace context rides on its snapshot records, for an owner that restores from them.
+      const tp = run.traceparents.get(id);
+      const snapshots = tp === undefined ? r.snapshots : r.snapshots.map((m) => (m.value === null ? m : { ...m, headers: { ...m.headers, [TRACEPARENT_HEADER]: tp } }));
+      (failing === undefined ? groups : retries).push({ id, seq: e.state.seq, snapshots, archive: r.archive, chunks: r.chunks });
       run.projection.policy.written(id, e.state.seq);
     }
     const w = watermark ? run.projection.watermarkOffset() : null;

@@ -78,6 +78,20 @@ export interface ToolContext {
    * At most 1,000 per attempt.
    */
   evidence(name: string, value: unknown): Promise<void>;
+  /**
+   * The W3C trace context of this tool call (its `plan-ledger.tool` span) when the executor traces (see the
+   * README's Tracing); undefined otherwise. Send it as the `traceparent` header of an outgoing HTTP call and
+   * the service's spans join the plan's trace.
+   *
+   * @example
+   * const res = await fetch(`${PAYMENTS}/charges`, {
+   *   method: 'POST',
+   *   headers: { 'idempotency-key': ctx.idempotencyKey, ...(ctx.traceparent ? { traceparent: ctx.traceparent } : {}) },
+   *   body: JSON.stringify(input),
+   *   signal: ctx.signal,
+   * });
+   */
+  readonly traceparent?: string | undefined;
 }
 
 /** What a probe learned about an attempt whose result was never recorded. */

@@ -16,6 +16,7 @@ import { auditTopic, ensurePlanTopics } from '../kafka/topics.js';
 import { silentLogger, type Logger } from '../logging.js';
 import { evolveAll, evolveInPlace, type ItemSpec, type CommandPayloads, type CommandType, type PlanCommand, type PlanEvent, type PlanMode, type PlanState, type PlanStatus } from '../plan/index.js';
 import { toItemSpec, type ItemInput } from '../plan-input.js';
+import { traceHeaders } from '../trace-context.js';
 import type { PlanPage } from '../projection/query.js';
 import { assertCommandFits, maxMessageBytes } from './command-size.js';
 import { listPlansFromIndex, type PlanFilter } from './list-plans.js';
@@ -383,6 +384,7 @@ class LedgerClient implements Ledger {
     return { type, planId, commandId, issuedAt: Date.now(), actor: by ?? this.clientId, correlationId: commandId, data } as PlanCommand;
   }
 
+  /** Sends a command; inside an active span, its `traceparent` goes along as a record header (the executor's span continues it). */
   private async produce(command: PlanCommand): Promise<void> {
     const value = this.codec.encodeCommand(command);
     this.commandLimit ??= maxMessageBytes(this.admin, this.topics.commands).catch((e: unknown) => {
@@ -393,7 +395,7 @@ class LedgerClient implements Ledger {
     await this.producer.send({
       topic: this.topics.commands,
       acks: -1,
-      messages: [{ key: command.planId, value, partition: partitionFor(command.planId, this.config.partitions) }],
+      messages: [{ key: command.planId, value, partition: partitionFor(command.planId, this.config.partitions), ...traceHeaders() }],
     });
   }
 

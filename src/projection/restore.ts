@@ -21,6 +21,7 @@ import {
   type SnapshotExceptions,
 } from './snapshot.js';
 import type { SnapshotPolicyOptions } from './snapshot-policy.js';
+import { TRACEPARENT_HEADER } from '../trace-context.js';
 
 export interface RestorePartitionOptions {
   readonly kafka: Kafka;
@@ -104,6 +105,11 @@ export interface RestoredPartition {
   readonly snapshotExceptions: SnapshotExceptions;
   /** Chunk records each plan holds in the snapshots topic (a chunked snapshot's count), for a writer that tombstones them. */
   readonly snapshotChunks: ReadonlyMap<string, number>;
+  /**
+   * Each plan's trace context (record metadata, outside the event and its hash): the `traceparent` header
+   * of its last event record in the replayed tail that has one, else that of its snapshot record.
+   */
+  readonly traceparents: Map<string, string>;
 }
 
 /** The archive partition as last read: where each archived plan's latest record is, and the erased ids. */
@@ -282,7 +288,7 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
   const warnings: string[] = [];
 
   // 1. Latest snapshot per key.
-  const latest = new Map<string, { value: Buffer | null; status: string | undefined; maxFencingToken: number | null; headers?: Readonly<Record<string, string>> }>();
+  const latest = new Map<string, { value: Buffer | null; status: string | undefined; maxFencingToken: number | null; headers?: Readonly<Record<string, string>>; traceparent?: string }>();
   const chunks = new SnapshotChunks();
   await readToEnd({
     kafka: opts.kafka,
@@ -296,7 +302,7 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
         if (r.key === null) continue;
         const key = r.key.toString('utf8');
         if (chunks.offer(key, r)) continue;
-        latest.set(key, { value: r.value, status: r.headers[PLAN_STATUS_HEADER], maxFencingToken: key === WATERMARK_KEY ? parseMaxFencingToken(r.headers) : null, headers: r.headers });
+        latest.set(key, { value: r.value, status: r.headers[PLAN_STATUS_HEADER], maxFencingToken: key === WATERMARK_KEY ? parseMaxFencingToken(r.headers) : null, headers: r.headers, traceparent: r.headers[TRACEPARENT_HEADER] });
       }
     },
   });
@@ -313,6 +319,7 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
   const erased = new Set<string>();
   const lastKeySeq = new Map<string, number>();
   const dormant = new Map<string, Buffer>();
+  const traceparents = new Map<string, string>();
   const deferArchive = opts.archive === 'defer';
   const archived = archiveLoader({ ...opts, timeoutMs }, !deferArchive);
   // Dormancy needs the watermark to vouch for the fencing tokens of the plans it leaves undecoded.
@@ -336,7 +343,7 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
     }
     for (const key of archive.erased) if (latest.get(key)?.value == null) latest.set(key, { value: null, status: undefined, maxFencingToken: null });
   }
-  for (const [key, { value, status }] of latest) {
+  for (const [key, { value, status, traceparent }] of latest) {
     if (value === null) {
       // Erased; or, deferring the archive, maybe archived: the archive tells (`archived.load()`).
       if (!deferArchive) erased.add(key);
@@ -365,6 +372,7 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
     }
     projection.seed(check.state);
     fromSnapshot += 1;
+    if (traceparent !== undefined) traceparents.set(key, traceparent);
   }
   /**
    * A dormant plan is needed after all (a tail event or a dead letter of it): decode and verify its snapshot
@@ -456,6 +464,8 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
           }
           erased.delete(k.planId);
           if (k.seq > (lastKeySeq.get(k.planId) ?? 0)) lastKeySeq.set(k.planId, k.seq);
+          const tp = r.headers[TRACEPARENT_HEADER];
+          if (tp !== undefined) traceparents.set(k.planId, tp);
         }
       }
       const batch = await processEventBatch(projection, opts.codec, records, retry, keys);
@@ -491,5 +501,6 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
     archived,
     snapshotExceptions: replayFrom === null ? new Map() : exceptions,
     snapshotChunks: chunks.counts(),
+    traceparents,
   };
 }
