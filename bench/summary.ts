@@ -100,12 +100,16 @@ export function renderBlock(results: readonly BenchResult[], imagePath: string):
     }
     const extras: string[] = [];
     for (const r of results) {
-      for (const [k, v] of Object.entries(r.extra ?? {})) {
-        if (v && typeof v === 'object' && 'p50Ms' in v) {
+      const visit = (k: string, v: unknown, depth: number) => {
+        if (!v || typeof v !== 'object' || Array.isArray(v)) return;
+        if ('p50Ms' in v) {
           const e = v as { p50Ms: number; p99Ms?: number; samples?: number; how?: string; aimP50Ms?: number };
           extras.push(`- ${r.name}, ${k}: p50 ${fmt(e.p50Ms)} ms${e.p99Ms !== undefined ? `, p99 ${fmt(e.p99Ms)} ms` : ''}${e.samples !== undefined ? ` (${e.samples} samples)` : ''}${e.aimP50Ms !== undefined ? `; aim p50 ≤ ${e.aimP50Ms} ms` : ''}${e.how ? ` — ${e.how}` : ''}`);
+        } else if (depth < 1) {
+          for (const [k2, v2] of Object.entries(v)) visit(`${k} ${k2}`, v2, depth + 1);
         }
-      }
+      };
+      for (const [k, v] of Object.entries(r.extra ?? {})) visit(k, v, 0);
     }
     if (extras.length) {
       lines.push('');
