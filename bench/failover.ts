@@ -21,7 +21,7 @@ import { connectLedger } from '../src/client/index.js';
 import { createCodec } from '../src/codec/index.js';
 import { configToEnv, topicNames, type LedgerConfig } from '../src/config.js';
 import { benchArgs, metric, paired, sleep, until, writeResult } from './lib/harness.js';
-import { benchConfig, benchKafka, dropTopics, spawnJson, spawnTs, stopProc, type Proc } from './lib/ledger.js';
+import { benchConfig, benchKafka, dropTopics, spawnJson, spawnTs, type Proc } from './lib/ledger.js';
 
 const SESSION = 6000;
 const HEARTBEAT = 500;
@@ -69,8 +69,9 @@ async function ledgerPair(config: LedgerConfig): Promise<Pair> {
   await admin.connect();
   const group = topicNames(config.topicPrefix).executorsGroup;
   const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix });
-  // The survivor's first event, by actor.
-  const firstBy = new Map<string, number>();
+  // Every appended event's actor and the time it was seen (the survivor's first after the signal counts).
+  const seen: Array<{ actor: string; at: number }> = [];
+  const after = (actor: string, from: number, t: number) => seen.slice(from).find((x) => x.actor === actor && x.at >= t)?.at;
   const watch = kafka.consumer({ groupId: `${config.topicPrefix}.watch-${randomBytes(3).toString('hex')}`, maxWaitTimeInMs: 20 });
   await watch.connect();
   await watch.subscribe({ topic: topicNames(config.topicPrefix).events, fromBeginning: false });
@@ -78,7 +79,7 @@ async function ledgerPair(config: LedgerConfig): Promise<Pair> {
     eachMessage: async ({ message }) => {
       if (!message.value) return;
       const e = await codec.decodeEvent(message.value);
-      if (!firstBy.has(e.actor)) firstBy.set(e.actor, Date.now());
+      seen.push({ actor: e.actor, at: Date.now() });
     },
   });
   const pair: Pair = {
@@ -87,12 +88,23 @@ async function ledgerPair(config: LedgerConfig): Promise<Pair> {
       pair.standby ??= start(true);
       await stableWith(admin, group, 2);
       await certain(pair);
-      // The owner is busy: its chain is running.
-      await until(() => (firstBy.has(pair.owner.label) ? true : undefined), 60_000, 'the owner appending');
+      // The owner is busy: a long chain (a new one each round) keeps it appending.
+      await ledger.createPlan({
+        goal: name,
+        mode: 'execute',
+        items: Array.from({ length: 1000 }, (_, i) => ({ id: `s${i}`, title: `s${i}`, why: 'keep the owner busy', tool: 'noop', dependsOn: i ? [`s${i - 1}`] : [] })),
+      });
+      const mark = seen.length;
+      await until(() => after(pair.owner.label, mark, 0), 180_000, 'the owner appending').catch((e: unknown) => {
+        const owned = (p: Proc) => JSON.stringify(p.lines.filter((l) => l.msg === 'owned').map((l) => [l.partitions, l.seenAt]));
+        throw new Error(`${(e as Error).message}; ${pair.owner.label} owned ${owned(pair.owner)}, ${pair.standby!.label} owned ${owned(pair.standby!)}`);
+      });
       const survivor = pair.standby!;
+      const from = seen.length;
       const t0 = Date.now();
       pair.owner.p.kill(signal);
-      const at = await until(() => firstBy.get(survivor.label), 120_000, `${survivor.label}'s first event`);
+      const at = await until(() => after(survivor.label, from, t0), 120_000, `${survivor.label}'s first event`);
+      seen.splice(0, from);
       await pair.owner.exited;
       pair.owner = survivor;
       pair.standby = undefined;
@@ -107,12 +119,6 @@ async function ledgerPair(config: LedgerConfig): Promise<Pair> {
   };
   await until(() => (owns(pair.owner) ? true : undefined), 120_000, 'the first executor to own the partition');
   await until(() => pair.owner.lines.find((l) => l.msg === 'ready'), 120_000, 'the first executor ready');
-  // A long chain keeps whoever owns the partition appending.
-  await ledger.createPlan({
-    goal: name,
-    mode: 'execute',
-    items: Array.from({ length: 5000 }, (_, i) => ({ id: `s${i}`, title: `s${i}`, why: 'keep the owner busy', tool: 'noop', dependsOn: i ? [`s${i - 1}`] : [] })),
-  });
   return pair;
 }
 
@@ -165,15 +171,18 @@ async function rawPair(config: LedgerConfig): Promise<Pair> {
 }
 
 const config = benchConfig(name, { partitions: 1 });
-const ledgerSide = await ledgerPair(config);
-const rawSide = await rawPair(config);
+let ledgerSide: Pair | undefined;
+let rawSide: Pair | undefined;
 try {
+  ledgerSide = await ledgerPair(config);
+  rawSide = await rawPair(config);
+  const [l, r] = [ledgerSide, rawSide];
   const rounds = await paired({
     rounds: args.rounds,
     warmup: args.quick ? 0 : 1,
     label: `${name} `,
-    subject: async () => ({ ms: await ledgerSide.round() }),
-    baseline: async () => ({ ms: await rawSide.round() }),
+    subject: async () => ({ ms: await l.round() }),
+    baseline: async () => ({ ms: await r.round() }),
   });
   writeResult({
     name,
@@ -190,9 +199,8 @@ try {
     ],
   });
 } finally {
-  await ledgerSide.close();
-  await rawSide.close();
-  await stopProc(ledgerSide.owner, 1000).catch(() => {});
+  await ledgerSide?.close();
+  await rawSide?.close();
   await dropTopics(config, [`${config.topicPrefix}.raw-records`]);
 }
 process.exit(0);

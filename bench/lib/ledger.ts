@@ -67,9 +67,17 @@ export interface Proc {
   readonly exited: Promise<number | null>;
 }
 
+// Children still running when the bench exits (a failure half-way) are killed with it.
+const children = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+});
+
 /** A child process whose stdout JSON lines are collected (with the time each was seen). */
 export function spawnJson(cmd: string, args: string[], label: string, env: Record<string, string | undefined> = {}): Proc {
   const p = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  children.add(p);
+  p.once('exit', () => children.delete(p));
   const lines: Proc['lines'] = [];
   let buf = '';
   p.stdout!.on('data', (c: Buffer) => {
