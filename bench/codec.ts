@@ -16,7 +16,7 @@ import { benchArgs, median, metric, paired, writeResult } from './lib/harness.js
 
 const args = benchArgs();
 const PLANS = 250; // 4 events per plan item below -> 1000 distinct events per pass
-const PASSES = Number(process.env.PASSES ?? (args.quick ? 5 : 20)); // passes over the events per measurement
+const PASSES = Number(process.env.PASSES ?? (args.quick ? 20 : 40)); // passes over the events per measurement
 
 const hex = (n: number) => randomBytes(n).toString('hex');
 

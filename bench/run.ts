@@ -27,8 +27,16 @@ const SCRIPTS: Record<string, { script: string; args?: string[] }> = {
 };
 
 const argv = process.argv.slice(2);
-const names = argv.filter((a, i) => !a.startsWith('--') && !(i > 0 && argv[i - 1] === '--rounds'));
-const flags = argv.filter((a) => !names.includes(a) && a !== '--summary-only');
+const BOOLEAN = new Set(['--quick', '--summary-only']);
+const names: string[] = [];
+const flags: string[] = [];
+for (let i = 0; i < argv.length; i++) {
+  const a = argv[i]!;
+  if (!a.startsWith('--')) names.push(a);
+  else if (a === '--summary-only') continue;
+  else if (BOOLEAN.has(a) || a.includes('=') || i + 1 >= argv.length || argv[i + 1]!.startsWith('--')) flags.push(a);
+  else flags.push(a, argv[++i]!); // --rounds 7, --plans 100, ...
+}
 const chosen = names.length ? names : Object.keys(SCRIPTS);
 for (const n of chosen) {
   if (!SCRIPTS[n]) {

@@ -98,9 +98,14 @@ export function spawnJson(cmd: string, args: string[], label: string, env: Recor
   return { p, label, lines, exited };
 }
 
-/** node --import tsx <script> */
+/**
+ * node --import tsx <script>. With BENCH_CPU_PROF_DIR set, the child writes a V8 CPU profile there when it
+ * exits (`--cpu-prof`; open it in Chrome DevTools), e.g. the executor's during `npm run bench -- peer`.
+ */
 export function spawnTs(script: string, label: string, env: Record<string, string | undefined> = {}): Proc {
-  return spawnJson(process.execPath, ['--import', 'tsx', script, ...[]], label, env);
+  const dir = process.env.BENCH_CPU_PROF_DIR;
+  const prof = dir ? ['--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-name', `${label}-${Date.now()}.cpuprofile`] : [];
+  return spawnJson(process.execPath, [...prof, '--import', 'tsx', script], label, env);
 }
 
 export async function waitLine(proc: Proc, msg: string, timeoutMs = 120_000, after = 0): Promise<Record<string, unknown> & { seenAt: number }> {
