@@ -95,7 +95,11 @@ async function ledgerPair(config: LedgerConfig): Promise<Pair> {
         items: Array.from({ length: 1000 }, (_, i) => ({ id: `s${i}`, title: `s${i}`, why: 'keep the owner busy', tool: 'noop', dependsOn: i ? [`s${i - 1}`] : [] })),
       });
       const mark = seen.length;
-      await until(() => after(pair.owner.label, mark, 0), 180_000, 'the owner appending').catch((e: unknown) => {
+      // The owner lines lag the group a little: whoever appends (and says it owns the partition) is the owner.
+      await until(() => {
+        if (owns(pair.standby!) && !owns(pair.owner)) [pair.owner, pair.standby] = [pair.standby!, pair.owner];
+        return after(pair.owner.label, mark, 0);
+      }, 180_000, 'the owner appending').catch((e: unknown) => {
         const owned = (p: Proc) => JSON.stringify(p.lines.filter((l) => l.msg === 'owned').map((l) => [l.partitions, l.seenAt]));
         throw new Error(`${(e as Error).message}; ${pair.owner.label} owned ${owned(pair.owner)}, ${pair.standby!.label} owned ${owned(pair.standby!)}`);
       });
@@ -149,6 +153,11 @@ async function rawPair(config: LedgerConfig): Promise<Pair> {
       pair.standby ??= start();
       await stableWith(admin, group, 2);
       await certain(pair);
+      const mark = Date.now();
+      await until(() => {
+        if (owns(pair.standby!) && !owns(pair.owner)) [pair.owner, pair.standby] = [pair.standby!, pair.owner];
+        return pair.owner.lines.find((l) => l.msg === 'consumed' && l.seenAt >= mark);
+      }, 60_000, 'the raw owner consuming');
       const survivor = pair.standby!;
       const t0 = Date.now();
       pair.owner.p.kill(signal);

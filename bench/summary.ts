@@ -73,10 +73,21 @@ export function renderSvg(results: readonly BenchResult[]): string {
   return `${parts.join('\n')}\n`;
 }
 
+/** `npm run bench -- --quick` when every result came from the suite with the same flags, else each command. */
+export function commandLine(results: readonly BenchResult[]): string {
+  const suite = results.map((r) => /^npm run bench -- (\S+)(.*)$/.exec(r.command));
+  const tails = new Set(suite.map((m) => (m ? m[2] : null)));
+  if (suite.every((m, i) => m && m[1] === results[i]!.name) && tails.size === 1) {
+    const tail = [...tails][0]!.trim();
+    return `\`npm run bench${tail ? ` -- ${tail}` : ''}\` (one bench: \`npm run bench -- <name>${tail ? ` ${tail}` : ''}\`)`;
+  }
+  return [...new Set(results.map((r) => `\`${r.command}\``))].join(', ');
+}
+
 /** The block shared by summary.md and the README (imagePath relative to where the block is shown). */
 export function renderBlock(results: readonly BenchResult[], imagePath: string): string {
   const lines: string[] = [];
-  const commits = [...new Set(results.map((r) => `${r.commit.slice(0, 10)}${r.dirty ? ' (uncommitted changes)' : ''}`))];
+  const commits = [...new Set(results.map((r) => r.commit.slice(0, 10)))].map((c) => `${c}${results.some((r) => r.commit.startsWith(c) && r.dirty) ? ' (with uncommitted changes)' : ''}`);
   const dates = results.map((r) => r.date).sort();
   const m = results[0]?.machine;
   const loads = results.map((r) => r.machine.loadAverageAtEnd[0] ?? 0);
@@ -87,8 +98,7 @@ export function renderBlock(results: readonly BenchResult[], imagePath: string):
     lines.push('No results yet: run `npm run bench`.');
   } else {
     lines.push(`Measured ${dates[0]!.slice(0, 16).replace('T', ' ')}–${dates.at(-1)!.slice(11, 16)} UTC at commit ${commits.join(', ')}, on ${m!.cores} cores (${m!.cpuModel}), node ${m!.node}; load average at the end of each bench ${fmt(Math.min(...loads))}–${fmt(Math.max(...loads))}.`);
-    const cmds = [...new Set(results.map((r) => r.command))];
-    lines.push(`Command${cmds.length > 1 ? 's' : ''}: ${cmds.map((c) => `\`${c}\``).join(', ')}.${results.some((r) => r.quick) ? ' **Quick settings** (smaller sizes); the full suite is `npm run bench`.' : ''}`);
+    lines.push(`Command: ${commandLine(results)}.${results.some((r) => r.quick) ? ' **Quick settings** (smaller sizes), measured on a busy machine; the full suite is `npm run bench`.' : ''}`);
     lines.push('Every figure is the median of at least five rounds; in each round plan-ledger and its baseline run back to back, alternating which goes first, after a warm-up of both. Ratio = plan-ledger ÷ baseline.');
     lines.push('');
     lines.push('| bench | figure | plan-ledger | baseline | ratio | aim | rounds |');

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { median, metric, paired, quantile, type BenchResult } from '../../bench/lib/harness.js';
 import { updateReadme } from '../../bench/readme.js';
-import { BEGIN, END, loadResults, relative, renderBlock, renderSvg, writeSummary } from '../../bench/summary.js';
+import { BEGIN, commandLine, END, loadResults, relative, renderBlock, renderSvg, writeSummary } from '../../bench/summary.js';
 
 describe('bench harness', () => {
   it('takes medians and nearest-rank quantiles', () => {
@@ -85,7 +85,9 @@ describe('bench summary and README section', () => {
     expect(md).toContain('| peer | throughput <fast> (higher is better) | 100 ops/s | raw: 400 ops/s | **0.25×** | ≥ 1.0× | 5 |');
     expect(md).toContain('- peer, latency: p50 3.00 ms, p99 9.00 ms (20 samples)');
     expect(md).toContain('![plan-ledger relative to its baselines](summary.svg)');
-    expect(md).toContain('`npm run bench -- peer --quick`');
+    expect(md).toContain('Command: `npm run bench -- --quick` (one bench: `npm run bench -- <name> --quick`).');
+    expect(commandLine([result('peer'), result('codec', { command: 'npx tsx bench/codec.ts' })])).toBe('`npm run bench -- peer --quick`, `npx tsx bench/codec.ts`');
+    expect(commandLine([result('peer', { command: 'npm run bench -- peer' }), result('codec', { command: 'npm run bench -- codec' })])).toBe('`npm run bench` (one bench: `npm run bench -- <name>`)');
     const svg = readFileSync(join(dir, 'summary.svg'), 'utf8');
     expect(svg.startsWith('<svg')).toBe(true);
     expect(svg).toContain('peer: throughput &lt;fast&gt;');
