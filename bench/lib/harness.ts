@@ -9,7 +9,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
-export const RESULTS_DIR = fileURLToPath(new URL('../results/', import.meta.url));
+/** Where results go: bench/results/, or BENCH_RESULTS_DIR (a trial run that should not replace them). */
+export const RESULTS_DIR = process.env.BENCH_RESULTS_DIR ?? fileURLToPath(new URL('../results/', import.meta.url));
 export const MIN_ROUNDS = 5;
 
 export function median(xs: readonly number[]): number {
