@@ -104,7 +104,7 @@ export function spawnJson(cmd: string, args: string[], label: string, env: Recor
  */
 export function spawnTs(script: string, label: string, env: Record<string, string | undefined> = {}): Proc {
   const dir = process.env.BENCH_CPU_PROF_DIR;
-  const prof = dir ? ['--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-name', `${label}-${Date.now()}.cpuprofile`] : [];
+  const prof = dir ? ['--cpu-prof', '--cpu-prof-dir', dir] : []; // one file per thread: CPU.<date>.<pid>.<tid>.<seq>.cpuprofile
   return spawnJson(process.execPath, [...prof, '--import', 'tsx', script], label, env);
 }
 
