@@ -4,19 +4,19 @@
  * events, plus the schema-walking avro-mapping.ts path the codec replaces. A realistic mix: ItemAdded
  * (with inputJson), IntentRecorded, ResultCommitted (with outputJson), ItemCompleted.
  *
- * Needs the local stack (`plan-ledger stack up`) for the registry. Run: `npx tsx bench/codec.ts`.
- * Writes bench/results/codec.json.
+ * Needs the local stack (`plan-ledger stack up`) for the registry. Run: `npm run bench -- codec [--quick]`.
+ * Writes bench/results/codec.json: codec vs raw avsc, encode and decode ratios both.
  */
 import { randomBytes } from 'node:crypto';
 import avsc from 'avsc';
 import { loadConfig } from '../src/config.js';
 import { createCodec } from '../src/codec/index.js';
 import { canonicalJson, fromAvroEvent, planEventSchema, sealEvent, toAvroEvent, type PlanEvent, type UnsealedEvent } from '../src/plan/index.js';
-import { machine, median, writeResults } from './common.js';
+import { benchArgs, median, metric, paired, writeResult } from './lib/harness.js';
 
-const ROUNDS = Number(process.env.ROUNDS ?? 9);
+const args = benchArgs();
 const PLANS = 250; // 4 events per plan item below -> 1000 distinct events per pass
-const PASSES = Number(process.env.PASSES ?? 20); // passes over the events per measurement
+const PASSES = Number(process.env.PASSES ?? (args.quick ? 20 : 40)); // passes over the events per measurement
 
 const hex = (n: number) => randomBytes(n).toString('hex');
 
@@ -143,68 +143,39 @@ async function main(): Promise<void> {
     },
   ];
 
-  // Warm-up (JIT), then rounds; contenders interleaved inside a round so drift hits all alike.
-  for (const c of contenders) {
-    await time(c.encode);
-    await time(c.decode);
-  }
-  const samples = new Map(contenders.map((c) => [c.name, { encode: [] as number[], decode: [] as number[] }]));
-  for (let r = 0; r < ROUNDS; r++) {
-    for (const c of contenders) {
-      samples.get(c.name)!.encode.push(opsPerSec(n * PASSES, await time(c.encode)));
-      samples.get(c.name)!.decode.push(opsPerSec(n * PASSES, await time(c.decode)));
+  const measure = async (c: Contender) => ({ encode: opsPerSec(n * PASSES, await time(c.encode)), decode: opsPerSec(n * PASSES, await time(c.decode)) });
+  const byName = (name: string) => contenders.find((c) => c.name === name)!;
+  // Codec vs raw avsc: paired rounds (alternating which goes first) after a warm-up of both.
+  const rounds = await paired({ rounds: args.rounds, warmup: 2, label: 'codec ', subject: () => measure(byName('codec')), baseline: () => measure(byName('avsc')) });
+  // The other paths, for reference (same warm-up, same number of rounds, after the pair).
+  const others: Record<string, { encode: number[]; decode: number[] }> = {};
+  for (const name of ['json', 'avro-mapping']) {
+    await measure(byName(name));
+    others[name] = { encode: [], decode: [] };
+    for (let r = 0; r < args.rounds; r++) {
+      const m = await measure(byName(name));
+      others[name].encode.push(m.encode);
+      others[name].decode.push(m.decode);
     }
   }
   if (sink === 0) throw new Error('unreachable');
-
-  const results = Object.fromEntries(
-    [...samples].map(([name, s]) => [name, { encodeOpsPerSec: median(s.encode), decodeOpsPerSec: median(s.decode), encodeRounds: s.encode, decodeRounds: s.decode }]),
-  );
-  const avscR = results['avsc']!;
-  const ratio = (name: string) => ({
-    encode: Number((results[name]!.encodeOpsPerSec / avscR.encodeOpsPerSec).toFixed(3)),
-    decode: Number((results[name]!.decodeOpsPerSec / avscR.decodeOpsPerSec).toFixed(3)),
-  });
-  // The same ratio taken within each round (codec and avsc measured back to back), then the median: less
-  // sensitive to other load on the machine than the ratio of the two medians.
-  const paired = (name: string) => {
-    const a = samples.get(name)!;
-    const b = samples.get('avsc')!;
-    return {
-      encode: Number(median(a.encode.map((x, i) => x / b.encode[i]!)).toFixed(3)),
-      decode: Number(median(a.decode.map((x, i) => x / b.decode[i]!)).toFixed(3)),
-    };
-  };
-  const avg = (xs: number[]) => Math.round(xs.reduce((a, b) => a + b, 0) / xs.length);
-  const out = {
-    bench: 'codec',
-    machine: machine(),
-    setup: {
-      rounds: ROUNDS,
-      opsPerRound: n * PASSES,
-      events: n,
-      mix: { ItemAdded: PLANS, IntentRecorded: PLANS, ResultCommitted: PLANS, ItemCompleted: PLANS },
-      avgBytes: { codec: avg(framed.map((b) => b.length)), avsc: avg(rawBodies.map((b) => b.length)), json: avg(jsonTexts.map((t) => Buffer.byteLength(t))) },
-      note: 'codec decode awaits each value (as a consumer does); avsc and avro-mapping decode the Avro body without the 5-byte header; json works on strings',
+  const avg = (xs: number[]) => Math.round(xs.reduce((x, y) => x + y, 0) / xs.length);
+  writeResult({
+    name: 'codec',
+    title: 'Codec (Confluent framing + payload mapping + avsc) vs raw avsc on the same Avro records',
+    quick: args.quick,
+    settings: { rounds: args.rounds, opsPerMeasurement: n * PASSES, events: n, mix: { ItemAdded: PLANS, IntentRecorded: PLANS, ResultCommitted: PLANS, ItemCompleted: PLANS } },
+    metrics: [
+      metric(rounds, { key: 'encode', label: 'encode', unit: 'ops/s', better: 'higher', baselineLabel: 'raw avsc toBuffer', aim: '≥ 0.9×' }),
+      metric(rounds, { key: 'decode', label: 'decode', unit: 'ops/s', better: 'higher', baselineLabel: 'raw avsc fromBuffer', aim: '≥ 0.9×' }),
+    ],
+    rounds,
+    notes: ['Both ratios are reported: encode and decode. Codec decode awaits each value, as a consumer does; avsc decodes the Avro body without the 5-byte header.'],
+    extra: {
+      avgBytes: { codec: avg(framed.map((x) => x.length)), avsc: avg(rawBodies.map((x) => x.length)), json: avg(jsonTexts.map((t) => Buffer.byteLength(t))) },
+      others: Object.fromEntries(Object.entries(others).map(([k, v]) => [k, { encodeOpsPerSec: median(v.encode), decodeOpsPerSec: median(v.decode), encodeRounds: v.encode, decodeRounds: v.decode }])),
     },
-    results,
-    ratioToAvsc: { codec: ratio('codec'), json: ratio('json'), 'avro-mapping': ratio('avro-mapping') },
-    pairedRatioToAvsc: { codec: paired('codec'), json: paired('json'), 'avro-mapping': paired('avro-mapping') },
-    aim: 'codec >= 0.9x raw avsc',
-  };
-  writeResults(new URL('./results/codec.json', import.meta.url).pathname, out);
-
-  const row = (name: string) => {
-    const r = results[name]!;
-    const q = name === 'avsc' ? { encode: 1, decode: 1 } : ratio(name);
-    return `${name.padEnd(13)} ${String(r.encodeOpsPerSec).padStart(10)} ${q.encode.toFixed(2).padStart(6)}x ${String(r.decodeOpsPerSec).padStart(10)} ${q.decode.toFixed(2).padStart(6)}x`;
-  };
-  console.log(`\n${n * PASSES} ops per round, median of ${ROUNDS} rounds, ${out.machine.cpus} cpus, node ${out.machine.node}`);
-  console.log(`${'path'.padEnd(13)} ${'encode/s'.padStart(10)} ${'vs avsc'.padStart(7)} ${'decode/s'.padStart(10)} ${'vs avsc'.padStart(7)}`);
-  for (const name of ['codec', 'avsc', 'json', 'avro-mapping']) console.log(row(name));
-  const pc = paired('codec');
-  console.log(`codec vs avsc, median of per-round ratios: encode ${pc.encode.toFixed(2)}x, decode ${pc.decode.toFixed(2)}x`);
-  console.log(`avg bytes: codec ${out.setup.avgBytes.codec}, avsc ${out.setup.avgBytes.avsc}, json ${out.setup.avgBytes.json}`);
+  });
 }
 
 main().then(

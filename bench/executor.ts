@@ -1,153 +1,258 @@
-// Executor benchmarks (not tests). Needs a broker and registry: PLAN_LEDGER_BROKERS/REGISTRY_URL or
-// `npx plan-ledger stack up`. Run: npx tsx bench/executor.ts [--rounds 3] [--plans 50] [--items 20]
-// Writes bench/results/executor.json.
+// Append throughput and single-append latency of the item protocol vs raw transactional kafkajs with the
+// same payloads.
 //
-// 1. Throughput of the full item protocol (intent → no-op tool → result → settle, three appends per
-//    item, group-committed) vs raw kafkajs transactional produce of the same number of events, in
-//    transactions of the same average size, in the same run.
-// 2. Sequential latency: one plan whose items each depend on the previous one.
+//   npm run bench -- executor [--quick] [--rounds 5] [--plans 50] [--items 20] [--chain 30]
+//
+// plan-ledger: an executor (`startExecutor`, 6 partitions, concurrency 20, no-op tool) in its own
+// process and a client (`connectLedger`) here.
+//  - throughput: `plans` plans of `items` independent items are created at once; the clock runs from the
+//    first createPlan to the moment the client's `waitFor(planId, 'completed')` has resolved for every
+//    plan — i.e. the PlanCompleted events are committed and visible to a read_committed consumer, never
+//    the executor's in-memory state. → items/s and appended events/s.
+//  - chain: one plan of `chain` items, each depending on the previous → ms per item, client-timed.
+// Baseline (raw kafkajs, same run): after each protocol round its appended records (the same encoded
+// events: keys, values, partitions) are read back from the events topic and grouped into the
+// transactions the executor committed (a commit marker takes an offset, so a gap in the offsets of one
+// partition's records is a transaction boundary). The raw side replays exactly those transactions with
+// one transactional producer per partition (warmed: each has committed a transaction before any clock
+// starts, so the producer-id set-up is excluded on both sides) onto a topic with the same partitions;
+// its clock stops when a read_committed consumer (subscribed before) has received every record.
+//  - throughput: partitions in parallel, each partition's transactions one after another → events/s.
+//  - chain: the chain's transactions one at a time, each visible to the consumer before the next is
+//    sent → ms per item.
 import { randomBytes } from 'node:crypto';
-import { parseArgs } from 'node:util';
-import { connectLedger } from '../src/client/index.js';
-import { loadConfig, topicNames } from '../src/config.js';
-import { createKafka } from '../src/kafka/client.js';
-import { ensurePlanTopics } from '../src/kafka/topics.js';
-import { silentLogger } from '../src/logging.js';
-import { defineTool } from '../src/tools.js';
-import { startExecutor } from '../executor/index.js';
-import { machine, median, writeResults } from './common.js';
+import { fileURLToPath } from 'node:url';
+import type { Consumer, Kafka, Producer } from 'kafkajs';
+import { connectLedger, type Ledger } from '../src/client/index.js';
+import { configToEnv, topicNames, type LedgerConfig } from '../src/config.js';
+import type { LogRecord } from '../src/kafka/log-reader.js';
+import { readToEnd } from '../src/kafka/log-reader.js';
+import { benchArgs, metric, paired, until, writeResult } from './lib/harness.js';
+import { benchConfig, benchKafka, dropTopics, spawnTs, stopProc, waitLine } from './lib/ledger.js';
 
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, plans: { type: 'string', default: '50' }, items: { type: 'string', default: '20' }, chain: { type: 'string', default: '50' }, concurrency: { type: 'string', default: '20' } } });
-const rounds = Number(values.rounds);
-const plans = Number(values.plans);
-const itemsPerPlan = Number(values.items);
-const chain = Number(values.chain);
-const concurrency = Number(values.concurrency);
+const args = benchArgs(['plans', 'items', 'chain']);
+const plans = Number(args.options.plans ?? (args.quick ? 20 : 50));
+const itemsPerPlan = Number(args.options.items ?? (args.quick ? 10 : 20));
+const chain = Number(args.options.chain ?? (args.quick ? 10 : 30));
+const CONCURRENCY = 20;
+const PARTITIONS = 6;
 
-const noop = defineTool({ name: 'noop', run: () => ({ ok: true }) });
-const logger = silentLogger();
+type Tx = LogRecord[];
 
-async function protocolRound() {
-  const config = loadConfig({ topicPrefix: `bench-${randomBytes(4).toString('hex')}`, partitions: 6 });
-  const executor = await startExecutor({ tools: [noop], config, concurrency, logger });
-  const ledger = await connectLedger(config);
-  await executor.started;
-  // Warm-up: registry ids, producers, coordinators.
-  const warm = await ledger.createPlan({ goal: 'warm-up', mode: 'execute', items: [{ id: 'w', title: 'w', why: 'warm-up', tool: 'noop' }] });
-  await ledger.waitFor(warm.planId, 'completed');
-  const before = executor.stats();
-
-  const t0 = performance.now();
-  const ids = await Promise.all(
-    Array.from({ length: plans }, (_, p) =>
-      ledger.createPlan({
-        goal: `bench plan ${p}`,
-        mode: 'execute',
-        items: Array.from({ length: itemsPerPlan }, (_, i) => ({ id: `i${i}`, title: `item ${i}`, why: 'benchmark', tool: 'noop', input: { i } })),
-      }).then((r) => r.planId),
-    ),
-  );
-  // Completion as the owning executor sees it (in memory, after its transaction committed); asking the
-  // log through 50 readers would measure consumer-group joins, not the protocol.
-  const deadline = Date.now() + 300_000;
-  while (!ids.every((id) => executor.planState(id)?.status === 'completed')) {
-    if (Date.now() > deadline) throw new Error('plans did not complete');
-    await new Promise((r) => setTimeout(r, 5));
+/** Transactions by partition, from one producer's records read back in offset order. */
+function transactions(records: LogRecord[]): Map<number, Tx[]> {
+  const out = new Map<number, Tx[]>();
+  const last = new Map<number, bigint>();
+  for (const r of records) {
+    const o = BigInt(r.offset);
+    const list = out.get(r.partition) ?? [];
+    out.set(r.partition, list);
+    const prev = last.get(r.partition);
+    if (prev === undefined || o !== prev + 1n) list.push([]);
+    list.at(-1)!.push(r);
+    last.set(r.partition, o);
   }
-  const seconds = (performance.now() - t0) / 1000;
-  const after = executor.stats();
-  const events = after.events - before.events;
-  const transactions = after.transactions - before.transactions;
+  return out;
+}
 
-  // Sequential: a chain of items, each waiting for the previous one.
-  const c = await ledger.createPlan({
-    goal: 'chain',
-    mode: 'execute',
-    items: Array.from({ length: chain }, (_, i) => ({ id: `c${i}`, title: `c${i}`, why: 'chain', tool: 'noop', dependsOn: i ? [`c${i - 1}`] : [] })),
+class Protocol {
+  private offsets = new Map<number, string>();
+  constructor(
+    readonly config: LedgerConfig,
+    readonly ledger: Ledger,
+    readonly kafka: Kafka,
+  ) {}
+
+  /** Records appended to the events topic since the last call. */
+  async appended(): Promise<LogRecord[]> {
+    const admin = this.kafka.admin();
+    await admin.connect();
+    const out: LogRecord[] = [];
+    try {
+      this.offsets = await readToEnd({ kafka: this.kafka, admin, topic: topicNames(this.config.topicPrefix).events, from: this.offsets, groupPrefix: `${this.config.topicPrefix}.bench`, onRecords: (rs) => void out.push(...rs) });
+    } finally {
+      await admin.disconnect();
+    }
+    return out;
+  }
+
+  async throughput(): Promise<{ seconds: number; records: LogRecord[] }> {
+    await this.appended();
+    const t0 = performance.now();
+    await Promise.all(
+      Array.from({ length: plans }, async (_, p) => {
+        const { planId } = await this.ledger.createPlan({
+          goal: `bench plan ${p}`,
+          mode: 'execute',
+          items: Array.from({ length: itemsPerPlan }, (_, i) => ({ id: `i${i}`, title: `item ${i}`, why: 'benchmark', tool: 'noop', input: { i } })),
+        });
+        await this.ledger.waitFor(planId, 'completed', { timeoutMs: 300_000 });
+      }),
+    );
+    const seconds = (performance.now() - t0) / 1000;
+    return { seconds, records: await this.appended() };
+  }
+
+  async chain(): Promise<{ ms: number; records: LogRecord[] }> {
+    await this.appended();
+    const t0 = performance.now();
+    const { planId } = await this.ledger.createPlan({
+      goal: 'bench chain',
+      mode: 'execute',
+      items: Array.from({ length: chain }, (_, i) => ({ id: `c${i}`, title: `c${i}`, why: 'chain', tool: 'noop', dependsOn: i ? [`c${i - 1}`] : [] })),
+    });
+    await this.ledger.waitFor(planId, 'completed', { timeoutMs: 300_000 });
+    const ms = performance.now() - t0;
+    return { ms, records: await this.appended() };
+  }
+}
+
+class Raw {
+  private seen = 0;
+  private constructor(
+    readonly topic: string,
+    readonly producers: Producer[],
+    readonly consumer: Consumer,
+  ) {}
+
+  static async start(kafka: Kafka, config: LedgerConfig): Promise<Raw> {
+    const topic = `${config.topicPrefix}.raw-events`;
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createTopics({ topics: [{ topic, numPartitions: PARTITIONS, replicationFactor: config.replicationFactor }], waitForLeaders: true });
+    await admin.disconnect();
+    // The same producer settings as the executor's owners (transactionalProducer): idempotent, one in
+    // flight, CONCURRENT_TRANSACTIONS retried from 20 ms.
+    const producers = await Promise.all(
+      Array.from({ length: PARTITIONS }, async (_, p) => {
+        const pr = kafka.producer({ transactionalId: `${config.topicPrefix}.raw.p${p}`, idempotent: true, maxInFlightRequests: 1, retry: { initialRetryTime: 20, maxRetryTime: 2_000, retries: 30 } });
+        await pr.connect();
+        return pr;
+      }),
+    );
+    const consumer = kafka.consumer({ groupId: `${config.topicPrefix}.raw-watch-${randomBytes(4).toString('hex')}`, readUncommitted: false, maxWaitTimeInMs: 100 });
+    const raw = new Raw(topic, producers, consumer);
+    let joined = false;
+    consumer.on(consumer.events.GROUP_JOIN, () => (joined = true));
+    await consumer.connect();
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.run({ eachBatch: async ({ batch }) => void (raw.seen += batch.messages.length) });
+    await until(() => (joined ? true : undefined), 60_000, 'raw watcher joined');
+    // Warm every producer: InitProducerId and the first transaction's coordinator look-up happen here.
+    await Promise.all(producers.map((pr, p) => raw.send(pr, [{ key: Buffer.from('warm'), value: Buffer.from('warm'), partition: p } as LogRecord])));
+    await raw.visible(PARTITIONS);
+    return raw;
+  }
+
+  private async send(pr: Producer, tx: Tx): Promise<void> {
+    const t = await pr.transaction();
+    try {
+      await t.send({ topic: this.topic, acks: -1, messages: tx.map((r) => ({ key: r.key, value: r.value, partition: r.partition, headers: r.headers })) });
+      await t.commit();
+    } catch (e) {
+      await t.abort().catch(() => {});
+      throw e;
+    }
+  }
+
+  private async visible(target: number): Promise<void> {
+    await until(() => (this.seen >= target ? true : undefined), 300_000, `raw watcher at ${target} records`, 1);
+  }
+
+  async throughput(byPartition: Map<number, Tx[]>): Promise<number> {
+    const total = [...byPartition.values()].flat(2).length;
+    const target = this.seen + total;
+    const t0 = performance.now();
+    await Promise.all([...byPartition].map(async ([p, txs]) => {
+      for (const tx of txs) await this.send(this.producers[p]!, tx);
+    }));
+    await this.visible(target);
+    return total / ((performance.now() - t0) / 1000);
+  }
+
+  async sequential(byPartition: Map<number, Tx[]>): Promise<number> {
+    const txs = [...byPartition].flatMap(([p, list]) => list.map((tx) => ({ p, tx })));
+    const t0 = performance.now();
+    for (const { p, tx } of txs) {
+      const target = this.seen + tx.length;
+      await this.send(this.producers[p]!, tx);
+      await this.visible(target);
+    }
+    return performance.now() - t0;
+  }
+
+  async stop(): Promise<void> {
+    await this.consumer.disconnect().catch(() => {});
+    await Promise.all(this.producers.map((p) => p.disconnect().catch(() => {})));
+  }
+}
+
+const config = benchConfig('executor', { partitions: PARTITIONS });
+const ledger = await connectLedger(config);
+const kafka = benchKafka(config);
+const executor = spawnTs(fileURLToPath(new URL('./procs/executor.ts', import.meta.url)), 'executor', { ...configToEnv(config), BENCH_CONCURRENCY: String(CONCURRENCY) });
+let raw: Raw | undefined;
+try {
+  await waitLine(executor, 'ready', 120_000);
+  const protocol = new Protocol(config, ledger, kafka);
+  raw = await Raw.start(kafka, config);
+  // Warm-up on both sides; it also gives the raw side its first payloads.
+  let lastThroughput = transactions((await protocol.throughput()).records);
+  let lastChain = transactions((await protocol.chain()).records);
+  await raw.throughput(lastThroughput);
+  await raw.sequential(lastChain);
+
+  const rounds = await paired({
+    rounds: args.rounds,
+    warmup: 0,
+    label: 'executor ',
+    subject: async () => {
+      const t = await protocol.throughput();
+      const c = await protocol.chain();
+      lastThroughput = transactions(t.records);
+      lastChain = transactions(c.records);
+      const txCount = [...lastThroughput.values()].reduce((n, l) => n + l.length, 0);
+      return {
+        itemsPerSecond: (plans * itemsPerPlan) / t.seconds,
+        eventsPerSecond: t.records.length / t.seconds,
+        events: t.records.length,
+        eventsPerTransaction: t.records.length / txCount,
+        chainMsPerItem: c.ms / chain,
+        chainTransactionsPerItem: [...lastChain.values()].reduce((n, l) => n + l.length, 0) / chain,
+      };
+    },
+    baseline: async () => {
+      const events = [...lastThroughput.values()].flat(2).length;
+      const eventsPerSecond = await raw!.throughput(lastThroughput);
+      const chainMs = await raw!.sequential(lastChain);
+      return { eventsPerSecond, events, chainMsPerItem: chainMs / chain };
+    },
   });
-  while (executor.planState(c.planId)?.status !== 'completed') await new Promise((r) => setTimeout(r, 5));
-  const done = executor.planState(c.planId)!;
-  const first = done.items.c0!.attempts[0]!.startedAt;
-  const last = done.items[`c${chain - 1}`]!;
-  const lastDone = last.attempts[0]!.finishedAt!;
-  // Per step: from one item's intent to the next item's intent (the full protocol of one item).
-  const msPerStep = (last.attempts[0]!.startedAt - first) / (chain - 1);
 
+  writeResult({
+    name: 'executor',
+    title: 'Append throughput and single-append latency: the item protocol vs raw transactional kafkajs, same payloads',
+    quick: args.quick,
+    settings: { plans, itemsPerPlan, chain, concurrency: CONCURRENCY, partitions: PARTITIONS, rounds: args.rounds },
+    metrics: [
+      metric(rounds, { key: 'eventsPerSecond', label: `append throughput (${plans} plans × ${itemsPerPlan} items at once)`, unit: 'events/s', better: 'higher', baselineLabel: 'raw transactional kafkajs, same transactions' }),
+      metric(rounds, { key: 'chainMsPerItem', label: `${chain}-item chain, per item`, unit: 'ms', better: 'lower', baselineLabel: 'raw, the same transactions one at a time, each visible before the next' }),
+    ],
+    rounds,
+    notes: [
+      'Both clocks stop at read_committed visibility: plan-ledger at waitFor(completed) for every plan, raw when its consumer has every record.',
+      'The raw side replays the very records (keys, values, partitions) and transaction boundaries the executor produced in the round before; its producers are warmed.',
+    ],
+    extra: {
+      itemsPerSecond: rounds.map((r) => r.subject.itemsPerSecond),
+      eventsPerTransaction: rounds.map((r) => r.subject.eventsPerTransaction),
+      chainTransactionsPerItem: rounds.map((r) => r.subject.chainTransactionsPerItem),
+    },
+  });
+} finally {
+  await raw?.stop();
   await ledger.close();
-  await executor.stop();
-  return { config, seconds, items: plans * itemsPerPlan, events, transactions, msPerStep, chainMs: lastDone - first };
+  await stopProc(executor);
+  await dropTopics(config, [`${config.topicPrefix}.raw-events`]);
 }
-
-async function rawRound(config: ReturnType<typeof loadConfig>, events: number, perTx: number) {
-  const kafka = createKafka(config, logger, 'bench-raw');
-  const admin = kafka.admin();
-  await admin.connect();
-  const rawConfig = { ...config, topicPrefix: `${config.topicPrefix}-raw` };
-  await ensurePlanTopics(admin, rawConfig);
-  const topic = topicNames(rawConfig.topicPrefix).events;
-  const payload = Buffer.alloc(180, 7); // about the size of an encoded protocol event
-  const producers = await Promise.all(
-    Array.from({ length: config.partitions }, async (_, p) => {
-      const pr = kafka.producer({ transactionalId: `${rawConfig.topicPrefix}.raw.p${p}`, idempotent: true, maxInFlightRequests: 1 });
-      await pr.connect();
-      return pr;
-    }),
-  );
-  const t0 = performance.now();
-  await Promise.all(
-    producers.map(async (pr, p) => {
-      let left = Math.ceil(events / producers.length);
-      let n = 0;
-      while (left > 0) {
-        const k = Math.min(perTx, left);
-        const tx = await pr.transaction();
-        await tx.send({ topic, acks: -1, messages: Array.from({ length: k }, () => ({ key: `k${p}:${n++}`, value: payload, partition: p })) });
-        await tx.commit();
-        left -= k;
-      }
-    }),
-  );
-  const seconds = (performance.now() - t0) / 1000;
-  await Promise.all(producers.map((pr) => pr.disconnect()));
-  await admin.deleteTopics({ topics: Object.values(topicNames(rawConfig.topicPrefix)).filter((t) => t.includes('.plan-')) }).catch(() => {});
-  await admin.disconnect();
-  return { seconds };
-}
-
-type Row = { itemsPerSecond: number; protocolEventsPerSecond: number; rawEventsPerSecond: number; ratioToRaw: number; sequentialMsPerStep: number } & Record<string, number>;
-const results: Row[] = [];
-for (let r = 0; r < rounds; r++) {
-  const proto = await protocolRound();
-  const perTx = Math.max(1, Math.round(proto.events / Math.max(1, proto.transactions)));
-  const raw = await rawRound(proto.config, proto.events, perTx);
-  const row: Row = {
-    items: proto.items,
-    protocolSeconds: proto.seconds,
-    itemsPerSecond: proto.items / proto.seconds,
-    events: proto.events,
-    transactions: proto.transactions,
-    eventsPerTransaction: perTx,
-    rawSeconds: raw.seconds,
-    rawEventsPerSecond: proto.events / raw.seconds,
-    protocolEventsPerSecond: proto.events / proto.seconds,
-    ratioToRaw: raw.seconds / proto.seconds,
-    sequentialMsPerStep: proto.msPerStep,
-  };
-  results.push(row);
-  console.log(`round ${r + 1}: ${row.itemsPerSecond.toFixed(0)} items/s (${row.protocolEventsPerSecond.toFixed(0)} events/s, ${perTx} events/tx); raw ${row.rawEventsPerSecond.toFixed(0)} events/s; ratio ${row.ratioToRaw.toFixed(2)}; sequential ${row.sequentialMsPerStep.toFixed(1)} ms/step`);
-}
-const summary = {
-  machine: machine(),
-  settings: { rounds, plans, itemsPerPlan, chain, concurrency, partitions: 6 },
-  median: {
-    itemsPerSecond: median(results.map((r) => r.itemsPerSecond)),
-    protocolEventsPerSecond: median(results.map((r) => r.protocolEventsPerSecond)),
-    rawEventsPerSecond: median(results.map((r) => r.rawEventsPerSecond)),
-    ratioToRaw: median(results.map((r) => r.ratioToRaw)),
-    sequentialMsPerStep: median(results.map((r) => r.sequentialMsPerStep)),
-  },
-  rounds: results,
-};
-console.table(summary.median);
-writeResults('bench/results/executor.json', summary);
 process.exit(0);

@@ -1,131 +1,143 @@
-// Failover benchmark (not a test): time from kill -9 of the owning executor to the survivor's first
-// appended event, vs a raw two-member kafkajs consumer group with the same session/heartbeat settings
-// (time from kill -9 of the owner to the survivor's first consumed record). One partition, so the
-// owner is certain. Needs a broker and registry (env or `npx plan-ledger stack up`).
-// Run: npx tsx bench/failover.ts [--rounds 3]   → bench/results/failover.json
-import { spawn, type ChildProcess } from 'node:child_process';
+// Failover and graceful handover of a partition's owner, vs a raw kafkajs consumer group with the same
+// session and heartbeat settings, in the same run.
+//
+//   npm run bench -- failover [--quick] [--rounds 5]    kill -9 of the owner
+//   npm run bench -- handover [--quick] [--rounds 5]    SIGTERM of the owner (executor.stop(): running
+//                                                       items finish, no half transaction, the group is left)
+//
+// plan-ledger: two executors (`startExecutor`, bench/procs/executor.ts) on a one-partition ledger (so the
+// owner is certain), session timeout 6 s, heartbeat 0.5 s; the owner runs a long chain of no-op items.
+// Clock: from the signal to the owner → the survivor's first appended event (its executorId as actor),
+// seen by a read_committed consumer. Today's takeover includes fencing (InitProducerId of the owner's
+// transactional id) and the restore read. Baseline: two raw kafkajs consumers in one group
+// (bench/raw-consumer.ts, same session/heartbeat), a producer sending a record every 10 ms; from the
+// signal to the owner → the survivor's first consumed record.
+// Each round: a fresh standby joins (the group is Stable with two members), then the owner is signalled;
+// the survivor is the next round's owner. Writes bench/results/failover.json or handover.json.
 import { randomBytes } from 'node:crypto';
-import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import type { Admin } from 'kafkajs';
 import { connectLedger } from '../src/client/index.js';
-import { loadConfig, type LedgerConfig } from '../src/config.js';
-import { createKafka } from '../src/kafka/client.js';
-import { silentLogger } from '../src/logging.js';
-import { machine, median, writeResults } from './common.js';
+import { createCodec } from '../src/codec/index.js';
+import { configToEnv, topicNames, type LedgerConfig } from '../src/config.js';
+import { benchArgs, metric, paired, sleep, until, writeResult } from './lib/harness.js';
+import { benchConfig, benchKafka, dropTopics, spawnJson, spawnTs, type Proc } from './lib/ledger.js';
 
 const SESSION = 6000;
 const HEARTBEAT = 500;
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' } } });
-const rounds = Number(values.rounds);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const handover = process.argv.includes('--handover');
+const args = benchArgs();
+const signal: NodeJS.Signals = handover ? 'SIGTERM' : 'SIGKILL';
+const name = handover ? 'handover' : 'failover';
 
-interface Proc {
-  p: ChildProcess;
-  label: string;
-  lines: Array<Record<string, unknown>>;
+async function stableWith(admin: Admin, group: string, members: number): Promise<void> {
+  await until(async () => {
+    const d = (await admin.describeGroups([group])).groups[0];
+    return d && d.state === 'Stable' && d.members.length === members ? true : undefined;
+  }, 120_000, `group ${group} stable with ${members} members`, 100);
 }
 
-function run(args: string[], label: string, env: Record<string, string> = {}): Proc {
-  const p = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  const lines: Array<Record<string, unknown>> = [];
-  let buf = '';
-  p.stdout!.on('data', (c: Buffer) => {
-    buf += c.toString();
-    let i: number;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      try {
-        lines.push({ ...(JSON.parse(buf.slice(0, i)) as object), seenAt: Date.now() });
-      } catch {
-        /* not a log line */
-      }
-      buf = buf.slice(i + 1);
-    }
-  });
-  return { p, label, lines };
+const owns = (p: Proc) => {
+  const last = [...p.lines].reverse().find((l) => l.msg === 'owned' || l.msg === 'assignment') as { partitions?: number[] } | undefined;
+  return last?.partitions?.includes(0) === true;
+};
+
+/** Exactly one of the two owns the partition; if the rebalance gave it to the newcomer, roles swap. */
+async function certain(pair: Pair): Promise<void> {
+  await until(() => (owns(pair.owner) !== owns(pair.standby!) ? true : undefined), 60_000, 'one owner');
+  if (owns(pair.standby!)) [pair.owner, pair.standby] = [pair.standby!, pair.owner];
 }
 
-async function until<T>(f: () => T | undefined, timeoutMs = 60_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = f();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error('timed out');
-    await sleep(20);
-  }
+interface Pair {
+  owner: Proc;
+  standby?: Proc;
+  round(): Promise<number>;
+  close(): Promise<void>;
 }
 
-const lastAssignment = (x: Proc) => [...x.lines].reverse().find((l) => l.msg === 'assignment') as { partitions?: number[] } | undefined;
-
-async function ownerOf(a: Proc, b: Proc): Promise<[Proc, Proc]> {
-  return until(() => {
-    const la = lastAssignment(a);
-    const lb = lastAssignment(b);
-    if (la?.partitions?.includes(0) && lb && !lb.partitions?.includes(0)) return [a, b] as [Proc, Proc];
-    if (lb?.partitions?.includes(0) && la && !la.partitions?.includes(0)) return [b, a] as [Proc, Proc];
-    return undefined;
-  });
-}
-
-async function executorRound(): Promise<number> {
-  const config: LedgerConfig = loadConfig({ topicPrefix: `fo-${randomBytes(4).toString('hex')}`, partitions: 1 });
-  const env = {
-    PLAN_LEDGER_BROKERS: config.brokers.join(','),
-    PLAN_LEDGER_REGISTRY_URL: config.registryUrl,
-    PLAN_LEDGER_TOPIC_PREFIX: config.topicPrefix,
-    PLAN_LEDGER_PARTITIONS: '1',
-    PLAN_LEDGER_SESSION_TIMEOUT_MS: String(SESSION),
-    PLAN_LEDGER_HEARTBEAT_INTERVAL_MS: String(HEARTBEAT),
-    PLAN_LEDGER_LOG_LEVEL: 'info',
+async function ledgerPair(config: LedgerConfig): Promise<Pair> {
+  const env = { ...configToEnv(config), PLAN_LEDGER_SESSION_TIMEOUT_MS: String(SESSION), PLAN_LEDGER_HEARTBEAT_INTERVAL_MS: String(HEARTBEAT), BENCH_CONCURRENCY: '4' };
+  const script = fileURLToPath(new URL('./procs/executor.ts', import.meta.url));
+  let n = 0;
+  const start = (standby: boolean) => {
+    const id = `${name}-ex-${++n}`;
+    return spawnTs(script, id, { ...env, BENCH_EXECUTOR_ID: id, BENCH_STANDBY: standby ? '1' : '0' });
   };
-  const ledger = await connectLedger(config); // creates the topics
-  const a = run(['bin/plan-ledger.js', 'executor', '--tools', 'test/fixtures/tools.ts', '--id', 'fo-A'], 'fo-A', env);
-  await until(() => a.lines.find((l) => l.msg === 'partition restored'));
-  const b = run(['bin/plan-ledger.js', 'executor', '--tools', 'test/fixtures/tools.ts', '--id', 'fo-B'], 'fo-B', env);
-  const [owner, survivor] = await ownerOf(a, b);
-  await until(() => owner.lines.find((l) => l.msg === 'partition restored' && Number(l.seenAt) > 0));
-  const { planId } = await ledger.createPlan({
-    goal: 'failover',
-    mode: 'execute',
-    items: Array.from({ length: 900 }, (_, i) => ({ id: `s${i}`, title: `s${i}`, why: 'keep the owner busy', tool: 'noop', dependsOn: i ? [`s${i - 1}`] : [] })),
-  });
-  await ledger.waitFor(planId, (s) => s.items.s20?.status === 'completed', { timeoutMs: 60_000 });
-  // Watch for the survivor's first event, then kill the owner.
-  let first: number | undefined;
-  const consumer = createKafka(config, silentLogger(), 'fo-watch').consumer({ groupId: `${config.topicPrefix}.watch`, maxWaitTimeInMs: 20 });
-  await consumer.connect();
-  await consumer.subscribe({ topic: `${config.topicPrefix}.plan-events`, fromBeginning: false });
-  const { createCodec } = await import('../src/codec/index.js');
-  const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix });
-  await consumer.run({
-    eachMessage: async ({ message }) => {
-      if (first !== undefined || !message.value) return;
-      const e = await codec.decodeEvent(message.value);
-      if (e.actor === survivor.label) first = Date.now();
-    },
-  });
-  await sleep(1500);
-  const t0 = Date.now();
-  owner.p.kill('SIGKILL');
-  await until(() => first, 60_000);
-  const ms = first! - t0;
-  await consumer.disconnect();
-  survivor.p.kill('SIGKILL');
-  await ledger.close();
-  return ms;
-}
-
-async function rawRound(): Promise<number> {
-  const config = loadConfig({ topicPrefix: `fo-raw-${randomBytes(4).toString('hex')}` });
-  const kafka = createKafka(config, silentLogger(), 'fo-raw');
+  const ledger = await connectLedger(config);
+  const kafka = benchKafka(config, 'fo');
   const admin = kafka.admin();
   await admin.connect();
-  const topic = `${config.topicPrefix}.records`;
-  await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
-  const group = `${config.topicPrefix}.group`;
-  const args = (label: string) => ['--import', 'tsx', 'bench/raw-consumer.ts', config.brokers.join(','), topic, group, label, String(SESSION), String(HEARTBEAT)];
-  const a = run(args('raw-A'), 'raw-A');
-  await until(() => lastAssignment(a)?.partitions?.length ? true : undefined);
-  const b = run(args('raw-B'), 'raw-B');
-  const [owner, survivor] = await ownerOf(a, b);
+  const group = topicNames(config.topicPrefix).executorsGroup;
+  const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix });
+  // Every appended event's actor and the time it was seen (the survivor's first after the signal counts).
+  const seen: Array<{ actor: string; at: number }> = [];
+  const after = (actor: string, from: number, t: number) => seen.slice(from).find((x) => x.actor === actor && x.at >= t)?.at;
+  const watch = kafka.consumer({ groupId: `${config.topicPrefix}.watch-${randomBytes(3).toString('hex')}`, maxWaitTimeInMs: 20 });
+  await watch.connect();
+  await watch.subscribe({ topic: topicNames(config.topicPrefix).events, fromBeginning: false });
+  await watch.run({
+    eachMessage: async ({ message }) => {
+      if (!message.value) return;
+      const e = await codec.decodeEvent(message.value);
+      seen.push({ actor: e.actor, at: Date.now() });
+    },
+  });
+  const pair: Pair = {
+    owner: start(false),
+    async round() {
+      pair.standby ??= start(true);
+      await stableWith(admin, group, 2);
+      await certain(pair);
+      // The owner is busy: a long chain (a new one each round) keeps it appending.
+      await ledger.createPlan({
+        goal: name,
+        mode: 'execute',
+        items: Array.from({ length: 1000 }, (_, i) => ({ id: `s${i}`, title: `s${i}`, why: 'keep the owner busy', tool: 'noop', dependsOn: i ? [`s${i - 1}`] : [] })),
+      });
+      const mark = seen.length;
+      // The owner lines lag the group a little: whoever appends (and says it owns the partition) is the owner.
+      await until(() => {
+        if (owns(pair.standby!) && !owns(pair.owner)) [pair.owner, pair.standby] = [pair.standby!, pair.owner];
+        return after(pair.owner.label, mark, 0);
+      }, 180_000, 'the owner appending').catch((e: unknown) => {
+        const owned = (p: Proc) => JSON.stringify(p.lines.filter((l) => l.msg === 'owned').map((l) => [l.partitions, l.seenAt]));
+        throw new Error(`${(e as Error).message}; ${pair.owner.label} owned ${owned(pair.owner)}, ${pair.standby!.label} owned ${owned(pair.standby!)}`);
+      });
+      const survivor = pair.standby!;
+      const from = seen.length;
+      const t0 = Date.now();
+      pair.owner.p.kill(signal);
+      const at = await until(() => after(survivor.label, from, t0), 120_000, `${survivor.label}'s first event`);
+      seen.splice(0, from);
+      await pair.owner.exited;
+      pair.owner = survivor;
+      pair.standby = undefined;
+      return at - t0;
+    },
+    async close() {
+      await watch.disconnect();
+      for (const p of [pair.owner, pair.standby]) if (p) p.p.kill('SIGKILL');
+      await ledger.close();
+      await admin.disconnect();
+    },
+  };
+  await until(() => (owns(pair.owner) ? true : undefined), 120_000, 'the first executor to own the partition');
+  await until(() => pair.owner.lines.find((l) => l.msg === 'ready'), 120_000, 'the first executor ready');
+  return pair;
+}
+
+async function rawPair(config: LedgerConfig): Promise<Pair> {
+  const kafka = benchKafka(config, 'fo-raw');
+  const admin = kafka.admin();
+  await admin.connect();
+  const topic = `${config.topicPrefix}.raw-records`;
+  await admin.createTopics({ topics: [{ topic, numPartitions: 1, replicationFactor: config.replicationFactor }], waitForLeaders: true });
+  const group = `${config.topicPrefix}.raw-group`;
+  let n = 0;
+  const start = () => {
+    const label = `raw-${++n}`;
+    return spawnJson(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./raw-consumer.ts', import.meta.url)), config.brokers.join(','), topic, group, label, String(SESSION), String(HEARTBEAT)], label);
+  };
   const producer = kafka.producer();
   await producer.connect();
   let producing = true;
@@ -135,34 +147,69 @@ async function rawRound(): Promise<number> {
       await sleep(10);
     }
   })();
-  await until(() => owner.lines.find((l) => l.msg === 'consumed'));
-  await sleep(1500);
-  const t0 = Date.now();
-  owner.p.kill('SIGKILL');
-  const firstLine = await until(() => survivor.lines.find((l) => l.msg === 'consumed' && Number(l.seenAt) >= t0), 60_000);
-  const ms = Number(firstLine.seenAt) - t0;
-  producing = false;
-  await pump;
-  survivor.p.kill('SIGKILL');
-  await producer.disconnect();
-  await admin.deleteTopics({ topics: [topic] }).catch(() => {});
-  await admin.disconnect();
-  return ms;
+  const pair: Pair = {
+    owner: start(),
+    async round() {
+      pair.standby ??= start();
+      await stableWith(admin, group, 2);
+      await certain(pair);
+      const mark = Date.now();
+      await until(() => {
+        if (owns(pair.standby!) && !owns(pair.owner)) [pair.owner, pair.standby] = [pair.standby!, pair.owner];
+        return pair.owner.lines.find((l) => l.msg === 'consumed' && l.seenAt >= mark);
+      }, 60_000, 'the raw owner consuming');
+      const survivor = pair.standby!;
+      const t0 = Date.now();
+      pair.owner.p.kill(signal);
+      const first = await until(() => survivor.lines.find((l) => l.msg === 'consumed' && l.seenAt >= t0), 120_000, `${survivor.label}'s first record`);
+      await pair.owner.exited;
+      pair.owner = survivor;
+      pair.standby = undefined;
+      return first.seenAt - t0;
+    },
+    async close() {
+      producing = false;
+      await pump;
+      for (const p of [pair.owner, pair.standby]) if (p) p.p.kill('SIGKILL');
+      await producer.disconnect();
+      await admin.disconnect();
+    },
+  };
+  await until(() => (owns(pair.owner) ? true : undefined), 120_000, 'the first raw consumer to own the partition');
+  return pair;
 }
 
-const rows: Array<{ executorMs: number; rawMs: number }> = [];
-for (let r = 0; r < rounds; r++) {
-  const rawMs = await rawRound();
-  const executorMs = await executorRound();
-  rows.push({ executorMs, rawMs });
-  console.log(`round ${r + 1}: executor ${executorMs} ms, raw group ${rawMs} ms, ratio ${(executorMs / rawMs).toFixed(2)}`);
+const config = benchConfig(name, { partitions: 1 });
+let ledgerSide: Pair | undefined;
+let rawSide: Pair | undefined;
+try {
+  ledgerSide = await ledgerPair(config);
+  rawSide = await rawPair(config);
+  const [l, r] = [ledgerSide, rawSide];
+  const rounds = await paired({
+    rounds: args.rounds,
+    warmup: args.quick ? 0 : 1,
+    label: `${name} `,
+    subject: async () => ({ ms: await l.round() }),
+    baseline: async () => ({ ms: await r.round() }),
+  });
+  writeResult({
+    name,
+    title: handover ? 'Graceful handover (SIGTERM of the owner) → the new owner’s first event, vs a raw kafkajs group' : 'Failover (kill -9 of the owner) → the survivor’s first event, vs a raw kafkajs group with the same timeouts',
+    quick: args.quick,
+    settings: { signal, sessionTimeoutMs: SESSION, heartbeatIntervalMs: HEARTBEAT, partitions: 1, rounds: args.rounds, warmupRounds: args.quick ? 0 : 1 },
+    metrics: [metric(rounds, { key: 'ms', label: handover ? 'graceful handover' : 'failover after kill -9', unit: 'ms', better: 'lower', baselineLabel: 'raw kafkajs group, same session/heartbeat', ...(handover ? {} : { aim: '≤ 1.1×' }) })],
+    rounds,
+    notes: [
+      handover
+        ? 'The owner’s stop lets running items finish and leaves the group, so the survivor is assigned at once; it then fences, restores and appends.'
+        : 'Dominated by the session timeout on both sides; the executor adds fencing (InitProducerId), the restore read and one transaction.',
+      ...(args.quick ? ['Quick runs skip the warm-up round (each round is a fresh process taking over anyway).'] : []),
+    ],
+  });
+} finally {
+  await ledgerSide?.close();
+  await rawSide?.close();
+  await dropTopics(config, [`${config.topicPrefix}.raw-records`]);
 }
-const summary = {
-  machine: machine(),
-  settings: { sessionTimeoutMs: SESSION, heartbeatIntervalMs: HEARTBEAT, partitions: 1, rounds },
-  median: { executorMs: median(rows.map((r) => r.executorMs)), rawMs: median(rows.map((r) => r.rawMs)), ratio: median(rows.map((r) => r.executorMs / r.rawMs)) },
-  rounds: rows,
-};
-console.table(summary.median);
-writeResults('bench/results/failover.json', summary);
 process.exit(0);

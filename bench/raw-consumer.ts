@@ -1,4 +1,5 @@
-// A raw kafkajs group member for the failover baseline: prints one JSON line per consumed record.
+// A raw kafkajs group member for the failover / handover baselines: prints one JSON line per assignment
+// and per consumed record; on SIGTERM it leaves the group (disconnect) and exits.
 import { Kafka, logLevel } from 'kafkajs';
 
 const [brokers, topic, groupId, label, session, heartbeat] = process.argv.slice(2) as [string, string, string, string, string, string];
@@ -11,4 +12,10 @@ await consumer.run({
   eachMessage: async ({ message }) => {
     console.log(JSON.stringify({ msg: 'consumed', offset: message.offset, at: Date.now() }));
   },
+});
+process.once('SIGTERM', () => {
+  void consumer.disconnect().finally(() => {
+    console.log(JSON.stringify({ msg: 'stopped', at: Date.now() }));
+    process.exit(0);
+  });
 });

@@ -9,9 +9,10 @@
 // `delete.retention.ms`, 10 minutes, after plans finish) and after the log cleaner removed them (steady
 // state; the bench lowers the topic's cleaner settings and waits for it). Also timed: the executor's
 // background read of the archive (`archived.load()`), which the first command for an unknown plan awaits.
-// Run: npx tsx bench/restore.ts [--sizes 10000,1000000] [--rounds 3]   → bench/results/restore.json
+// Run: npm run bench -- restore [--quick] [--rounds 5] [--sizes 10000,100000,1000000]  (quick: 10k, 100k)
+// → bench/results/restore.json. Each larger size is compared with the smallest in paired rounds
+// (alternating which goes first); the aim is a restore that does not grow with history.
 import { randomBytes } from 'node:crypto';
-import { parseArgs } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { Message } from 'kafkajs';
@@ -25,12 +26,12 @@ import { silentLogger } from '../src/logging.js';
 import { decide, evolve, type AnyCommand, type PlanEvent, type PlanState } from '../src/plan/index.js';
 import { maxFencingTokenOf, planSnapshotRecords, WATERMARK_KEY, watermarkMessage } from '../src/projection/index.js';
 import { restoreOwnedPartition } from '../executor/restore.js';
-import { machine, median, writeResults } from './common.js';
+import { benchArgs, median, metric, paired, type PairedRound, writeResult } from './lib/harness.js';
 
-const { values } = parseArgs({ options: { sizes: { type: 'string', default: '10000,1000000' }, rounds: { type: 'string', default: '3' }, tail: { type: 'string', default: '100' } } });
-const sizes = values.sizes.split(',').map(Number);
-const rounds = Number(values.rounds);
-const livePlans = Number(values.tail);
+const args = benchArgs(['sizes', 'tail']);
+const sizes = (args.options.sizes ?? (args.quick ? '10000,100000' : '10000,100000,1000000')).split(',').map(Number).sort((a, b) => a - b);
+const rounds = args.rounds;
+const livePlans = Number(args.options.tail ?? 100);
 const logger = silentLogger();
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -136,53 +137,63 @@ async function prepare(historyEvents: number) {
   return { config, kafka, admin, codec, producer, compactSnapshots, history: offset, historyPlans: plans, tail, end: Number(end.high) };
 }
 
-const rows: Array<Record<string, number | string>> = [];
+type Env = Awaited<ReturnType<typeof prepare>>;
+const envs: Env[] = [];
 for (const size of sizes) {
   const t0 = Date.now();
   const env = await prepare(size);
+  envs.push(env);
   console.log(`history ${env.history} events (${env.historyPlans} plans) + tail ${env.tail} events written in ${((Date.now() - t0) / 1000).toFixed(1)}s`);
-  const measure = async (phase: string) => {
-    const times: number[] = [];
-    const archiveTimes: number[] = [];
-    let archiveHeapMiB = 0;
-    let last = { fromSnapshot: 0, eventsReplayed: 0, plans: 0, dormant: 0, archived: 0, maxFencingToken: 0 };
-    for (let r = 0; r < rounds; r++) {
-      const s = performance.now();
-      const restored = await restoreOwnedPartition({ kafka: env.kafka, admin: env.admin, codec: env.codec, config: env.config, partition: 0, logger });
-      times.push(performance.now() - s);
-      const before = heapAfterGc();
-      const a = performance.now();
-      const archive = await restored.archived!.load();
-      archiveTimes.push(performance.now() - a);
-      archiveHeapMiB = (heapAfterGc() - before) / 2 ** 20; // what the executor keeps of the archive: its index
-      if (archive.offsets.size === 0) throw new Error('empty archive index');
-      last = { fromSnapshot: restored.fromSnapshot, eventsReplayed: restored.eventsReplayed, plans: restored.plans.size, dormant: restored.dormant.size, archived: archive.offsets.size, maxFencingToken: restored.maxFencingToken };
-    }
-    // What the restore reads of the snapshots topic, timed alone with nothing done per record.
-    let snapshotRecords = 0;
-    let snapshotBytes = 0;
-    const s = performance.now();
-    await readToEnd({ kafka: env.kafka, admin: env.admin, topic: topicNames(env.config.topicPrefix).snapshots, partitions: [0], groupPrefix: `${env.config.topicPrefix}.bench`, onRecords: (rs) => rs.forEach((x) => ((snapshotRecords += 1), (snapshotBytes += x.value?.length ?? 0))) });
-    const readMs = performance.now() - s;
-    const row = { phase, historyEvents: env.history, historyPlans: env.historyPlans, tailEvents: env.tail, restoreMsMedian: median(times), archiveLoadMsMedian: median(archiveTimes), archiveIndexHeapMiB: +archiveHeapMiB.toFixed(2), snapshotRecords, snapshotsReadMs: readMs, snapshotMiB: snapshotBytes / 2 ** 20, ...last };
-    rows.push(row);
-    console.log(`  ${phase}: restore median ${row.restoreMsMedian.toFixed(0)} ms over ${rounds} rounds (${last.plans} live plans, ${last.eventsReplayed} events replayed, ${snapshotRecords} snapshot-topic records); archive read in the background: ${row.archiveLoadMsMedian.toFixed(0)} ms for ${last.archived} plans, index ${row.archiveIndexHeapMiB} MiB of heap`);
-  };
-  await measure('tombstones');
-  await env.compactSnapshots();
-  await measure('compacted');
+}
+
+const details: Array<Record<string, number | string>> = [];
+/** One restore of the partition, as a new owner runs it; then the archive index read it starts in the background. */
+async function restoreOnce(env: Env, phase: string) {
+  const s = performance.now();
+  const restored = await restoreOwnedPartition({ kafka: env.kafka, admin: env.admin, codec: env.codec, config: env.config, partition: 0, logger });
+  const restoreMs = performance.now() - s;
+  const before = heapAfterGc();
+  const a = performance.now();
+  const archive = await restored.archived!.load();
+  const archiveLoadMs = performance.now() - a;
+  const archiveIndexHeapMiB = (heapAfterGc() - before) / 2 ** 20;
+  if (archive.offsets.size === 0) throw new Error('empty archive index');
+  if (restored.plans.size !== livePlans) throw new Error(`restore holds ${restored.plans.size} live plans, expected ${livePlans}`);
+  details.push({ phase, historyEvents: env.history, restoreMs, archiveLoadMs, archiveIndexHeapMiB: +archiveIndexHeapMiB.toFixed(2), eventsReplayed: restored.eventsReplayed, plans: restored.plans.size, dormant: restored.dormant.size, archived: archive.offsets.size });
+  return { restoreMs, archiveLoadMs };
+}
+
+async function compare(phase: string): Promise<Array<{ size: number; rounds: PairedRound[] }>> {
+  const out: Array<{ size: number; rounds: PairedRound[] }> = [];
+  for (const env of envs.slice(1)) {
+    out.push({ size: env.history, rounds: await paired({ rounds, warmup: 1, label: `restore ${phase} ${env.history} vs ${envs[0]!.history}: `, subject: () => restoreOnce(env, phase), baseline: () => restoreOnce(envs[0]!, phase) }) });
+  }
+  return out;
+}
+
+// The first ten minutes after plans finish (tombstones still in the snapshots topic), then steady state.
+// (Quick runs skip the tombstone phase.)
+const withTombstones = args.quick ? [] : await compare('tombstones');
+for (const env of envs) await env.compactSnapshots();
+const compacted = await compare('compacted');
+for (const env of envs) {
   await env.producer.disconnect();
   await env.admin.deleteTopics({ topics: Object.values(topicNames(env.config.topicPrefix)).filter((x) => x.includes('.plan-')) }).catch(() => {});
   await env.admin.disconnect();
 }
-const byPhase = (phase: string) => rows.filter((r) => r.phase === phase).map((r) => r.restoreMsMedian as number);
-const ratio = (xs: number[]) => (xs.length > 1 ? xs.at(-1)! / xs[0]! : null);
-const summary = {
-  machine: machine(),
-  settings: { sizes, rounds, livePlans, itemsPerPlan: 10 },
-  ratioLargestToSmallest: { compacted: ratio(byPhase('compacted')), tombstones: ratio(byPhase('tombstones')) },
-  rows,
-};
-console.log(`ratio largest/smallest: compacted ${summary.ratioLargestToSmallest.compacted?.toFixed(2)}, with tombstones ${summary.ratioLargestToSmallest.tombstones?.toFixed(2)}`);
-writeResults('bench/results/restore.json', summary);
+const k = (n: number) => (n >= 1_000_000 ? `${n / 1_000_000}M` : `${Math.round(n / 1000)}k`);
+writeResult({
+  name: 'restore',
+  title: `Restore of a partition (snapshots + a ${livePlans}-plan tail) at ${envs.map((e) => k(e.history)).join(' / ')} events of history`,
+  quick: args.quick,
+  settings: { sizes: envs.map((e) => e.history), rounds, livePlans, itemsPerPlan: 10, tailEvents: envs[0]!.tail },
+  metrics: compacted.map(({ size, rounds: rs }) => metric(rs, { key: 'restoreMs', label: `restore at ${k(size)} events (cleaned)`, unit: 'ms', better: 'lower', baselineLabel: `the same restore at ${k(envs[0]!.history)} events`, aim: '≤ 1.2×' })),
+  rounds: compacted,
+  notes: ['Steady state: the log cleaner has removed finished plans’ tombstones from the snapshots topic; the figures with the tombstones still there (full runs only) are in extra.'],
+  extra: {
+    withTombstones: withTombstones.map(({ size, rounds: rs }) => ({ size, restoreMs: median(rs.map((r) => r.subject.restoreMs!)), baselineMs: median(rs.map((r) => r.baseline.restoreMs!)), ratio: median(rs.map((r) => r.subject.restoreMs!)) / median(rs.map((r) => r.baseline.restoreMs!)) })),
+    archiveLoadMs: Object.fromEntries(envs.map((e) => [e.history, median(details.filter((d) => d.historyEvents === e.history).map((d) => d.archiveLoadMs as number))])),
+    details,
+  },
+});
 process.exit(0);

@@ -1,31 +1,73 @@
-// Runs benchmarks one after another, each in its own process (so one's heap and connections do not
-// weigh on the next), and stops at the first that fails.
+// The benchmark suite: runs each benchmark in its own process (so one's heap and connections do not
+// weigh on the next), then writes bench/results/summary.md + summary.svg and regenerates the README's
+// Performance section from them.
 //
-//   npm run bench                     every bench: evolve, codec, projector, restore, executor, failover
-//   npm run bench -- codec restore    only these (names of bench/<name>.ts)
+//   npm run bench                       every benchmark, full sizes
+//   npm run bench -- --quick            every benchmark, small sizes (a few minutes on 2 cores)
+//   npm run bench -- peer               only these (names below); flags pass through (--rounds N, --quick)
+//   npm run bench -- --summary-only     only summary + README from the results already there
 //
-// Needs the local stack (`npm run stack:up`) for all but `evolve`. Each writes bench/results/<name>.json;
-// bench/README.md says what each measures and what was measured.
+// Needs the local stack (`npm run stack:up`, or PLAN_LEDGER_BROKERS / PLAN_LEDGER_REGISTRY_URL). `peer`
+// installs Restate's server and SDK from npm into ~/.cache/plan-ledger/peer on first use. bench/README.md
+// says what each measures.
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { writeSummary } from './summary.js';
 
-const ALL = ['evolve', 'codec', 'projector', 'restore', 'executor', 'failover'];
-const names = process.argv.slice(2).length ? process.argv.slice(2) : ALL;
-for (const name of names) {
-  const file = fileURLToPath(new URL(`./${name}.ts`, import.meta.url));
-  if (!ALL.includes(name) || !existsSync(file)) {
-    console.error(`bench: no benchmark "${name}" (choose from ${ALL.join(', ')})`);
+const SCRIPTS: Record<string, { script: string; args?: string[] }> = {
+  peer: { script: 'peer.ts' },
+  executor: { script: 'executor.ts' },
+  latency: { script: 'latency.ts' },
+  codec: { script: 'codec.ts' },
+  rebuild: { script: 'rebuild.ts' },
+  restore: { script: 'restore.ts' },
+  failover: { script: 'failover.ts' },
+  handover: { script: 'failover.ts', args: ['--handover'] },
+  memory: { script: 'memory.ts' },
+};
+
+const argv = process.argv.slice(2);
+const BOOLEAN = new Set(['--quick', '--summary-only']);
+const names: string[] = [];
+const flags: string[] = [];
+for (let i = 0; i < argv.length; i++) {
+  const a = argv[i]!;
+  if (!a.startsWith('--')) names.push(a);
+  else if (a === '--summary-only') continue;
+  else if (BOOLEAN.has(a) || a.includes('=') || i + 1 >= argv.length || argv[i + 1]!.startsWith('--')) flags.push(a);
+  else flags.push(a, argv[++i]!); // --rounds 7, --plans 100, ...
+}
+const chosen = names.length ? names : Object.keys(SCRIPTS);
+for (const n of chosen) {
+  if (!SCRIPTS[n]) {
+    console.error(`bench: no benchmark "${n}" (choose from ${Object.keys(SCRIPTS).join(', ')})`);
     process.exit(2);
   }
 }
-for (const name of names) {
-  console.log(`\n== bench/${name}.ts`);
+
+const failed: string[] = [];
+if (!argv.includes('--summary-only')) {
   const started = Date.now();
-  const r = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(new URL(`./${name}.ts`, import.meta.url))], { stdio: 'inherit' });
-  if (r.status !== 0) {
-    console.error(`bench: ${name} failed (${r.signal ?? `exit ${r.status}`})`);
-    process.exit(1);
+  for (const name of chosen) {
+    const { script, args = [] } = SCRIPTS[name]!;
+    console.log(`\n== ${name} (bench/${script} ${[...args, ...flags].join(' ')})`);
+    const t0 = Date.now();
+    const r = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(new URL(`./${script}`, import.meta.url)), ...args, ...flags], {
+      stdio: 'inherit',
+      env: { ...process.env, BENCH_COMMAND: `npm run bench -- ${[name, ...flags].join(' ')}` },
+    });
+    if (r.status !== 0) {
+      console.error(`bench: ${name} failed (${r.signal ?? `exit ${r.status}`})`);
+      failed.push(name);
+      continue;
+    }
+    console.log(`== ${name} done in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
   }
-  console.log(`== ${name} done in ${((Date.now() - started) / 1000).toFixed(0)} s; results in bench/results/${name}.json`);
+  console.log(`\nsuite: ${chosen.length - failed.length} of ${chosen.length} benchmarks in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+}
+console.log(`summary written to ${writeSummary()}`);
+const readme = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./readme.ts', import.meta.url))], { stdio: 'inherit' });
+if (failed.length || readme.status !== 0) {
+  console.error(`bench: failed: ${[...failed, ...(readme.status !== 0 ? ['readme'] : [])].join(', ')}`);
+  process.exit(1);
 }

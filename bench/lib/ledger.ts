@@ -1,0 +1,125 @@
+// Stack helpers shared by the benchmarks: fresh topic prefixes, reading a topic to its end, dropping a
+// bench's topics, child processes that print JSON lines.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import type { Kafka } from 'kafkajs';
+import { loadConfig, topicNames, type LedgerConfig, type LedgerConfigInput } from '../../src/config.js';
+import { createKafka } from '../../src/kafka/client.js';
+import { readToEnd, type LogRecord } from '../../src/kafka/log-reader.js';
+import { auditTopic } from '../../src/kafka/topics.js';
+import { silentLogger } from '../../src/logging.js';
+import { until } from './harness.js';
+
+export function benchConfig(name: string, input: LedgerConfigInput = {}): LedgerConfig {
+  return loadConfig({ ...input, topicPrefix: `bench-${name}-${randomBytes(4).toString('hex')}` });
+}
+
+export function benchKafka(config: LedgerConfig, suffix = 'bench'): Kafka {
+  return createKafka(config, silentLogger(), suffix);
+}
+
+/** Every committed record of a topic (read_committed), in offset order per partition. */
+export async function readAll(config: LedgerConfig, topic: string): Promise<LogRecord[]> {
+  const kafka = benchKafka(config, 'bench-reader');
+  const admin = kafka.admin();
+  await admin.connect();
+  const out: LogRecord[] = [];
+  try {
+    await readToEnd({ kafka, admin, topic, groupPrefix: `${config.topicPrefix}.bench`, onRecords: (rs) => void out.push(...rs), timeoutMs: 120_000 });
+  } finally {
+    await admin.disconnect();
+  }
+  return out;
+}
+
+/** Deletes the plan topics of a bench prefix (best effort). */
+export async function dropTopics(config: LedgerConfig, extra: string[] = []): Promise<void> {
+  const kafka = benchKafka(config, 'bench-admin');
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const names = new Set(await admin.listTopics());
+    const t = topicNames(config.topicPrefix);
+    const mine = [t.commands, t.events, t.snapshots, t.archive, t.dlq, auditTopic(config.topicPrefix), ...extra].filter((n) => names.has(n));
+    if (mine.length) await admin.deleteTopics({ topics: mine }).catch(() => {});
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const a = s.address();
+      const port = typeof a === 'object' && a ? a.port : 0;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface Proc {
+  readonly p: ChildProcess;
+  readonly label: string;
+  readonly lines: Array<Record<string, unknown> & { seenAt: number }>;
+  readonly exited: Promise<number | null>;
+}
+
+// Children still running when the bench exits (a failure half-way) are killed with it.
+const children = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+});
+
+/** A child process whose stdout JSON lines are collected (with the time each was seen). */
+export function spawnJson(cmd: string, args: string[], label: string, env: Record<string, string | undefined> = {}): Proc {
+  const p = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  children.add(p);
+  p.once('exit', () => children.delete(p));
+  const lines: Proc['lines'] = [];
+  let buf = '';
+  p.stdout!.on('data', (c: Buffer) => {
+    buf += c.toString();
+    let i: number;
+    while ((i = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      try {
+        const v = JSON.parse(line) as unknown;
+        if (v && typeof v === 'object') lines.push({ ...(v as Record<string, unknown>), seenAt: Date.now() });
+      } catch {
+        /* not a JSON line */
+      }
+    }
+  });
+  const exited = new Promise<number | null>((r) => p.once('exit', (code) => r(code)));
+  return { p, label, lines, exited };
+}
+
+/**
+ * node --import tsx <script>. With BENCH_CPU_PROF_DIR set, the child writes a V8 CPU profile there when it
+ * exits (`--cpu-prof`; open it in Chrome DevTools), e.g. the executor's during `npm run bench -- peer`.
+ */
+export function spawnTs(script: string, label: string, env: Record<string, string | undefined> = {}): Proc {
+  const dir = process.env.BENCH_CPU_PROF_DIR;
+  const prof = dir ? ['--cpu-prof', '--cpu-prof-dir', dir] : []; // one file per thread: CPU.<date>.<pid>.<tid>.<seq>.cpuprofile
+  return spawnJson(process.execPath, [...prof, '--import', 'tsx', script], label, env);
+}
+
+export async function waitLine(proc: Proc, msg: string, timeoutMs = 120_000, after = 0): Promise<Record<string, unknown> & { seenAt: number }> {
+  return until(() => {
+    if (proc.p.exitCode !== null) throw new Error(`${proc.label} exited (${proc.p.exitCode}) before "${msg}"`);
+    return proc.lines.find((l, i) => i >= after && l.msg === msg);
+  }, timeoutMs, `${proc.label}: ${msg}`, 10);
+}
+
+/** SIGTERM, then SIGKILL after graceMs; resolves once the process has exited. */
+export async function stopProc(proc: Proc, graceMs = 15_000): Promise<void> {
+  if (proc.p.exitCode !== null || proc.p.signalCode !== null) return;
+  proc.p.kill('SIGTERM');
+  const t = setTimeout(() => proc.p.kill('SIGKILL'), graceMs);
+  await proc.exited;
+  clearTimeout(t);
+}

@@ -1,0 +1,237 @@
+// The peer side by side (issue 12's table), in one run: plan-ledger against Restate, same work.
+//
+//   npm run bench -- peer [--quick] [--rounds 5] [--plans 200] [--sequential 10]
+//
+// Work: N plans, each a chain of 10 items (each item depends on the previous one) with a no-op tool,
+// 20 plans in flight, timed by a client from "start" to "completed" → steps/s; then plans one at a time
+// → ms per step. plan-ledger: `connectLedger` in this process, `createPlan` → `waitFor('completed')`,
+// against an executor (`startExecutor`, concurrency 20, no-op tool) in its own process. Restate:
+// restate-server (1.7.x, from npm) on free loopback ports with a temp data dir, and an SDK service
+// (`@restatedev/restate-sdk`, its own process) whose handler runs 10 no-op steps, one `ctx.run` each;
+// the client calls the ingress (`POST /Chain/run`, request-response) and the call returns when the 10th
+// step is journaled and the handler has returned. Warm-up on both sides, then rounds alternating which
+// goes first; medians. Also: plan-ledger's command → first event, from Kafka record timestamps (the
+// CreatePlan command record's timestamp vs the plan's first event record's, the executor's decide time).
+//
+// Restate is installed with npm into a cache folder (PLAN_LEDGER_PEER_CACHE, default
+// ~/.cache/plan-ledger/peer); it is not a dependency of plan-ledger. Writes bench/results/peer.json.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync, openSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { connectLedger, type Ledger } from '../src/client/index.js';
+import { configToEnv, topicNames } from '../src/config.js';
+import { eventKey } from '../src/kafka/partitioner.js';
+import { benchArgs, fmt, median, metric, paired, quantile, until, writeResult, type Metric } from './lib/harness.js';
+import { benchConfig, dropTopics, freePort, readAll, spawnTs, stopProc, waitLine, type Proc } from './lib/ledger.js';
+
+const RESTATE_SERVER_VERSION = process.env.BENCH_RESTATE_SERVER_VERSION ?? '1.7.12';
+const RESTATE_SDK_VERSION = process.env.BENCH_RESTATE_SDK_VERSION ?? '1.17.2';
+const STEPS = 10;
+const IN_FLIGHT = 20;
+
+const args = benchArgs(['plans', 'sequential']);
+const plans = Number(args.options.plans ?? (args.quick ? 40 : 200));
+const sequentialPlans = Number(args.options.sequential ?? (args.quick ? 3 : 10));
+
+// ---- Restate from npm, into the cache folder --------------------------------------------------------
+
+const cacheDir = process.env.PLAN_LEDGER_PEER_CACHE ?? join(homedir(), '.cache', 'plan-ledger', 'peer');
+const platformPkg = `@restatedev/restate-server-${process.platform}-${process.arch}`;
+
+function installedVersion(pkg: string): string | undefined {
+  try {
+    return (createRequire(join(cacheDir, 'package.json'))(`${pkg}/package.json`) as { version: string }).version;
+  } catch {
+    return undefined;
+  }
+}
+
+function installPeer(): { server: string; sdk: string; serverVersion: string; sdkVersion: string } {
+  const want = { server: RESTATE_SERVER_VERSION, sdk: RESTATE_SDK_VERSION };
+  if (installedVersion('@restatedev/restate-server') !== want.server || installedVersion(platformPkg) !== want.server || installedVersion('@restatedev/restate-sdk') !== want.sdk) {
+    console.log(`peer: installing @restatedev/restate-server@${want.server} and @restatedev/restate-sdk@${want.sdk} into ${cacheDir}`);
+    execFileSync('npm', ['install', '--prefix', cacheDir, '--no-audit', '--no-fund', '--loglevel=error', `@restatedev/restate-server@${want.server}`, `@restatedev/restate-sdk@${want.sdk}`], { stdio: 'inherit' });
+  }
+  const req = createRequire(join(cacheDir, 'package.json'));
+  const server = join(cacheDir, 'node_modules', platformPkg, 'bin', 'restate-server');
+  if (!existsSync(server)) throw new Error(`peer: ${platformPkg} has no restate-server binary at ${server} (no binary for this platform in the npm package?)`);
+  const sdkDir = join(cacheDir, 'node_modules', '@restatedev', 'restate-sdk');
+  const sdkPkg = req('@restatedev/restate-sdk/package.json') as { exports: Record<string, { import: string }> };
+  return { server, sdk: join(sdkDir, sdkPkg.exports['.']!.import), serverVersion: installedVersion(platformPkg)!, sdkVersion: installedVersion('@restatedev/restate-sdk')! };
+}
+
+interface RestatePeer {
+  ingress: string;
+  stop(): Promise<void>;
+}
+
+async function startRestate(server: string, sdk: string): Promise<RestatePeer> {
+  const dir = mkdtempSync(join(tmpdir(), 'plan-ledger-peer-'));
+  const [fabric, ingress, admin, pg, svc] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
+  writeFileSync(
+    join(dir, 'restate.toml'),
+    [
+      `base-dir = "${join(dir, 'data')}"`,
+      'listen-mode = "tcp"',
+      `bind-address = "127.0.0.1:${fabric}"`,
+      `advertised-address = "http://127.0.0.1:${fabric}/"`,
+      '[ingress]',
+      `bind-address = "127.0.0.1:${ingress}"`,
+      '[admin]',
+      `bind-address = "127.0.0.1:${admin}"`,
+      '[admin.query-engine]',
+      `pgsql-bind-address = "127.0.0.1:${pg}"`,
+      '',
+    ].join('\n'),
+  );
+  const log = openSync(join(dir, 'restate-server.log'), 'a');
+  const srv: ChildProcess = spawn(server, ['--no-logo', '--config-file', join(dir, 'restate.toml')], { stdio: ['ignore', log, log], env: { ...process.env, RESTATE_LOG_FORMAT: 'compact', RUST_LOG: 'warn' } });
+  let service: Proc | undefined;
+  const stop = async () => {
+    if (service) await stopProc(service, 5000);
+    if (srv.exitCode === null && srv.signalCode === null) {
+      const exited = new Promise((r) => srv.once('exit', r));
+      srv.kill('SIGTERM');
+      const t = setTimeout(() => srv.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(t);
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    await until(async () => {
+      if (srv.exitCode !== null) throw new Error(`restate-server exited (${srv.exitCode}); log in ${dir}`);
+      const ok = await fetch(`http://127.0.0.1:${admin}/health`).then((r) => r.ok, () => false);
+      return ok || undefined;
+    }, 60_000, 'restate-server admin health', 100);
+    service = spawnTs(fileURLToPath(new URL('./procs/restate-service.ts', import.meta.url)), 'restate-service', { BENCH_RESTATE_SDK: sdk, BENCH_PORT: String(svc) });
+    await waitLine(service, 'ready', 60_000);
+    await until(async () => {
+      const r = await fetch(`http://127.0.0.1:${admin}/deployments`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ uri: `http://127.0.0.1:${svc}`, force: true }) }).catch(() => undefined);
+      return r && r.ok ? true : undefined;
+    }, 60_000, 'registering the SDK service with restate-server', 200);
+    // The ingress learns the deployment shortly after registration.
+    const url = `http://127.0.0.1:${ingress}`;
+    await until(async () => {
+      const r = await fetch(`${url}/Chain/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ steps: 1 }) }).catch(() => undefined);
+      return r && r.ok ? true : undefined;
+    }, 60_000, 'the Chain service at the ingress', 200);
+    return { ingress: url, stop };
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+}
+
+async function restateChain(ingress: string): Promise<void> {
+  const r = await fetch(`${ingress}/Chain/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ steps: STEPS }) });
+  const body = (await r.json()) as { done?: number };
+  if (!r.ok || body.done !== STEPS) throw new Error(`restate: Chain/run answered ${r.status} ${JSON.stringify(body)}`);
+}
+
+// ---- plan-ledger ------------------------------------------------------------------------------------
+
+const chainItems = Array.from({ length: STEPS }, (_, i) => ({ id: `s${i}`, title: `step ${i}`, why: 'benchmark', tool: 'noop', dependsOn: i ? [`s${i - 1}`] : [] }));
+const sequentialIds: string[] = [];
+
+async function ledgerChain(ledger: Ledger, record?: string[]): Promise<void> {
+  const { planId } = await ledger.createPlan({ goal: 'peer bench chain', mode: 'execute', items: chainItems });
+  record?.push(planId);
+  const s = await ledger.waitFor(planId, 'completed', { timeoutMs: 120_000 });
+  if (Object.values(s.items).some((i) => i.status !== 'completed')) throw new Error(`plan ${planId}: not every item completed`);
+}
+
+// ---- the work, the same on both sides ---------------------------------------------------------------
+
+async function throughput(run: () => Promise<void>, n: number): Promise<number> {
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: Math.min(IN_FLIGHT, n) }, async () => {
+      while (next < n) {
+        next++;
+        await run();
+      }
+    }),
+  );
+  return (n * STEPS) / ((performance.now() - t0) / 1000);
+}
+
+async function sequential(run: () => Promise<void>, n: number): Promise<number> {
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) await run();
+  return (performance.now() - t0) / (n * STEPS);
+}
+
+// ---- main -------------------------------------------------------------------------------------------
+
+const peer = installPeer();
+console.log(`peer: restate-server ${peer.serverVersion}, @restatedev/restate-sdk ${peer.sdkVersion}; ${plans} plans × ${STEPS} steps at ${IN_FLIGHT} in flight, ${sequentialPlans} plans one at a time, ${args.rounds} rounds`);
+const restate = await startRestate(peer.server, peer.sdk);
+const config = benchConfig('peer');
+const ledger = await connectLedger(config);
+const executor = spawnTs(fileURLToPath(new URL('./procs/executor.ts', import.meta.url)), 'executor', { ...configToEnv(config), BENCH_CONCURRENCY: String(IN_FLIGHT) });
+try {
+  await waitLine(executor, 'ready', 120_000);
+  const ledgerRun = () => ledgerChain(ledger);
+  const restateRun = () => restateChain(restate.ingress);
+  // Warm-up on both sides: registry ids, producers, coordinators, connections, JIT.
+  await throughput(ledgerRun, IN_FLIGHT);
+  await sequential(ledgerRun, 1);
+  await throughput(restateRun, IN_FLIGHT * 2);
+  await sequential(restateRun, 2);
+
+  const rounds = await paired({
+    rounds: args.rounds,
+    warmup: 0,
+    label: 'peer ',
+    subject: async () => ({ stepsPerSecond: await throughput(ledgerRun, plans), msPerStep: await sequential(() => ledgerChain(ledger, sequentialIds), sequentialPlans) }),
+    baseline: async () => ({ stepsPerSecond: await throughput(restateRun, plans), msPerStep: await sequential(restateRun, sequentialPlans) }),
+  });
+
+  // Command → first event, from record timestamps of the plans run one at a time.
+  const names = topicNames(config.topicPrefix);
+  const [commands, events] = await Promise.all([readAll(config, names.commands), readAll(config, names.events)]);
+  const commandAt = new Map<string, number>();
+  for (const r of commands) {
+    const k = r.key?.toString();
+    if (k && !commandAt.has(k)) commandAt.set(k, Number(r.timestamp));
+  }
+  const firstEventAt = new Map<string, number>();
+  for (const r of events) firstEventAt.set(r.key?.toString() ?? '', Number(r.timestamp));
+  const firstEvent = sequentialIds.map((id) => firstEventAt.get(eventKey(id, 1))! - commandAt.get(id)!).filter((x) => Number.isFinite(x));
+
+  const restateLabel = `Restate ${peer.serverVersion}`;
+  const result = writeResult({
+    name: 'peer',
+    title: `The peer side by side: N plans × a ${STEPS}-item chain, no-op tool (plan-ledger vs ${restateLabel})`,
+    quick: args.quick,
+    settings: { plans, steps: STEPS, inFlight: IN_FLIGHT, sequentialPlans, rounds: args.rounds, partitions: config.partitions, executorConcurrency: IN_FLIGHT, restateServer: peer.serverVersion, restateSdk: peer.sdkVersion, restateConfig: 'defaults, loopback ports, temp data dir' },
+    metrics: [
+      metric(rounds, { key: 'stepsPerSecond', label: `steps/s at ${IN_FLIGHT} in flight`, unit: 'steps/s', better: 'higher', baselineLabel: restateLabel, aim: '≥ 1.0×' }),
+      metric(rounds, { key: 'msPerStep', label: 'per step, one plan at a time', unit: 'ms', better: 'lower', baselineLabel: restateLabel, aim: '≤ 2×' }),
+    ],
+    rounds,
+    notes: [
+      'Client-timed on both sides: plan-ledger from createPlan to waitFor(completed); Restate from the ingress call to its response.',
+      'Executor and SDK service each run in their own node process; restate-server and the Kafka broker are separate processes on the same machine.',
+    ],
+    extra: {
+      commandToFirstEvent: { p50Ms: median(firstEvent), p99Ms: quantile(firstEvent, 0.99), samples: firstEvent.length, aimP50Ms: 10, how: 'Kafka record timestamps: CreatePlan command record vs the plan’s first event record (the executor’s decide time)' },
+    },
+  });
+  const [tp, lat] = result.metrics as [Metric, Metric];
+  console.log('\n| | steps/s at 20 in flight | per step, one plan at a time |\n|---|---:|---:|');
+  console.log(`| ${restateLabel} | ${fmt(tp.baseline.median)} | ${fmt(lat.baseline.median)} ms |`);
+  console.log(`| plan-ledger | ${fmt(tp.subject.median)} (${fmt(tp.ratio)}×) | ${fmt(lat.subject.median)} ms (${fmt(lat.ratio)}×) |`);
+  console.log(`plan-ledger command → first event p50 ${fmt(median(firstEvent))} ms (p99 ${fmt(quantile(firstEvent, 0.99))} ms, ${firstEvent.length} plans)`);
+} finally {
+  await ledger.close();
+  await stopProc(executor);
+  await restate.stop();
+  await dropTopics(config);
+}
+process.exit(0);

@@ -1,0 +1,185 @@
+// Full-log rebuild vs a raw kafkajs eachBatch consumer that decodes the same records, in the same run.
+//
+//   npm run bench -- rebuild [--quick] [--rounds 5] [--plans 3000]
+//   PROFILE=/tmp/rebuild.cpuprofile ...   (a CPU profile of the rebuild rounds only, for Chrome DevTools)
+//
+// The log: `plans` plans × 10 items decided by the domain (45 events each), steps interleaved across
+// plans as an executor appends them, on 3 partitions. plan-ledger: `restorePartition` on every partition
+// in parallel (what the projector runs for its assignment with no snapshots yet): read_committed read,
+// codec decode, fold; every rebuilt state digest is checked. Baseline: a raw kafkajs consumer with
+// `eachBatch` that decodes every value with raw avsc (the same writer schema, the 5-byte header skipped)
+// and keeps nothing. Both timed from connect to the end offsets (group join included). Also, once: the
+// live projector's catch-up from nothing and its restart from the snapshots it wrote. Writes
+// bench/results/rebuild.json.
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import avsc from 'avsc';
+import type { Kafka } from 'kafkajs';
+import { ProjectionService } from '../projector/projector.js';
+import { createCodec } from '../src/codec/index.js';
+import { loadConfig, topicNames } from '../src/config.js';
+import { createKafka } from '../src/kafka/client.js';
+import { eventKey, partitionFor } from '../src/kafka/partitioner.js';
+import { ensurePlanTopics } from '../src/kafka/topics.js';
+import { silentLogger } from '../src/logging.js';
+import { planEventSchema, stateDigest, type PlanState } from '../src/plan/index.js';
+import { restorePartition } from '../src/projection/index.js';
+import { benchArgs, metric, paired, writeResult } from './lib/harness.js';
+import { decideAll, ITEMS, lifecycle } from './lib/plans.js';
+
+const args = benchArgs(['plans']);
+const PLANS = Number(args.options.plans ?? (args.quick ? 500 : 3000));
+const logger = silentLogger();
+const avro = avsc.Type.forSchema(planEventSchema as unknown as avsc.Schema, { wrapUnions: 'auto' });
+
+// ---------------------------------------------------------------------------------------------------
+
+async function rawConsume(kafka: Kafka, topic: string, ends: Map<number, bigint>): Promise<{ ms: number; records: number }> {
+  const started = performance.now();
+  const consumer = kafka.consumer({ groupId: `bench-raw-${randomBytes(4).toString('hex')}`, maxWaitTimeInMs: 100, maxBytesPerPartition: 4 * 1024 * 1024 });
+  let records = 0;
+  const next = new Map([...ends.keys()].map((p) => [p, 0n]));
+  let done!: () => void;
+  const finished = new Promise<void>((r) => (done = r));
+  consumer.on(consumer.events.END_BATCH_PROCESS, (e) => {
+    next.set(e.payload.partition, BigInt(e.payload.lastOffset) + 1n);
+    if ([...ends].every(([p, end]) => (next.get(p) ?? 0n) >= end)) done();
+  });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  await consumer.run({
+    autoCommit: false,
+    eachBatch: async ({ batch }) => {
+      for (const m of batch.messages) {
+        if (!m.value) continue;
+        if ((avro.fromBuffer(m.value.subarray(5)) as { seq: number }).seq > 0) records += 1;
+      }
+    },
+  });
+  await finished;
+  const ms = performance.now() - started;
+  await consumer.disconnect();
+  return { ms, records };
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+async function main() {
+  const config = loadConfig({ topicPrefix: `bench-projector-${randomBytes(4).toString('hex')}`, partitions: 3 });
+  const names = topicNames(config.topicPrefix);
+  const kafka = createKafka(config, logger, 'bench');
+  const admin = kafka.admin();
+  await admin.connect();
+  await ensurePlanTopics(admin, config);
+  const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix });
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+
+  try {
+    // 1. The log: PLANS plans, their steps interleaved round-robin as an executor would append them.
+    console.log(`writing ${PLANS} plans x ${ITEMS} items ...`);
+    const states = new Map<string, PlanState>();
+    const lifecycles = Array.from({ length: PLANS }, (_, i) => lifecycle(`plan-${i}`));
+    let total = 0;
+    const steps = Math.max(...lifecycles.map((l) => l.length));
+    for (let r = 0; r < steps; r++) {
+      const events = decideAll(lifecycles.flatMap((l) => l[r] ?? []), states, 1_700_000_000_000 + r * 10);
+      for (let i = 0; i < events.length; i += 5000) {
+        await producer.send({
+          topic: names.events,
+          acks: -1,
+          messages: events.slice(i, i + 5000).map((e) => ({ key: eventKey(e.planId, e.seq), value: codec.encodeEvent(e), partition: partitionFor(e.planId, config.partitions) })),
+        });
+      }
+      total += events.length;
+    }
+    const offsets = await admin.fetchTopicOffsets(names.events);
+    const ends = new Map(offsets.map((o) => [o.partition, BigInt(o.high)]));
+    const expected = new Map([...states].map(([id, s]) => [id, stateDigest(s)]));
+    console.log(`${total} events on ${config.partitions} partitions`);
+
+    // 2. Rounds: raw eachBatch consumer vs restorePartition on every partition (in parallel, as the
+    //    projector restores its assignment), no snapshots: the full-log rebuild. Alternating order.
+    const profiler = process.env.PROFILE ? new Session() : null;
+    const profiles: object[] = [];
+    if (profiler) {
+      profiler.connect();
+      await profiler.post('Profiler.enable');
+    }
+    const runRaw = async () => {
+      const raw = await rawConsume(kafka, names.events, ends);
+      if (raw.records !== total) throw new Error(`raw consumer decoded ${raw.records} of ${total}`);
+      return { eventsPerSecond: total / (raw.ms / 1000), ms: raw.ms };
+    };
+    const runRebuild = async () => {
+      if (profiler) await profiler.post('Profiler.start');
+      const t = performance.now();
+      const results = await Promise.all([...ends.keys()].map((partition) => restorePartition({ kafka, admin, codec, config, partition, logger })));
+      const ms = performance.now() - t;
+      if (profiler) profiles.push((await profiler.post('Profiler.stop')).profile);
+      const replayed = results.reduce((n, x) => n + x.eventsReplayed, 0);
+      if (replayed !== total) throw new Error(`rebuild replayed ${replayed} of ${total}`);
+      for (const x of results) for (const [id, s] of x.plans) if (stateDigest(s) !== expected.get(id)) throw new Error(`digest mismatch for ${id}`);
+      return { eventsPerSecond: total / (ms / 1000), ms };
+    };
+    const rounds = await paired({ rounds: args.rounds, warmup: 1, label: 'rebuild ', subject: runRebuild, baseline: runRaw });
+
+    if (profiler) {
+      writeFileSync(process.env.PROFILE!, JSON.stringify(profiles.at(-1)));
+      profiler.disconnect();
+    }
+
+    // 3. The live projector catching up on the whole log from nothing (consumer group, restore of empty
+    //    snapshots, decode + evolve, snapshot writes at boundaries, watermarks). Once: it leaves snapshots.
+    const service = new ProjectionService({ config, logger, defaultMetrics: false, retainEvents: 0 });
+    const t0 = performance.now();
+    await service.start();
+    while (!(await service.caughtUp())) await new Promise((r) => setTimeout(r, 50));
+    const catchUpMs = performance.now() - t0;
+    await service.writeWatermarks();
+    const metrics = await service.metrics.registry.getMetricsAsJSON();
+    const writes = metrics.find((m) => m.name === 'plan_ledger_projector_snapshot_writes_total')?.values ?? [];
+    const digests = service.model.stateDigests();
+    const matches = [...expected].every(([id, d]) => digests.get(id) === d);
+    await service.stop();
+    // ... and restarting it: restore from those snapshots (cost follows the tail: nothing after the watermark).
+    const again = new ProjectionService({ config, logger, defaultMetrics: false, retainEvents: 0 });
+    const t1 = performance.now();
+    await again.start();
+    while (!(await again.caughtUp())) await new Promise((r) => setTimeout(r, 50));
+    const restartMs = performance.now() - t1;
+    const restartDigests = again.model.stateDigests();
+    const restartMatches = [...expected].every(([id, d]) => restartDigests.get(id) === d);
+    const restartReplayed = (await again.metrics.registry.getMetricsAsJSON()).find((m) => m.name === 'plan_ledger_projector_events_applied_total')?.values.reduce((n, v) => n + v.value, 0);
+    await again.stop();
+    if (!restartMatches || !matches) throw new Error('projector digests differ from the decide-time states');
+
+    writeResult({
+      name: 'rebuild',
+      title: 'Full-log rebuild (restorePartition: read, decode, fold) vs raw kafkajs eachBatch + raw avsc decode',
+      quick: args.quick,
+      settings: { plans: PLANS, itemsPerPlan: ITEMS, events: total, partitions: config.partitions, eventsPerPlan: total / PLANS, rounds: args.rounds },
+      metrics: [metric(rounds, { key: 'eventsPerSecond', label: `rebuild of ${total.toLocaleString('en-US')} events`, unit: 'events/s', better: 'higher', baselineLabel: 'raw eachBatch + avsc decode' })],
+      rounds,
+      notes: ['Decode on both sides; the rebuild also folds every event into plan states (the baseline keeps nothing) and checks every digest.'],
+      extra: {
+        liveCatchUp: {
+          what: 'ProjectionService from an empty snapshots topic: group join, restore, consume, decode, evolve, snapshots at boundaries, watermarks',
+          ms: Math.round(catchUpMs),
+          eventsPerSec: Math.round(total / (catchUpMs / 1000)),
+          snapshotWrites: Object.fromEntries(writes.map((v) => [String(v.labels['kind']), v.value])),
+          restartFromSnapshots: { ms: Math.round(restartMs), eventsReplayed: restartReplayed },
+        },
+      },
+    });
+  } finally {
+    await producer.disconnect();
+    const mine = (await admin.listTopics()).filter((t) => t.startsWith(`${config.topicPrefix}.`));
+    await admin.deleteTopics({ topics: mine }).catch(() => {});
+    await admin.disconnect();
+  }
+}
+
+await main();
+process.exit(0);

@@ -1,0 +1,109 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { median, metric, paired, quantile, type BenchResult } from '../../bench/lib/harness.js';
+import { updateReadme } from '../../bench/readme.js';
+import { BEGIN, commandLine, END, loadResults, relative, renderBlock, renderSvg, writeSummary } from '../../bench/summary.js';
+
+describe('bench harness', () => {
+  it('takes medians and nearest-rank quantiles', () => {
+    expect(median([5, 1, 3])).toBe(3);
+    expect(median([4, 1, 3, 2])).toBe(2.5);
+    expect(Number.isNaN(median([]))).toBe(true);
+    const xs = Array.from({ length: 100 }, (_, i) => i + 1);
+    expect(quantile(xs, 0.5)).toBe(50);
+    expect(quantile(xs, 0.99)).toBe(99);
+    expect(quantile([7], 0.99)).toBe(7);
+  });
+
+  it('warms both sides, then alternates which goes first, and never runs fewer rounds than asked', async () => {
+    const calls: string[] = [];
+    let s = 0;
+    let b = 0;
+    const rounds = await paired({
+      rounds: 5,
+      warmup: 1,
+      subject: async () => (calls.push('s'), { x: ++s }),
+      baseline: async () => (calls.push('b'), { x: 10 * ++b }),
+      log: () => {},
+    });
+    expect(calls).toEqual(['s', 'b', 's', 'b', 'b', 's', 's', 'b', 'b', 's', 's', 'b']);
+    expect(rounds.map((r) => r.first)).toEqual(['subject', 'baseline', 'subject', 'baseline', 'subject']);
+    // The warm-up's values (1 and 10) are not in the rounds.
+    expect(rounds.map((r) => r.subject.x)).toEqual([2, 3, 4, 5, 6]);
+    expect(rounds.map((r) => r.baseline.x)).toEqual([20, 30, 40, 50, 60]);
+  });
+
+  it('reports ratio = subject median / baseline median and the median of per-round ratios', () => {
+    const rounds = [
+      { round: 1, first: 'subject' as const, subject: { ms: 10 }, baseline: { ms: 5 } },
+      { round: 2, first: 'baseline' as const, subject: { ms: 30 }, baseline: { ms: 10 } },
+      { round: 3, first: 'subject' as const, subject: { ms: 20 }, baseline: { ms: 20 } },
+    ];
+    const m = metric(rounds, { key: 'ms', label: 'x', unit: 'ms', better: 'lower', baselineLabel: 'raw' });
+    expect(m.subject).toEqual({ median: 20, rounds: [10, 30, 20] });
+    expect(m.baseline).toEqual({ median: 10, rounds: [5, 10, 20] });
+    expect(m.ratio).toBe(2);
+    expect(m.ratioOfRounds).toBe(2);
+    expect(relative(m)).toBe(0.5);
+    expect(() => metric(rounds, { key: 'missing', label: 'x', unit: 'ms', better: 'lower', baselineLabel: 'raw' })).toThrow(/lacks/);
+  });
+});
+
+function result(name: string, over: Partial<BenchResult> = {}): BenchResult {
+  const rounds = [1, 2, 3, 4, 5].map((i) => ({ round: i, first: i % 2 ? ('subject' as const) : ('baseline' as const), subject: { v: 100 }, baseline: { v: 400 } }));
+  return {
+    name,
+    title: `${name} bench`,
+    date: '2026-12-01T03:00:00.000Z',
+    commit: 'abcdef0123456789',
+    dirty: false,
+    machine: { cores: 2, cpuModel: 'cpu', memGiB: 8, node: 'v20.20.2', platform: 'linux-x64', loadAverageAtEnd: [3, 2, 1] },
+    command: `npm run bench -- ${name} --quick`,
+    quick: true,
+    settings: {},
+    metrics: [metric(rounds, { key: 'v', label: 'throughput <fast>', unit: 'ops/s', better: 'higher', baselineLabel: 'raw', aim: '≥ 1.0×' })],
+    rounds,
+    notes: ['a note'],
+    extra: { latency: { p50Ms: 3, p99Ms: 9, samples: 20 } },
+    ...over,
+  };
+}
+
+describe('bench summary and README section', () => {
+  it('writes summary.md and an SVG from the result files, in suite order, ignoring files of another shape', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'bench-summary-'));
+    writeFileSync(join(dir, 'codec.json'), JSON.stringify(result('codec')));
+    writeFileSync(join(dir, 'peer.json'), JSON.stringify(result('peer')));
+    writeFileSync(join(dir, 'evolve.json'), JSON.stringify({ bench: 'evolve', rows: [] }));
+    expect(loadResults(dir).map((r) => r.name)).toEqual(['peer', 'codec']);
+    writeSummary(dir);
+    const md = readFileSync(join(dir, 'summary.md'), 'utf8');
+    expect(md).toContain(BEGIN);
+    expect(md).toContain(END);
+    expect(md).toContain('| peer | throughput <fast> (higher is better) | 100 ops/s | raw: 400 ops/s | **0.25×** | ≥ 1.0× | 5 |');
+    expect(md).toContain('- peer, latency: p50 3.00 ms, p99 9.00 ms (20 samples)');
+    expect(md).toContain('![plan-ledger relative to its baselines](summary.svg)');
+    expect(md).toContain('Command: `npm run bench -- --quick` (one bench: `npm run bench -- <name> --quick`).');
+    expect(commandLine([result('peer'), result('codec', { command: 'npx tsx bench/codec.ts' })])).toBe('`npm run bench -- peer --quick`, `npx tsx bench/codec.ts`');
+    expect(commandLine([result('peer', { command: 'npm run bench -- peer' }), result('codec', { command: 'npm run bench -- codec' })])).toBe('`npm run bench` (one bench: `npm run bench -- <name>`)');
+    const svg = readFileSync(join(dir, 'summary.svg'), 'utf8');
+    expect(svg.startsWith('<svg')).toBe(true);
+    expect(svg).toContain('peer: throughput &lt;fast&gt;');
+    expect(svg.match(/<rect /g)).toHaveLength(3); // background + one bar per metric
+    expect(renderSvg([])).toContain('no results');
+  });
+
+  it('replaces only the marked block of the README, and refuses a README without markers', () => {
+    const summary = `# s\n\n${renderBlock([result('peer')], 'summary.svg')}\n`;
+    const readme = `# t\n\nbefore\n\n${BEGIN}\nold\n${END}\n\nafter\n`;
+    const next = updateReadme(readme, summary);
+    expect(next.startsWith('# t\n\nbefore\n\n<!-- bench:begin -->')).toBe(true);
+    expect(next.endsWith(`${END}\n\nafter\n`)).toBe(true);
+    expect(next).not.toContain('\nold\n');
+    expect(next).toContain('](bench/results/summary.svg)');
+    expect(updateReadme(next, summary)).toBe(next);
+    expect(() => updateReadme('# no markers\n', summary)).toThrow(/README\.md: no/);
+  });
+});
