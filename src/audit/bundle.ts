@@ -1,7 +1,7 @@
 import type avsc from 'avsc';
 import { buildType, mapperFor, type Mapper } from '../codec/avro.js';
 import { LedgerError } from '../errors.js';
-import { eventHash, evolve, GENESIS_HASH, stateDigest, type PlanEvent, type PlanState } from '../plan/index.js';
+import { eventHash, evolveAll, GENESIS_HASH, stateDigest, type PlanEvent, type PlanState } from '../plan/index.js';
 import type { PositionedEvent } from './timeline.js';
 import { verifyPlan, type PlanVerification } from './verify.js';
 
@@ -45,8 +45,7 @@ export interface BundleSource {
 }
 
 export function buildBundle(src: BundleSource): ExportBundle {
-  let state: PlanState | undefined;
-  for (const r of src.records) state = evolve(state, r.event);
+  const state: PlanState | undefined = evolveAll(undefined, src.records.map((r) => r.event));
   if (!state) throw new LedgerError('NOT_FOUND', `plan ${src.planId} has no events`, { planId: src.planId });
   const last = src.records[src.records.length - 1]!;
   return {

@@ -1,7 +1,8 @@
 // Audit, replay and verify of plans in the live ledger, read from the log alone (no projector, no
 // executor). The CLI verbs and the ledger client both call these; they only differ in how they show them.
+import { BlobReader, parseRef } from '../blobs/index.js';
 import { LedgerError } from '../errors.js';
-import { evolve, stateDigest, type PlanEvent, type PlanState, type PlanStatus } from '../plan/index.js';
+import { evolveAll, stateDigest, type PlanEvent, type PlanState, type PlanStatus } from '../plan/index.js';
 import type { LedgerLog, LoggedEvent } from './log.js';
 import { auditRows, isBefore, planAsOf, type AsOf, type AuditRow, type PlanAsOf } from './timeline.js';
 import { verifyPlan, type PlanVerification } from './verify.js';
@@ -81,12 +82,12 @@ export interface ReplayFailure {
 }
 
 function rebuild(events: readonly PlanEvent[], until: AsOf | null): PlanState | undefined {
-  let s: PlanState | undefined;
+  const upTo: PlanEvent[] = [];
   for (const e of events) {
     if (!isBefore(e, until)) break;
-    s = evolve(s, e);
+    upTo.push(e);
   }
-  return s;
+  return evolveAll(undefined, upTo); // one fold: one copy of what the events change
 }
 
 /** Rebuilds one plan up to `until` (null: all of it); undefined when it did not exist yet at that point. */
@@ -125,7 +126,48 @@ export async function verifyFromLog(log: LedgerLog, planId: string, records?: Lo
   const recs = records ?? (await log.readPlan(planId));
   const roundTripped = await Promise.all(recs.map((r) => log.codec.decodeEvent(log.codec.encodeEvent(r.event))));
   const snapshots = await log.readSnapshots(planId);
-  return verifyPlan({ planId, records: recs, roundTripped, snapshots });
+  const verdict = verifyPlan({ planId, records: recs, roundTripped, snapshots });
+  return checkPayloads(log, planId, recs, verdict);
+}
+
+/** The payload texts an event carries (item inputs, outputs, checkpoints, evidence). */
+function payloadsOf(e: PlanEvent): Array<string | null> {
+  switch (e.type) {
+    case 'ItemAdded':
+      return [e.data.item.inputJson];
+    case 'ResultCommitted':
+      return [e.data.outputJson];
+    case 'ItemCheckpointed':
+      return [e.data.stateJson];
+    case 'EvidenceRecorded':
+      return [e.data.valueJson];
+    default:
+      return [];
+  }
+}
+
+/**
+ * The `payloads` check: every payload stored by reference is read from the blobs topic and must match the
+ * sha256 and size its event (and so the hash chain) holds. A plan with none gets no such check.
+ */
+async function checkPayloads(log: LedgerLog, planId: string, recs: readonly LoggedEvent[], verdict: PlanVerification): Promise<PlanVerification> {
+  const refs = recs.flatMap((r) => payloadsOf(r.event).flatMap((json) => (parseRef(json) !== undefined ? [{ rec: r, json: json! }] : [])));
+  if (!refs.length) return verdict;
+  const reader = new BlobReader({ kafka: log.kafka, admin: log.admin, topic: log.names.blobs, partitions: log.config.partitions, groupPrefix: `${log.config.topicPrefix}.verify-blobs`, cacheBytes: 0 });
+  for (const { rec, json } of refs) {
+    try {
+      await reader.resolve(planId, json);
+    } catch (e) {
+      const reason = `payload of seq ${rec.event.seq} (${rec.event.type}) does not verify: ${(e as Error).message}`;
+      return {
+        ...verdict,
+        ok: false,
+        checks: [...verdict.checks, { name: 'payloads', ok: false, detail: reason }],
+        firstBroken: verdict.firstBroken ?? { check: 'payloads', seq: rec.event.seq, eventId: rec.event.eventId, partition: rec.partition, offset: rec.offset, reason },
+      };
+    }
+  }
+  return { ...verdict, checks: [...verdict.checks, { name: 'payloads', ok: true, detail: `${refs.length} payload(s) stored by reference match their sha256` }] };
 }
 
 /** Verifies one plan of the live ledger; `NOT_FOUND` for an unknown plan. A broken plan is a result, not a throw. */
@@ -139,7 +181,8 @@ export async function verifyPlanInLog(log: LedgerLog, planId: string): Promise<P
  * rebuild (or failure) in the order the plans' last records appear.
  */
 export async function replayAll(log: LedgerLog, until: AsOf | null, onResult: (r: PlanReplay | ReplayFailure) => void | Promise<void>, onProgress?: (done: number, total: number) => void): Promise<void> {
-  await log.streamPlans(async (planId, records) => {
+  await log.streamPlans(async (planId, records, poison) => {
+    if (poison) return onResult({ ok: false, planId: displayId(planId), events: records.length, reason: poison.message });
     const r = replayHistory(planId, records, until);
     if (r !== undefined) await onResult(r);
   }, onProgress);
@@ -150,8 +193,26 @@ export async function replayAll(log: LedgerLog, until: AsOf | null, onResult: (r
  * existed leave a valid chain of rejections: nothing to verify there.
  */
 export async function verifyAll(log: LedgerLog, onResult: (v: PlanVerification) => void | Promise<void>, onProgress?: (done: number, total: number) => void): Promise<void> {
-  await log.streamPlans(async (planId, records) => {
+  await log.streamPlans(async (planId, records, poison) => {
+    if (poison) {
+      // A record of the plan does not decode: the plan does not verify, and the result says where.
+      const details = poison.details as { partition?: number; offset?: string };
+      return onResult({
+        planId: displayId(planId),
+        ok: false,
+        events: records.length,
+        head: null,
+        stateDigest: null,
+        checks: [{ name: 'content', ok: false, detail: poison.message }],
+        firstBroken: { check: 'content', seq: null, eventId: null, partition: details.partition ?? null, offset: details.offset ?? null, reason: poison.message },
+      });
+    }
     if (records[0]?.event.seq === 1 && onlyRejections(records)) return;
     await onResult(await verifyFromLog(log, planId, records));
   }, onProgress);
+}
+
+/** A plan id for a report: a record whose key names no plan is shown by its key's bytes. */
+function displayId(streamId: string): string {
+  return streamId.startsWith('\u0000') ? `(record key 0x${streamId.slice(1)})` : streamId;
 }

@@ -138,7 +138,10 @@ export class LedgerLog {
    * interleave at one point of the log, not the history. Plans come in the order of their last record.
    * `onProgress(done, total)` counts offsets read over both passes.
    */
-  async streamPlans(onPlan: (planId: string, records: LoggedEvent[]) => void | Promise<void>, onProgress?: (done: number, total: number) => void): Promise<void> {
+  async streamPlans(
+    onPlan: (planId: string, records: LoggedEvent[], poison?: LedgerError) => void | Promise<void>,
+    onProgress?: (done: number, total: number) => void,
+  ): Promise<void> {
     if (!(await this.topicExists(this.names.events))) return;
     const offsets = await fetchTopicOffsetsRetrying(this.admin, this.names.events);
     const total = 2 * offsets.reduce((n, o) => n + Number(o.high) - Number(o.low), 0);
@@ -175,6 +178,8 @@ export class LedgerLog {
       read = 0;
       // 2. The records, each plan handed over once its last record has passed.
       const open = new Map<string, Map<string, LoggedEvent>>();
+      // A record that does not decode is the plan's (its key names it): reported with it, never skipped.
+      const poisoned = new Map<string, LedgerError>();
       await readToEnd({
         kafka: this.kafka,
         admin: this.admin,
@@ -191,10 +196,21 @@ export class LedgerLog {
             if (!keys) open.set(plan, (keys = new Map()));
             const key = r.key?.toString() ?? '';
             keys.delete(key); // a later record of a key replaces the earlier one, as compaction will
-            if (r.value) keys.set(key, { event: await this.decode(r.value, partition, r.offset), partition, offset: r.offset, schemaId: readSchemaId(r.value) });
+            if (r.value) {
+              try {
+                keys.set(key, { event: await this.decode(r.value, partition, r.offset), partition, offset: r.offset, schemaId: readSchemaId(r.value) });
+              } catch (e) {
+                if (!(e instanceof LedgerError) || e.code !== 'SCHEMA') throw e;
+                if (!poisoned.has(plan)) poisoned.set(plan, e);
+              }
+            }
             if (lastOf.get(plan) !== r.offset) continue;
             open.delete(plan);
-            for (const [planId, list] of byEventPlan(keys.values())) await onPlan(planId, list.sort(bySeq));
+            const poison = poisoned.get(plan);
+            poisoned.delete(plan);
+            const byPlan = byEventPlan(keys.values());
+            if (poison && byPlan.size === 0) await onPlan(plan, [], poison);
+            for (const [planId, list] of byPlan) await onPlan(planId, list.sort(bySeq), planId === plan ? poison : undefined);
             await heartbeat();
           }
           progress(records);

@@ -1,8 +1,8 @@
-import { canonicalJson, evolve, stateDigest, verifyChain, type PlanEvent, type PlanState } from '../plan/index.js';
+import { canonicalJson, evolveAll, stateDigest, verifyChain, type PlanEvent, type PlanState } from '../plan/index.js';
 import { stateFromSnapshot, type PlanSnapshot } from '../projection/snapshot.js';
 import type { PositionedEvent } from './timeline.js';
 
-export type CheckName = 'seq' | 'chain' | 'head' | 'content' | 'determinism' | 'final' | 'snapshots';
+export type CheckName = 'seq' | 'chain' | 'head' | 'content' | 'determinism' | 'final' | 'snapshots' | 'payloads';
 
 export interface Check {
   name: CheckName;
@@ -54,10 +54,9 @@ export interface VerifyInput {
   readonly schemaProblems?: readonly { index: number; reason: string }[];
 }
 
+/** One fold of the events (one copy of what they change, not one copy of the items map per event). */
 function fold(events: readonly PlanEvent[]): PlanState | undefined {
-  let s: PlanState | undefined;
-  for (const e of events) s = evolve(s, e);
-  return s;
+  return evolveAll(undefined, events);
 }
 
 /**
@@ -67,9 +66,8 @@ function fold(events: readonly PlanEvent[]): PlanState | undefined {
 function foldThroughSnapshot(events: readonly PlanEvent[]): PlanState | undefined {
   const mid = Math.floor(events.length / 2);
   const first = fold(events.slice(0, mid));
-  let s = first === undefined ? undefined : (JSON.parse(canonicalJson(first)) as PlanState);
-  for (const e of events.slice(mid)) s = evolve(s, e);
-  return s;
+  const s = first === undefined ? undefined : (JSON.parse(canonicalJson(first)) as PlanState);
+  return evolveAll(s, events.slice(mid));
 }
 
 function tryDigest(f: () => PlanState | undefined): { digest: string | null; error: string | null } {
@@ -165,6 +163,15 @@ function checkSnapshots(
     return;
   }
   const events = records.map((r) => r.event);
+  // Snapshots come oldest first: one progressive fold serves them all (a fold from scratch per snapshot
+  // would cost the plan's history once per snapshot).
+  let progress: { seq: number; state: PlanState | undefined } = { seq: 0, state: undefined };
+  const replayTo = (seq: number) =>
+    tryDigest(() => {
+      if (seq < progress.seq) return fold(events.slice(0, seq));
+      progress = { seq, state: evolveAll(progress.state, events.slice(progress.seq, seq)) };
+      return progress.state;
+    });
   for (const { snapshot: s, offset } of snapshots) {
     const label = `snapshot at seq ${s.seq} (snapshots offset ${offset})`;
     const parsed = stateFromSnapshot(s);
@@ -175,7 +182,7 @@ function checkSnapshots(
     if (r.offset !== '' && String(s.eventsOffset) !== r.offset) {
       return fail('snapshots', index, `${label}: eventsOffset ${s.eventsOffset} but seq ${s.seq} is at offset ${r.offset}`);
     }
-    const replay = tryDigest(() => fold(events.slice(0, s.seq)));
+    const replay = replayTo(s.seq);
     if (replay.digest !== s.stateDigest) {
       return fail('snapshots', index, `${label}: stateDigest ${s.stateDigest.slice(0, 16)} but a replay to seq ${s.seq} gives ${replay.digest?.slice(0, 16) ?? replay.error}`);
     }

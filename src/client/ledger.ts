@@ -14,7 +14,7 @@ import { fetchTopicOffsetsRetrying, lastStableOffset, readPlanRecords, readToEnd
 import { parseEventKey, partitionFor } from '../kafka/partitioner.js';
 import { auditTopic, ensurePlanTopics } from '../kafka/topics.js';
 import { silentLogger, type Logger } from '../logging.js';
-import { evolveAll, evolveInPlace, type ItemSpec, type CommandPayloads, type CommandType, type PlanCommand, type PlanEvent, type PlanMode, type PlanState, type PlanStatus } from '../plan/index.js';
+import { evolveAll, evolveInPlace, isValidId, type ItemSpec, type CommandPayloads, type CommandType, type PlanCommand, type PlanEvent, type PlanMode, type PlanState, type PlanStatus } from '../plan/index.js';
 import { toItemSpec, type ItemInput } from '../plan-input.js';
 import { traceHeaders } from '../trace-context.js';
 import type { PlanPage } from '../projection/query.js';
@@ -411,6 +411,7 @@ class LedgerClient implements Ledger {
    * handed over every record below that LSO, the decision is complete. No quiet window.
    */
   private async send<K extends CommandType>(planId: string, type: K, data: CommandPayloads[K], opts: CommandOptions = {}): Promise<CommandOutcome> {
+    checkPlanId(planId);
     const command = this.command(planId, type, data, opts.by);
     const { commandId } = command;
     const timeoutMs = opts.timeoutMs ?? 30_000;
@@ -451,13 +452,15 @@ class LedgerClient implements Ledger {
 
   async createPlan(input: CreatePlanInput, opts?: CommandOptions) {
     const planId = input.planId ?? `plan-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
-    const items = await this.placePayloads(planId, (input.items ?? []).map((it, i) => toItemSpec(it, `items[${i}]`)));
+    checkPlanId(planId);
+    const items = await this.placePayloads(planId, itemList(input.items).map((it, i) => toItemSpec(it, `items[${i}]`)));
     const out = await this.send(planId, 'CreatePlan', { goal: input.goal, mode: input.mode, labels: input.labels ?? {}, parent: null, items }, opts);
     return { ...out, digest: digestAfter(out.events) ?? '' };
   }
 
   async addItems(planId: string, items: ItemInput[], opts?: CommandOptions) {
-    return this.send(planId, 'AddItems', { items: await this.placePayloads(planId, items.map((it, i) => toItemSpec(it, `items[${i}]`))) }, opts);
+    checkPlanId(planId);
+    return this.send(planId, 'AddItems', { items: await this.placePayloads(planId, itemList(items).map((it, i) => toItemSpec(it, `items[${i}]`))) }, opts);
   }
 
   async propose(planId: string, opts?: CommandOptions) {
@@ -685,4 +688,16 @@ function digestAfter(events: PlanEvent[]): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** A plan id the ledger can key its records with, or a VALIDATION error before anything is sent. */
+function checkPlanId(planId: unknown): asserts planId is string {
+  if (!isValidId(planId)) throw new LedgerError('VALIDATION', `planId: must be 1..128 characters of [A-Za-z0-9._:-], got ${JSON.stringify(planId)?.slice(0, 80)}`, { field: 'planId' });
+}
+
+/** The items of a plan or an AddItems, checked to be a list. */
+function itemList(items: unknown): ItemInput[] {
+  if (items === undefined || items === null) return [];
+  if (!Array.isArray(items)) throw new LedgerError('VALIDATION', `items: expected an array, got ${typeof items}`, { field: 'items' });
+  return items as ItemInput[];
 }

@@ -164,7 +164,14 @@ export async function readToEnd(opts: ReadToEndOptions): Promise<Map<number, str
         }
         if (records.length) {
           if (opts.stats) opts.stats.records[opts.topic] = (opts.stats.records[opts.topic] ?? 0) + records.length;
-          await opts.onRecords(records, { heartbeat });
+          try {
+            await opts.onRecords(records, { heartbeat });
+          } catch (e) {
+            // The caller refused what it read: the read ends with its error. Thrown on to kafkajs, it would
+            // restart the consumer and hand the same batch over again, until the read timed out.
+            settle(e instanceof Error ? e : new Error(String(e)));
+            return;
+          }
         }
         if (opts.isComplete?.() === true) settle();
       },

@@ -60,18 +60,21 @@ export function evolve(state: PlanState | undefined, event: PlanEvent): PlanStat
  * `evolveAll` are the pure ones.
  */
 export function evolveInPlace(state: PlanState | undefined, events: Iterable<PlanEvent>): PlanState | undefined {
-  let fold: Fold | undefined;
   let s = state;
   for (const e of events) {
-    if (fold === undefined) {
-      const current = s ?? initialState(e.planId);
+    const current = s ?? initialState(e.planId);
+    if (!isNextEvent(current, e)) {
       s = current;
-      if (!isNextEvent(current, e)) continue;
-      fold = new Fold(current, false, true);
+      continue;
     }
+    // Checked first on a branch (which copies nothing), so an event the domain refuses throws before the
+    // state is touched: a refused event leaves `state` exactly as it was, as with the pure folds.
+    new Fold(current, true).apply(e);
+    const fold = new Fold(current, false, true);
     fold.apply(e);
+    s = fold.result();
   }
-  return fold === undefined ? s : fold.result();
+  return s;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { evolve, evolveAll, type PlanEvent, type PlanState } from '../plan/index.js';
+import { evolveAll, evolveInPlace, type PlanEvent, type PlanState } from '../plan/index.js';
 import { classifyFailure, parseEventKey, stallOf, type FailureDecision, type Stall } from './poison.js';
 import { SnapshotPolicy, type SnapshotPolicyOptions } from './snapshot-policy.js';
 import { maxFencingTokenOf } from './snapshot.js';
@@ -131,15 +131,18 @@ export class PartitionProjection {
       return { kind: 'deferred', planId: event.planId, event, offset };
     }
     let next: PlanState;
+    const seqBefore = before?.seq ?? 0;
     try {
-      next = evolve(before, event);
+      // The projection holds the only reference to its plans' states: applied in place, so an event costs
+      // what it changes at any plan size (a refused event leaves the state untouched).
+      next = evolveInPlace(before, [event])!;
     } catch (e) {
       const d = classifyFailure(e);
       if (d.action === 'retry') throw e; // evolve is pure; cannot happen, but never turn it into a DLQ
       return this.fail(offset, key, d);
     }
     this.lastOffset = offset;
-    if (next === before) return { kind: 'duplicate', planId: event.planId, event, offset };
+    if (next.seq === seqBefore && before !== undefined) return { kind: 'duplicate', planId: event.planId, event, offset };
     this.advance(entry, next, event, offset);
     // Events that waited for this one.
     const drained: PlanEvent[] = [];
@@ -150,7 +153,7 @@ export class PartitionProjection {
       waiting.delete(p.event.seq);
       let after: PlanState;
       try {
-        after = evolve(entry.state, p.event);
+        after = evolveInPlace(entry.state, [p.event])!;
       } catch (e) {
         const d = classifyFailure(e);
         if (d.action === 'retry') throw e;

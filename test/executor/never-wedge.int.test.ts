@@ -63,6 +63,11 @@ describe('never wedged, never looping (issue 9)', () => {
     const events = (await ledger.planEvents(planId)).map((r) => r.event);
     expect(verifyChain(events).ok).toBe(true);
 
+    // verify reads the payload back and checks it against the sha256 the chain holds.
+    const verified = await ledger.verify(planId);
+    expect(verified.ok).toBe(true);
+    expect(verified.checks.find((c) => c.name === 'payloads')).toMatchObject({ ok: true, detail: '1 payload(s) stored by reference match their sha256' });
+
     // Erasure tombstones the plan's chunks: the payload is gone with the plan.
     await ledger.erase(planId, { reason: 'test' });
     const gone = await ledger.readPayload(planId, stored).catch((e: unknown) => e);
