@@ -18,7 +18,7 @@ import type { PlanState } from '../src/plan/index.js';
 import { restartRegistry, stackDown, stackReset, stackUp, startBroker, stopBroker } from '../src/stack/stack.js';
 import { EffectsService } from '../test/fixtures/effects-service.js';
 import { chaosPlan, type ChaosPlan } from './plans.js';
-import { executorProcess, projectorProcess, type ServiceProcess } from './processes.js';
+import { CHAOS_API_TOKEN, executorProcess, projectorProcess, type ServiceProcess } from './processes.js';
 
 export interface ChaosOptions {
   /** Root plans to run (each ten items; children and follow-ups come on top). */
@@ -259,7 +259,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
     while (Date.now() < deadline && terminal.size < plans.length) {
       for (const p of plans) {
         if (terminal.has(p.planId)) continue;
-        const res = await fetch(`${projectorUrl}/api/plans/${p.planId}`).catch(() => null);
+        const res = await fetch(`${projectorUrl}/api/plans/${p.planId}`, { headers: { authorization: `Bearer ${CHAOS_API_TOKEN}` } }).catch(() => null);
         if (!res?.ok) continue;
         const body = (await res.json()) as { state: PlanState | null };
         const s = body.state?.status;
@@ -366,7 +366,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   const childIds = ours.filter((r) => !rootIds.has(r.planId)).map((r) => r.planId);
   // Child plans finish before their parents' items do; wait until the projector has them too.
   const projected = async (planId: string) => {
-    const res = await fetch(`${projectorUrl}/api/plans/${planId}`).catch(() => null);
+    const res = await fetch(`${projectorUrl}/api/plans/${planId}`, { headers: { authorization: `Bearer ${CHAOS_API_TOKEN}` } }).catch(() => null);
     if (!res?.ok) return null;
     return (await res.json()) as { stateDigest: string | null; state: PlanState | null };
   };

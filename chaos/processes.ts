@@ -1,6 +1,7 @@
 // Child processes of a chaos run: executors and the projector, started through the CLI like an
 // operator would, their pino lines kept in memory (for the checks) and appended to a log file.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { configToEnv, type LedgerConfig } from '../src/config.js';
@@ -86,6 +87,9 @@ export function executorProcess(config: LedgerConfig, label: string, o: { logDir
   );
 }
 
+/** The chaos run's own API token (read + write) for the projector it starts. */
+export const CHAOS_API_TOKEN = `chaos-${randomBytes(16).toString('hex')}`;
+
 export function projectorProcess(config: LedgerConfig, port: number, o: { logDir: string; cwd: string }): ServiceProcess {
-  return new ServiceProcess('projector', ['projector', '--port', String(port)], { ...configToEnv(config), PLAN_LEDGER_LOG_LEVEL: 'info' }, o.logDir, o.cwd);
+  return new ServiceProcess('projector', ['projector', '--port', String(port)], { ...configToEnv(config), PLAN_LEDGER_LOG_LEVEL: 'info', PLAN_LEDGER_API_TOKEN: CHAOS_API_TOKEN }, o.logDir, o.cwd);
 }

@@ -125,16 +125,18 @@ describe('the client index', () => {
 });
 
 describe('a command too large for the broker', () => {
-  it('createPlan with a 3 MiB input is PAYLOAD_TOO_LARGE naming the field and its size, and nothing is sent', async () => {
+  // A large input is no failure: it goes by reference (test/executor/never-wedge.int.test.ts). A field that
+  // is not a payload (a goal, a why) has no such way out.
+  it('createPlan with a 3 MiB goal is PAYLOAD_TOO_LARGE naming the field and its size, and nothing is sent', async () => {
     const before = await commandsEnd();
     const big = 'x'.repeat(3 * 1024 * 1024);
-    const e = await failure(ledger.createPlan({ planId: 'too-big', goal: 'huge', mode: 'execute', items: [{ id: 'small', title: 's', why: 's', tool: 'noop' }, { id: 'huge', title: 'h', why: 'h', tool: 'noop', input: { blob: big } }] }));
+    const e = await failure(ledger.createPlan({ planId: 'too-big', goal: big, mode: 'execute', items: [{ id: 'small', title: 's', why: 's', tool: 'noop' }] }));
     expect(e.code).toBe('PAYLOAD_TOO_LARGE');
-    expect(e.details.field).toBe('items[1].input');
-    expect(e.details.bytes).toBe(big.length + '{"blob":""}'.length);
+    expect(e.details.field).toBe('goal');
+    expect(e.details.bytes).toBe(big.length);
     expect(e.details.limit).toBeGreaterThan(0);
     expect(e.details.size as number).toBeGreaterThan(e.details.limit as number);
-    expect(e.message).toContain('items[1].input');
+    expect(e.message).toContain('goal');
     expect(e.message).toContain(String(e.details.bytes));
     expect(await commandsEnd()).toBe(before);
     expect(await ledger.getPlan('too-big')).toBeUndefined();
