@@ -60,21 +60,23 @@ export function evolve(state: PlanState | undefined, event: PlanEvent): PlanStat
  * `evolveAll` are the pure ones.
  */
 export function evolveInPlace(state: PlanState | undefined, events: Iterable<PlanEvent>): PlanState | undefined {
-  let s = state;
-  for (const e of events) {
-    const current = s ?? initialState(e.planId);
-    if (!isNextEvent(current, e)) {
-      s = current;
-      continue;
-    }
-    // Checked first on a branch (which copies nothing), so an event the domain refuses throws before the
-    // state is touched: a refused event leaves `state` exactly as it was, as with the pure folds.
-    new Fold(current, true).apply(e);
-    const fold = new Fold(current, false, true);
-    fold.apply(e);
-    s = fold.result();
+  const list = [...events];
+  let start = state;
+  let i = 0;
+  // Exact re-sends at the front change nothing.
+  for (; i < list.length; i++) {
+    const current = start ?? initialState(list[i]!.planId);
+    start = current;
+    if (isNextEvent(current, list[i]!)) break;
   }
-  return s;
+  if (i >= list.length) return start;
+  // Checked first on a branch (which copies no items), so events the domain refuses throw before the
+  // state is touched: a refused event leaves `state` exactly as it was, as with the pure folds.
+  const probe = new Fold(start!, true);
+  for (let j = i; j < list.length; j++) probe.apply(list[j]!);
+  const fold = new Fold(start!, false, true);
+  for (let j = i; j < list.length; j++) fold.apply(list[j]!);
+  return fold.result();
 }
 
 /**
