@@ -227,16 +227,20 @@ class Executor {
       restore: (p) => restoreOwnedPartition({ kafka: this.kafka, admin: this.admin, codec: this.codec, config: this.config, partition: p, logger: this.logger }),
     });
     owner.onBroken = () => void this.reset(partition, owner);
-    owner.ready.catch((e: unknown) => {
-      this.logger.error({ err: e, partition }, 'taking ownership failed; retrying');
-      void this.reset(partition, owner);
-    });
+    owner.ready.then(
+      // Restored: a fault before this one was a passing one (a broker outage), so the backoff starts over.
+      () => this.resets.delete(partition),
+      (e: unknown) => {
+        this.logger.error({ err: e, partition }, 'taking ownership failed; retrying');
+        void this.reset(partition, owner);
+      },
+    );
     return owner;
   }
 
   readonly metrics: ExecutorMetrics = createExecutorMetrics();
   private readonly blobs: BlobReader;
-  /** Consecutive resets per partition, for the backoff; forgotten after a quiet minute. */
+  /** Consecutive resets per partition, for the backoff; forgotten once an owner restores, or after a quiet minute. */
   private readonly resets = new Map<number, { count: number; at: number }>();
   private readonly batchFailures = new Map<number, BatchFailures>();
 
