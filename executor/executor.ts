@@ -72,7 +72,10 @@ export interface ExecutorHandle {
   readonly config: LedgerConfig;
   /** Partitions this executor owns now. */
   ownedPartitions(): number[];
-  /** The current state of a plan this executor owns (undefined when another executor owns it). */
+  /**
+   * The current state of a plan this executor owns (undefined when another executor owns it). A live view:
+   * the executor applies its plans' events in place, so copy it (`structuredClone`) to keep it as it is now.
+   */
   planState(planId: string): PlanState | undefined;
   /** Transactions committed and events appended by this executor's owners so far. */
   stats(): { transactions: number; events: number };
