@@ -5,7 +5,6 @@
 // a JSON and a Markdown report. Loopback only; bounded in plans and in time; stops by itself.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { connectLedger, type Ledger } from '../src/client/index.js';
 import { loadConfig, topicNames, type LedgerConfig } from '../src/config.js';
@@ -18,6 +17,7 @@ import type { PlanState } from '../src/plan/index.js';
 import { restartRegistry, stackDown, stackReset, stackUp, startBroker, stopBroker } from '../src/stack/stack.js';
 import { EffectsService } from '../test/fixtures/effects-service.js';
 import { chaosPlan, type ChaosPlan } from './plans.js';
+import { freePortBlock } from '../src/stack/processes.js';
 import { CHAOS_API_TOKEN, executorProcess, projectorProcess, type ServiceProcess } from './processes.js';
 
 export interface ChaosOptions {
@@ -91,22 +91,6 @@ function rng(seed: number): () => number {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
-}
-
-async function freePortBlock(span: number): Promise<number> {
-  const free = (port: number) =>
-    new Promise<boolean>((resolve) => {
-      const srv = createServer();
-      srv.once('error', () => resolve(false));
-      srv.listen({ host: '127.0.0.1', port, exclusive: true }, () => srv.close(() => resolve(true)));
-    });
-  for (let attempt = 0; attempt < 200; attempt++) {
-    const base = 20_000 + Math.floor(Math.random() * 30_000);
-    let ok = true;
-    for (let p = base; p <= base + span && ok; p++) ok = await free(p);
-    if (ok) return base;
-  }
-  throw new Error('no free port block found');
 }
 
 function median(xs: number[]): number | null {

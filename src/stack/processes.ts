@@ -135,3 +135,23 @@ export async function waitUntilReady(
   }
   throw new LedgerError('TIMEOUT', `${what} did not become ready within ${timeoutMs / 1000}s; see ${rec.logFile}`);
 }
+
+/**
+ * A base port whose block `base..base+span` is free on 127.0.0.1, for services started on free ports (a
+ * private stack in the tests, the chaos run's projector).
+ */
+export async function freePortBlock(span: number): Promise<number> {
+  const free = (port: number) =>
+    new Promise<boolean>((resolve) => {
+      const srv = createServer();
+      srv.once('error', () => resolve(false));
+      srv.listen({ host: '127.0.0.1', port, exclusive: true }, () => srv.close(() => resolve(true)));
+    });
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const base = 20_000 + Math.floor(Math.random() * 30_000);
+    let ok = true;
+    for (let p = base; p <= base + span && ok; p++) ok = await free(p);
+    if (ok) return base;
+  }
+  throw new Error('no free port block found');
+}

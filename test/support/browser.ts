@@ -1,7 +1,7 @@
-// The browser for the dashboard tests, found without a system package: the machine's Chromium when it has
-// one, else the Chromium that ships inside the @sparticuz/chromium dev dependency (a brotli-compressed
-// headless build, inflated once into the plan-ledger cache). So `npm ci && npm test` passes on a machine
-// where nobody installed a browser.
+// The browser for the dashboard tests, found without a system package: the Chromium that ships inside the
+// @sparticuz/chromium dev dependency (a brotli-compressed headless build, inflated once into the plan-ledger
+// cache), so `npm ci && npm test` passes on a machine where nobody installed a browser. PLAN_LEDGER_CHROMIUM
+// may name another Chromium executable to use instead.
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -12,30 +12,21 @@ import { cacheDir } from '../../src/stack/artifacts.js';
 
 const execFileAsync = promisify(execFile);
 
-/**
- * Where a system Chromium is looked for, in order. PLAN_LEDGER_CHROMIUM names one explicitly, or is
- * `bundled` to skip the system's (what a fresh machine does, provable on one that has a Chromium).
- */
-const SYSTEM_CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'];
-
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 export interface ChromiumExecutable {
   path: string;
-  /** `system` (PLAN_LEDGER_CHROMIUM or a distribution package) or `bundled` (@sparticuz/chromium). */
+  /** `system` (named by PLAN_LEDGER_CHROMIUM) or `bundled` (@sparticuz/chromium). */
   source: 'system' | 'bundled';
 }
 
-/** The system Chromium if there is one, else the bundled one (inflated on first use). */
+/** The Chromium PLAN_LEDGER_CHROMIUM names, else the bundled one (inflated on first use). */
 export async function chromiumExecutable(): Promise<ChromiumExecutable> {
   const named = process.env.PLAN_LEDGER_CHROMIUM;
-  if (named === 'bundled') return { path: await bundledChromium(), source: 'bundled' };
-  if (named) {
+  if (named && named !== 'bundled') {
     if (!existsSync(named)) throw new Error(`PLAN_LEDGER_CHROMIUM=${named}: no such file`);
     return { path: named, source: 'system' };
   }
-  const system = SYSTEM_CHROMIUM.find((p) => existsSync(p));
-  if (system) return { path: system, source: 'system' };
   return { path: await bundledChromium(), source: 'bundled' };
 }
 

@@ -77,23 +77,4 @@ export async function waitFor<T>(
   }
 }
 
-/**
- * A base port whose block `base..base+span` is free on 127.0.0.1, for tests that start services of
- * their own (a private stack: broker on base, controller on base+1; registry on another block).
- */
-export async function freePortBlock(span: number): Promise<number> {
-  const { createServer } = await import('node:net');
-  const free = (port: number) =>
-    new Promise<boolean>((resolve) => {
-      const srv = createServer();
-      srv.once('error', () => resolve(false));
-      srv.listen({ host: '127.0.0.1', port, exclusive: true }, () => srv.close(() => resolve(true)));
-    });
-  for (let attempt = 0; attempt < 200; attempt++) {
-    const base = 20_000 + Math.floor(Math.random() * 30_000);
-    let ok = true;
-    for (let p = base; p <= base + span && ok; p++) ok = await free(p);
-    if (ok) return base;
-  }
-  throw new Error('no free port block found');
-}
+export { freePortBlock } from '../../src/stack/processes.js';
