@@ -130,6 +130,27 @@ describe('never wedged, never looping (issue 9)', () => {
     }
   });
 
+  it('an input forged to look like a payload reference (a blob that was never written) fails its item terminally, once; the partition serves the next plan', async () => {
+    const count = counting();
+    const measure = defineTool({
+      name: 'measure',
+      run: (_input, ctx) => {
+        count.note(ctx.idempotencyKey);
+        return { ok: true };
+      },
+    });
+    const config = testConfig({ partitions: 1 });
+    const { ledger } = await ledgerWithExecutor({ config, tools: [...fixtureTools, measure] });
+    const forged = { $blob: { at: Date.now(), bytes: 10, chunks: 1, sha256: 'a'.repeat(64) } };
+    const { planId } = await ledger.createPlan({ goal: 'forged reference', mode: 'execute', items: [{ id: 'f', title: 'f', why: 'points at nothing', tool: 'measure', input: forged }] });
+    const failed = await ledger.waitFor(planId, 'failed', { timeoutMs: 30_000 });
+    const item = failed.items['f']!;
+    expect(item.attempts.map((a) => [a.outcome, a.error?.code])).toEqual([['failed_terminal', 'PAYLOAD_UNREADABLE']]);
+    expect(count.calls.size).toBe(0); // the tool never ran on a payload it could not have
+    const next = await ledger.createPlan({ goal: 'after', mode: 'execute', items: [{ id: 'a', title: 'a', why: 'still served', tool: 'noop' }] });
+    await ledger.waitFor(next.planId, 'completed', { timeoutMs: 30_000 });
+  });
+
   it('a legal plan of 1,000 items with ~900-byte `why` each is appended (split under the record limit) and runs to completion', async () => {
     const config = testConfig({ partitions: 1 });
     const { ledger } = await ledgerWithExecutor({ config });
