@@ -1,5 +1,5 @@
 import type { Admin, Kafka } from 'kafkajs';
-import { LedgerError } from '../errors.js';
+import { isLedgerError, LedgerError } from '../errors.js';
 import { readToEnd } from '../kafka/log-reader.js';
 import { partitionFor } from '../kafka/partitioner.js';
 import { chunkKey, parseRef, sha256Hex, type BlobRef } from './blob.js';
@@ -114,7 +114,17 @@ export async function resolvePayloads<S extends PlanStateLike>(reader: BlobReade
   const refs = (it: ItemLike) => [it.inputJson, it.outputJson, it.checkpoint?.stateJson, ...it.attempts.map((a) => a.outputJson), ...(it.evidence ?? []).map((e) => e.valueJson)].some((j) => parseRef(j) !== undefined);
   const ids = Object.keys(items).filter((id) => refs(items[id]!));
   if (!ids.length) return state;
-  const read = async (json: string | null): Promise<string | null> => (json === null ? null : reader.resolve(state.planId, json));
+  // A payload that cannot be read (erased, forged, corrupt) stays a reference: the state is still shown,
+  // and `verify` names the payload; a broker outage still throws.
+  const read = async (json: string | null): Promise<string | null> => {
+    if (json === null) return null;
+    try {
+      return await reader.resolve(state.planId, json);
+    } catch (e) {
+      if (isLedgerError(e, 'NOT_FOUND') || isLedgerError(e, 'INTEGRITY')) return json;
+      throw e;
+    }
+  };
   const copy: Record<string, ItemLike> = { ...items };
   for (const id of ids) {
     const it = items[id]!;
