@@ -108,7 +108,8 @@ export interface Ledger {
    * located through the client's index of the projector's topics) plus its events after the partition's
    * watermark: the cost follows the tail, not the history. Where no projector has written a watermark,
    * the partition is read from its start (no projector needed, slower). Payloads stored by reference are
-   * read back whole (`payloads: 'reference'` keeps the `{"$blob":…}` references the log and digests hold).
+   * read back whole (`payloads: 'reference'` keeps the `{"$blob":…}` references the log and digests hold);
+   * one that cannot be read (erased, forged) stays a reference, and `verify` names it.
    */
   getPlan(planId: string, opts?: { payloads?: 'resolve' | 'reference' }): Promise<PlanState | undefined>;
   /**
