@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { LedgerError } from '../errors.js';
-import { stackDown, stackReset, stackStatus, stackUp } from '../stack/stack.js';
+import { stackDown, stackReset, stackStatus, stackUp, type StackSecurity } from '../stack/stack.js';
 
 const out = (line: string): void => void process.stdout.write(`${line}\n`);
 
@@ -8,6 +8,13 @@ function brokerCount(raw: string): number {
   const n = Number(raw);
   if (n !== 1 && n !== 3) throw new LedgerError('VALIDATION', `--brokers must be 1 or 3, got "${raw}"`, { field: 'brokers' });
   return n;
+}
+
+/** Where a SASL stack's passwords are, and the variables a component sets to log in as one user. */
+function printSecurity(sec: StackSecurity): void {
+  out(`  security      ${sec.protocol} ${sec.mechanism}, ACLs enforced (StandardAuthorizer, super user admin)`);
+  for (const [user, file] of Object.entries(sec.passwordFiles)) out(`  ${user.padEnd(10)}    password file ${file}`);
+  out(`  connect as    PLAN_LEDGER_SASL_MECHANISM=${sec.mechanism} PLAN_LEDGER_SASL_USERNAME=<user> PLAN_LEDGER_SASL_PASSWORD_FILE=<its file>`);
 }
 
 export function registerStackCommands(program: Command): void {
@@ -30,18 +37,24 @@ Example:
     .command('up')
     .description('start Kafka (KRaft, 127.0.0.1:9092) and Apicurio Registry (127.0.0.1:8081) on the stack\'s storage; idempotent')
     .option('--brokers <n>', 'KRaft nodes: 1, or 3 (replication factor 3, min.insync.replicas 2); fixed once the stack has data')
+    .option('--sasl', 'SASL/SCRAM-SHA-512 on every listener, ACLs enforced by the broker; users admin, executor, projector, client, auditor with generated passwords in <stack dir>/secrets; fixed once the stack has data')
     .option('--json', 'print the stack description as JSON')
     .addHelpText(
       'after',
-      '\nPorts: PLAN_LEDGER_STACK_KAFKA_PORT (node i on port+2i, its controller on port+2i+1), PLAN_LEDGER_STACK_REGISTRY_PORT (management on port+10).\n\nExample:\n  $ plan-ledger stack up --brokers 3',
+      '\nPorts: PLAN_LEDGER_STACK_KAFKA_PORT (node i on port+2i, its controller on port+2i+1), PLAN_LEDGER_STACK_REGISTRY_PORT (management on port+10).\n\nExample:\n  $ plan-ledger stack up --brokers 3\n  $ plan-ledger stack up --sasl',
     )
-    .action(async (o: { json?: boolean; brokers?: string }) => {
-      const r = await stackUp({ brokers: o.brokers === undefined ? undefined : brokerCount(o.brokers), log: (l) => process.stderr.write(`${l}\n`) });
+    .action(async (o: { json?: boolean; brokers?: string; sasl?: boolean }) => {
+      const r = await stackUp({
+        brokers: o.brokers === undefined ? undefined : brokerCount(o.brokers),
+        ...(o.sasl ? { sasl: true } : {}),
+        log: (l) => process.stderr.write(`${l}\n`),
+      });
       if (o.json) return out(JSON.stringify({ ...r.info, alreadyRunning: r.alreadyRunning, reused: r.reused, seconds: r.seconds }));
       out(r.alreadyRunning ? 'local stack already running' : `local stack up in ${r.seconds.toFixed(1)}s (${r.reused ? 'existing data' : 'new storage'})`);
       out(`  brokers       ${r.info.brokers.join(',')}   (Kafka ${r.info.versions.kafka}, ${r.info.nodes} node${r.info.nodes === 1 ? '' : 's'})`);
       out(`  registry      ${r.info.registryUrl}   (Apicurio ${r.info.versions.apicurio})`);
       out(`  described in  ${r.info.dir}/stack.json`);
+      if (r.info.security) printSecurity(r.info.security);
     });
 
   stack
@@ -74,6 +87,7 @@ Example:
       if (o.json) return out(JSON.stringify(s));
       if (s.info) {
         out(`running: brokers ${s.info.brokers.join(',')}, registry ${s.info.registryUrl}`);
+        if (s.info.security) printSecurity(s.info.security);
       } else {
         out(`not running${s.hasData ? ' (data kept; "stack up" resumes it)' : ''}`);
       }

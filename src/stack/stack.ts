@@ -1,7 +1,8 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Kafka, logLevel } from 'kafkajs';
+import { Kafka, logLevel, type SASLOptions } from 'kafkajs';
 import { LedgerError } from '../errors.js';
 import { cacheDir, ensureArtifacts, type StackArtifacts, type StackVersions } from './artifacts.js';
 import { findJava } from './java.js';
@@ -27,6 +28,20 @@ export interface StackInfo {
   readonly nodes: number;
   /** Replication factor plan topics should use on this stack (1 on one node, 3 on three). */
   readonly replicationFactor: number;
+  /** Present on a `stack up --sasl` stack: how to authenticate, and where each user's password is. */
+  readonly security?: StackSecurity;
+}
+
+/** Users a SASL stack creates at format time; `admin` is the inter-broker user and the one super user. */
+export const STACK_USERS = ['admin', 'executor', 'projector', 'client', 'auditor'] as const;
+export type StackUser = (typeof STACK_USERS)[number];
+export const STACK_SASL_MECHANISM = 'SCRAM-SHA-512';
+
+export interface StackSecurity {
+  readonly protocol: 'SASL_PLAINTEXT';
+  readonly mechanism: typeof STACK_SASL_MECHANISM;
+  /** `<dir>/secrets/<user>.password`, mode 0600: the password alone, no newline (PLAN_LEDGER_SASL_PASSWORD_FILE). */
+  readonly passwordFiles: Readonly<Record<StackUser, string>>;
 }
 
 export interface StackOptions {
@@ -42,6 +57,12 @@ export interface StackOptions {
    * data keeps its size until `stack reset`.
    */
   readonly brokers?: number;
+  /**
+   * SASL/SCRAM-SHA-512 on every listener, the StandardAuthorizer with ACLs (see acls.ts), users
+   * {@link STACK_USERS} with generated passwords in `<dir>/secrets`. Fixed when the storage is first
+   * formatted, like the node count.
+   */
+  readonly sasl?: boolean;
   readonly log?: (line: string) => void;
 }
 
@@ -65,6 +86,8 @@ interface ClusterRecord {
   readonly clusterId: string;
   readonly nodes: number;
   readonly createdAt: string;
+  /** Absent on a plaintext stack. */
+  readonly security?: 'sasl_scram';
 }
 
 function envPort(name: string, fallback: number): number {
@@ -87,6 +110,37 @@ function resolve(opts: StackOptions) {
 }
 
 const pidFile = (dir: string, name: string) => join(dir, `${name}.pid`);
+const secretsDir = (dir: string) => join(dir, 'secrets');
+const passwordFile = (dir: string, user: string) => join(secretsDir(dir), `${user}.password`);
+
+/**
+ * The stack users' passwords: generated once into `<dir>/secrets/<user>.password` (folder 0700, files
+ * 0600), read back on every later `up`. 24 random bytes, base64url: nothing that needs quoting in a JAAS
+ * line or a StorageTool `--add-scram` value.
+ */
+function ensurePasswords(dir: string): { name: StackUser; password: string }[] {
+  mkdirSync(secretsDir(dir), { recursive: true, mode: 0o700 });
+  chmodSync(secretsDir(dir), 0o700);
+  return STACK_USERS.map((name) => {
+    const file = passwordFile(dir, name);
+    if (!existsSync(file)) writeFileSync(file, randomBytes(24).toString('base64url'), { mode: 0o600, flag: 'wx' });
+    chmodSync(file, 0o600);
+    return { name, password: readFileSync(file, 'utf8').trim() };
+  });
+}
+
+function stackSecurity(dir: string): StackSecurity {
+  return {
+    protocol: 'SASL_PLAINTEXT',
+    mechanism: STACK_SASL_MECHANISM,
+    passwordFiles: Object.fromEntries(STACK_USERS.map((u) => [u, passwordFile(dir, u)])) as Record<StackUser, string>,
+  };
+}
+
+/** kafkajs SASL options for one stack user, the password read from its file now. */
+export function stackSasl(security: StackSecurity, user: StackUser): SASLOptions {
+  return { mechanism: 'scram-sha-512', username: user, password: readFileSync(security.passwordFiles[user], 'utf8').trim() };
+}
 const clusterFile = (dir: string) => join(dir, 'cluster.json');
 
 function readCluster(dir: string): ClusterRecord | undefined {
@@ -125,8 +179,8 @@ export function readStackInfo(dir?: string): StackInfo | undefined {
 }
 
 /** True when the cluster reachable through `brokers` has `expectNodes` brokers and a controller. */
-async function kafkaAnswers(brokers: string[], expectNodes: number, nodeId?: number): Promise<boolean> {
-  const kafka = new Kafka({ brokers, clientId: 'plan-ledger-stack', logLevel: logLevel.NOTHING, retry: { retries: 0 } });
+async function kafkaAnswers(brokers: string[], expectNodes: number, nodeId?: number, sasl?: SASLOptions): Promise<boolean> {
+  const kafka = new Kafka({ brokers, clientId: 'plan-ledger-stack', logLevel: logLevel.NOTHING, retry: { retries: 0 }, ...(sasl ? { sasl } : {}) });
   const admin = kafka.admin();
   try {
     await admin.connect();
@@ -191,7 +245,16 @@ function prepareNode(spec: KafkaClusterSpec, node: KafkaNodeSpec, java: string, 
   const classpath = `${artifacts.kafkaLibs}/*`;
   const jvmCommon = [`-Dlog4j2.configurationFile=${log4j}`, `-Dkafka.logs.dir=${node.dir}`];
   if (!isFormatted(node)) {
-    const format = spawnSync(java, ['-cp', classpath, ...jvmCommon, 'kafka.tools.StorageTool', ...formatArgs(spec, props)], { encoding: 'utf8' });
+    // SCRAM users are created by the format, with their passwords: those go into a java argument file
+    // (mode 0600, removed right after), so `ps` shows `@format.args`, never a password.
+    const argFile = join(node.dir, 'format.args');
+    writeFileSync(argFile, `${['kafka.tools.StorageTool', ...formatArgs(spec, props)].join('\n')}\n`, { mode: 0o600 });
+    let format;
+    try {
+      format = spawnSync(java, ['-cp', classpath, ...jvmCommon, `@${argFile}`], { encoding: 'utf8' });
+    } finally {
+      rmSync(argFile, { force: true });
+    }
     if (format.status !== 0) {
       writeFileSync(join(node.dir, 'format.log'), `${format.stdout}\n${format.stderr}`);
       throw new LedgerError('ENVIRONMENT', `formatting Kafka storage failed; see ${join(node.dir, 'format.log')}`);
@@ -214,9 +277,23 @@ function prepareNode(spec: KafkaClusterSpec, node: KafkaNodeSpec, java: string, 
  * subjects, versions and the content ids events carry come back identical after any restart. Its topics
  * take the brokers' default replication (3 with min.insync.replicas 2 on a 3-node stack).
  */
-function registryLaunch(o: ReturnType<typeof resolve>, java: string, artifacts: StackArtifacts, brokers: string[]): Launch {
+function registryLaunch(o: ReturnType<typeof resolve>, java: string, artifacts: StackArtifacts, brokers: string[], admin?: { name: string; password: string }): Launch {
   const regDir = join(o.dir, REGISTRY);
   mkdirSync(regDir, { recursive: true });
+  // On a SASL stack the registry's Kafka clients (journal producer, consumer, admin) log in as the admin
+  // user. Quarkus reads `<cwd>/config/application.properties`: the credentials go there (mode 0600),
+  // not onto the java command line.
+  const configDir = join(regDir, 'config');
+  rmSync(join(configDir, 'application.properties'), { force: true });
+  if (admin) {
+    mkdirSync(configDir, { recursive: true, mode: 0o700 });
+    const lines = ['producer', 'consumer', 'admin'].flatMap((c) => [
+      `apicurio.kafkasql.${c}.security.protocol=SASL_PLAINTEXT`,
+      `apicurio.kafkasql.${c}.sasl.mechanism=${STACK_SASL_MECHANISM}`,
+      `apicurio.kafkasql.${c}.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="${admin.name}" password="${admin.password}";`,
+    ]);
+    writeFileSync(join(configDir, 'application.properties'), `${lines.join('\n')}\n`, { mode: 0o600 });
+  }
   return {
     bin: java,
     args: [
@@ -268,6 +345,13 @@ export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
       `the stack in ${o.dir} holds data of a ${record.nodes}-broker cluster; start it with --brokers ${record.nodes}, or wipe it with "plan-ledger stack reset --yes"`,
     );
   }
+  const sasl = opts.sasl ?? record?.security === 'sasl_scram';
+  if (record && (record.security === 'sasl_scram') !== sasl) {
+    throw new LedgerError(
+      'CONFLICT',
+      `the stack in ${o.dir} holds data of a ${record.security === 'sasl_scram' ? 'SASL' : 'plaintext'} cluster; start it ${record.security === 'sasl_scram' ? 'with' : 'without'} --sasl, or wipe it with "plan-ledger stack reset --yes"`,
+    );
+  }
   if (existing) return { info: existing, alreadyRunning: true, reused: true, seconds: 0 };
   // Half a stack (a process died): stop what is left, then start everything on the same storage.
   await stackDown({ dir: o.dir });
@@ -291,15 +375,24 @@ export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
     for (const name of processNames(o.dir)) rmSync(join(o.dir, name), { recursive: true, force: true });
     for (const n of nodes) rmSync(n.dir, { recursive: true, force: true });
   }
-  const cluster: ClusterRecord = record ?? { clusterId: newClusterId(), nodes: count, createdAt: new Date().toISOString() };
+  const cluster: ClusterRecord = record ?? { clusterId: newClusterId(), nodes: count, createdAt: new Date().toISOString(), ...(sasl ? { security: 'sasl_scram' as const } : {}) };
   if (!record) writeFileSync(clusterFile(o.dir), `${JSON.stringify(cluster, null, 2)}\n`);
-  const spec: KafkaClusterSpec = { clusterId: cluster.clusterId, host: o.host, nodes, security: { kind: 'plaintext' }, overrides: {} };
+  const users = sasl ? ensurePasswords(o.dir) : [];
+  const security = sasl ? stackSecurity(o.dir) : undefined;
+  const spec: KafkaClusterSpec = {
+    clusterId: cluster.clusterId,
+    host: o.host,
+    nodes,
+    security: sasl ? { kind: 'sasl_scram', mechanism: STACK_SASL_MECHANISM, users, secretsDir: secretsDir(o.dir) } : { kind: 'plaintext' },
+    overrides: {},
+  };
+  const adminSasl = security ? stackSasl(security, 'admin') : undefined;
   const brokers = brokerList(spec);
   const rf = Math.min(3, count);
 
   const kafkaRecs = nodes.map((n) => spawnLaunch(o.dir, nodeName(n.nodeId), prepareNode(spec, n, brokerJava.bin, artifacts)));
   const kafkaReady = () =>
-    Promise.all(kafkaRecs.map((rec) => waitUntilReady(rec, `Kafka broker ${rec.name} on ${brokers.join(',')}`, () => kafkaAnswers(brokers, count), 120_000)));
+    Promise.all(kafkaRecs.map((rec) => waitUntilReady(rec, `Kafka broker ${rec.name} on ${brokers.join(',')}`, () => kafkaAnswers(brokers, count, undefined, adminSasl), 120_000)));
   // One node: the registry starts beside the broker (its Kafka client waits for it), so `up` costs the
   // slower of the two start-ups, not their sum. Three nodes: the registry creates its journal topic with
   // replication factor 3, which needs every broker registered, so it starts once they all answer.
@@ -312,7 +405,7 @@ export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
       throw e;
     }
   } else early = kafkaReady();
-  const registryRec = spawnLaunch(o.dir, REGISTRY, registryLaunch(o, registryJava.bin, artifacts, brokers));
+  const registryRec = spawnLaunch(o.dir, REGISTRY, registryLaunch(o, registryJava.bin, artifacts, brokers, users[0]));
 
   const info: StackInfo = {
     brokers,
@@ -322,6 +415,7 @@ export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
     startedAt: new Date().toISOString(),
     nodes: count,
     replicationFactor: rf,
+    ...(security ? { security } : {}),
   };
   const healthUrl = `http://${o.host}:${o.registryPort + 10}/health/ready`;
   try {
@@ -363,7 +457,8 @@ export async function startBroker(opts: Pick<StackOptions, 'dir'> & { node?: num
   const info = JSON.parse(readFileSync(join(dir, 'stack.json'), 'utf8')) as StackInfo;
   const rec = spawnLaunch(dir, name, JSON.parse(readFileSync(launchFile(dir, name), 'utf8')) as Launch);
   const own = info.brokers[nodeId - 1]!;
-  await waitUntilReady(rec, `Kafka broker ${name} on ${own}`, () => kafkaAnswers([own], info.nodes ?? 1, nodeId), 120_000);
+  const sasl = info.security ? stackSasl(info.security, 'admin') : undefined;
+  await waitUntilReady(rec, `Kafka broker ${name} on ${own}`, () => kafkaAnswers([own], info.nodes ?? 1, nodeId, sasl), 120_000);
 }
 
 /**
