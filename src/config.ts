@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { LedgerError } from './errors.js';
 import { readStackInfo } from './stack/stack.js';
@@ -6,6 +7,8 @@ const saslSchema = z.object({
   mechanism: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']),
   username: z.string().min(1),
   password: z.string().min(1),
+  /** Where the password was read from (PLAN_LEDGER_SASL_PASSWORD_FILE); children get the file, not the password. */
+  passwordFile: z.string().min(1).optional(),
 });
 
 const configSchema = z.object({
@@ -41,6 +44,15 @@ function int(env: NodeJS.ProcessEnv, name: string): number | undefined {
   return n;
 }
 
+/** A secret kept in a file (the whole file, trailing newline dropped); a missing or unreadable file names the variable. */
+function readSecretFile(path: string, variable: string): string {
+  try {
+    return readFileSync(path, 'utf8').replace(/\r?\n$/, '');
+  } catch (e) {
+    throw new LedgerError('VALIDATION', `${variable}: cannot read ${path} (${(e as NodeJS.ErrnoException).code ?? 'error'})`, { field: 'sasl.password' });
+  }
+}
+
 /** The environment's contribution (PLAN_LEDGER_*), before defaults. */
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): LedgerConfigInput {
   const c: Record<string, unknown> = {};
@@ -55,10 +67,15 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): LedgerConfi
   set('replicationFactor', int(env, 'PLAN_LEDGER_REPLICATION_FACTOR'));
   if (env.PLAN_LEDGER_SSL) set('ssl', env.PLAN_LEDGER_SSL === 'true' || env.PLAN_LEDGER_SSL === '1');
   if (env.PLAN_LEDGER_SASL_MECHANISM) {
+    const passwordFile = env.PLAN_LEDGER_SASL_PASSWORD_FILE || undefined;
+    if (passwordFile && env.PLAN_LEDGER_SASL_PASSWORD) {
+      throw new LedgerError('VALIDATION', 'PLAN_LEDGER_SASL_PASSWORD and PLAN_LEDGER_SASL_PASSWORD_FILE are both set: set one', { field: 'sasl.password' });
+    }
     set('sasl', {
       mechanism: env.PLAN_LEDGER_SASL_MECHANISM.toLowerCase(),
       username: env.PLAN_LEDGER_SASL_USERNAME ?? '',
-      password: env.PLAN_LEDGER_SASL_PASSWORD ?? '',
+      password: passwordFile ? readSecretFile(passwordFile, 'PLAN_LEDGER_SASL_PASSWORD_FILE') : (env.PLAN_LEDGER_SASL_PASSWORD ?? ''),
+      ...(passwordFile ? { passwordFile } : {}),
     });
   }
   if (env.PLAN_LEDGER_REGISTRY_USERNAME) {
@@ -84,7 +101,8 @@ export function configToEnv(config: LedgerConfig): Record<string, string> {
   if (config.sasl) {
     env.PLAN_LEDGER_SASL_MECHANISM = config.sasl.mechanism;
     env.PLAN_LEDGER_SASL_USERNAME = config.sasl.username;
-    env.PLAN_LEDGER_SASL_PASSWORD = config.sasl.password;
+    if (config.sasl.passwordFile) env.PLAN_LEDGER_SASL_PASSWORD_FILE = config.sasl.passwordFile;
+    else env.PLAN_LEDGER_SASL_PASSWORD = config.sasl.password;
   }
   if (config.registryAuth) {
     env.PLAN_LEDGER_REGISTRY_USERNAME = config.registryAuth.username;

@@ -14,6 +14,8 @@ export const ErrorCodes = {
   SCHEMA: 'SCHEMA',
   /** A newer owner took over: this writer may no longer append. */
   FENCED: 'FENCED',
+  /** Kafka refused the configured credentials (SASL): the message names the mechanism and the user. */
+  UNAUTHENTICATED: 'UNAUTHENTICATED',
   /** The broker or the registry could not be reached. */
   UNAVAILABLE: 'UNAVAILABLE',
   TIMEOUT: 'TIMEOUT',

@@ -2,7 +2,7 @@ import { connect } from 'node:net';
 import type { Admin, Kafka } from 'kafkajs';
 import { codecFromConfig, readSchemaId, type LedgerCodec, type PlanSnapshot } from '../codec/index.js';
 import { topicNames, type LedgerConfig } from '../config.js';
-import { LedgerError } from '../errors.js';
+import { isLedgerError, LedgerError } from '../errors.js';
 import { createKafka } from '../kafka/client.js';
 import { fetchTopicOffsetsRetrying, readPlanRecords, readToEnd, type LogRecord, type ReadStats } from '../kafka/log-reader.js';
 import { parseEventKey, partitionFor } from '../kafka/partitioner.js';
@@ -67,6 +67,7 @@ export class LedgerLog {
     const kafka = createKafka(config, logger, 'cli');
     const admin = kafka.admin();
     await admin.connect().catch((e: unknown) => {
+      if (isLedgerError(e)) throw e; // refused credentials: already one line naming mechanism and user
       throw new LedgerError('UNAVAILABLE', `cannot reach Kafka at ${config.brokers.join(',')}: ${(e as Error).message}`, {}, { cause: e });
     });
     try {

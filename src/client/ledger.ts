@@ -8,7 +8,7 @@ import type { PlanVerification } from '../audit/verify.js';
 import { BlobReader, payloadLimitsFromEnv, payloadPlacement, resolvePayloads, toBlob, type PayloadLimits } from '../blobs/index.js';
 import { codecFromConfig, type LedgerCodec } from '../codec/index.js';
 import { loadConfig, topicNames, type LedgerConfig, type LedgerConfigInput } from '../config.js';
-import { LedgerError } from '../errors.js';
+import { isLedgerError, LedgerError } from '../errors.js';
 import { createKafka } from '../kafka/client.js';
 import { fetchTopicOffsetsRetrying, lastStableOffset, readPlanRecords, readToEnd, type ReadStats } from '../kafka/log-reader.js';
 import { parseEventKey, partitionFor } from '../kafka/partitioner.js';
@@ -226,6 +226,7 @@ export async function connectLedger(input?: LedgerConfigInput, opts: ConnectOpti
   const kafka = createKafka(config, logger, 'client');
   const admin = kafka.admin();
   await admin.connect().catch((e: unknown) => {
+    if (isLedgerError(e)) throw e; // refused credentials: already one line naming mechanism and user
     throw new LedgerError('UNAVAILABLE', `cannot reach Kafka at ${config.brokers.join(',')}: ${(e as Error).message}`, {}, { cause: e });
   });
   try {

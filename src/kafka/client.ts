@@ -1,5 +1,6 @@
-import { Kafka, type KafkaConfig, type Producer, type ProducerConfig, type SASLOptions } from 'kafkajs';
+import { Kafka, type AdminConfig, type ConsumerConfig, type KafkaConfig, type Producer, type ProducerConfig, type SASLOptions } from 'kafkajs';
 import type { LedgerConfig } from '../config.js';
+import { LedgerError } from '../errors.js';
 import { kafkajsLevel, kafkajsLogCreator, type Logger } from '../logging.js';
 
 // kafkajs prints a one-off notice about its v2 partitioner; we always choose partitions ourselves.
@@ -25,8 +26,65 @@ export function createKafka(config: LedgerConfig, logger: Logger, clientSuffix?:
     logCreator: kafkajsLogCreator(logger),
     retry: { ...RETRY_PROFILES[profile] },
   };
-  if (config.sasl) opts.sasl = config.sasl as SASLOptions;
-  return new Kafka(opts);
+  if (config.sasl) {
+    const { mechanism, username, password } = config.sasl;
+    opts.sasl = { mechanism, username, password } as SASLOptions;
+  }
+  return new AuthCheckedKafka(opts, config);
+}
+
+/**
+ * A kafkajs client whose admin, producers and consumers fail `connect()` on a refused SASL login with
+ * one {@link authenticationFailure} instead of kafkajs's own error (no retries: kafkajs does not retry
+ * an authentication failure, and neither does anything above it, since a wrong password stays wrong).
+ */
+class AuthCheckedKafka extends Kafka {
+  constructor(
+    opts: KafkaConfig,
+    private readonly config: LedgerConfig,
+  ) {
+    super(opts);
+  }
+  override producer(c?: ProducerConfig): Producer {
+    return this.guard(super.producer(c));
+  }
+  override consumer(c: ConsumerConfig): ReturnType<Kafka['consumer']> {
+    return this.guard(super.consumer(c));
+  }
+  override admin(c?: AdminConfig): ReturnType<Kafka['admin']> {
+    return this.guard(super.admin(c));
+  }
+  private guard<T extends { connect(): Promise<void> }>(client: T): T {
+    const connect = client.connect.bind(client);
+    client.connect = async () => {
+      try {
+        await connect();
+      } catch (e) {
+        throw authenticationFailure(e, this.config) ?? e;
+      }
+    };
+    return client;
+  }
+}
+
+/**
+ * The one-line error of a refused SASL login: the mechanism, the user and the brokers, never the
+ * password (it is also cut out of kafkajs's reason, should a broker ever echo it). Undefined when `e` is
+ * not an authentication failure.
+ *
+ * @example
+ * // LedgerError UNAUTHENTICATED: Kafka refused SASL SCRAM-SHA-512 login of user "client" at 127.0.0.1:9092: ...
+ */
+export function authenticationFailure(e: unknown, config: LedgerConfig): LedgerError | undefined {
+  const err = e as { name?: string; message?: string } | undefined;
+  if (err?.name !== 'KafkaJSSASLAuthenticationError' || !config.sasl) return undefined;
+  const { mechanism, username, password } = config.sasl;
+  const reason = (err.message ?? '').split(password).join('***').replace(/^SASL [A-Z0-9 -]+ authentication failed: /i, '');
+  return new LedgerError(
+    'UNAUTHENTICATED',
+    `Kafka refused SASL ${mechanism.toUpperCase()} login of user "${username}" at ${config.brokers.join(',')}: ${reason || 'invalid credentials'}`,
+    { mechanism: mechanism.toUpperCase(), username },
+  );
 }
 
 /** True for the errors a fenced (superseded) transactional producer gets: a newer writer took its id. */
