@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { LedgerError } from '../errors.js';
-import { stackDown, stackReset, stackStatus, stackUp, type StackSecurity } from '../stack/stack.js';
+import { kafkaAclsScript, LEDGER_PRINCIPALS, type LedgerPrincipal } from '../stack/acls.js';
+import { provisionPrefix, stackDown, stackReset, stackStatus, stackUp, type StackSecurity } from '../stack/stack.js';
 
 const out = (line: string): void => void process.stdout.write(`${line}\n`);
 
@@ -75,6 +76,34 @@ Example:
       const r = await stackReset({ confirm: o.yes === true });
       if (r.stopped.length) out(`stopped ${r.stopped.join(', ')}`);
       out(r.removed.length ? `deleted the local stack's data (${r.removed.length} paths)` : 'the local stack had no data');
+    });
+
+  stack
+    .command('acls')
+    .description('the ledger\'s ACLs for a topic prefix: create them (and its topics) on the running SASL stack, or --print them as a kafka-acls.sh script for a real cluster')
+    .option('--prefix <prefix>', 'topic prefix', process.env.PLAN_LEDGER_TOPIC_PREFIX || 'plan-ledger')
+    .option('--partitions <n>', 'partitions of the plan topics created on the stack', process.env.PLAN_LEDGER_PARTITIONS || '6')
+    .option('--print', 'print the kafka-acls.sh lines instead of creating anything')
+    .option('--principal <role=principal...>', 'with --print: the Kafka principal of a role, e.g. executor=User:svc-exec (default User:<role>)')
+    .addHelpText('after', '\nExample:\n  $ plan-ledger stack acls --prefix billing --print > acls.sh\n  $ BOOTSTRAP=kafka:9093 ADMIN_CONFIG=admin.properties sh acls.sh')
+    .action(async (o: { prefix: string; partitions: string; print?: boolean; principal?: string[] }) => {
+      if (!/^[A-Za-z0-9._-]{1,100}$/.test(o.prefix)) throw new LedgerError('VALIDATION', `--prefix: letters, digits, ".", "_", "-", got "${o.prefix}"`, { field: 'prefix' });
+      if (o.print) {
+        const principals: Partial<Record<LedgerPrincipal, string>> = {};
+        for (const pair of o.principal ?? []) {
+          const i = pair.indexOf('=');
+          const role = pair.slice(0, i) as LedgerPrincipal;
+          if (i < 1 || !LEDGER_PRINCIPALS.includes(role) || !/^\S+:\S+$/.test(pair.slice(i + 1))) {
+            throw new LedgerError('VALIDATION', `--principal: expected <${LEDGER_PRINCIPALS.join('|')}>=<Type:name>, got "${pair}"`, { field: 'principal' });
+          }
+          principals[role] = pair.slice(i + 1);
+        }
+        return void process.stdout.write(kafkaAclsScript(o.prefix, principals));
+      }
+      const partitions = Number(o.partitions);
+      if (!Number.isInteger(partitions) || partitions < 1) throw new LedgerError('VALIDATION', `--partitions must be a positive integer, got "${o.partitions}"`, { field: 'partitions' });
+      const r = await provisionPrefix({ prefix: o.prefix, partitions });
+      out(`prefix ${o.prefix}: ${r.topics} topics, ${r.acls} ACL bindings (created or already there)`);
     });
 
   stack

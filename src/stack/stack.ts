@@ -3,7 +3,10 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kafka, logLevel, type SASLOptions } from 'kafkajs';
+import { loadConfig } from '../config.js';
 import { LedgerError } from '../errors.js';
+import { ensurePlanTopics } from '../kafka/topics.js';
+import { applyLedgerAcls } from './acls.js';
 import { cacheDir, ensureArtifacts, type StackArtifacts, type StackVersions } from './artifacts.js';
 import { findJava } from './java.js';
 import {
@@ -420,12 +423,47 @@ export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
   const healthUrl = `http://${o.host}:${o.registryPort + 10}/health/ready`;
   try {
     await Promise.all([early, waitUntilReady(registryRec, `schema registry on ${info.registryUrl}`, () => registryAnswers(info.registryUrl, healthUrl), 150_000)]);
+    if (security) await provision(info, security, DEFAULT_PREFIX, DEFAULT_PARTITIONS);
   } catch (e) {
     await stackDown({ dir: o.dir });
     throw e;
   }
   writeFileSync(join(o.dir, 'stack.json'), `${JSON.stringify(info, null, 2)}\n`);
   return { info, alreadyRunning: false, reused, seconds: (Date.now() - t0) / 1000 };
+}
+
+const DEFAULT_PREFIX = 'plan-ledger';
+const DEFAULT_PARTITIONS = 6;
+
+/** As the admin user: the plan topics of `prefix` (components may not create topics) and the ledger's ACLs for it. */
+async function provision(info: StackInfo, security: StackSecurity, prefix: string, partitions: number): Promise<{ topics: number; acls: number }> {
+  const sasl = stackSasl(security, 'admin');
+  const config = loadConfig(
+    { brokers: info.brokers, registryUrl: info.registryUrl, topicPrefix: prefix, partitions, replicationFactor: info.replicationFactor, sasl: sasl as { mechanism: 'scram-sha-512'; username: string; password: string } },
+    {},
+  );
+  const kafka = new Kafka({ brokers: info.brokers, clientId: 'plan-ledger-stack', logLevel: logLevel.NOTHING, sasl });
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await ensurePlanTopics(admin, config);
+    const acls = await applyLedgerAcls(admin, prefix);
+    return { topics: (await admin.listTopics()).filter((t) => t.startsWith(`${prefix}.`)).length, acls };
+  } finally {
+    await admin.disconnect().catch(() => {});
+  }
+}
+
+/**
+ * Makes a topic prefix usable on the running SASL stack: creates its plan topics as the admin user and
+ * the ACLs of {@link ledgerAcls} for it. `stack up --sasl` does this for the default prefix
+ * (`plan-ledger`, 6 partitions); other prefixes (tests, a second ledger) call this or `stack acls --prefix`.
+ */
+export async function provisionPrefix(opts: Pick<StackOptions, 'dir'> & { prefix: string; partitions?: number }): Promise<{ topics: number; acls: number }> {
+  const { dir } = resolve(opts);
+  const info = requireRunning(dir);
+  if (!info.security) throw new LedgerError('VALIDATION', `the stack in ${dir} runs without --sasl: it enforces no ACLs`, { field: 'sasl' });
+  return provision(info, info.security, opts.prefix, opts.partitions ?? DEFAULT_PARTITIONS);
 }
 
 function requireRunning(dir: string): StackInfo {
