@@ -19,8 +19,9 @@ import { createKafka } from '../../src/kafka/client.js';
 import { auditTopic } from '../../src/kafka/topics.js';
 import { provisionPrefix, stackDown, stackStatus, stackUp, type StackInfo, type StackSecurity, type StackUser } from '../../src/stack/stack.js';
 import { startExecutor, type ExecutorHandle } from '../../executor/index.js';
+import { startProjector } from '../../projector/index.js';
 import { tools } from '../fixtures/tools.js';
-import { freePortBlock, randomPrefix, testLogger } from '../support/helpers.js';
+import { freePortBlock, randomPrefix, testLogger, waitFor } from '../support/helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'plan-ledger-sasl-'));
 const prefix = randomPrefix('sasl');
@@ -178,6 +179,20 @@ describe('principals against the broker', () => {
     expect(await produceAs('projector', topicNames(prefix).events)).toBe('TOPIC_AUTHORIZATION_FAILED');
   });
 
+  it('the projector, as its own principal, projects the plan and writes its snapshots and archive', async () => {
+    expect(completedPlan).toBeDefined();
+    const projector = await startProjector({ config: configAs('projector'), logger: testLogger, port: 0, apiToken: null, watermarkIntervalMs: 300, defaultMetrics: false });
+    try {
+      await waitFor(() => projector.caughtUp(), { timeoutMs: 90_000, message: 'projector caught up with the events' });
+      await projector.flush();
+      expect(projector.plan(completedPlan)?.state?.status).toBe('completed');
+    } finally {
+      await projector.stop();
+    }
+    const archived = await withAdmin('admin', async (a) => (await a.fetchTopicOffsets(topicNames(prefix).archive)).reduce((n, o) => n + Number(o.high), 0));
+    expect(archived).toBeGreaterThanOrEqual(1);
+  });
+
   it('lets the auditor read the events: it verifies the completed plan from the log', async () => {
     expect(completedPlan).toBeDefined();
     const log = await LedgerLog.open(configAs('auditor'), testLogger);
@@ -190,6 +205,8 @@ describe('principals against the broker', () => {
       const v = await verifyPlanInLog(log, completedPlan);
       expect(v.ok).toBe(true);
       expect(v.events).toBe(events.length);
+      // The auditor read the projector's snapshots too (archive of the finished plan).
+      expect(v.checks.find((c) => c.name === 'snapshots')?.detail).toMatch(/^[1-9]\d* snapshots? agree/);
     } finally {
       await log.close();
     }
