@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { LedgerError } from '../errors.js';
 import { kafkaAclsScript, LEDGER_PRINCIPALS, type LedgerPrincipal } from '../stack/acls.js';
-import { provisionPrefix, stackDown, stackReset, stackStatus, stackUp, type StackSecurity } from '../stack/stack.js';
+import { rotateStackPassword } from '../stack/credentials.js';
+import { provisionPrefix, readStackInfo, stackDown, stackReset, stackStatus, stackUp, type StackSecurity } from '../stack/stack.js';
 
 const out = (line: string): void => void process.stdout.write(`${line}\n`);
 
@@ -104,6 +105,22 @@ Example:
       if (!Number.isInteger(partitions) || partitions < 1) throw new LedgerError('VALIDATION', `--partitions must be a positive integer, got "${o.partitions}"`, { field: 'partitions' });
       const r = await provisionPrefix({ prefix: o.prefix, partitions });
       out(`prefix ${o.prefix}: ${r.topics} topics, ${r.acls} ACL bindings (created or already there)`);
+    });
+
+  stack
+    .command('rotate-password')
+    .argument('<user>', 'executor, projector, client or auditor')
+    .description('give a user of the running SASL stack a new generated SCRAM password, on the broker and in its password file')
+    .addHelpText(
+      'after',
+      '\nConnections already logged in stay up; restart that user\'s components one by one to log in with the new password.\n\nExample:\n  $ plan-ledger stack rotate-password client',
+    )
+    .action((user: string) => {
+      const info = readStackInfo();
+      if (!info) throw new LedgerError('NOT_FOUND', 'no running local stack');
+      if (!info.security) throw new LedgerError('VALIDATION', 'the local stack runs without --sasl: it has no passwords', { field: 'sasl' });
+      const r = rotateStackPassword({ dir: info.dir, brokers: info.brokers, security: info.security, user });
+      out(`new password for ${user} in ${r.passwordFile}`);
     });
 
   stack

@@ -1,12 +1,12 @@
 import { spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kafka, logLevel, type SASLOptions } from 'kafkajs';
 import { loadConfig } from '../config.js';
 import { LedgerError } from '../errors.js';
 import { ensurePlanTopics } from '../kafka/topics.js';
 import { applyLedgerAcls } from './acls.js';
+import { ensurePasswords, secretsDir, STACK_SASL_MECHANISM, stackSasl, stackSecurity, type StackSecurity } from './credentials.js';
 import { cacheDir, ensureArtifacts, type StackArtifacts, type StackVersions } from './artifacts.js';
 import { findJava } from './java.js';
 import {
@@ -19,6 +19,8 @@ import {
   type KafkaNodeSpec,
 } from './kafka.js';
 import { assertPortFree, isOurs, readPid, spawnDetached, stopProcess, waitUntilReady, type PidRecord } from './processes.js';
+
+export { STACK_SASL_MECHANISM, STACK_USERS, stackSasl, type StackSecurity, type StackUser } from './credentials.js';
 
 /** What a running local stack publishes for the CLI, the library and the tests (`<dir>/stack.json`). */
 export interface StackInfo {
@@ -33,18 +35,6 @@ export interface StackInfo {
   readonly replicationFactor: number;
   /** Present on a `stack up --sasl` stack: how to authenticate, and where each user's password is. */
   readonly security?: StackSecurity;
-}
-
-/** Users a SASL stack creates at format time; `admin` is the inter-broker user and the one super user. */
-export const STACK_USERS = ['admin', 'executor', 'projector', 'client', 'auditor'] as const;
-export type StackUser = (typeof STACK_USERS)[number];
-export const STACK_SASL_MECHANISM = 'SCRAM-SHA-512';
-
-export interface StackSecurity {
-  readonly protocol: 'SASL_PLAINTEXT';
-  readonly mechanism: typeof STACK_SASL_MECHANISM;
-  /** `<dir>/secrets/<user>.password`, mode 0600: the password alone, no newline (PLAN_LEDGER_SASL_PASSWORD_FILE). */
-  readonly passwordFiles: Readonly<Record<StackUser, string>>;
 }
 
 export interface StackOptions {
@@ -113,37 +103,6 @@ function resolve(opts: StackOptions) {
 }
 
 const pidFile = (dir: string, name: string) => join(dir, `${name}.pid`);
-const secretsDir = (dir: string) => join(dir, 'secrets');
-const passwordFile = (dir: string, user: string) => join(secretsDir(dir), `${user}.password`);
-
-/**
- * The stack users' passwords: generated once into `<dir>/secrets/<user>.password` (folder 0700, files
- * 0600), read back on every later `up`. 24 random bytes, base64url: nothing that needs quoting in a JAAS
- * line or a StorageTool `--add-scram` value.
- */
-function ensurePasswords(dir: string): { name: StackUser; password: string }[] {
-  mkdirSync(secretsDir(dir), { recursive: true, mode: 0o700 });
-  chmodSync(secretsDir(dir), 0o700);
-  return STACK_USERS.map((name) => {
-    const file = passwordFile(dir, name);
-    if (!existsSync(file)) writeFileSync(file, randomBytes(24).toString('base64url'), { mode: 0o600, flag: 'wx' });
-    chmodSync(file, 0o600);
-    return { name, password: readFileSync(file, 'utf8').trim() };
-  });
-}
-
-function stackSecurity(dir: string): StackSecurity {
-  return {
-    protocol: 'SASL_PLAINTEXT',
-    mechanism: STACK_SASL_MECHANISM,
-    passwordFiles: Object.fromEntries(STACK_USERS.map((u) => [u, passwordFile(dir, u)])) as Record<StackUser, string>,
-  };
-}
-
-/** kafkajs SASL options for one stack user, the password read from its file now. */
-export function stackSasl(security: StackSecurity, user: StackUser): SASLOptions {
-  return { mechanism: 'scram-sha-512', username: user, password: readFileSync(security.passwordFiles[user], 'utf8').trim() };
-}
 const clusterFile = (dir: string) => join(dir, 'cluster.json');
 
 function readCluster(dir: string): ClusterRecord | undefined {

@@ -17,6 +17,7 @@ import { configToEnv, loadConfig, topicNames, type LedgerConfig } from '../../sr
 import { isLedgerError } from '../../src/errors.js';
 import { createKafka } from '../../src/kafka/client.js';
 import { auditTopic } from '../../src/kafka/topics.js';
+import { rotateStackPassword } from '../../src/stack/credentials.js';
 import { provisionPrefix, stackDown, stackStatus, stackUp, type StackInfo, type StackSecurity, type StackUser } from '../../src/stack/stack.js';
 import { startExecutor, type ExecutorHandle } from '../../executor/index.js';
 import { startProjector } from '../../projector/index.js';
@@ -210,6 +211,26 @@ describe('principals against the broker', () => {
     } finally {
       await log.close();
     }
+  });
+});
+
+describe('rotating a SCRAM password', () => {
+  it("gives the auditor a new password: the old one is refused, the new one from the same file reads the log", async () => {
+    const old = join(dir, 'auditor-old.password');
+    writeFileSync(old, readFileSync(security.passwordFiles.auditor), { mode: 0o600 });
+    const r = rotateStackPassword({ dir, brokers: info.brokers, security, user: 'auditor' });
+    expect(r.passwordFile).toBe(security.passwordFiles.auditor);
+    expect(readFileSync(r.passwordFile, 'utf8')).not.toBe(readFileSync(old, 'utf8'));
+    expect(readFileSync(r.passwordFile, 'utf8')).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    const refused = await LedgerLog.open(configAs('auditor', old), testLogger).catch((e: unknown) => e);
+    expect(isLedgerError(refused, 'UNAUTHENTICATED')).toBe(true);
+    const log = await LedgerLog.open(configAs('auditor'), testLogger);
+    try {
+      expect((await verifyPlanInLog(log, completedPlan)).ok).toBe(true);
+    } finally {
+      await log.close();
+    }
+    expect(() => rotateStackPassword({ dir, brokers: info.brokers, security, user: 'admin' })).toThrow(/admin password is the brokers' own login/);
   });
 });
 
