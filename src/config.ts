@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { LedgerError } from './errors.js';
-import { readStackInfo } from './stack/stack.js';
+import { readStackInfo, type StackSecurity } from './stack/stack.js';
 
 const saslSchema = z.object({
   mechanism: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']),
@@ -51,6 +51,20 @@ function readSecretFile(path: string, variable: string): string {
   } catch (e) {
     throw new LedgerError('VALIDATION', `${variable}: cannot read ${path} (${(e as NodeJS.ErrnoException).code ?? 'error'})`, { field: 'sasl.password' });
   }
+}
+
+/**
+ * On the local SASL stack (`stack up --sasl`) a component names only its user, PLAN_LEDGER_SASL_USERNAME;
+ * the password comes from that user's file in the stack.
+ */
+function saslFromStack(security: StackSecurity, env: NodeJS.ProcessEnv): Record<string, string> {
+  const users = Object.keys(security.passwordFiles).filter((u) => u !== 'admin');
+  const user = env.PLAN_LEDGER_SASL_USERNAME;
+  if (!user || !Object.hasOwn(security.passwordFiles, user)) {
+    throw new LedgerError('VALIDATION', `the local stack runs with SASL: set PLAN_LEDGER_SASL_USERNAME to ${users.join(', ')} (the password is read from the stack)`, { field: 'sasl.username' });
+  }
+  const passwordFile = security.passwordFiles[user as keyof typeof security.passwordFiles];
+  return { mechanism: security.mechanism.toLowerCase(), username: user, password: readSecretFile(passwordFile, 'the stack password file'), passwordFile };
 }
 
 /** The environment's contribution (PLAN_LEDGER_*), before defaults. */
@@ -132,8 +146,10 @@ export function loadConfig(input: LedgerConfigInput = {}, env: NodeJS.ProcessEnv
   if (merged.brokers === undefined || merged.registryUrl === undefined) {
     const stack = readStackInfo();
     if (stack) {
+      const fromStack = merged.brokers === undefined;
       merged.brokers ??= stack.brokers;
       merged.registryUrl ??= stack.registryUrl;
+      if (fromStack && stack.security && merged.sasl === undefined) merged.sasl = saslFromStack(stack.security, env);
     }
   }
   if (merged.brokers === undefined) {

@@ -214,6 +214,30 @@ describe('principals against the broker', () => {
   });
 });
 
+describe('config on the local SASL stack', () => {
+  it('takes the brokers from the stack and the password from its file when a component names only its user', async () => {
+    const saved = process.env.PLAN_LEDGER_STACK_DIR;
+    process.env.PLAN_LEDGER_STACK_DIR = dir;
+    try {
+      const config = loadConfig({ topicPrefix: prefix, partitions: PARTITIONS }, { PLAN_LEDGER_SASL_USERNAME: 'auditor' });
+      expect(config.brokers).toEqual(info.brokers);
+      expect(config.sasl).toMatchObject({ mechanism: 'scram-sha-512', username: 'auditor', passwordFile: security.passwordFiles.auditor });
+      expect(() => loadConfig({ topicPrefix: prefix }, {})).toThrow(
+        'the local stack runs with SASL: set PLAN_LEDGER_SASL_USERNAME to executor, projector, client, auditor (the password is read from the stack)',
+      );
+      const log = await LedgerLog.open(config, testLogger);
+      try {
+        expect((await verifyPlanInLog(log, completedPlan)).ok).toBe(true);
+      } finally {
+        await log.close();
+      }
+    } finally {
+      if (saved === undefined) delete process.env.PLAN_LEDGER_STACK_DIR;
+      else process.env.PLAN_LEDGER_STACK_DIR = saved;
+    }
+  });
+});
+
 describe('rotating a SCRAM password', () => {
   it("gives the auditor a new password: the old one is refused, the new one from the same file reads the log", async () => {
     const old = join(dir, 'auditor-old.password');
