@@ -16,6 +16,8 @@ export const ErrorCodes = {
   FENCED: 'FENCED',
   /** Kafka refused the configured credentials (SASL): the message names the mechanism and the user. */
   UNAUTHENTICATED: 'UNAUTHENTICATED',
+  /** Kafka's ACLs refused an operation to the configured principal. */
+  FORBIDDEN: 'FORBIDDEN',
   /** The broker or the registry could not be reached. */
   UNAVAILABLE: 'UNAVAILABLE',
   TIMEOUT: 'TIMEOUT',

@@ -180,6 +180,20 @@ describe('principals against the broker', () => {
     expect(await produceAs('projector', topicNames(prefix).events)).toBe('TOPIC_AUTHORIZATION_FAILED');
   });
 
+  it('refuses a principal to create topics: a prefix nobody provisioned is one FORBIDDEN line naming them', async () => {
+    const other = randomPrefix('unprovisioned');
+    const config = loadConfig(
+      { brokers: info.brokers, registryUrl: info.registryUrl, topicPrefix: other, partitions: PARTITIONS },
+      { PLAN_LEDGER_SASL_MECHANISM: 'SCRAM-SHA-512', PLAN_LEDGER_SASL_USERNAME: 'client', PLAN_LEDGER_SASL_PASSWORD_FILE: security.passwordFiles.client },
+    );
+    const err = await connectLedger(config).catch((e: unknown) => e);
+    expect(isLedgerError(err, 'FORBIDDEN')).toBe(true);
+    expect((err as Error).message).toBe(
+      `topics ${[auditTopic(other), ...['archive', 'blobs', 'commands', 'dlq', 'events', 'snapshots'].map((t) => `${other}.plan-${t}`)].sort().join(', ')} do not exist and Kafka does not let this principal create them: create them as an admin (on the local SASL stack: plan-ledger stack acls --prefix <prefix>)`,
+    );
+    expect(await withAdmin('admin', async (a) => (await a.listTopics()).filter((t) => t.startsWith(other)))).toEqual([]);
+  });
+
   it('the projector, as its own principal, projects the plan and writes its snapshots and archive', async () => {
     expect(completedPlan).toBeDefined();
     const projector = await startProjector({ config: configAs('projector'), logger: testLogger, port: 0, apiToken: null, watermarkIntervalMs: 300, defaultMetrics: false });
