@@ -25,6 +25,8 @@ const configSchema = z.object({
   /** Replication factor for topics plan-ledger creates; -1 takes the broker's default. */
   replicationFactor: z.number().int().min(-1).max(32),
   ssl: z.boolean(),
+  /** A PEM file of the certificate(s) to trust for Kafka TLS (PLAN_LEDGER_SSL_CA_FILE); implies `ssl`. */
+  sslCaFile: z.string().min(1).optional(),
   sasl: saslSchema.optional(),
 });
 
@@ -80,6 +82,10 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): LedgerConfi
   set('partitions', int(env, 'PLAN_LEDGER_PARTITIONS'));
   set('replicationFactor', int(env, 'PLAN_LEDGER_REPLICATION_FACTOR'));
   if (env.PLAN_LEDGER_SSL) set('ssl', env.PLAN_LEDGER_SSL === 'true' || env.PLAN_LEDGER_SSL === '1');
+  if (env.PLAN_LEDGER_SSL_CA_FILE) {
+    set('ssl', true);
+    set('sslCaFile', env.PLAN_LEDGER_SSL_CA_FILE);
+  }
   if (env.PLAN_LEDGER_SASL_MECHANISM) {
     const passwordFile = env.PLAN_LEDGER_SASL_PASSWORD_FILE || undefined;
     if (passwordFile && env.PLAN_LEDGER_SASL_PASSWORD) {
@@ -112,6 +118,7 @@ export function configToEnv(config: LedgerConfig): Record<string, string> {
     PLAN_LEDGER_REPLICATION_FACTOR: String(config.replicationFactor),
   };
   if (config.ssl) env.PLAN_LEDGER_SSL = 'true';
+  if (config.sslCaFile) env.PLAN_LEDGER_SSL_CA_FILE = config.sslCaFile;
   if (config.sasl) {
     env.PLAN_LEDGER_SASL_MECHANISM = config.sasl.mechanism;
     env.PLAN_LEDGER_SASL_USERNAME = config.sasl.username;
@@ -150,6 +157,7 @@ export function loadConfig(input: LedgerConfigInput = {}, env: NodeJS.ProcessEnv
       merged.brokers ??= stack.brokers;
       merged.registryUrl ??= stack.registryUrl;
       if (fromStack && stack.security && merged.sasl === undefined) merged.sasl = saslFromStack(stack.security, env);
+      if (fromStack && stack.security?.caFile && merged.sslCaFile === undefined) Object.assign(merged, { ssl: true, sslCaFile: stack.security.caFile });
     }
   }
   if (merged.brokers === undefined) {

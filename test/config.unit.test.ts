@@ -15,6 +15,7 @@ describe('config', () => {
       partitions: 12,
       replicationFactor: 3,
       ssl: true,
+      sslCaFile: '/etc/kafka/ca.pem',
       sasl: { mechanism: 'scram-sha-512', username: 'svc', password: 'pw' },
       registryAuth: { username: 'reg', password: 'rpw' },
     }, {});

@@ -16,6 +16,7 @@ function brokerCount(raw: string): number {
 function printSecurity(sec: StackSecurity): void {
   out(`  security      ${sec.protocol} ${sec.mechanism}, ACLs enforced (StandardAuthorizer, super user admin)`);
   for (const [user, file] of Object.entries(sec.passwordFiles)) out(`  ${user.padEnd(10)}    password file ${file}`);
+  if (sec.caFile) out(`  TLS           trust ${sec.caFile} (PLAN_LEDGER_SSL_CA_FILE)`);
   out(`  connect as    PLAN_LEDGER_SASL_MECHANISM=${sec.mechanism} PLAN_LEDGER_SASL_USERNAME=<user> PLAN_LEDGER_SASL_PASSWORD_FILE=<its file>`);
 }
 
@@ -40,15 +41,17 @@ Example:
     .description('start Kafka (KRaft, 127.0.0.1:9092) and Apicurio Registry (127.0.0.1:8081) on the stack\'s storage; idempotent')
     .option('--brokers <n>', 'KRaft nodes: 1, or 3 (replication factor 3, min.insync.replicas 2); fixed once the stack has data')
     .option('--sasl', 'SASL/SCRAM-SHA-512 on every listener, ACLs enforced by the broker; users admin, executor, projector, client, auditor with generated passwords in <stack dir>/secrets; fixed once the stack has data')
+    .option('--tls', 'with --sasl: TLS on the client listener (SASL_SSL), a self-signed certificate made with keytool; clients trust <stack dir>/secrets/ca.pem')
     .option('--json', 'print the stack description as JSON')
     .addHelpText(
       'after',
-      '\nPorts: PLAN_LEDGER_STACK_KAFKA_PORT (node i on port+2i, its controller on port+2i+1), PLAN_LEDGER_STACK_REGISTRY_PORT (management on port+10).\n\nExample:\n  $ plan-ledger stack up --brokers 3\n  $ plan-ledger stack up --sasl',
+      '\nPorts: PLAN_LEDGER_STACK_KAFKA_PORT (node i on port+2i, its controller on port+2i+1), PLAN_LEDGER_STACK_REGISTRY_PORT (management on port+10).\n\nExample:\n  $ plan-ledger stack up --brokers 3\n  $ plan-ledger stack up --sasl\n  $ plan-ledger stack up --sasl --tls',
     )
-    .action(async (o: { json?: boolean; brokers?: string; sasl?: boolean }) => {
+    .action(async (o: { json?: boolean; brokers?: string; sasl?: boolean; tls?: boolean }) => {
       const r = await stackUp({
         brokers: o.brokers === undefined ? undefined : brokerCount(o.brokers),
         ...(o.sasl ? { sasl: true } : {}),
+        ...(o.tls ? { tls: true } : {}),
         log: (l) => process.stderr.write(`${l}\n`),
       });
       if (o.json) return out(JSON.stringify({ ...r.info, alreadyRunning: r.alreadyRunning, reused: r.reused, seconds: r.seconds }));

@@ -1,4 +1,5 @@
 import { Kafka, type AdminConfig, type ConsumerConfig, type KafkaConfig, type Producer, type ProducerConfig, type SASLOptions } from 'kafkajs';
+import { readFileSync } from 'node:fs';
 import type { LedgerConfig } from '../config.js';
 import { LedgerError } from '../errors.js';
 import { kafkajsLevel, kafkajsLogCreator, type Logger } from '../logging.js';
@@ -21,7 +22,7 @@ export function createKafka(config: LedgerConfig, logger: Logger, clientSuffix?:
   const opts: KafkaConfig = {
     clientId: clientSuffix ? `${config.clientId}-${clientSuffix}` : config.clientId,
     brokers: [...config.brokers],
-    ssl: config.ssl,
+    ssl: config.sslCaFile ? { ca: [readFileSync(config.sslCaFile, 'utf8')] } : config.ssl,
     logLevel: kafkajsLevel(logger),
     logCreator: kafkajsLogCreator(logger),
     retry: { ...RETRY_PROFILES[profile] },

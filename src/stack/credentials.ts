@@ -13,7 +13,9 @@ export type StackUser = (typeof STACK_USERS)[number];
 export const STACK_SASL_MECHANISM = 'SCRAM-SHA-512';
 
 export interface StackSecurity {
-  readonly protocol: 'SASL_PLAINTEXT';
+  readonly protocol: 'SASL_PLAINTEXT' | 'SASL_SSL';
+  /** With TLS: the broker's certificate (PEM) for clients to trust (PLAN_LEDGER_SSL_CA_FILE). */
+  readonly caFile?: string;
   readonly mechanism: typeof STACK_SASL_MECHANISM;
   /** `<dir>/secrets/<user>.password`, mode 0600: the password alone, no newline (PLAN_LEDGER_SASL_PASSWORD_FILE). */
   readonly passwordFiles: Readonly<Record<StackUser, string>>;
@@ -40,12 +42,62 @@ export function ensurePasswords(dir: string): { name: StackUser; password: strin
   });
 }
 
-export function stackSecurity(dir: string): StackSecurity {
+export function stackSecurity(dir: string, tls: boolean): StackSecurity {
   return {
-    protocol: 'SASL_PLAINTEXT',
+    protocol: tls ? 'SASL_SSL' : 'SASL_PLAINTEXT',
+    ...(tls ? { caFile: join(secretsDir(dir), 'ca.pem') } : {}),
     mechanism: STACK_SASL_MECHANISM,
     passwordFiles: Object.fromEntries(STACK_USERS.map((u) => [u, passwordFile(dir, u)])) as Record<StackUser, string>,
   };
+}
+
+export interface StackTls {
+  readonly keystore: string;
+  readonly truststore: string;
+  /** Name of the stores' password file in the secrets folder (without `.password`). */
+  readonly storePassword: string;
+  readonly caFile: string;
+}
+
+/**
+ * The broker's TLS material, made once with the JDK's keytool: a self-signed certificate for 127.0.0.1 and
+ * localhost in a PKCS12 keystore, the same certificate in a truststore (inter-broker and the registry) and
+ * as PEM (`ca.pem`, what clients trust). The store password is generated into a 0600 file and given to
+ * keytool as `-storepass:file`, never as an argument.
+ */
+export function ensureTls(dir: string, javaBin: string, host: string): StackTls {
+  const d = secretsDir(dir);
+  const tls: StackTls = { keystore: join(d, 'broker.p12'), truststore: join(d, 'truststore.p12'), storePassword: 'tls-store', caFile: join(d, 'ca.pem') };
+  if ([tls.keystore, tls.truststore, tls.caFile].every((f) => existsSync(f))) return tls;
+  for (const f of [tls.keystore, tls.truststore, tls.caFile]) rmSync(f, { force: true });
+  const pwFile = join(d, `${tls.storePassword}.password`);
+  if (!existsSync(pwFile)) writeFileSync(pwFile, newPassword(), { mode: 0o600, flag: 'wx' });
+  const keytool = javaBin.includes('/') ? join(javaBin, '..', 'keytool') : 'keytool';
+  const run = (args: string[]) => {
+    const r = spawnSync(keytool, args, { encoding: 'utf8' });
+    if (r.status !== 0) throw new LedgerError('ENVIRONMENT', `keytool ${args[0]} failed: ${(r.stderr || r.stdout || String(r.error)).trim().split('\n')[0]}`);
+  };
+  const pass = ['-storepass:file', pwFile];
+  run(['-genkeypair', '-alias', 'broker', '-keyalg', 'RSA', '-keysize', '2048', '-validity', '3650', '-dname', 'CN=plan-ledger local broker', '-ext', `SAN=ip:${host},dns:localhost`, '-storetype', 'PKCS12', '-keystore', tls.keystore, ...pass]);
+  run(['-exportcert', '-rfc', '-alias', 'broker', '-keystore', tls.keystore, '-storetype', 'PKCS12', '-file', tls.caFile, ...pass]);
+  run(['-importcert', '-noprompt', '-alias', 'broker', '-file', tls.caFile, '-storetype', 'PKCS12', '-keystore', tls.truststore, ...pass]);
+  for (const f of [tls.keystore, tls.truststore]) chmodSync(f, 0o600);
+  return tls;
+}
+
+/** The Java client properties a stack tool or the registry needs to reach a SASL (and TLS) listener as `user`. */
+export function javaClientProperties(security: StackSecurity, user: StackUser, dir: string): string[] {
+  const password = readFileSync(security.passwordFiles[user], 'utf8').trim();
+  const lines = [
+    `security.protocol=${security.protocol}`,
+    `sasl.mechanism=${STACK_SASL_MECHANISM}`,
+    `sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="${user}" password="${password}";`,
+  ];
+  if (security.protocol === 'SASL_SSL') {
+    const d = secretsDir(dir);
+    lines.push('ssl.truststore.type=PKCS12', `ssl.truststore.location=${join(d, 'truststore.p12')}`, `ssl.truststore.password=${readFileSync(join(d, 'tls-store.password'), 'utf8').trim()}`);
+  }
+  return lines;
 }
 
 /** kafkajs SASL options for one stack user, the password read from its file now. */
@@ -69,22 +121,12 @@ export function rotateStackPassword(opts: { dir: string; brokers: readonly strin
   }
   const java = findJava(17, 'the Kafka tools');
   const artifacts = ensureArtifacts();
-  const admin = stackSasl(opts.security, 'admin') as { password: string };
   const password = newPassword();
   const dir = secretsDir(opts.dir);
   const props = join(dir, `rotate-${process.pid}.properties`);
   const argFile = join(dir, `rotate-${process.pid}.args`);
   try {
-    writeFileSync(
-      props,
-      [
-        'security.protocol=SASL_PLAINTEXT',
-        `sasl.mechanism=${STACK_SASL_MECHANISM}`,
-        `sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="${admin.password}";`,
-        '',
-      ].join('\n'),
-      { mode: 0o600 },
-    );
+    writeFileSync(props, `${javaClientProperties(opts.security, 'admin', opts.dir).join('\n')}\n`, { mode: 0o600 });
     const args = ['kafka.admin.ConfigCommand', '--bootstrap-server', opts.brokers.join(','), '--command-config', props, '--alter', '--add-config', `${STACK_SASL_MECHANISM}=[iterations=8192,password=${password}]`, '--entity-type', 'users', '--entity-name', user];
     writeFileSync(argFile, `${args.join('\n')}\n`, { mode: 0o600 });
     const r = spawnSync(java.bin, ['-cp', `${artifacts.kafkaLibs}/*`, '-Dlog4j2.level=WARN', `@${argFile}`], { encoding: 'utf8' });

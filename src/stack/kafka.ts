@@ -35,6 +35,8 @@ export type KafkaSecurity =
        * written into server.properties or onto a command line.
        */
       readonly secretsDir: string;
+      /** TLS on the client listener (SASL_SSL): PKCS12 stores whose password is `<secretsDir>/<storePassword>.password`. */
+      readonly tls?: { readonly keystore: string; readonly truststore: string; readonly storePassword: string };
     };
 
 /** The broker property that resolves to the content of `<secretsDir>/<user>.password` when the broker starts. */
@@ -67,13 +69,14 @@ export function renderServerProperties(spec: KafkaClusterSpec, node: KafkaNodeSp
   const rf = Math.min(3, spec.nodes.length);
   const isr = Math.max(1, rf - 1);
   const protocol = spec.security.kind === 'plaintext' ? 'PLAINTEXT' : 'SASL_PLAINTEXT';
+  const clientProtocol = spec.security.kind === 'sasl_scram' && spec.security.tls ? 'SASL_SSL' : protocol;
   const props: Record<string, string> = {
     'process.roles': 'broker,controller',
     'node.id': String(node.nodeId),
     'controller.quorum.voters': spec.nodes.map((n) => `${n.nodeId}@${spec.host}:${n.controllerPort}`).join(','),
     listeners: `CLIENT://${spec.host}:${node.port},CONTROLLER://${spec.host}:${node.controllerPort}`,
     'advertised.listeners': `CLIENT://${spec.host}:${node.port}`,
-    'listener.security.protocol.map': `CLIENT:${protocol},CONTROLLER:${protocol}`,
+    'listener.security.protocol.map': `CLIENT:${clientProtocol},CONTROLLER:${protocol}`,
     'controller.listener.names': 'CONTROLLER',
     'inter.broker.listener.name': 'CLIENT',
     'log.dirs': `${node.dir}/data`,
@@ -106,6 +109,19 @@ export function renderServerProperties(spec: KafkaClusterSpec, node: KafkaNodeSp
       'super.users': `User:${admin.name}`,
       'allow.everyone.if.no.acl.found': 'false',
     });
+    const tls = spec.security.tls;
+    if (tls) {
+      const storePw = passwordRef(spec.security.secretsDir, tls.storePassword);
+      Object.assign(props, {
+        'listener.name.client.ssl.keystore.type': 'PKCS12',
+        'listener.name.client.ssl.keystore.location': tls.keystore,
+        'listener.name.client.ssl.keystore.password': storePw,
+        'listener.name.client.ssl.key.password': storePw,
+        'listener.name.client.ssl.truststore.type': 'PKCS12',
+        'listener.name.client.ssl.truststore.location': tls.truststore,
+        'listener.name.client.ssl.truststore.password': storePw,
+      });
+    }
   }
   Object.assign(props, spec.overrides);
   return `${Object.entries(props)

@@ -1,12 +1,12 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Kafka, logLevel, type SASLOptions } from 'kafkajs';
+import { Kafka, logLevel, type KafkaConfig } from 'kafkajs';
 import { loadConfig } from '../config.js';
 import { LedgerError } from '../errors.js';
 import { ensurePlanTopics } from '../kafka/topics.js';
 import { applyLedgerAcls } from './acls.js';
-import { ensurePasswords, secretsDir, STACK_SASL_MECHANISM, stackSasl, stackSecurity, type StackSecurity } from './credentials.js';
+import { ensurePasswords, ensureTls, javaClientProperties, secretsDir, STACK_SASL_MECHANISM, stackSasl, stackSecurity, type StackSecurity } from './credentials.js';
 import { cacheDir, ensureArtifacts, type StackArtifacts, type StackVersions } from './artifacts.js';
 import { findJava } from './java.js';
 import {
@@ -56,6 +56,8 @@ export interface StackOptions {
    * formatted, like the node count.
    */
   readonly sasl?: boolean;
+  /** With `sasl`: TLS on the client listener (SASL_SSL), a self-signed certificate made with keytool. Fixed at format time. */
+  readonly tls?: boolean;
   readonly log?: (line: string) => void;
 }
 
@@ -81,6 +83,7 @@ interface ClusterRecord {
   readonly createdAt: string;
   /** Absent on a plaintext stack. */
   readonly security?: 'sasl_scram';
+  readonly tls?: boolean;
 }
 
 function envPort(name: string, fallback: number): number {
@@ -140,9 +143,17 @@ export function readStackInfo(dir?: string): StackInfo | undefined {
   return { ...info, nodes, replicationFactor: info.replicationFactor ?? 1 };
 }
 
+type AdminAuth = Pick<KafkaConfig, 'sasl' | 'ssl'>;
+
+/** kafkajs options that log in as the stack's admin (and trust its certificate); none on a plaintext stack. */
+function adminAuth(security: StackSecurity | undefined): AdminAuth {
+  if (!security) return {};
+  return { sasl: stackSasl(security, 'admin'), ...(security.caFile ? { ssl: { ca: [readFileSync(security.caFile, 'utf8')] } } : {}) };
+}
+
 /** True when the cluster reachable through `brokers` has `expectNodes` brokers and a controller. */
-async function kafkaAnswers(brokers: string[], expectNodes: number, nodeId?: number, sasl?: SASLOptions): Promise<boolean> {
-  const kafka = new Kafka({ brokers, clientId: 'plan-ledger-stack', logLevel: logLevel.NOTHING, retry: { retries: 0 }, ...(sasl ? { sasl } : {}) });
+async function kafkaAnswers(brokers: string[], expectNodes: number, nodeId?: number, auth: AdminAuth = {}): Promise<boolean> {
+  const kafka = new Kafka({ brokers, clientId: 'plan-ledger-stack', logLevel: logLevel.NOTHING, retry: { retries: 0 }, ...auth });
   const admin = kafka.admin();
   try {
     await admin.connect();
@@ -239,7 +250,7 @@ function prepareNode(spec: KafkaClusterSpec, node: KafkaNodeSpec, java: string, 
  * subjects, versions and the content ids events carry come back identical after any restart. Its topics
  * take the brokers' default replication (3 with min.insync.replicas 2 on a 3-node stack).
  */
-function registryLaunch(o: ReturnType<typeof resolve>, java: string, artifacts: StackArtifacts, brokers: string[], admin?: { name: string; password: string }): Launch {
+function registryLaunch(o: ReturnType<typeof resolve>, java: string, artifacts: StackArtifacts, brokers: string[], security?: StackSecurity): Launch {
   const regDir = join(o.dir, REGISTRY);
   mkdirSync(regDir, { recursive: true });
   // On a SASL stack the registry's Kafka clients (journal producer, consumer, admin) log in as the admin
@@ -247,13 +258,10 @@ function registryLaunch(o: ReturnType<typeof resolve>, java: string, artifacts: 
   // not onto the java command line.
   const configDir = join(regDir, 'config');
   rmSync(join(configDir, 'application.properties'), { force: true });
-  if (admin) {
+  if (security) {
     mkdirSync(configDir, { recursive: true, mode: 0o700 });
-    const lines = ['producer', 'consumer', 'admin'].flatMap((c) => [
-      `apicurio.kafkasql.${c}.security.protocol=SASL_PLAINTEXT`,
-      `apicurio.kafkasql.${c}.sasl.mechanism=${STACK_SASL_MECHANISM}`,
-      `apicurio.kafkasql.${c}.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="${admin.name}" password="${admin.password}";`,
-    ]);
+    const client = javaClientProperties(security, 'admin', o.dir);
+    const lines = ['producer', 'consumer', 'admin'].flatMap((c) => client.map((l) => `apicurio.kafkasql.${c}.${l}`));
     writeFileSync(join(configDir, 'application.properties'), `${lines.join('\n')}\n`, { mode: 0o600 });
   }
   return {
@@ -308,6 +316,11 @@ export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
     );
   }
   const sasl = opts.sasl ?? record?.security === 'sasl_scram';
+  const tls = opts.tls ?? record?.tls === true;
+  if (tls && !sasl) throw new LedgerError('VALIDATION', '--tls needs --sasl (TLS is offered on the SASL stack only)', { field: 'tls' });
+  if (record && record.security === 'sasl_scram' && (record.tls === true) !== tls) {
+    throw new LedgerError('CONFLICT', `the stack in ${o.dir} holds data of a SASL cluster ${record.tls ? 'with' : 'without'} TLS; start it ${record.tls ? 'with' : 'without'} --tls, or wipe it with "plan-ledger stack reset --yes"`);
+  }
   if (record && (record.security === 'sasl_scram') !== sasl) {
     throw new LedgerError(
       'CONFLICT',
@@ -337,24 +350,39 @@ export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
     for (const name of processNames(o.dir)) rmSync(join(o.dir, name), { recursive: true, force: true });
     for (const n of nodes) rmSync(n.dir, { recursive: true, force: true });
   }
-  const cluster: ClusterRecord = record ?? { clusterId: newClusterId(), nodes: count, createdAt: new Date().toISOString(), ...(sasl ? { security: 'sasl_scram' as const } : {}) };
+  const cluster: ClusterRecord = record ?? {
+    clusterId: newClusterId(),
+    nodes: count,
+    createdAt: new Date().toISOString(),
+    ...(sasl ? { security: 'sasl_scram' as const } : {}),
+    ...(tls ? { tls: true } : {}),
+  };
   if (!record) writeFileSync(clusterFile(o.dir), `${JSON.stringify(cluster, null, 2)}\n`);
   const users = sasl ? ensurePasswords(o.dir) : [];
-  const security = sasl ? stackSecurity(o.dir) : undefined;
+  const tlsFiles = tls ? ensureTls(o.dir, brokerJava.bin, o.host) : undefined;
+  const security = sasl ? stackSecurity(o.dir, tls) : undefined;
   const spec: KafkaClusterSpec = {
     clusterId: cluster.clusterId,
     host: o.host,
     nodes,
-    security: sasl ? { kind: 'sasl_scram', mechanism: STACK_SASL_MECHANISM, users, secretsDir: secretsDir(o.dir) } : { kind: 'plaintext' },
+    security: sasl
+      ? {
+          kind: 'sasl_scram',
+          mechanism: STACK_SASL_MECHANISM,
+          users,
+          secretsDir: secretsDir(o.dir),
+          ...(tlsFiles ? { tls: { keystore: tlsFiles.keystore, truststore: tlsFiles.truststore, storePassword: tlsFiles.storePassword } } : {}),
+        }
+      : { kind: 'plaintext' },
     overrides: {},
   };
-  const adminSasl = security ? stackSasl(security, 'admin') : undefined;
+  const auth = adminAuth(security);
   const brokers = brokerList(spec);
   const rf = Math.min(3, count);
 
   const kafkaRecs = nodes.map((n) => spawnLaunch(o.dir, nodeName(n.nodeId), prepareNode(spec, n, brokerJava.bin, artifacts)));
   const kafkaReady = () =>
-    Promise.all(kafkaRecs.map((rec) => waitUntilReady(rec, `Kafka broker ${rec.name} on ${brokers.join(',')}`, () => kafkaAnswers(brokers, count, undefined, adminSasl), 120_000)));
+    Promise.all(kafkaRecs.map((rec) => waitUntilReady(rec, `Kafka broker ${rec.name} on ${brokers.join(',')}`, () => kafkaAnswers(brokers, count, undefined, auth), 120_000)));
   // One node: the registry starts beside the broker (its Kafka client waits for it), so `up` costs the
   // slower of the two start-ups, not their sum. Three nodes: the registry creates its journal topic with
   // replication factor 3, which needs every broker registered, so it starts once they all answer.
@@ -367,7 +395,7 @@ export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
       throw e;
     }
   } else early = kafkaReady();
-  const registryRec = spawnLaunch(o.dir, REGISTRY, registryLaunch(o, registryJava.bin, artifacts, brokers, users[0]));
+  const registryRec = spawnLaunch(o.dir, REGISTRY, registryLaunch(o, registryJava.bin, artifacts, brokers, security));
 
   const info: StackInfo = {
     brokers,
@@ -396,12 +424,19 @@ const DEFAULT_PARTITIONS = 6;
 
 /** As the admin user: the plan topics of `prefix` (components may not create topics) and the ledger's ACLs for it. */
 async function provision(info: StackInfo, security: StackSecurity, prefix: string, partitions: number): Promise<{ topics: number; acls: number }> {
-  const sasl = stackSasl(security, 'admin');
+  const auth = adminAuth(security);
   const config = loadConfig(
-    { brokers: info.brokers, registryUrl: info.registryUrl, topicPrefix: prefix, partitions, replicationFactor: info.replicationFactor, sasl: sasl as { mechanism: 'scram-sha-512'; username: string; password: string } },
+    {
+      brokers: info.brokers,
+      registryUrl: info.registryUrl,
+      topicPrefix: prefix,
+      partitions,
+      replicationFactor: info.replicationFactor,
+      sasl: auth.sasl as { mechanism: 'scram-sha-512'; username: string; password: string },
+    },
     {},
   );
-  const kafka = new Kafka({ brokers: info.brokers, clientId: 'plan-ledger-stack', logLevel: logLevel.NOTHING, sasl });
+  const kafka = new Kafka({ brokers: info.brokers, clientId: 'plan-ledger-stack', logLevel: logLevel.NOTHING, ...auth });
   const admin = kafka.admin();
   await admin.connect();
   try {
@@ -454,8 +489,7 @@ export async function startBroker(opts: Pick<StackOptions, 'dir'> & { node?: num
   const info = JSON.parse(readFileSync(join(dir, 'stack.json'), 'utf8')) as StackInfo;
   const rec = spawnLaunch(dir, name, JSON.parse(readFileSync(launchFile(dir, name), 'utf8')) as Launch);
   const own = info.brokers[nodeId - 1]!;
-  const sasl = info.security ? stackSasl(info.security, 'admin') : undefined;
-  await waitUntilReady(rec, `Kafka broker ${name} on ${own}`, () => kafkaAnswers([own], info.nodes ?? 1, nodeId, sasl), 120_000);
+  await waitUntilReady(rec, `Kafka broker ${name} on ${own}`, () => kafkaAnswers([own], info.nodes ?? 1, nodeId, adminAuth(info.security)), 120_000);
 }
 
 /**

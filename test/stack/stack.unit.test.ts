@@ -76,6 +76,28 @@ describe('local stack configuration', () => {
     expect(brokerList(spec)).toEqual(['127.0.0.1:19092', '127.0.0.1:19094', '127.0.0.1:19096']);
   });
 
+  it('renders SASL_SSL on the client listener with TLS, the store password a reference to its file', () => {
+    const spec: KafkaClusterSpec = {
+      clusterId: newClusterId(),
+      host: '127.0.0.1',
+      nodes: [{ nodeId: 1, port: 9092, controllerPort: 9093, dir: '/tmp/n1' }],
+      security: {
+        kind: 'sasl_scram',
+        mechanism: 'SCRAM-SHA-512',
+        users: [{ name: 'admin', password: 's3cret' }],
+        secretsDir: '/tmp/secrets',
+        tls: { keystore: '/tmp/secrets/broker.p12', truststore: '/tmp/secrets/truststore.p12', storePassword: 'tls-store' },
+      },
+      overrides: {},
+    };
+    const p = props(renderServerProperties(spec, spec.nodes[0]!));
+    expect(p['listener.security.protocol.map']).toBe('CLIENT:SASL_SSL,CONTROLLER:SASL_PLAINTEXT');
+    expect(p['listener.name.client.ssl.keystore.location']).toBe('/tmp/secrets/broker.p12');
+    expect(p['listener.name.client.ssl.keystore.type']).toBe('PKCS12');
+    expect(p['listener.name.client.ssl.keystore.password']).toBe('${dir:/tmp/secrets:tls-store.password}');
+    expect(p['listener.name.client.ssl.truststore.location']).toBe('/tmp/secrets/truststore.p12');
+  });
+
   it('says which port is taken and how to choose another', async () => {
     const srv = createServer();
     await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
