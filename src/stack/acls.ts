@@ -27,7 +27,8 @@ export interface LedgerAcl {
  *   transactional ids `<prefix>.executor.p<N>`), and of the erasure's tombstones (snapshots, archive,
  *   blobs), ledger-audit records, dead letters and cross-partition commands (child → parent).
  * - client: writes commands and its large inputs (blobs); reads events (its outcomes), snapshots,
- *   archive, blobs and ledger-audit (getPlan, waitFor, erase results); groups `<prefix>.client-*`.
+ *   archive, blobs and ledger-audit (getPlan, waitFor, erase results); groups `<prefix>.client-*` and
+ *   the CLI's readers (`<prefix>.cli*`, `<prefix>.verify-*`).
  * - projector: reads events, commands, blobs, DLQ; writes snapshots, archive, DLQ under
  *   `<prefix>.projector.*` transactional ids; its API's write routes send commands through a client.
  * - auditor: reads every plan topic, writes nothing; groups of the CLI's readers.
@@ -45,6 +46,8 @@ export function ledgerAcls(prefix: string): LedgerAcl[] {
     ...topic(principal, ['READ'], t.events, t.snapshots, t.archive, audit),
     ...prefixed(principal, 'group', ['READ'], `${prefix}.client-`),
   ];
+  // The CLI's log readers (show, audit, tail, replay, verify, export): an operator's CLI runs as client.
+  const cliReaders = (principal: LedgerPrincipal): LedgerAcl[] => prefixed(principal, 'group', ['READ'], `${prefix}.cli`, `${prefix}.verify-`);
   return [
     // Everyone may see the ledger's topics exist and read their configs (topic checks, the commands
     // topic's max.message.bytes): metadata, not records.
@@ -57,6 +60,7 @@ export function ledgerAcls(prefix: string): LedgerAcl[] {
     ...prefixed('executor', 'group', ['READ'], `${prefix}.executor`, `${prefix}.blob-reader`, `${prefix}.projector.restore`, `${prefix}.projector.archive`),
 
     ...clientRights('client'),
+    ...cliReaders('client'),
 
     ...topic('projector', ['READ'], t.events, t.dlq),
     ...topic('projector', ['READ', 'WRITE'], t.snapshots, t.archive),
@@ -66,7 +70,7 @@ export function ledgerAcls(prefix: string): LedgerAcl[] {
     ...clientRights('projector'),
 
     ...topic('auditor', ['READ'], t.commands, t.events, t.snapshots, t.archive, t.blobs, t.dlq, audit),
-    ...prefixed('auditor', 'group', ['READ'], `${prefix}.cli`, `${prefix}.verify-`),
+    ...cliReaders('auditor'),
   ];
 }
 

@@ -139,6 +139,16 @@ describe('principals against the broker', () => {
     completedPlan = planId;
   });
 
+  it("an operator's CLI, as the client principal, shows the plan (the CLI's readers are the client's groups)", () => {
+    const env: NodeJS.ProcessEnv = { ...process.env, ...configToEnv(configAs('client')) };
+    delete env.PLAN_LEDGER_SASL_PASSWORD;
+    const r = spawnSync(process.execPath, ['bin/plan-ledger.js', 'show', completedPlan, '--json'], { env, encoding: 'utf8', timeout: 60_000 });
+    expect(r.stderr.split('\n').filter((l) => l && !l.startsWith('{'))).toEqual([]);
+    expect(r.status).toBe(0);
+    const shown = JSON.parse(r.stdout) as { status?: string; state?: { status?: string } };
+    expect(shown.status ?? shown.state?.status).toBe('completed');
+  });
+
   it('refuses the client principal a write to the events topic (TOPIC_AUTHORIZATION_FAILED); nothing lands', async () => {
     const events = topicNames(prefix).events;
     const before = await endOffsets(events);
