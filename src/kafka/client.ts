@@ -3,9 +3,12 @@ import { readFileSync } from 'node:fs';
 import type { LedgerConfig } from '../config.js';
 import { LedgerError } from '../errors.js';
 import { kafkajsLevel, kafkajsLogCreator, type Logger } from '../logging.js';
+import { installCoordinatorCache } from './coordinator-cache.js';
 
 // kafkajs prints a one-off notice about its v2 partitioner; we always choose partitions ourselves.
 process.env.KAFKAJS_NO_PARTITIONER_WARNING ??= '1';
+// One FindCoordinator per transactional id, not one before every transactional request.
+installCoordinatorCache();
 
 /**
  * How long a client keeps trying through a broker outage. Services (executor, projector) ride out an
@@ -100,15 +103,16 @@ export function isFencingError(e: unknown): boolean {
 /**
  * A partition writer's transactional producer: one in flight, and quick retries of the
  * CONCURRENT_TRANSACTIONS a transaction meets when it starts right after the previous commit, until the
- * broker has written the markers (the Java client retries after 20 ms too). Connect it with
- * {@link connectFenced}.
+ * broker has written the markers. A first retry after 2 ms instead of 20 ms took sequential one-record
+ * transactions from 6.9 to 2.4 ms each on the local broker (`bench/tx-retry.ts`); with 33 retries the backoff
+ * still doubles up to 2 s and rides out an outage of about 48 s, as before. Connect it with {@link connectFenced}.
  */
 export function transactionalProducer(kafka: Kafka, transactionalId: string, extra: Partial<ProducerConfig> = {}): Producer {
   return kafka.producer({
     transactionalId,
     idempotent: true,
     maxInFlightRequests: 1,
-    retry: { initialRetryTime: 20, maxRetryTime: 2_000, retries: 30 },
+    retry: { initialRetryTime: 2, maxRetryTime: 2_000, retries: 33 },
     ...extra,
   });
 }
