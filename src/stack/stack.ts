@@ -385,9 +385,11 @@ export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
     Promise.all(kafkaRecs.map((rec) => waitUntilReady(rec, `Kafka broker ${rec.name} on ${brokers.join(',')}`, () => kafkaAnswers(brokers, count, undefined, auth), 120_000)));
   // One node: the registry starts beside the broker (its Kafka client waits for it), so `up` costs the
   // slower of the two start-ups, not their sum. Three nodes: the registry creates its journal topic with
-  // replication factor 3, which needs every broker registered, so it starts once they all answer.
+  // replication factor 3, which needs every broker registered, so it starts once they all answer. SASL:
+  // a login before the broker has loaded its SCRAM users from the metadata log is refused for good (the
+  // registry exits on it), so it starts once the admin user's login has worked.
   let early: Promise<unknown> = Promise.resolve();
-  if (count > 1) {
+  if (count > 1 || sasl) {
     try {
       await kafkaReady();
     } catch (e) {
