@@ -560,6 +560,11 @@ export async function stackReset(opts: Pick<StackOptions, 'dir'> & { confirm: bo
     rmSync(clusterFile(dir), { force: true });
     removed.push(clusterFile(dir));
   }
+  // A SASL stack's passwords and certificates belong to the storage they were formatted with.
+  if (existsSync(secretsDir(dir))) {
+    rmSync(secretsDir(dir), { recursive: true, force: true });
+    removed.push(secretsDir(dir));
+  }
   return { stopped, removed };
 }
 
