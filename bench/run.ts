@@ -24,6 +24,7 @@ const SCRIPTS: Record<string, { script: string; args?: string[] }> = {
   failover: { script: 'failover.ts' },
   handover: { script: 'failover.ts', args: ['--handover'] },
   memory: { script: 'memory.ts' },
+  'finished-memory': { script: 'finished-memory.ts' },
 };
 
 const argv = process.argv.slice(2);
