@@ -10,6 +10,7 @@ import type { ArchiveLoader } from '../src/projection/restore.js';
 import type { Tool } from '../src/tools.js';
 import { TransactionalAppender } from './appender.js';
 import { CommandHandler, type BatchGuard } from './command-handler.js';
+import type { CacheBudget } from './dormant-cache.js';
 import { ItemScheduler } from './item-scheduler.js';
 import type { ExecutorMetrics } from './metrics.js';
 import { PartitionBook } from './partition-book.js';
@@ -37,6 +38,10 @@ export interface OwnerDeps {
   readonly blobs: BlobReader;
   /** Spans of command decisions, attempts and tool calls; none when tracing is off. */
   readonly tracer?: Tracer;
+  /** The executor's byte budget for finished plans put aside (see DormantCache); the owner's own 64 MiB without. */
+  readonly cacheBudget?: CacheBudget;
+  /** Reads a finished plan evicted from the cache back from its events (see readPlanFromEvents). */
+  readonly readPlan?: (partition: number, planId: string, since: number | null) => Promise<PlanState | undefined>;
 }
 
 /** The bounds an owner keeps every step within (see the README's Limits). */
@@ -107,7 +112,20 @@ export class PartitionOwner {
     this.log = d.logger.child({ component: 'partition-owner', partition });
     this.topics = topicNames(d.config.topicPrefix);
     this.traces = d.tracer === undefined ? undefined : new PlanTraces(d.tracer, d.executorId);
-    this.book = new PartitionBook({ codec: d.codec, limits: d.limits, metrics: d.metrics, executorId: d.executorId, now: () => this.now(), ...(d.policy !== undefined ? { policy: d.policy } : {}) }, this.log);
+    const readPlan = d.readPlan;
+    this.book = new PartitionBook(
+      {
+        codec: d.codec,
+        limits: d.limits,
+        metrics: d.metrics,
+        executorId: d.executorId,
+        now: () => this.now(),
+        ...(d.policy !== undefined ? { policy: d.policy } : {}),
+        ...(d.cacheBudget !== undefined ? { cacheBudget: d.cacheBudget } : {}),
+        ...(readPlan !== undefined ? { readPlan: (planId: string, since: number | null) => readPlan(partition, planId, since) } : {}),
+      },
+      this.log,
+    );
     this.ready = this.start();
     this.ready.then(
       () => (this.readySettled = true),
@@ -209,6 +227,7 @@ export class PartitionOwner {
     this.stopped = true;
     await this.appender?.idle().catch(() => {});
     await Promise.all(this.producers.map((p) => p.disconnect().catch(() => {})));
+    this.book.dormant.clear(); // its bytes go back to the executor's budget
     this.log.info({ reason }, 'partition released');
   }
 }
