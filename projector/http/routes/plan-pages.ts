@@ -45,6 +45,16 @@ export function parseItemStatuses(value: string | readonly string[] | undefined)
   return [...out];
 }
 
+/**
+ * A paging number as the route got it from the schema, checked again: ajv's coercion turns `1e400` into
+ * Infinity, which passes `type: integer` and `maximum`. Throws {@link QueryError} naming the parameter.
+ */
+export function pageNumber(field: string, value: number | undefined, min: number, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  if (!Number.isSafeInteger(value) || value < min || value > max) throw new QueryError(field, `querystring: ${field} must be an integer ${min}..${max}`);
+  return value;
+}
+
 export interface ItemPage {
   planId: string;
   /** The plan's seq the page was read at. */

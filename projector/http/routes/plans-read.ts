@@ -6,7 +6,7 @@ import { atOrBefore, auditAsOf, foldAsOf, parseAsOf, parsePlanQuery, queryPlans,
 import type { ProjectionService } from '../../projector.js';
 import { notFound } from '../errors.js';
 import { auditQuery, eventsQuery, itemsQuery, planListQuery, planParams, planQuery } from '../schemas.js';
-import { auditWindow, itemPage, parseItemStatuses, planHeader } from './plan-pages.js';
+import { AUDIT_PAGE_MAX, auditWindow, ITEM_PAGE_MAX, itemPage, pageNumber, parseItemStatuses, planHeader } from './plan-pages.js';
 
 export const planReadRoutes: FastifyPluginAsync<{ service: ProjectionService; authorize: onRequestHookHandler }> = async (app, { service, authorize }) => {
   const model = service.model;
@@ -51,22 +51,25 @@ export const planReadRoutes: FastifyPluginAsync<{ service: ProjectionService; au
   app.get('/api/plans/:id/items', { schema: { params: planParams, querystring: itemsQuery } }, async (req, reply) => {
     const planId = (req.params as { id: string }).id;
     const q = req.query as { offset?: number; limit?: number; status?: string[] };
+    const offset = pageNumber('offset', q.offset, 0, Number.MAX_SAFE_INTEGER);
+    const limit = pageNumber('limit', q.limit, 1, ITEM_PAGE_MAX);
     const status = parseItemStatuses(q.status);
     const v = model.view(planId);
     if (!v) return notFound(reply, planId);
     if (!v.state) return reply.code(404).send({ error: 'not_found', message: `plan ${planId} has no state yet` });
-    return itemPage(v.state, { offset: q.offset, limit: q.limit, status });
+    return itemPage(v.state, { offset, limit, status });
   });
 
   app.get('/api/plans/:id/events', { schema: { params: planParams, querystring: eventsQuery } }, async (req, reply) => {
     const planId = (req.params as { id: string }).id;
     if (!model.view(planId)) return notFound(reply, planId);
     const q = req.query as { fromSeq?: number; limit?: number };
-    const from = q.fromSeq ?? 1;
+    const from = pageNumber('fromSeq', q.fromSeq, 1, Number.MAX_SAFE_INTEGER) ?? 1;
+    const limit = pageNumber('limit', q.limit, 1, AUDIT_PAGE_MAX);
     const events = (await model.events(planId)).filter((e) => e.seq >= from);
-    if (q.limit === undefined) return { planId, events };
+    if (limit === undefined) return { planId, events };
     // Paged: at most `limit` events; nextSeq is the fromSeq of the next page (null when none is left).
-    const page = events.slice(0, q.limit);
+    const page = events.slice(0, limit);
     return { planId, events: page, nextSeq: events.length > page.length ? events[page.length]!.seq : null };
   });
 
@@ -74,10 +77,12 @@ export const planReadRoutes: FastifyPluginAsync<{ service: ProjectionService; au
     const planId = (req.params as { id: string }).id;
     const q = req.query as { asOf?: string; limit?: number; before?: number };
     const asOf = parseAsOf(q.asOf);
+    const limit = pageNumber('limit', q.limit, 1, AUDIT_PAGE_MAX);
+    const before = pageNumber('before', q.before, 1, Number.MAX_SAFE_INTEGER);
     const v = model.view(planId);
     if (!v) return notFound(reply, planId);
     const events = await model.events(planId);
-    if (q.limit === undefined && q.before === undefined) return { ...auditAsOf(planId, events, asOf), stalled: v.stalled };
+    if (limit === undefined && before === undefined) return { ...auditAsOf(planId, events, asOf), stalled: v.stalled };
     // A window of the timeline and its attempts, with the plan's header as of that point (no items).
     const upTo = asOf === null ? events : events.filter((e) => atOrBefore(e, asOf));
     const last = upTo[upTo.length - 1];
@@ -86,7 +91,7 @@ export const planReadRoutes: FastifyPluginAsync<{ service: ProjectionService; au
       planId,
       asOf: { seq: last?.seq ?? 0, at: last?.occurredAt ?? null },
       state: state ? planHeader(state) : null,
-      ...auditWindow(upTo, { limit: q.limit, before: q.before }),
+      ...auditWindow(upTo, { limit, before }),
       stalled: v.stalled,
     };
   });
