@@ -3,7 +3,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ItemStatus, PlanEvent, PlanState } from '../../src/plan/index.js';
-import { QueryError } from '../../src/projection/index.js';
+import { attemptsOf, QueryError } from '../../src/projection/index.js';
 import { auditWindow, itemCounts, itemPage, parseItemStatuses, planHeader } from '../../projector/http/routes/plan-pages.js';
 import { bigItemId, bigPlanCommands, type BigPlanShape } from './big-plan.js';
 import { commands, LedgerWriter } from './support.js';
@@ -149,5 +149,22 @@ describe('audit windows', () => {
     expect(first.page.nextBefore).toBeNull();
     expect(auditWindow(events, { limit: 10, before: 1 })).toMatchObject({ timeline: [], attempts: [], page: { nextBefore: null } });
     expect(auditWindow(events, { limit: 1000, before: 10_000 }).timeline).toHaveLength(60);
+  });
+
+  it('gives each attempt in a window the same course as the whole history does (retries included)', () => {
+    const w = new LedgerWriter(undefined as never);
+    for (const step of w.lifecycle('retried', 8, { failFirstTry: true })) w.decide(step);
+    const history = w.events.get('retried')!;
+    const all = attemptsOf(history);
+    expect(all.map((a) => `${a.itemId}/${a.attempt}:${a.settlement}`).slice(0, 3)).toEqual(['it-0/1:completed', 'it-1/1:retry', 'it-1/2:completed']);
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 40 }), fc.integer({ min: 1, max: history.length + 2 }), (limit, before) => {
+        const win = auditWindow(history, { limit, before });
+        const seqs = win.timeline.map((t) => t.seq);
+        expect(win.attempts).toEqual(all.filter((a) => seqs.includes(a.intentSeq)));
+        expect(win.page.attempts).toBe(all.length);
+      }),
+      { numRuns: 100 },
+    );
   });
 });

@@ -155,10 +155,14 @@ export function auditWindow(events: readonly PlanEvent[], q: { limit?: number; b
   const window = events.slice(start, end);
   const first = window[0]?.seq ?? Number.POSITIVE_INFINITY;
   const last = window[window.length - 1]?.seq ?? Number.NEGATIVE_INFINITY;
-  const all = attemptsOf(events);
+  // An attempt's result and settlement come after its intent: the events from the window's first on
+  // tell the whole course of every attempt whose intent is in the window.
+  const attempts = attemptsOf(events.slice(start)).filter((a) => a.intentSeq >= first && a.intentSeq <= last);
+  let intents = 0;
+  for (const e of events) if (e.type === 'IntentRecorded') intents += 1;
   return {
     timeline: window.map(timelineEntry),
-    attempts: all.filter((a) => a.intentSeq >= first && a.intentSeq <= last),
-    page: { limit, before, nextBefore: start > 0 ? first : null, events: events.length, attempts: all.length },
+    attempts,
+    page: { limit, before, nextBefore: start > 0 ? first : null, events: events.length, attempts: intents },
   };
 }
