@@ -3,8 +3,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ItemStatus, PlanEvent, PlanState } from '../../src/plan/index.js';
-import { attemptsOf, QueryError } from '../../src/projection/index.js';
-import { auditWindow, itemCounts, itemPage, parseItemStatuses, planHeader } from '../../projector/http/routes/plan-pages.js';
+import { attemptsOf, QueryError, summarize } from '../../src/projection/index.js';
+import { auditWindow, headerSummary, itemCounts, itemPage, parseItemStatuses, planHeader } from '../../projector/http/routes/plan-pages.js';
 import { bigItemId, bigPlanCommands, type BigPlanShape } from './big-plan.js';
 import { commands, LedgerWriter } from './support.js';
 
@@ -116,6 +116,16 @@ describe('plan header', () => {
     expect(bytes(big)).toBeGreaterThan(500_000);
     expect(bytes(h)).toBeLessThan(2_000);
     expect(Math.abs(bytes(h) - bytes(planHeader(small)))).toBeLessThan(100);
+  });
+});
+
+describe('header summary', () => {
+  it('is the list summary, its progress from the counts', () => {
+    const plan = bigPlan('sum', { items: 1200, batch: 400, completed: 30, failed: [50, 60], inProgress: [70, 80] });
+    const view = { planId: 'sum', state: plan.state(), stalled: null };
+    expect(headerSummary(view)).toEqual(summarize(view));
+    expect(headerSummary(view).progress).toEqual({ total: 1200, pending: 1166, running: 2, completed: 30, failed: 2, cancelled: 0 });
+    expect(headerSummary({ planId: 'none', state: undefined, stalled: null })).toEqual(summarize({ planId: 'none', state: undefined, stalled: null }));
   });
 });
 

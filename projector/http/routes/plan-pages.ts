@@ -2,7 +2,7 @@
 // its header without the items, a window of its audit timeline. A plan may hold 100,000 items; every
 // answer here is bounded by the page size, never by the plan.
 import { ItemStatus, type ItemState, type PlanEvent, type PlanState } from '../../../src/plan/index.js';
-import { attemptsOf, QueryError, timelineEntry, type AttemptTimeline, type TimelineEntry } from '../../../src/projection/index.js';
+import { attemptsOf, QueryError, summarize, timelineEntry, type AttemptTimeline, type PlanProgress, type PlanSummary, type PlanView, type TimelineEntry } from '../../../src/projection/index.js';
 
 export const ITEM_PAGE_DEFAULT = 100;
 export const ITEM_PAGE_MAX = 1000;
@@ -119,6 +119,35 @@ export function planHeader(state: PlanState): PlanHeader {
   return { ...rest, rejections: rejections.slice(-HEADER_REJECTIONS), rejectionCount: rejections.length, itemCount: itemOrder.length, counts: itemCounts(state) };
 }
 
+/** The list's progress of a plan, from the per-status counts. */
+export function progressFromCounts(counts: ItemCounts): PlanProgress {
+  const total = ITEM_STATUSES.reduce((n, s) => n + counts[s], 0);
+  return { total, pending: counts.pending, running: counts.in_progress + counts.result_committed, completed: counts.completed, failed: counts.failed, cancelled: counts.cancelled };
+}
+
+/**
+ * `summarize(view)` without its walk over every item (progressOf): the items are left out of the copy it
+ * reads (a shallow copy, O(fields)) and the progress comes from the counts, known per seq.
+ */
+export function headerSummary(view: PlanView): PlanSummary {
+  if (view.state === undefined) return summarize(view);
+  return { ...summarize({ ...view, state: { ...view.state, itemOrder: [] } }), progress: progressFromCounts(itemCounts(view.state)) };
+}
+
+// IntentRecorded events in a plan's history up to its last event, kept per last event object with the
+// length (the read model hands out copies of the history array, but the events in it are the same objects).
+const intentsUpTo = new WeakMap<PlanEvent, { length: number; intents: number }>();
+function countIntents(events: readonly PlanEvent[]): number {
+  const last = events[events.length - 1];
+  if (last === undefined) return 0;
+  const known = intentsUpTo.get(last);
+  if (known !== undefined && known.length === events.length) return known.intents;
+  let intents = 0;
+  for (const e of events) if (e.type === 'IntentRecorded') intents += 1;
+  intentsUpTo.set(last, { length: events.length, intents });
+  return intents;
+}
+
 export interface AuditWindow {
   /** Timeline entries with seq < `before` (all when null), the newest `limit` of them, oldest first. */
   timeline: TimelineEntry[];
@@ -158,8 +187,7 @@ export function auditWindow(events: readonly PlanEvent[], q: { limit?: number; b
   // An attempt's result and settlement come after its intent: the events from the window's first on
   // tell the whole course of every attempt whose intent is in the window.
   const attempts = attemptsOf(events.slice(start)).filter((a) => a.intentSeq >= first && a.intentSeq <= last);
-  let intents = 0;
-  for (const e of events) if (e.type === 'IntentRecorded') intents += 1;
+  const intents = countIntents(events);
   return {
     timeline: window.map(timelineEntry),
     attempts,

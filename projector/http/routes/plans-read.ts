@@ -6,7 +6,7 @@ import { atOrBefore, auditAsOf, foldAsOf, parseAsOf, parsePlanQuery, queryPlans,
 import type { ProjectionService } from '../../projector.js';
 import { notFound } from '../errors.js';
 import { auditQuery, eventsQuery, itemsQuery, planListQuery, planParams, planQuery } from '../schemas.js';
-import { AUDIT_PAGE_MAX, auditWindow, ITEM_PAGE_MAX, itemPage, pageNumber, parseItemStatuses, planHeader } from './plan-pages.js';
+import { AUDIT_PAGE_MAX, auditWindow, headerSummary, ITEM_PAGE_MAX, itemPage, pageNumber, parseItemStatuses, planHeader } from './plan-pages.js';
 
 export const planReadRoutes: FastifyPluginAsync<{ service: ProjectionService; authorize: onRequestHookHandler }> = async (app, { service, authorize }) => {
   const model = service.model;
@@ -38,7 +38,7 @@ export const planReadRoutes: FastifyPluginAsync<{ service: ProjectionService; au
       planId,
       partition: v.partition,
       lastOffset: v.lastOffset,
-      summary: summarize(v),
+      summary: headerOnly ? headerSummary(v) : summarize(v),
       stalled: v.stalled,
       ...(headerOnly ? { items: 'none', state: v.state ? planHeader(v.state) : null } : { stateDigest: v.state ? stateDigest(v.state) : null, state: v.state ?? null }),
       // Delegation both ways: the plan this one runs for, and the plans its items delegated to.
