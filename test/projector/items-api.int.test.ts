@@ -3,6 +3,7 @@
 // events topic with the real codec, and projected by a real projector. Pages hold the right ids in plan
 // order, totals and per-status counts are exact, a page's size does not follow the plan's, and bad
 // parameters are 400s naming the parameter, with nothing else answered.
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { startProjector, type ProjectorHandle } from '../../projector/index.js';
 import { testConfig, testLogger, waitFor } from '../support/helpers.js';
@@ -180,6 +181,26 @@ describe('paged plan reads', () => {
       expect({ path, status: r.status, error: r.json['error'], field: r.json['field'] }).toEqual({ path, status: 400, error: 'bad_request', field });
       expect(String(r.json['message'])).toContain(field);
     }
+    // Hostile query strings: every answer is a bounded page or a 400 naming a parameter, never a 500.
+    const fields = ['offset', 'limit', 'status', 'before', 'asOf', 'fromSeq'];
+    const value = fc.oneof(fc.integer({ min: -5, max: 6000 }).map(String), fc.constantFrom('1e400', '-0', '0x10', '1.5', '', 'NaN', '%00', 'failed', 'pending,failed', '__proto__'), fc.string({ maxLength: 40 }));
+    const param = fc.tuple(fc.constantFrom(...fields, 'items', 'x'), value);
+    const route = fc.constantFrom('/api/plans/big/items', '/api/plans/big/audit', '/api/plans/big/events', '/api/plans/big');
+    const answers = new Map<number, number>();
+    await fc.assert(
+      fc.asyncProperty(route, fc.array(param, { maxLength: 4 }), async (path, params) => {
+        const qs = params.map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join('&');
+        const r = await get(`${path}${qs ? `?${qs}` : ''}`);
+        answers.set(r.status, (answers.get(r.status) ?? 0) + 1);
+        expect([200, 400]).toContain(r.status);
+        if (r.status === 400) expect([...fields, 'items', 'x']).toContain(r.json['field']);
+        else if (path.endsWith('/items')) expect((r.json as unknown as Page).items.length).toBeLessThanOrEqual(1000);
+        else if (params.some(([k]) => k === 'limit' || k === 'before')) expect(r.bytes).toBeLessThan(1024 * 1024);
+      }),
+      { numRuns: 150 },
+    );
+    expect(answers.get(200)).toBeGreaterThan(10);
+    expect(answers.get(400)).toBeGreaterThan(10);
     expect((await get('/api/plans/nope/items')).status).toBe(404);
     expect((await api(projector, null)('/api/plans/big/items')).status).toBe(401);
   });
