@@ -1,7 +1,8 @@
 // The dashboard on a 3,000-item plan in headless Chromium against a real projector, broker and registry:
 // the detail view reads the header, a page of items and a window of the timeline, never the whole plan;
 // the item table pages (prev / next) and filters by status with counts per status; the graph holds the
-// current page only; "older events" pages the timeline back. A small plan beside it still shows as before.
+// current page only; "older events" pages the timeline back; the page follows the plan live. A small plan
+// beside it still shows as before.
 // Leaves test-results/dashboard-big.png behind.
 import { mkdirSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
@@ -10,7 +11,7 @@ import { startProjector } from '../../projector/index.js';
 import { launchChromium } from '../support/browser.js';
 import { testConfig, testLogger, waitFor } from '../support/helpers.js';
 import { bigItemId, bigPlanCommands, type BigPlanShape } from '../projector/big-plan.js';
-import { cleanup, LedgerWriter, testLedger } from '../projector/support.js';
+import { cleanup, commands, LedgerWriter, testLedger } from '../projector/support.js';
 
 const TOKEN = 'e2e-dashboard-big-token-0123456789';
 const SHAPE: BigPlanShape = { items: 3000, batch: 500, completed: 150, failed: [1000, 2000], inProgress: [2500] };
@@ -110,14 +111,22 @@ describe('dashboard on a big plan', () => {
       expect(await seqs()).toEqual(Array.from({ length: 200 }, (_, i) => big.seq - i));
       expect(await page.locator('h2', { hasText: 'Timeline' }).textContent()).toBe(`Timeline (200 of ${big.seq} events, newest)`);
       mkdirSync('test-results', { recursive: true });
-      await page.locator('h1').scrollIntoViewIfNeeded();
-      await page.screenshot({ path: 'test-results/dashboard-big.png' });
+
+      // Live: the plan moves on (item 150 runs) and the page follows, keeping the events it shows.
+      await writer.run([commands.intent('big-plan', bigItemId(150)), commands.commit('big-plan', bigItemId(150), 1), commands.settle('big-plan', bigItemId(150))]);
+      await page.locator('#item-filters button[data-filter="completed"]', { hasText: 'completed 151' }).waitFor({ timeout: 30_000 });
+      await page.locator('h2', { hasText: `Timeline (200 of ${big.seq + 3} events, newest)` }).waitFor({ timeout: 30_000 });
+      expect(await seqs()).toEqual(Array.from({ length: 200 }, (_, i) => big.seq + 3 - i));
+      expect(await rowIds(page)).toEqual(ids(0, 100));
 
       // Never the whole plan or the whole audit; every answer bounded.
       const bigReads = reads.filter((r) => r.path.startsWith('/api/plans/big-plan'));
       expect(bigReads.length).toBeGreaterThan(8);
       expect(bigReads.filter((r) => r.path === '/api/plans/big-plan' || r.path === '/api/plans/big-plan/audit')).toEqual([]);
       expect(Math.max(...bigReads.map((r) => r.bytes))).toBeLessThan(128 * 1024);
+
+      await page.locator('h1').scrollIntoViewIfNeeded();
+      await page.screenshot({ path: 'test-results/dashboard-big.png' });
 
       // A small plan still shows whole, as before.
       await page.locator('[data-plan="small-plan"]').click();
