@@ -2,7 +2,7 @@ import type { Message } from 'kafkajs';
 import { parseRef, payloadPlacement, toBlob } from '../src/blobs/index.js';
 import { isLedgerError, LedgerError } from '../src/errors.js';
 import type { Logger } from '../src/logging.js';
-import { getItem, isPlanFinished, pendingRecoveries, scanItems, type ItemError, type ItemScan, type PlanCommand, type PlanEvent } from '../src/plan/index.js';
+import { getItem, isPlanFinished, pendingRecoveries, readyItem, scanItems, type ItemError, type ItemScan, type ItemView, type PlanCommand, type PlanEvent, type PlanState } from '../src/plan/index.js';
 import { toItemSpec } from '../src/plan-input.js';
 import type { AppendRequest } from './appender.js';
 import { faultPoint } from './faults.js';
@@ -15,6 +15,9 @@ import { commandMessage } from './records.js';
 import { RetryTimer } from './retry-timer.js';
 import type { AttemptTrace, PlanTraces } from './tracing.js';
 
+/** Items a step looks at from a plan's cursor on; the rest of the plan only where a step changed something. */
+const SCAN_WINDOW = 256;
+
 /**
  * Runs the items of one owned partition: recoveries of items caught mid-protocol, ready items (intent
  * recorded before the tool runs), one attempt at a time per item through {@link runAttempt}, and the
@@ -26,6 +29,16 @@ export class ItemScheduler {
   private readonly inFlight = new Set<string>();
   /** Per plan, the index in its item order before which every item is settled (completed, failed, cancelled). */
   private readonly cursor = new Map<string, number>();
+  /**
+   * Per plan, items past the window at its cursor whose readiness a step may have changed: the dependants
+   * of an item it completed, an item it added or scheduled for retry. A step looks at the window and at
+   * these, so it costs the same on a chain of 10 items and one of 100,000.
+   */
+  private readonly candidates = new Map<string, Set<string>>();
+  /** Per plan, the items that depend on each item; built from the plan when first needed, kept up to date by the steps. */
+  private readonly dependants = new Map<string, Map<string, string[]>>();
+  /** Plans whose readiness may have changed anywhere (a command, a takeover, a retry coming due): their next look scans the whole plan. */
+  private readonly fullScan = new Set<string>();
   private readonly running = new Set<Promise<void>>();
   private readonly retries: RetryTimer;
   private readonly abort = new AbortController();
@@ -50,7 +63,10 @@ export class ItemScheduler {
   ) {
     this.retries = new RetryTimer(
       () => this.now(),
-      (planId) => this.schedule(planId),
+      (planId) => {
+        this.fullScan.add(planId);
+        this.schedule(planId);
+      },
     );
   }
 
@@ -92,7 +108,10 @@ export class ItemScheduler {
       void this.startReady(planId).catch((e: unknown) => this.onItemError(planId, '(intents)', e));
       return;
     }
-    this.cursor.delete(planId); // a command may have re-opened an item (a manual retry)
+    // A command may have changed anything: re-opened an item (a manual retry), added items, approved.
+    this.cursor.delete(planId);
+    this.dependants.delete(planId);
+    this.fullScan.add(planId);
     for (const r of pendingRecoveries(state)) {
       const key = `${planId}/${r.itemId}`;
       if (r.action.kind === 'await_child' || this.inFlight.has(key)) continue;
@@ -110,7 +129,8 @@ export class ItemScheduler {
    * early (it found enough ready items) leaves an earlier wake-up in place; those items' steps look again.
    */
   private noteWakeUp(planId: string, scan: Pick<ItemScan, 'nextWakeUp' | 'complete'>): void {
-    if (scan.nextWakeUp !== null || scan.complete) this.retries.note(planId, scan.nextWakeUp);
+    if (scan.complete) this.retries.note(planId, scan.nextWakeUp);
+    else if (scan.nextWakeUp !== null) this.retries.noteEarliest(planId, scan.nextWakeUp);
   }
 
   /**
@@ -127,10 +147,15 @@ export class ItemScheduler {
     let scan: Pick<ItemScan, 'nextWakeUp' | 'complete'> = { nextWakeUp: null, complete: true };
     if (!this.draining && state && !this.book.stalled.has(planId) && !isPlanFinished(state.status)) {
       const budget = Math.max(1, this.d.slots.limit - this.d.slots.inUse - this.d.slots.waitingCount);
-      const found = scanItems(state, this.now(), { from: this.cursor.get(planId) ?? 0, limit: budget });
+      this.noteChanges(planId, state, events);
+      const full = this.fullScan.has(planId);
+      const now = this.now();
+      const found = scanItems(state, now, { from: this.cursor.get(planId) ?? 0, limit: budget, ...(full ? {} : { maxScan: SCAN_WINDOW }) });
       this.cursor.set(planId, found.firstOpen);
-      scan = found;
-      for (const item of found.ready) {
+      if (full && found.complete) this.fullScan.delete(planId);
+      scan = full ? found : { nextWakeUp: found.nextWakeUp, complete: false };
+      const ready = full ? found.ready : this.withCandidates(planId, state, now, found.ready, budget);
+      for (const item of ready) {
         if (intents.length >= budget) break;
         const key = `${planId}/${item.itemId}`;
         if (this.inFlight.has(key)) continue;
@@ -156,6 +181,73 @@ export class ItemScheduler {
       this.launchInvocation(planId, i.itemId, i.attempt, false);
     }
     this.noteWakeUp(planId, scan);
+  }
+
+  /** Stops keeping anything for a plan (finished, stalled, gone). */
+  private forget(planId: string): void {
+    this.cursor.delete(planId);
+    this.candidates.delete(planId);
+    this.dependants.delete(planId);
+    this.fullScan.delete(planId);
+  }
+
+  /**
+   * Notes, from a step's events, the items whose readiness they may have changed: the dependants of a
+   * completed item, an added item (and whom it depends on), an item scheduled for retry.
+   */
+  private noteChanges(planId: string, state: PlanState, events: readonly PlanEvent[]): void {
+    if (!events.length) return;
+    let set = this.candidates.get(planId);
+    const add = (id: string) => (set ??= this.candidates.set(planId, new Set()).get(planId)!).add(id);
+    for (const e of events) {
+      if (e.type === 'ItemCompleted') {
+        for (const id of this.dependantsOf(planId, state).get(e.data.itemId) ?? []) add(id);
+      } else if (e.type === 'ItemAdded') {
+        add(e.data.item.id);
+        const index = this.dependants.get(planId);
+        if (index) for (const dep of e.data.item.dependsOn) index.set(dep, [...(index.get(dep) ?? []), e.data.item.id]);
+      } else if (e.type === 'ItemRetryScheduled') {
+        add(e.data.itemId);
+      }
+    }
+  }
+
+  private dependantsOf(planId: string, state: PlanState): Map<string, string[]> {
+    let index = this.dependants.get(planId);
+    if (index) return index;
+    index = new Map();
+    for (const id of state.itemOrder) {
+      for (const dep of getItem(state, id)?.dependsOn ?? []) {
+        const list = index.get(dep);
+        if (list) list.push(id);
+        else index.set(dep, [id]);
+      }
+    }
+    this.dependants.set(planId, index);
+    return index;
+  }
+
+  /**
+   * The window's ready items and then the plan's candidates that are ready, up to `budget`; a candidate
+   * that is not ready is dropped (a later change brings it back), one waiting for its retry notes the
+   * wake-up, and a ready one past the budget stays for the next look.
+   */
+  private withCandidates(planId: string, state: PlanState, now: number, ready: ItemView[], budget: number): ItemView[] {
+    const set = this.candidates.get(planId);
+    if (!set?.size) return ready;
+    const out = [...ready];
+    const taken = new Set(out.map((r) => r.itemId as string));
+    for (const id of [...set]) {
+      if (out.length >= budget) break;
+      set.delete(id);
+      if (taken.has(id)) continue;
+      const r = readyItem(state, id, now);
+      if (r === null) continue;
+      if (typeof r === 'number') this.retries.noteEarliest(planId, r);
+      else out.push(r);
+    }
+    if (!set.size) this.candidates.delete(planId);
+    return out;
   }
 
   /** Whether a step of this plan is in flight (an intent being recorded, a tool running, a settle). */

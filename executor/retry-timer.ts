@@ -24,6 +24,12 @@ export class RetryTimer {
     if (this.timerAt === undefined || at < this.timerAt) this.arm(at);
   }
 
+  /** Notes a retry time for a plan, keeping an earlier one already noted. */
+  noteEarliest(planId: string, at: number): void {
+    const known = this.wakeAt.get(planId);
+    if (known === undefined || at < known) this.note(planId, at);
+  }
+
   stop(): void {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);

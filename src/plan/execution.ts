@@ -76,52 +76,70 @@ export interface ItemScan {
 const SETTLED: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled']);
 
 /**
- * One pass over a plan's items from index `from` (default 0), stopping once `limit` ready items are found:
- * what {@link readyItems} and {@link nextWakeUp} tell, for an executor that keeps a cursor past the settled
- * front of a large plan, so a step costs what is open, not the plan's size.
+ * One pass over a plan's items from index `from` (default 0), stopping once `limit` ready items are found
+ * or `maxScan` items have been looked at: what {@link readyItems} and {@link nextWakeUp} tell, for an
+ * executor that keeps a cursor past the settled front of a large plan and looks only at a window there, so
+ * a step costs what is open near the front, not the plan's size (the items a step can ready further on it
+ * looks at one by one: {@link readyItem}).
  */
-export function scanItems(state: PlanState, now: number, opts: { from?: number; limit?: number } = {}): ItemScan {
+export function scanItems(state: PlanState, now: number, opts: { from?: number; limit?: number; maxScan?: number } = {}): ItemScan {
   const from = Math.max(0, opts.from ?? 0);
   const limit = opts.limit ?? Infinity;
+  const end = Math.min(state.itemOrder.length, from + (opts.maxScan ?? Infinity));
   const order = state.itemOrder;
-  let firstOpen = order.length;
+  let firstOpen = -1;
   if (!canStartItems(state)) {
-    for (let i = from; i < order.length; i++) {
+    let i = from;
+    for (; i < end; i++) {
       if (!SETTLED.has(getItem(state, order[i]!)?.status ?? 'completed')) {
         firstOpen = i;
         break;
       }
     }
-    return { ready: [], nextWakeUp: null, firstOpen, complete: true };
+    return { ready: [], nextWakeUp: null, firstOpen: firstOpen < 0 ? i : firstOpen, complete: end >= order.length };
   }
   const out: ItemView[] = [];
   let wake: number | null = null;
   let i = from;
-  for (; i < order.length && out.length < limit; i++) {
+  for (; i < end && out.length < limit; i++) {
     const id = order[i]!;
     const item = getItem(state, id);
     if (item === undefined) continue;
-    if (firstOpen === order.length && !SETTLED.has(item.status)) firstOpen = i;
-    if (item.status !== 'pending') continue;
-    if (!depsCompleted(state, item)) continue;
-    if (item.retryAt !== null && item.retryAt > now) {
-      wake = wake === null ? item.retryAt : Math.min(wake, item.retryAt);
-      continue;
-    }
-    const nextAttempt = item.attempts.length + 1;
-    out.push({
-      planId: state.planId as PlanId,
-      itemId: id as ItemId,
-      title: item.title,
-      tool: item.tool,
-      inputJson: item.inputJson,
-      nextAttempt,
-      idempotencyKey: idempotencyKey(state.planId, id, nextAttempt),
-      retry: resolveRetryPolicy(item.retry),
-      dependencies: dependencyOutputs(state, id),
-    });
+    if (firstOpen < 0 && !SETTLED.has(item.status)) firstOpen = i;
+    const r = readyAt(state, id, item, now);
+    if (r === null) continue;
+    if (typeof r === 'number') wake = wake === null ? r : Math.min(wake, r);
+    else out.push(r);
   }
-  return { ready: out, nextWakeUp: wake, firstOpen, complete: i >= order.length };
+  // No open item in the window: the settled front reaches at least where the scan stopped.
+  return { ready: out, nextWakeUp: wake, firstOpen: firstOpen < 0 ? i : firstOpen, complete: i >= order.length };
+}
+
+/**
+ * One item as {@link scanItems} sees it: its view when it can start now, the time it may (a pending
+ * retry), or null (not pending, a dependency not completed, or the plan cannot start items).
+ */
+export function readyItem(state: PlanState, itemId: string, now: number): ItemView | number | null {
+  const item = getItem(state, itemId);
+  if (item === undefined || !canStartItems(state)) return null;
+  return readyAt(state, itemId, item, now);
+}
+
+function readyAt(state: PlanState, id: string, item: ItemState, now: number): ItemView | number | null {
+  if (item.status !== 'pending' || !depsCompleted(state, item)) return null;
+  if (item.retryAt !== null && item.retryAt > now) return item.retryAt;
+  const nextAttempt = item.attempts.length + 1;
+  return {
+    planId: state.planId as PlanId,
+    itemId: id as ItemId,
+    title: item.title,
+    tool: item.tool,
+    inputJson: item.inputJson,
+    nextAttempt,
+    idempotencyKey: idempotencyKey(state.planId, id, nextAttempt),
+    retry: resolveRetryPolicy(item.retry),
+    dependencies: dependencyOutputs(state, id),
+  };
 }
 
 /** The earliest retryAt of a pending item still waiting for it (for the executor's timer), or null. */
