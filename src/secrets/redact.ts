@@ -65,65 +65,113 @@ function redactPath(node: unknown, segments: readonly string[], at: number): boo
   return redactPath(o[seg], segments, at + 1);
 }
 
-/** An item with every payload it shows (input, outputs, checkpoint, evidence) redacted by its secret paths. */
-export function redactItem<I extends ItemState>(item: I): I {
-  const paths = secretPaths(item);
-  if (paths.length === 0) return item;
+/** An item with `f` applied to every payload it holds (input, outputs of the item and of each attempt, checkpoint, evidence). */
+export function mapItemPayloads<I extends ItemState>(item: I, f: (json: string) => string): I {
   return {
     ...item,
-    inputJson: redactJson(item.inputJson, paths),
-    outputJson: redactJson(item.outputJson, paths),
-    attempts: item.attempts.map((a) => (a.outputJson === null ? a : { ...a, outputJson: redactJson(a.outputJson, paths) })),
-    ...(item.checkpoint ? { checkpoint: { ...item.checkpoint, stateJson: redactJson(item.checkpoint.stateJson, paths) } } : {}),
-    ...(item.evidence ? { evidence: item.evidence.map((e) => ({ ...e, valueJson: redactJson(e.valueJson, paths) })) } : {}),
+    inputJson: f(item.inputJson),
+    outputJson: item.outputJson === null ? null : f(item.outputJson),
+    attempts: item.attempts.map((a) => (a.outputJson === null ? a : { ...a, outputJson: f(a.outputJson) })),
+    ...(item.checkpoint ? { checkpoint: { ...item.checkpoint, stateJson: f(item.checkpoint.stateJson) } } : {}),
+    ...(item.evidence ? { evidence: item.evidence.map((e) => ({ ...e, valueJson: f(e.valueJson) })) } : {}),
   };
 }
 
-/** A copy of the plan with the secret fields of its items redacted; the plan itself when no item has any. */
-export function redactPlan<S extends PlanState>(state: S): S {
-  let items: Record<string, ItemState> | undefined;
-  for (const id of state.itemOrder) {
-    const it = getItem(state, id);
-    if (it === undefined || secretPaths(it).length === 0) continue;
-    items ??= { ...state.items };
-    items[id] = redactItem(it);
-  }
-  return items === undefined ? state : { ...state, items };
-}
-
-/**
- * An event as it may be shown: the payloads it carries (an added item's input, a result's output and
- * follow-up inputs, a checkpoint, evidence) redacted by the secret paths of the item they belong to.
- * `secretsOf` gives an existing item's paths (from the plan's state); an ItemAdded carries its own.
- * The event's hash is left as recorded: a shown event is a view, `verify` reads the log.
- */
-export function redactEvent<E extends PlanEvent>(event: E, secretsOf: (itemId: string) => readonly string[]): E {
+/** An event with `f` applied to the payload it carries (an added item's input, a result's output, a checkpoint, evidence), told the item's id. */
+export function mapEventPayloads<E extends PlanEvent>(event: E, f: (json: string, itemId: string) => string): E {
   switch (event.type) {
-    case 'ItemAdded': {
-      const paths = secretPaths(event.data.item);
-      return paths.length === 0 ? event : ({ ...event, data: { ...event.data, item: { ...event.data.item, inputJson: redactJson(event.data.item.inputJson, paths) } } } as E);
-    }
-    case 'ResultCommitted': {
-      const paths = secretsOf(event.data.itemId);
-      return paths.length === 0 || event.data.outputJson === null ? event : ({ ...event, data: { ...event.data, outputJson: redactJson(event.data.outputJson, paths) } } as E);
-    }
-    case 'ItemCheckpointed': {
-      const paths = secretsOf(event.data.itemId);
-      return paths.length === 0 ? event : ({ ...event, data: { ...event.data, stateJson: redactJson(event.data.stateJson, paths) } } as E);
-    }
-    case 'EvidenceRecorded': {
-      const paths = secretsOf(event.data.itemId);
-      return paths.length === 0 ? event : ({ ...event, data: { ...event.data, valueJson: redactJson(event.data.valueJson, paths) } } as E);
-    }
+    case 'ItemAdded':
+      return { ...event, data: { ...event.data, item: { ...event.data.item, inputJson: f(event.data.item.inputJson, event.data.item.id) } } } as E;
+    case 'ResultCommitted':
+      return event.data.outputJson === null ? event : ({ ...event, data: { ...event.data, outputJson: f(event.data.outputJson, event.data.itemId) } } as E);
+    case 'ItemCheckpointed':
+      return { ...event, data: { ...event.data, stateJson: f(event.data.stateJson, event.data.itemId) } } as E;
+    case 'EvidenceRecorded':
+      return { ...event, data: { ...event.data, valueJson: f(event.data.valueJson, event.data.itemId) } } as E;
     default:
       return event;
   }
 }
 
-/** {@link redactEvent} with the secret paths of a plan's items (and of items added by the events themselves). */
-export function redactEvents<E extends PlanEvent>(events: readonly E[], state: PlanState | undefined): E[] {
+/** An item with every payload it shows redacted by its secret paths. */
+export function redactItem<I extends ItemState>(item: I): I {
+  const paths = secretPaths(item);
+  return paths.length === 0 ? item : mapItemPayloads(item, (j) => redactJson(j, paths));
+}
+
+/**
+ * A plan as it may be shown: each payload first read with `open` (decrypted, when the reader holds the
+ * plan's key), then its item's secret fields redacted. The plan itself when there is nothing to do.
+ */
+export function showPlan<S extends PlanState>(state: S, open?: (json: string) => string): S {
+  let items: Record<string, ItemState> | undefined;
+  for (const id of state.itemOrder) {
+    const it = getItem(state, id);
+    if (it === undefined) continue;
+    const paths = secretPaths(it);
+    if (paths.length === 0 && open === undefined) continue;
+    items ??= { ...state.items };
+    items[id] = mapItemPayloads(it, (j) => redactJson(open ? open(j) : j, paths));
+  }
+  return items === undefined ? state : { ...state, items };
+}
+
+/** A copy of the plan with the secret fields of its items redacted; the plan itself when no item has any. */
+export function redactPlan<S extends PlanState>(state: S): S {
+  return showPlan(state);
+}
+
+/**
+ * Events as they may be shown: payloads read with `open` (when given), then redacted by the secret paths
+ * of the item they belong to — from the events' own ItemAdded, else from `state`. The hashes stay as
+ * recorded: a shown event is a view, `verify` reads the log.
+ */
+export function showEvents<E extends PlanEvent>(events: readonly E[], state: PlanState | undefined, open?: (json: string) => string): E[] {
   const added = new Map<string, readonly string[]>();
   for (const e of events) if (e.type === 'ItemAdded' && secretPaths(e.data.item).length) added.set(e.data.item.id, secretPaths(e.data.item));
   const of = (itemId: string) => added.get(itemId) ?? (state ? secretPaths(getItem(state, itemId)) : []);
-  return events.map((e) => redactEvent(e, of));
+  return events.map((e) => {
+    if (open === undefined && of(itemOfEvent(e) ?? '').length === 0) return e;
+    return mapEventPayloads(e, (j, itemId) => redactJson(open ? open(j) : j, of(itemId)));
+  });
+}
+
+function itemOfEvent(e: PlanEvent): string | undefined {
+  const d = e.data as { itemId?: unknown };
+  return e.type === 'ItemAdded' ? e.data.item.id : typeof d.itemId === 'string' ? d.itemId : undefined;
+}
+
+/** An event with its payload redacted by the secret paths of its item (`secretsOf`; an ItemAdded carries its own). */
+export function redactEvent<E extends PlanEvent>(event: E, secretsOf: (itemId: string) => readonly string[]): E {
+  const own = event.type === 'ItemAdded' ? secretPaths(event.data.item) : undefined;
+  const paths = own ?? secretsOf(itemOfEvent(event) ?? '');
+  return paths.length === 0 ? event : mapEventPayloads(event, (j) => redactJson(j, paths));
+}
+
+/** {@link showEvents} without decryption. */
+export function redactEvents<E extends PlanEvent>(events: readonly E[], state: PlanState | undefined): E[] {
+  return showEvents(events, state);
+}
+
+/**
+ * Redacts a stream of events of many plans (a tail): remembers the secret paths of every ItemAdded it
+ * sees. An item whose ItemAdded came before the stream started has no known paths here; a reader that
+ * starts mid-plan should fold the plan's history first (the tail reads history first by default).
+ */
+export class SecretTracker {
+  private readonly paths = new Map<string, Map<string, readonly string[]>>();
+
+  show<E extends PlanEvent>(event: E): E {
+    if (event.type === 'ItemAdded' && secretPaths(event.data.item).length) {
+      let items = this.paths.get(event.planId);
+      if (!items) this.paths.set(event.planId, (items = new Map()));
+      items.set(event.data.item.id, secretPaths(event.data.item));
+    }
+    const items = this.paths.get(event.planId);
+    return items === undefined ? event : redactEvent(event, (itemId) => items.get(itemId) ?? []);
+  }
+
+  forget(planId: string): void {
+    this.paths.delete(planId);
+  }
 }

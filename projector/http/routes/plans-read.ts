@@ -1,13 +1,29 @@
 // Read routes over the projection: the plan list, one plan, its events, its audit as of a seq or time.
 import type { FastifyPluginAsync, onRequestHookHandler } from 'fastify';
 import { stateDigest } from '../../../src/plan/index.js';
+import { showEvents, showPlan } from '../../../src/secrets/redact.js';
 import { auditAsOf, parseAsOf, parsePlanQuery, queryPlans, summarize } from '../../../src/projection/index.js';
 import type { ProjectionService } from '../../projector.js';
 import { notFound } from '../errors.js';
 import { auditQuery, eventsQuery, planListQuery, planParams } from '../schemas.js';
 
-export const planReadRoutes: FastifyPluginAsync<{ service: ProjectionService; authorize: onRequestHookHandler }> = async (app, { service, authorize }) => {
+/** How a payload of a plan is read for display: decrypted with the plan's key; undefined when there is nothing to open. */
+export type PayloadOpenerFor = (planId: string) => Promise<((json: string) => string) | undefined>;
+
+export interface PlanReadOptions {
+  readonly service: ProjectionService;
+  readonly authorize: onRequestHookHandler;
+  readonly openerFor?: PayloadOpenerFor;
+}
+
+/**
+ * Plans, events and audits are shown, never the raw payloads: each payload is decrypted when the
+ * projector holds the plan's key, then the item's secret fields read "[secret]". Digests are the real
+ * state's.
+ */
+export const planReadRoutes: FastifyPluginAsync<PlanReadOptions> = async (app, { service, authorize, openerFor }) => {
   const model = service.model;
+  const opener = (planId: string) => (openerFor ? openerFor(planId) : Promise.resolve(undefined));
   app.addHook('onRequest', authorize);
 
   /** Who the token belongs to and what it may do (the dashboard shows it and hides what it may not do). */
@@ -36,7 +52,7 @@ export const planReadRoutes: FastifyPluginAsync<{ service: ProjectionService; au
       summary: summarize(v),
       stalled: v.stalled,
       stateDigest: v.state ? stateDigest(v.state) : null,
-      state: v.state ?? null,
+      state: v.state ? showPlan(v.state, await opener(planId)) : null,
       // Delegation both ways: the plan this one runs for, and the plans its items delegated to.
       parent: v.state?.parent ? { ...v.state.parent, status: model.view(v.state.parent.planId)?.state?.status ?? null } : null,
       children: childrenOf(planId),
@@ -45,10 +61,11 @@ export const planReadRoutes: FastifyPluginAsync<{ service: ProjectionService; au
 
   app.get('/api/plans/:id/events', { schema: { params: planParams, querystring: eventsQuery } }, async (req, reply) => {
     const planId = (req.params as { id: string }).id;
-    if (!model.view(planId)) return notFound(reply, planId);
+    const v = model.view(planId);
+    if (!v) return notFound(reply, planId);
     const from = (req.query as { fromSeq?: number }).fromSeq ?? 1;
     const events = await model.events(planId);
-    return { planId, events: events.filter((e) => e.seq >= from) };
+    return { planId, events: showEvents(events.filter((e) => e.seq >= from), v.state, await opener(planId)) };
   });
 
   app.get('/api/plans/:id/audit', { schema: { params: planParams, querystring: auditQuery } }, async (req, reply) => {
@@ -57,6 +74,10 @@ export const planReadRoutes: FastifyPluginAsync<{ service: ProjectionService; au
     const v = model.view(planId);
     if (!v) return notFound(reply, planId);
     const events = await model.events(planId);
-    return { ...auditAsOf(planId, events, asOf), stalled: v.stalled };
+    const open = await opener(planId);
+    const real = auditAsOf(planId, events, asOf);
+    // The timeline and attempts from the shown events (decrypted, redacted); the plan and its digests are the real ones, shown.
+    const shown = auditAsOf(planId, showEvents(events, v.state, open), asOf);
+    return { ...shown, state: real.state ? showPlan(real.state, open) : null, stateDigest: real.stateDigest, stalled: v.stalled };
   });
 };
