@@ -30,7 +30,7 @@ export interface ErasureContext {
   readonly writer: PlanWriter;
   readonly d: OwnerDeps;
   readonly log: Logger;
-  readonly topics: { commands: string; snapshots: string; archive: string; blobs: string };
+  readonly topics: { commands: string; snapshots: string; archive: string; blobs: string; planKeys: string };
 }
 
 /**
@@ -70,15 +70,21 @@ const { book, writer, d, log, topics, partition } = ctx;
     ...(toParent ? { parentNotified: { planId: toParent.planId, itemId: toParent.data.parentItemId, commandId: toParent.commandId } } : {}),
   });
   book.forget(planId);
-  // Every payload the plan stored by reference: inputs, outputs of every attempt.
+  // Every payload the plan stored by reference: inputs, outputs of every attempt, checkpoint, evidence.
   const blobs = new Map<string, Message[]>();
   for (const id of state.itemOrder) {
     const item = getItem(state, id);
-    for (const json of [item?.inputJson, item?.outputJson, ...(item?.attempts ?? []).map((a) => a.outputJson)]) {
+    for (const json of [item?.inputJson, item?.outputJson, ...(item?.attempts ?? []).map((a) => a.outputJson), item?.checkpoint?.stateJson, ...(item?.evidence ?? []).map((e) => e.valueJson)]) {
       const ref = parseRef(json);
       if (ref && !blobs.has(ref.sha256)) blobs.set(ref.sha256, blobTombstones(planId, ref, partition));
     }
   }
+  // Crypto-shredding: the plan's data key is destroyed (a tombstone on plan-keys, in the same
+  // transaction) and dropped from memory, so every copy of its encrypted payloads — commands, DLQ,
+  // events not yet compacted, backups — can no longer be opened. Written also without a master key here:
+  // a client may have given the plan a key.
+  const keyTombstone = { key: planId, value: null, partition };
+  d.keys?.forget(planId);
   log.info({ planId, status: state.status, events: lastSeq, blobs: blobs.size, forced: record.forced, by: record.by, parentNotified: record.parentNotified }, 'plan erased');
   return writer.appender.append({
     events: tombstones,
@@ -86,6 +92,7 @@ const { book, writer, d, log, topics, partition } = ctx;
       { topic: topics.snapshots, messages: [{ key: planId, value: null, partition: partition }, ...snapshotChunkTombstones(state, partition)] },
       { topic: topics.archive, messages: [{ key: planId, value: null, partition: partition }] },
       ...(blobs.size ? [{ topic: topics.blobs, messages: [...blobs.values()].flat() }] : []),
+      { topic: topics.planKeys, messages: [keyTombstone] },
       { topic: auditTopic(d.config.topicPrefix), messages: [{ key: planId, value: JSON.stringify(record) }] },
       ...(toParent ? [{ topic: topics.commands, messages: [commandMessage(d.codec, d.config.partitions, toParent)] }] : []),
     ],

@@ -1,4 +1,5 @@
 import { readFile, writeFile } from 'node:fs/promises';
+import { openerOf } from './keys.js';
 import { showEvents, showPlan } from '../secrets/redact.js';
 import { buildBundle, verifyBundle } from '../audit/bundle.js';
 import { auditTopic, erasePlan } from '../audit/erase.js';
@@ -13,8 +14,9 @@ import { renderAsOf, renderAudit, renderPlan, renderVerification } from './rende
 export async function audit(planId: string, o: { asOf?: string; json?: boolean }): Promise<void> {
   const asOf = o.asOf === undefined ? null : parseAsOf(o.asOf, '--as-of');
   await withLog(async (log) => {
-    const a = await auditPlan(log, planId, asOf, (events) => showEvents(events, undefined));
-    if (a.state.state) a.state = { ...a.state, state: showPlan(a.state.state) };
+    const open = await openerOf(log, planId);
+    const a = await auditPlan(log, planId, asOf, (events) => showEvents(events, undefined, open));
+    if (a.state.state) a.state = { ...a.state, state: showPlan(a.state.state, open) };
     if (o.json) {
       for (const r of a.rows) json(r);
       json(a.state);

@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { openerOf } from './keys.js';
 import { showPlan } from '../secrets/redact.js';
 import { parsePlanFile, toCreatePlanInput } from '../audit/plan-file.js';
 import type { CommandOutcome, Ledger } from '../client/index.js';
@@ -117,7 +118,7 @@ export async function show(planId: string, o: { json?: boolean }): Promise<void>
   await withLog(async (log) => {
     const s = rebuilt(planId, await log.readPlan(planId));
     if (!s || s.status === 'none') throw new LedgerError('NOT_FOUND', `plan ${planId} not found on prefix "${log.config.topicPrefix}"`, { planId });
-    const shown = showPlan(s);
+    const shown = showPlan(s, await openerOf(log, planId));
     if (o.json) json(shown);
     else out(renderPlan(shown, painter()));
   });

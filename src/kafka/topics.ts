@@ -5,6 +5,9 @@ import { fetchTopicOffsetsRetrying } from './log-reader.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
+/** `segment.ms` of `<prefix>.plan-keys`: a segment rolls (and becomes cleanable) at the first write this long after it opened. */
+export const PLAN_KEYS_SEGMENT_MS = 1000;
+
 /**
  * `<prefix>.ledger-audit`: erasure records (JSON `PlanErased`, key planId), written by the owning executor
  * in the erasure's transaction. One partition, the delete policy and no time retention, so the fact of an
@@ -46,6 +49,21 @@ export function planTopicSpecs(config: LedgerConfig): ITopicConfig[] {
     { topic: t.archive, ...base, configEntries: entries({ 'cleanup.policy': 'compact', 'retention.ms': '-1' }) },
     // Large payloads by reference: content-addressed chunks keyed `planId:sha256:index`, on the plan's partition.
     { topic: t.blobs, ...base, configEntries: entries({ 'cleanup.policy': 'compact', 'retention.ms': '-1' }) },
+    // Per-plan data keys (wrapped by the master key), key planId: erasure writes a tombstone. Compacted
+    // promptly so a destroyed key's old record leaves the log within seconds of the next write after it.
+    {
+      topic: t.planKeys,
+      ...base,
+      configEntries: entries({
+        'cleanup.policy': 'compact',
+        'retention.ms': '-1',
+        'segment.ms': String(PLAN_KEYS_SEGMENT_MS),
+        'min.cleanable.dirty.ratio': '0.01',
+        'min.compaction.lag.ms': '0',
+        'max.compaction.lag.ms': String(PLAN_KEYS_SEGMENT_MS),
+        'delete.retention.ms': '1000',
+      }),
+    },
     { topic: t.dlq, ...base, configEntries: entries({ 'cleanup.policy': 'delete', 'retention.ms': String(30 * DAY_MS) }) },
     { topic: auditTopic(config.topicPrefix), numPartitions: 1, replicationFactor: config.replicationFactor, configEntries: entries({ 'cleanup.policy': 'delete', 'retention.ms': '-1' }) },
   ];
