@@ -109,19 +109,19 @@ export function unwrapDataKey(master: Buffer, planId: string, value: string): Bu
  * `PLAN_LEDGER_MASTER_KEY` (the base64 key): 32 bytes. Undefined when neither is set (payloads are then
  * stored as given). A bad value fails naming the variable, never showing the value.
  */
-export function masterKeyFromEnv(env: NodeJS.ProcessEnv = process.env): Buffer | undefined {
-  const file = env.PLAN_LEDGER_MASTER_KEY_FILE;
+export function masterKeyFromEnv(env: NodeJS.ProcessEnv = process.env, name = 'PLAN_LEDGER_MASTER_KEY'): Buffer | undefined {
+  const file = env[`${name}_FILE`];
   let text: string | undefined;
-  let field = 'PLAN_LEDGER_MASTER_KEY';
+  let field = name;
   if (file) {
-    field = 'PLAN_LEDGER_MASTER_KEY_FILE';
+    field = `${name}_FILE`;
     try {
       text = readFileSync(file, 'utf8');
     } catch (e) {
       throw new LedgerError('VALIDATION', `${field}: cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { field });
     }
-  } else if (env.PLAN_LEDGER_MASTER_KEY) {
-    text = env.PLAN_LEDGER_MASTER_KEY;
+  } else if (env[name]) {
+    text = env[name];
   }
   if (text === undefined) return undefined;
   const t = text.trim();

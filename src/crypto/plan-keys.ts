@@ -14,6 +14,8 @@ export interface PlanKeyringOptions {
   readonly groupPrefix: string;
   /** The master key (32 bytes): wraps and unwraps the plans' data keys. */
   readonly master: Buffer;
+  /** Earlier master keys, during a rotation: they only unwrap (records not re-wrapped yet). */
+  readonly previous?: readonly Buffer[];
 }
 
 /** What a reader does with a payload of one plan: open (decrypt) it, or seal (encrypt) a new one. */
@@ -23,6 +25,19 @@ export interface PlanPayloadKey {
   readonly key: Buffer | undefined;
   /** The key was there and was destroyed (a tombstone was read): the plan was erased. */
   readonly destroyed: boolean;
+}
+
+/** The data key a record holds, unwrapped by the first of `masters` that opens it (INTEGRITY when none does). */
+export function unwrapWithAny(masters: readonly Buffer[], planId: string, value: string): Buffer {
+  let last: unknown;
+  for (const m of masters) {
+    try {
+      return unwrapDataKey(m, planId, value);
+    } catch (e) {
+      last = e;
+    }
+  }
+  throw last;
 }
 
 /**
@@ -148,7 +163,7 @@ export class PlanKeyring {
             continue;
           }
           try {
-            this.remember(planId, unwrapDataKey(this.o.master, planId, r.value.toString('utf8')));
+            this.remember(planId, unwrapWithAny([this.o.master, ...(this.o.previous ?? [])], planId, r.value.toString('utf8')));
           } catch {
             // Wrapped by another master key, or not a key: this plan's payloads stay unreadable here.
           }
