@@ -2,7 +2,7 @@ import type { Message } from 'kafkajs';
 import { erasureRecord } from '../src/audit/erasure-record.js';
 import { blobTombstones, parseRef } from '../src/blobs/index.js';
 import { eventKey } from '../src/kafka/partitioner.js';
-import { auditTopic } from '../src/kafka/topics.js';
+import { auditTopic, PLAN_KEYS_SEGMENT_MS } from '../src/kafka/topics.js';
 import type { Logger } from '../src/logging.js';
 import { getItem, hasAppliedCommand, isPlanFinished, type PlanCommand } from '../src/plan/index.js';
 import type { PartitionBook } from './partition-book.js';
@@ -86,7 +86,7 @@ const { book, writer, d, log, topics, partition } = ctx;
   const keyTombstone = { key: planId, value: null, partition };
   d.keys?.forget(planId);
   log.info({ planId, status: state.status, events: lastSeq, blobs: blobs.size, forced: record.forced, by: record.by, parentNotified: record.parentNotified }, 'plan erased');
-  return writer.appender.append({
+  const erased = writer.appender.append({
     events: tombstones,
     extra: [
       { topic: topics.snapshots, messages: [{ key: planId, value: null, partition: partition }, ...snapshotChunkTombstones(state, partition)] },
@@ -98,4 +98,25 @@ const { book, writer, d, log, topics, partition } = ctx;
     ],
     commitOffset,
   });
+  void erased.then(() => rollKeyLog(ctx, planId), () => {});
+  return erased;
+}
+
+/** The key of the record that rolls a plan-keys segment (the reserved `__` prefix: never a plan id). */
+export const KEY_LOG_ROLL = '__roll';
+
+/**
+ * After the erasure commits, the plan's old key record is still physically in the plan-keys partition:
+ * the cleaner only compacts closed segments, and Kafka closes one only at a write made `segment.ms` after
+ * it opened. So the owner writes one more record (a tombstone of {@link KEY_LOG_ROLL}) just past
+ * `segment.ms`: the segment holding the old key and its tombstone closes, and the cleaner removes the key.
+ * Best effort: an owner that lost the partition meanwhile leaves it to the next write there.
+ */
+function rollKeyLog(ctx: ErasureContext, planId: string): void {
+  const timer = setTimeout(() => {
+    ctx.writer.appender
+      .append({ events: [], extra: [{ topic: ctx.topics.planKeys, messages: [{ key: KEY_LOG_ROLL, value: null, partition: ctx.partition }] }] })
+      .catch((e: unknown) => ctx.log.debug({ err: e, planId }, 'could not roll the plan-keys segment after an erasure; the next write there rolls it'));
+  }, PLAN_KEYS_SEGMENT_MS + 200);
+  timer.unref();
 }

@@ -51,6 +51,8 @@ export class PlanKeyring {
   private readonly keys = new Map<string, Buffer>();
   private readonly destroyed = new Set<string>();
   private readonly next = new Map<number, string>();
+  /** When a read last found no key for a plan (plaintext plans, erased ones): not read again for a while. */
+  private readonly absentAt = new Map<string, number>();
   private readonly reading = new Map<number, Promise<void>>();
 
   constructor(private readonly o: PlanKeyringOptions) {}
@@ -63,11 +65,22 @@ export class PlanKeyring {
     return partitionFor(planId, this.o.partitions);
   }
 
-  /** The plan's data key, reading its partition of plan-keys on a miss. */
-  async lookup(planId: string): Promise<PlanPayloadKey> {
+  /**
+   * The plan's data key, reading its partition of plan-keys on a miss. A plan found without a key (a
+   * plaintext plan, an erased one) is not looked for again within `maxAgeMs` (default 5 s), so reads of
+   * plaintext plans cost no log read each; `open` looks again at once when it meets an envelope.
+   */
+  async lookup(planId: string, maxAgeMs = 5000): Promise<PlanPayloadKey> {
     const known = this.keys.get(planId);
     if (known !== undefined) return { planId, key: known, destroyed: false };
-    await this.catchUp(this.partitionOf(planId));
+    const absent = this.absentAt.get(planId);
+    if (absent === undefined || Date.now() - absent >= maxAgeMs) {
+      const at = Date.now();
+      await this.catchUp(this.partitionOf(planId));
+      // A read that was running already may have ended before the key was written: a fresh look reads again.
+      if (!this.keys.has(planId) && maxAgeMs === 0) await this.catchUp(this.partitionOf(planId));
+      if (!this.keys.has(planId)) this.absentAt.set(planId, at);
+    }
     return { planId, key: this.keys.get(planId), destroyed: this.destroyed.has(planId) };
   }
 
@@ -91,6 +104,7 @@ export class PlanKeyring {
   remember(planId: string, key: Buffer): void {
     this.keys.set(planId, key);
     this.destroyed.delete(planId);
+    this.absentAt.delete(planId);
   }
 
   /** The tombstone that destroys a plan's key (erasure). */
@@ -126,7 +140,7 @@ export class PlanKeyring {
   async open(planId: string, json: string): Promise<string> {
     const e = parseEnvelope(json);
     if (e === undefined) return json;
-    const { key, destroyed } = await this.lookup(planId);
+    const { key, destroyed } = await this.lookup(planId, 0);
     if (key === undefined) throw new LedgerError('NOT_FOUND', `the key of plan ${planId} is ${destroyed ? 'destroyed (the plan was erased)' : `not in ${this.o.topic}`}: its payload cannot be read`, { planId });
     return openPayload(key, planId, e);
   }

@@ -155,32 +155,32 @@ describe('secret fields and crypto-shredding erase (real stack)', () => {
     const cipherInput = before.find((s) => s.topic === topicNames(config.topicPrefix).commands)!.texts.flatMap(envelopesIn)[0]!;
     expect((await keyring().opener(planId))(cipherInput)).toBe('"[erased]"');
 
-    // The old key record is still physically in plan-keys until its segment rolls and the cleaner runs;
-    // a later write to the partition rolls it (segment.ms), then compaction removes the value.
-    await waitFor(
-      async () => {
-        await new Promise((r) => setTimeout(r, PLAN_KEYS_SEGMENT_MS + 100));
-        const producer = kafka.producer();
-        await producer.connect();
-        await producer.send({ topic: keysTopic, messages: [{ key: `__roll-${randomBytes(3).toString('hex')}`, value: null, partition }] });
-        await producer.disconnect();
-        const recs: LogRecord[] = [];
-        await readToEnd({ kafka, admin, topic: keysTopic, partitions: [partition], groupPrefix: randomPrefix('pk'), onRecords: (rs) => void recs.push(...rs) });
-        return recs.every((r) => !(r.key?.toString() === planId && r.value !== null));
-      },
-      { timeoutMs: 90_000, intervalMs: 200, message: 'the destroyed key record compacted away' },
-    );
+    // The old key record is still physically in plan-keys until its segment closes and the cleaner runs:
+    // the executor writes one more record there just past segment.ms (no write from the test), and the
+    // cleaner removes the old value.
+    const keyRecords = async () => {
+      const recs: LogRecord[] = [];
+      await readToEnd({ kafka, admin, topic: keysTopic, partitions: [partition], groupPrefix: randomPrefix('pk'), onRecords: (rs) => void recs.push(...rs) });
+      return recs;
+    };
+    expect((await keyRecords()).some((r) => r.key?.toString() === planId && r.value !== null)).toBe(true); // still there right after the erase
+    await waitFor(async () => (await keyRecords()).every((r) => !(r.key?.toString() === planId && r.value !== null)), {
+      timeoutMs: 90_000,
+      intervalMs: PLAN_KEYS_SEGMENT_MS,
+      message: 'the destroyed key record compacted away',
+    });
+    expect((await keyRecords()).some((r) => r.key?.toString() === '__roll')).toBe(true);
 
     // After: every record of every topic, raw and decoded — no plaintext marker; with the master key, no
     // key record opens anything of the plan.
     const seen = await readEverything(kafka, admin, config.topicPrefix, codec);
     expect(seen.length).toBeGreaterThan(10);
     expect(seen.filter((s) => s.texts.some((t) => t.includes(marker))).map((s) => `${s.topic} ${s.partition}/${s.offset}`)).toEqual([]);
-    const keyRecords = seen.filter((s) => s.topic === keysTopic && s.texts.length > 0);
+    const liveKeys = seen.filter((s) => s.topic === keysTopic && s.texts.length > 0);
     const recoverable: string[] = [];
     const envelopes = seen.flatMap((s) => s.texts.flatMap(envelopesIn));
     expect(envelopes.length).toBeGreaterThan(0); // the ciphertext is still there (events not compacted yet, commands, DLQ)
-    for (const k of keyRecords) {
+    for (const k of liveKeys) {
       let dataKey: Buffer;
       try {
         dataKey = unwrapDataKey(master, k.key, k.texts[0]!);
