@@ -9,7 +9,7 @@ import { connectLedger } from '../../src/client/index.js';
 import { parseEnvelope } from '../../src/crypto/index.js';
 import { partitionFor } from '../../src/kafka/partitioner.js';
 import { defineTool } from '../../src/tools.js';
-import { testConfig, testLogger } from '../support/helpers.js';
+import { testAdmin, testConfig, testKafka, testLogger } from '../support/helpers.js';
 
 describe('encryption and hostile payloads (real stack)', () => {
   it('forged or foreign envelopes fail terminally without invoking the tool; plaintext and encrypted plans run side by side', async () => {
@@ -74,5 +74,7 @@ describe('encryption and hostile payloads (real stack)', () => {
 
     // The tool ran for the readable inputs only: never for the forged or the foreign envelope.
     expect(calls).toEqual([{ n: 1 }, {}, { plain: true }, { sealed: 1 }]);
+    const admin = await testAdmin(testKafka(config));
+    for (const t of await admin.listTopics()) if (t.startsWith(`${config.topicPrefix}.`)) admin.track(t);
   }, 180_000);
 });

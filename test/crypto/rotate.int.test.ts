@@ -44,5 +44,6 @@ describe('master key rotation', () => {
     // A second run has nothing to do.
     expect(await rewrapPlanKeys({ kafka, admin, topic, from: [oldKey], to: newKey, groupPrefix: randomPrefix('rot') })).toEqual({ rewrapped: 0, current: 2, unreadable: [], erasedMeanwhile: [] });
     await producer.disconnect();
+    for (const t of await admin.listTopics()) if (t.startsWith(`${config.topicPrefix}.`)) admin.track(t);
   });
 });

@@ -199,5 +199,6 @@ describe('secret fields and crypto-shredding erase (real stack)', () => {
     // The executor and projector logs never carried the marker.
     expect(logs.lines.length).toBeGreaterThan(0);
     expect(logs.lines.join('')).not.toContain(marker);
+    for (const t of await admin.listTopics()) if (t.startsWith(`${config.topicPrefix}.`)) admin.track(t);
   }, 240_000);
 });
