@@ -9,10 +9,19 @@
 export function dropNullItemFields(data: unknown): void {
   if (typeof data !== 'object' || data === null) return;
   const d = data as { items?: unknown; followUps?: unknown; item?: unknown };
-  if (d.item !== undefined) dropNullSecret(d.item);
-  for (const list of [d.items, d.followUps]) if (Array.isArray(list)) for (const it of list) dropNullSecret(it);
+  if (hasNullSecret(d.item)) d.item = withoutSecret(d.item);
+  for (const list of [d.items, d.followUps]) {
+    if (!Array.isArray(list)) continue;
+    for (let i = 0; i < list.length; i++) if (hasNullSecret(list[i])) list[i] = withoutSecret(list[i]);
+  }
 }
 
-function dropNullSecret(spec: unknown): void {
-  if (typeof spec === 'object' && spec !== null && (spec as Record<string, unknown>)['secret'] === null) delete (spec as Record<string, unknown>)['secret'];
+function hasNullSecret(spec: unknown): spec is Record<string, unknown> {
+  return typeof spec === 'object' && spec !== null && (spec as Record<string, unknown>)['secret'] === null;
+}
+
+/** A copy without `secret` (not `delete`, which would leave every item spec a slow dictionary-mode object). */
+function withoutSecret(spec: Record<string, unknown>): Record<string, unknown> {
+  const { secret: _absent, ...rest } = spec;
+  return rest;
 }
