@@ -24,6 +24,8 @@ const SCRIPTS: Record<string, { script: string; args?: string[] }> = {
   failover: { script: 'failover.ts' },
   handover: { script: 'failover.ts', args: ['--handover'] },
   memory: { script: 'memory.ts' },
+  'finished-memory': { script: 'finished-memory.ts' },
+  'cold-reads': { script: 'cold-reads.ts' },
 };
 
 const argv = process.argv.slice(2);

@@ -37,13 +37,16 @@ export const planReadRoutes: FastifyPluginAsync<PlanReadOptions> = async (app, {
 
   const childrenOf = (planId: string) => {
     const out: Array<{ planId: string; itemId: string; status: string | null; goal: string }> = [];
-    for (const c of model.views()) if (c.state?.parent?.planId === planId) out.push({ planId: c.planId, itemId: c.state.parent.itemId, status: c.state.status, goal: c.state.goal });
+    for (const c of model.views()) {
+      const s = c.state ?? c.summary; // a cold child is listed from its summary
+      if (s?.parent?.planId === planId) out.push({ planId: c.planId, itemId: s.parent.itemId, status: s.status, goal: s.goal });
+    }
     return out.sort((a, b) => a.planId.localeCompare(b.planId));
   };
 
   app.get('/api/plans/:id', { schema: { params: planParams } }, async (req, reply) => {
     const planId = (req.params as { id: string }).id;
-    const v = model.view(planId);
+    const v = await model.read(planId); // a cold plan: its archived snapshot, read back
     if (!v) return notFound(reply, planId);
     return {
       planId,
@@ -54,30 +57,29 @@ export const planReadRoutes: FastifyPluginAsync<PlanReadOptions> = async (app, {
       stateDigest: v.state ? stateDigest(v.state) : null,
       state: v.state ? showPlan(v.state, await opener(planId)) : null,
       // Delegation both ways: the plan this one runs for, and the plans its items delegated to.
-      parent: v.state?.parent ? { ...v.state.parent, status: model.view(v.state.parent.planId)?.state?.status ?? null } : null,
+      parent: v.state?.parent ? { ...v.state.parent, status: model.view(v.state.parent.planId)?.state?.status ?? model.cold.get(v.state.parent.planId)?.summary.status ?? null } : null,
       children: childrenOf(planId),
     };
   });
 
   app.get('/api/plans/:id/events', { schema: { params: planParams, querystring: eventsQuery } }, async (req, reply) => {
     const planId = (req.params as { id: string }).id;
-    const v = model.view(planId);
-    if (!v) return notFound(reply, planId);
+    if (!model.has(planId)) return notFound(reply, planId);
     const from = (req.query as { fromSeq?: number }).fromSeq ?? 1;
     const events = await model.events(planId);
-    return { planId, events: showEvents(events.filter((e) => e.seq >= from), v.state, await opener(planId)) };
+    // Redacted with the secret paths of the plan's own ItemAdded events (all of them, before the filter).
+    return { planId, events: showEvents(events, undefined, await opener(planId)).filter((e) => e.seq >= from) };
   });
 
   app.get('/api/plans/:id/audit', { schema: { params: planParams, querystring: auditQuery } }, async (req, reply) => {
     const planId = (req.params as { id: string }).id;
     const asOf = parseAsOf((req.query as { asOf?: string }).asOf);
-    const v = model.view(planId);
-    if (!v) return notFound(reply, planId);
+    if (!model.has(planId)) return notFound(reply, planId);
     const events = await model.events(planId);
     const open = await opener(planId);
     const real = auditAsOf(planId, events, asOf);
     // The timeline and attempts from the shown events (decrypted, redacted); the plan and its digests are the real ones, shown.
-    const shown = auditAsOf(planId, showEvents(events, v.state, open), asOf);
-    return { ...shown, state: real.state ? showPlan(real.state, open) : null, stateDigest: real.stateDigest, stalled: v.stalled };
+    const shown = auditAsOf(planId, showEvents(events, undefined, open), asOf);
+    return { ...shown, state: real.state ? showPlan(real.state, open) : null, stateDigest: real.stateDigest, stalled: model.view(planId)?.stalled ?? null };
   });
 };
