@@ -99,6 +99,13 @@ export function redactItem<I extends ItemState>(item: I): I {
   return paths.length === 0 ? item : mapItemPayloads(item, (j) => redactJson(j, paths));
 }
 
+/** An item as it may be shown: payloads read with `open` (when given), then its secret fields redacted. */
+export function showItem<I extends ItemState>(item: I, open?: (json: string) => string): I {
+  const paths = secretPaths(item);
+  if (paths.length === 0 && open === undefined) return item;
+  return mapItemPayloads(item, (j) => redactJson(open ? open(j) : j, paths));
+}
+
 /**
  * A plan as it may be shown: each payload first read with `open` (decrypted, when the reader holds the
  * plan's key), then its item's secret fields redacted. The plan itself when there is nothing to do.

@@ -120,7 +120,14 @@ describe('secret fields and crypto-shredding erase (real stack)', () => {
     // The API shows the plan decrypted (cvc is readable) with its secret fields redacted.
     await waitFor(() => projector.plan(planId)?.state?.status === 'completed', { message: 'projected' });
     const auth = { headers: { authorization: `Bearer ${TOKEN}` } };
-    for (const path of [`/api/plans/${planId}`, `/api/plans/${planId}/events`, `/api/plans/${planId}/audit`]) {
+    for (const path of [
+      `/api/plans/${planId}`,
+      `/api/plans/${planId}/items`,
+      `/api/plans/${planId}/events`,
+      `/api/plans/${planId}/events?limit=50`,
+      `/api/plans/${planId}/audit`,
+      `/api/plans/${planId}/audit?limit=50`,
+    ]) {
       const text = await (await fetch(`${projector.url}${path}`, auth)).text();
       expect(text, path).not.toContain(marker);
       expect(text, path).toContain('[secret]');
