@@ -4,7 +4,7 @@
 // nowhere in plaintext, and with the master key nothing of the plan can be decrypted any more.
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
-import { onTestFinished, describe, expect, it } from 'vitest';
+import { onTestFailed, onTestFinished, describe, expect, it } from 'vitest';
 import { startProjector } from '../../projector/index.js';
 import { codecFromConfig, type LedgerCodec } from '../../src/codec/index.js';
 import { topicNames } from '../../src/config.js';
@@ -76,6 +76,7 @@ describe('secret fields and crypto-shredding erase (real stack)', () => {
     const config = testConfig();
     const logs = capture();
     const logger = createLogger({ level: 'info', name: 'shred' }, logs.stream);
+    onTestFailed(() => void process.stderr.write(`executor and projector log (last 40 lines):\n${logs.lines.slice(-40).join('')}`));
     const seenByTool: string[] = [];
     const charge = defineTool({
       name: 'pay.charge',
