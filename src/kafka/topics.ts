@@ -95,8 +95,10 @@ export async function ensureTopics(admin: Admin, specs: ITopicConfig[]): Promise
           { cause: e },
         );
       }
-      // Another process may have created them between list and create.
-      if (!(e instanceof Error && /already exists/i.test(e.message))) throw e;
+      // Another process may have created them between list and create; or the topics were created and
+      // kafkajs's wait for their leaders met UNKNOWN_TOPIC_OR_PARTITION (a loaded broker): the wait below
+      // retries until each partition is served, and fails if it never is.
+      if (!(e instanceof Error && /already exists|does not host this topic-partition/i.test(e.message))) throw e;
     }
     // Leaders in the metadata do not mean the partitions are served yet: under load a first ListOffsets or
     // produce right after creation can meet UNKNOWN_TOPIC_OR_PARTITION. Wait until each answers.
