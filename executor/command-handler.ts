@@ -40,7 +40,7 @@ export class CommandHandler {
     private readonly writer: PlanWriter,
     private readonly d: OwnerDeps,
     private readonly log: Logger,
-    private readonly topics: { commands: string; dlq: string; snapshots: string; archive: string; blobs: string },
+    private readonly topics: { commands: string; dlq: string; snapshots: string; archive: string; blobs: string; planKeys: string },
     private readonly ctx: ErasureContext,
     /** The owner's spans (one per command decision); absent or without a tracer when tracing is off. */
     private readonly traces?: PlanTraces,

@@ -2,7 +2,7 @@ import type { Message } from 'kafkajs';
 import { erasureRecord } from '../src/audit/erasure-record.js';
 import { blobTombstones, parseRef } from '../src/blobs/index.js';
 import { eventKey } from '../src/kafka/partitioner.js';
-import { auditTopic } from '../src/kafka/topics.js';
+import { auditTopic, PLAN_KEYS_SEGMENT_MS } from '../src/kafka/topics.js';
 import type { Logger } from '../src/logging.js';
 import { getItem, hasAppliedCommand, isPlanFinished, type PlanCommand } from '../src/plan/index.js';
 import type { PartitionBook } from './partition-book.js';
@@ -30,7 +30,7 @@ export interface ErasureContext {
   readonly writer: PlanWriter;
   readonly d: OwnerDeps;
   readonly log: Logger;
-  readonly topics: { commands: string; snapshots: string; archive: string; blobs: string };
+  readonly topics: { commands: string; snapshots: string; archive: string; blobs: string; planKeys: string };
 }
 
 /**
@@ -70,25 +70,53 @@ const { book, writer, d, log, topics, partition } = ctx;
     ...(toParent ? { parentNotified: { planId: toParent.planId, itemId: toParent.data.parentItemId, commandId: toParent.commandId } } : {}),
   });
   book.forget(planId);
-  // Every payload the plan stored by reference: inputs, outputs of every attempt.
+  // Every payload the plan stored by reference: inputs, outputs of every attempt, checkpoint, evidence.
   const blobs = new Map<string, Message[]>();
   for (const id of state.itemOrder) {
     const item = getItem(state, id);
-    for (const json of [item?.inputJson, item?.outputJson, ...(item?.attempts ?? []).map((a) => a.outputJson)]) {
+    for (const json of [item?.inputJson, item?.outputJson, ...(item?.attempts ?? []).map((a) => a.outputJson), item?.checkpoint?.stateJson, ...(item?.evidence ?? []).map((e) => e.valueJson)]) {
       const ref = parseRef(json);
       if (ref && !blobs.has(ref.sha256)) blobs.set(ref.sha256, blobTombstones(planId, ref, partition));
     }
   }
+  // Crypto-shredding: the plan's data key is destroyed (a tombstone on plan-keys, in the same
+  // transaction) and dropped from memory, so every copy of its encrypted payloads — commands, DLQ,
+  // events not yet compacted, backups — can no longer be opened. Written also without a master key here:
+  // a client may have given the plan a key.
+  const keyTombstone = { key: planId, value: null, partition };
+  d.keys?.forget(planId);
   log.info({ planId, status: state.status, events: lastSeq, blobs: blobs.size, forced: record.forced, by: record.by, parentNotified: record.parentNotified }, 'plan erased');
-  return writer.appender.append({
+  const erased = writer.appender.append({
     events: tombstones,
     extra: [
       { topic: topics.snapshots, messages: [{ key: planId, value: null, partition: partition }, ...snapshotChunkTombstones(state, partition)] },
       { topic: topics.archive, messages: [{ key: planId, value: null, partition: partition }] },
       ...(blobs.size ? [{ topic: topics.blobs, messages: [...blobs.values()].flat() }] : []),
+      { topic: topics.planKeys, messages: [keyTombstone] },
       { topic: auditTopic(d.config.topicPrefix), messages: [{ key: planId, value: JSON.stringify(record) }] },
       ...(toParent ? [{ topic: topics.commands, messages: [commandMessage(d.codec, d.config.partitions, toParent)] }] : []),
     ],
     commitOffset,
   });
+  void erased.then(() => rollKeyLog(ctx, planId), () => {});
+  return erased;
+}
+
+/** The key of the record that rolls a plan-keys segment (the reserved `__` prefix: never a plan id). */
+export const KEY_LOG_ROLL = '__roll';
+
+/**
+ * After the erasure commits, the plan's old key record is still physically in the plan-keys partition:
+ * the cleaner only compacts closed segments, and Kafka closes one only at a write made `segment.ms` after
+ * it opened. So the owner writes one more record (a tombstone of {@link KEY_LOG_ROLL}) just past
+ * `segment.ms`: the segment holding the old key and its tombstone closes, and the cleaner removes the key.
+ * Best effort: an owner that lost the partition meanwhile leaves it to the next write there.
+ */
+function rollKeyLog(ctx: ErasureContext, planId: string): void {
+  const timer = setTimeout(() => {
+    ctx.writer.appender
+      .append({ events: [], extra: [{ topic: ctx.topics.planKeys, messages: [{ key: KEY_LOG_ROLL, value: null, partition: ctx.partition }] }] })
+      .catch((e: unknown) => ctx.log.debug({ err: e, planId }, 'could not roll the plan-keys segment after an erasure; the next write there rolls it'));
+  }, PLAN_KEYS_SEGMENT_MS + 200);
+  timer.unref();
 }

@@ -4,6 +4,7 @@ import type { Tracer, TracerProvider } from '@opentelemetry/api';
 import type { Admin, Consumer, Kafka } from 'kafkajs';
 import { loadConfig, topicNames, type LedgerConfig, type LedgerConfigInput } from '../src/config.js';
 import { BlobReader, payloadLimitsFromEnv } from '../src/blobs/index.js';
+import { keyringFor, type PlanKeyring } from '../src/crypto/index.js';
 import { codecFromConfig, type LedgerCodec } from '../src/codec/index.js';
 import { isLedgerError, LedgerError } from '../src/errors.js';
 import { createKafka } from '../src/kafka/client.js';
@@ -64,6 +65,12 @@ export interface ExecutorOptions {
    * shut down with the executor), else none — tracing off, at no cost.
    */
   readonly tracerProvider?: TracerProvider;
+  /**
+   * The master key (32 bytes) that wraps the plans' data keys; default PLAN_LEDGER_MASTER_KEY_FILE /
+   * PLAN_LEDGER_MASTER_KEY. With one, the executor opens encrypted payloads for tools and seals what it
+   * records (outputs, follow-up inputs, checkpoints, evidence) for plans that have a key.
+   */
+  readonly masterKey?: Buffer;
 }
 
 const DEFAULT_CHECKPOINT_INTERVAL_MS = 1000;
@@ -229,6 +236,7 @@ class Executor {
     this.cacheBudget = new CacheBudget(Math.floor(cacheMib(opts) * 1024 * 1024));
     this.topics = topicNames(config.topicPrefix);
     this.blobs = new BlobReader({ kafka, admin, topic: this.topics.blobs, partitions: config.partitions, groupPrefix: `${config.topicPrefix}.blob-reader` });
+    this.keys = keyringFor({ kafka, admin, config, groupPrefix: `${config.topicPrefix}.executor-keys`, ...(opts.masterKey ? { master: opts.masterKey } : {}) });
   }
 
   private newOwner(partition: number): PartitionOwner {
@@ -243,6 +251,7 @@ class Executor {
       limits: this.limits,
       metrics: this.metrics,
       blobs: this.blobs,
+      ...(this.keys !== undefined ? { keys: this.keys } : {}),
       ...(this.policy !== undefined ? { policy: this.policy } : {}),
       ...(this.tracer !== undefined ? { tracer: this.tracer } : {}),
       cacheBudget: this.cacheBudget,
@@ -265,6 +274,7 @@ class Executor {
   /** Bytes of finished plans the owners may hold aside, together (PLAN_LEDGER_EXECUTOR_CACHE_MIB). */
   private readonly cacheBudget: CacheBudget;
   private readonly blobs: BlobReader;
+  private readonly keys: PlanKeyring | undefined;
   /** Consecutive resets per partition, for the backoff; forgotten once an owner restores, or after a quiet minute. */
   private readonly resets = new Map<number, { count: number; at: number }>();
   private readonly batchFailures = new Map<number, BatchFailures>();

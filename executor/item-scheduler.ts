@@ -341,11 +341,16 @@ export class ItemScheduler {
     const deps: Record<string, unknown> = {};
     let lastCheckpoint: unknown;
     try {
-      inputJson = await this.d.blobs.resolve(planId, item.inputJson);
-      if (item.checkpoint !== undefined) lastCheckpoint = JSON.parse(await this.d.blobs.resolve(planId, item.checkpoint.stateJson));
+      // An encrypted payload is opened with the plan's key (a destroyed key is NOT_FOUND: terminal).
+      const read = async (json: string) => {
+        const text = await this.d.blobs.resolve(planId, json);
+        return this.d.keys ? this.d.keys.open(planId, text) : text;
+      };
+      inputJson = await read(item.inputJson);
+      if (item.checkpoint !== undefined) lastCheckpoint = JSON.parse(await read(item.checkpoint.stateJson));
       for (const dep of item.dependsOn) {
         const out = getItem(state, dep)?.outputJson;
-        deps[dep] = out == null ? null : JSON.parse(await this.d.blobs.resolve(planId, out));
+        deps[dep] = out == null ? null : JSON.parse(await read(out));
       }
     } catch (e) {
       if (this.stopped) return 'abandoned';
@@ -395,7 +400,7 @@ export class ItemScheduler {
    */
   private async record(planId: string, itemId: string, attempt: number, outcome: Extract<AttemptOutcome, { kind: 'result' }>, log: Logger, span?: AttemptTrace): Promise<'recorded' | 'unrecorded'> {
     const idempotencyKey = this.key(planId, itemId, attempt);
-    const { ended, blobs } = this.byReference(planId, outcome);
+    const { ended, blobs } = this.byReference(planId, outcome, await this.sealer(planId));
     let committed = this.commitResult(planId, itemId, attempt, ended);
     if (committed.rejection && this.book.plans.get(planId) && getItem(this.book.plans.get(planId)!, itemId)?.status === 'in_progress') {
       // The ledger refused what the tool returned (follow-ups that do not fit the plan, a payload past a
@@ -429,11 +434,25 @@ export class ItemScheduler {
     return 'recorded';
   }
 
-  /** Moves an outcome's large payloads (output, follow-up inputs) to blobs; past the ceiling the attempt fails. */
-  private byReference(planId: string, outcome: Extract<AttemptOutcome, { kind: 'result' }>): { ended: Extract<AttemptOutcome, { kind: 'result' }>; blobs: Array<{ refJson: string; messages: Message[] }> } {
+  /** Seals a plan's new payloads with its key; identity when no master key is configured or the plan has no key. */
+  private async sealer(planId: string): Promise<(json: string) => string> {
+    return (this.d.keys ? await this.d.keys.sealer(planId) : undefined) ?? ((json: string) => json);
+  }
+
+  /**
+   * Seals an outcome's payloads (output, follow-up inputs) with the plan's key, then moves large ones to
+   * blobs (their chunks hold the ciphertext); past the ceiling the attempt fails.
+   */
+  private byReference(
+    planId: string,
+    outcome: Extract<AttemptOutcome, { kind: 'result' }>,
+    seal: (json: string) => string,
+  ): { ended: Extract<AttemptOutcome, { kind: 'result' }>; blobs: Array<{ refJson: string; messages: Message[] }> } {
     const blobs: Array<{ refJson: string; messages: Message[] }> = [];
-    const place = (json: string, field: string): string => {
-      if (parseRef(json) !== undefined || payloadPlacement(json, field, this.d.limits.payload) === undefined) return json;
+    const place = (plain: string, field: string): string => {
+      if (parseRef(plain) !== undefined) return plain;
+      const json = seal(plain);
+      if (payloadPlacement(json, field, this.d.limits.payload) === undefined) return json;
       const b = toBlob(planId, json, this.now(), this.partition);
       blobs.push(b);
       return b.refJson;
@@ -462,8 +481,9 @@ export class ItemScheduler {
    * transaction (a large state by reference, its chunks in the same transaction). A refusal (the attempt is
    * over, the plan finished, too much evidence) rejects the tool's call with the reason.
    */
-  private async recordProgress(planId: string, itemId: string, attempt: number, kind: 'checkpoint' | 'evidence', json: string, name?: string): Promise<void> {
+  private async recordProgress(planId: string, itemId: string, attempt: number, kind: 'checkpoint' | 'evidence', plain: string, name?: string): Promise<void> {
     if (this.stopped) throw new LedgerError('CONFLICT', `partition ${this.partition} was released: nothing more is recorded for ${this.key(planId, itemId, attempt)}`);
+    const json = (await this.sealer(planId))(plain);
     let blob: ReturnType<typeof toBlob> | undefined;
     if (payloadPlacement(json, kind === 'checkpoint' ? 'checkpoint' : `evidence ${name ?? ''}`, this.d.limits.payload) !== undefined) blob = toBlob(planId, json, this.now(), this.partition);
     const payload = blob?.refJson ?? json;

@@ -1,6 +1,7 @@
 import type { Tracer } from '@opentelemetry/api';
 import type { Kafka, KafkaMessage, Producer } from 'kafkajs';
 import type { BlobReader, PayloadLimits } from '../src/blobs/index.js';
+import type { PlanKeyring } from '../src/crypto/index.js';
 import { topicNames, type LedgerConfig } from '../src/config.js';
 import type { LedgerCodec } from '../src/codec/index.js';
 import { connectFenced, transactionalProducer } from '../src/kafka/client.js';
@@ -36,6 +37,8 @@ export interface OwnerDeps {
   readonly metrics: ExecutorMetrics;
   /** Resolves payloads stored by reference (inputs, dependencies' outputs). */
   readonly blobs: BlobReader;
+  /** The plans' data keys when a master key is configured: payloads are opened for tools and sealed when recorded. */
+  readonly keys?: PlanKeyring;
   /** Spans of command decisions, attempts and tool calls; none when tracing is off. */
   readonly tracer?: Tracer;
   /** The executor's byte budget for finished plans put aside (see DormantCache); the owner's own 64 MiB without. */

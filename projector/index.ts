@@ -1,4 +1,7 @@
+import type { Admin } from 'kafkajs';
 import { connectLedger, type Ledger } from '../src/client/index.js';
+import { keyringFor, masterKeyFromEnv, type PlanKeyring } from '../src/crypto/index.js';
+import { createKafka } from '../src/kafka/client.js';
 import { loadConfig, type LedgerConfig, type LedgerConfigInput } from '../src/config.js';
 import { LedgerError } from '../src/errors.js';
 import { createLogger, type Logger } from '../src/logging.js';
@@ -16,6 +19,12 @@ export { ReadModel } from './read-model.js';
 export interface ProjectorOptions {
   /** A compiled config, or input for `loadConfig` (PLAN_LEDGER_* and the local stack fill the rest). */
   readonly config?: LedgerConfig | LedgerConfigInput;
+  /**
+   * The master key (32 bytes; default PLAN_LEDGER_MASTER_KEY_FILE / PLAN_LEDGER_MASTER_KEY): with it the
+   * API and dashboard show encrypted payloads decrypted (secret fields still redacted); without it they
+   * show the envelopes. A payload whose plan key was destroyed shows as "[erased]".
+   */
+  readonly masterKey?: Buffer;
   readonly logger?: Logger;
   /** HTTP port (default PLAN_LEDGER_HTTP_PORT, else 8787; 0 = any free port). */
   readonly port?: number;
@@ -121,13 +130,28 @@ export async function startProjector(opts: ProjectorOptions = {}): Promise<Proje
     groupId: opts.groupId,
     defaultMetrics: opts.defaultMetrics,
   });
+  // The plans' keys, read on the first display of an encrypted plan (only with a master key).
+  const master = opts.masterKey ?? masterKeyFromEnv(env);
   let ledger: Promise<Ledger> | undefined;
   const submitter = async (): Promise<CommandSubmitter> => {
     if (opts.submit) return opts.submit;
-    ledger ??= connectLedger(config, { logger });
+    ledger ??= connectLedger(config, { logger, ...(master ? { masterKey: master } : {}) });
     return ledger;
   };
-  const http = buildHttp({ service, logger, tokens, submitter, corsOrigins, bodyLimitBytes, maxStreamClients });
+  let keyAdmin: Admin | undefined;
+  let keyring: Promise<PlanKeyring> | undefined;
+  const openerFor = master
+    ? async (planId: string) => {
+        keyring ??= (async () => {
+          const kafka = createKafka(config, logger, 'projector-keys');
+          keyAdmin = kafka.admin();
+          await keyAdmin.connect();
+          return keyringFor({ kafka, admin: keyAdmin, config, groupPrefix: `${config.topicPrefix}.projector-keys`, master })!;
+        })();
+        return (await keyring).opener(planId);
+      }
+    : undefined;
+  const http = buildHttp({ service, logger, tokens, submitter, corsOrigins, bodyLimitBytes, maxStreamClients, ...(openerFor ? { openerFor } : {}) });
   try {
     await service.start();
     await http.listen({ port, host });
@@ -158,6 +182,7 @@ export async function startProjector(opts: ProjectorOptions = {}): Promise<Proje
       (stopping ??= (async () => {
         await http.close().catch(() => {});
         await service.stop();
+        await keyAdmin?.disconnect().catch(() => {});
         if (ledger) await (await ledger.catch(() => undefined))?.close().catch(() => {});
       })()),
   };

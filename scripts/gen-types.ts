@@ -166,11 +166,17 @@ function docComment(doc: Json | undefined, indent: string): string {
   return `${indent}/** ${doc.replace(/\*\//g, '*\\/')} */\n`;
 }
 
-function renderFields(fields: Json[], ns: string, named: Map<string, NamedSchema>, skip: Set<string>): string {
+/**
+ * Fields added to a type that many callers build by hand (item specs): optional in TypeScript, absent
+ * meaning null. The codec writes an absent field as its default, and a decoded value carries the null.
+ */
+const OPTIONAL_IN_TS = new Set(['planledger.ItemSpec.secret']);
+
+function renderFields(fields: Json[], ns: string, named: Map<string, NamedSchema>, skip: Set<string>, owner = ''): string {
   return fields
     .filter(isObject)
     .filter((f) => !skip.has(String(f['name'])))
-    .map((f) => `${docComment(f['doc'], '  ')}  ${String(f['name'])}: ${tsType(f['type'] ?? null, ns, named)};\n`)
+    .map((f) => `${docComment(f['doc'], '  ')}  ${String(f['name'])}${OPTIONAL_IN_TS.has(`${owner}.${String(f['name'])}`) ? '?' : ''}: ${tsType(f['type'] ?? null, ns, named)};\n`)
     .join('');
 }
 
@@ -190,7 +196,7 @@ function renderTypes(named: Map<string, NamedSchema>, events: string[], commands
       out += `export type ${n.shortName} = (typeof ${n.shortName})[keyof typeof ${n.shortName}];\n`;
     } else if (s['type'] === 'record') {
       const fields = Array.isArray(s['fields']) ? s['fields'] : [];
-      out += `export interface ${n.shortName} {\n${renderFields(fields, ns, named, new Set())}}\n`;
+      out += `export interface ${n.shortName} {\n${renderFields(fields, ns, named, new Set(), n.fullName)}}\n`;
     } else {
       throw new Error(`${n.file}: only records and enums are supported`);
     }

@@ -188,6 +188,7 @@ export function topicNames(prefix: string) {
     archive: `${prefix}.plan-archive`,
     dlq: `${prefix}.plan-dlq`,
     blobs: `${prefix}.plan-blobs`,
+    planKeys: `${prefix}.plan-keys`,
     executorsGroup: `${prefix}.executors`,
     projectorGroup: `${prefix}.projector`,
   } as const;

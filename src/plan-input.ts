@@ -25,5 +25,6 @@ export function toItemSpec(item: ItemInput, path = 'item'): ItemSpec {
     tool: item.tool,
     inputJson,
     retry: item.retry ? { ...DEFAULT_RETRY_POLICY, ...item.retry } : null,
+    ...(item.secret !== undefined && item.secret !== null ? { secret: item.secret } : {}),
   };
 }

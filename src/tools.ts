@@ -9,6 +9,12 @@ export interface FollowUpItem {
   tool: string;
   input?: unknown;
   retry?: Partial<RetryPolicyInput> | null;
+  /**
+   * Dotted paths into the item's input and output JSON whose values are secret, e.g.
+   * `['card.number', 'token']` (an array index is a segment: `cards.0.number`). They show as `"[secret]"` in
+   * the executor's and projector's logs, the API, the dashboard and the CLI; the tool gets the real value.
+   */
+  secret?: string[] | null;
 }
 
 export interface RetryPolicyInput {

@@ -12,7 +12,7 @@ import { errorHandler } from './errors.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { healthRoutes } from './routes/health.js';
 import { operationsRoutes } from './routes/operations.js';
-import { planReadRoutes } from './routes/plans-read.js';
+import { planReadRoutes, type PayloadOpenerFor } from './routes/plans-read.js';
 import { planWriteRoutes } from './routes/plans-write.js';
 import { streamRoutes } from './routes/stream.js';
 
@@ -35,6 +35,8 @@ export interface HttpOptions {
   readonly bodyLimitBytes: number;
   /** Concurrent /api/stream clients; 503 past it. */
   readonly maxStreamClients: number;
+  /** Decrypts a plan's payloads for display (a master key is configured); absent: shown as stored. */
+  readonly openerFor?: PayloadOpenerFor;
 }
 
 export const HTTP_DEFAULTS = Object.freeze({ bodyLimitBytes: 1024 * 1024, maxStreamClients: 100 });
@@ -59,7 +61,7 @@ export function buildHttp(opts: HttpOptions) {
 
   void app.register(healthRoutes, { service });
   void app.register(dashboardRoutes);
-  void app.register(planReadRoutes, { service, authorize: requireScope(tokens, 'read') });
+  void app.register(planReadRoutes, { service, authorize: requireScope(tokens, 'read'), ...(opts.openerFor ? { openerFor: opts.openerFor } : {}) });
   void app.register(operationsRoutes, { service, views: new OperatorViews(service), authorize: requireScope(tokens, 'read') });
   void app.register(streamRoutes, { service, authorize: requireScope(tokens, 'read'), maxClients: opts.maxStreamClients });
   void app.register(planWriteRoutes, { service, logger, authorize: requireScope(tokens, 'write'), submitter: opts.submitter });

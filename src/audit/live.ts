@@ -41,16 +41,18 @@ export interface PlanAudit {
   state: PlanAsOf;
 }
 
-export async function auditPlan(log: LedgerLog, planId: string, asOf: AsOf | null): Promise<PlanAudit> {
+export async function auditPlan(log: LedgerLog, planId: string, asOf: AsOf | null, show?: (events: PlanEvent[]) => PlanEvent[]): Promise<PlanAudit> {
   const records = await readPlanHistory(log, planId);
   const upTo = records.filter((r) => isBefore(r.event, asOf));
+  // `show` (the CLI: secret fields redacted) changes what the rows say, never the plan state or its digests.
+  const shown = show ? show(upTo.map((r) => r.event)) : undefined;
   return {
     planId,
     topic: log.names.events,
     partition: log.partitionOf(planId),
     events: records.length,
     asOf,
-    rows: auditRows(upTo),
+    rows: auditRows(shown ? upTo.map((r, i) => ({ ...r, event: shown[i]! })) : upTo),
     state: planAsOf(planId, upTo.map((r) => r.event), null),
   };
 }

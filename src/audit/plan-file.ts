@@ -25,6 +25,7 @@ const itemSchema = z
     tool: z.string().min(1),
     input: z.unknown().optional(),
     retry: retrySchema.nullable().optional(),
+    secret: z.array(z.string().min(1)).optional(),
   })
   .strict();
 
@@ -136,6 +137,7 @@ export function toCreatePlanInput(plan: PlanFile, mode: 'propose' | 'execute'): 
       tool: it.tool,
       input: it.input ?? {},
       ...(it.retry ? { retry: it.retry } : {}),
+      ...(it.secret ? { secret: it.secret } : {}),
     })),
   };
 }

@@ -8,6 +8,7 @@ import { parseEventKey } from '../kafka/partitioner.js';
 import type { PlanEvent } from '../plan/index.js';
 import { readPlanHistory } from './live.js';
 import type { LedgerLog, LoggedEvent } from './log.js';
+import { SecretTracker } from '../secrets/redact.js';
 import { auditRowBuilder, isBefore, type AsOf, type AuditRow } from './timeline.js';
 
 export interface TailOptions {
@@ -52,12 +53,15 @@ export async function tailEvents(log: LedgerLog, o: TailOptions, emit: (r: TailR
   const lastSeq = new Map<string, number>();
   const rowOf = new Map<string, (r: LoggedEvent) => AuditRow>();
   const erased = new Set<string>();
-  const send = async (r: LoggedEvent) => {
-    const planId = r.event.planId;
+  // What is shown has the items' secret fields redacted (the paths come with each item's ItemAdded).
+  const secrets = new SecretTracker();
+  const send = async (logged: LoggedEvent) => {
+    const planId = logged.event.planId;
     let build = rowOf.get(planId);
     if (!build) rowOf.set(planId, (build = auditRowBuilder()));
-    if (r.event.seq <= (lastSeq.get(planId) ?? 0)) return; // a re-sent key, or seen by both reads
-    lastSeq.set(planId, r.event.seq);
+    if (logged.event.seq <= (lastSeq.get(planId) ?? 0)) return; // a re-sent key, or seen by both reads
+    lastSeq.set(planId, logged.event.seq);
+    const r = { ...logged, event: secrets.show(logged.event) };
     const row = build(r); // every event, also those before --as-of: a result needs its intent's key
     if (asOf !== null && isBefore(r.event, asOf)) return;
     await emit({ kind: 'event', planId, event: r.event, row });

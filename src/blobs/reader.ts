@@ -109,21 +109,24 @@ export class BlobReader {
  * item and of each attempt, the latest checkpoint, evidence); the state itself when it holds none. What a
  * reader shows; the log, the chain and the digests hold the references.
  */
-export async function resolvePayloads<S extends PlanStateLike>(reader: BlobReader, state: S): Promise<S> {
+export async function resolvePayloads<S extends PlanStateLike>(reader: BlobReader, state: S, open?: (json: string) => string): Promise<S> {
   const items = state.items as Record<string, ItemLike>;
   const refs = (it: ItemLike) => [it.inputJson, it.outputJson, it.checkpoint?.stateJson, ...it.attempts.map((a) => a.outputJson), ...(it.evidence ?? []).map((e) => e.valueJson)].some((j) => parseRef(j) !== undefined);
-  const ids = Object.keys(items).filter((id) => refs(items[id]!));
+  // With `open` (decryption), every payload is read; without, only the references.
+  const ids = open ? Object.keys(items) : Object.keys(items).filter((id) => refs(items[id]!));
   if (!ids.length) return state;
   // A payload that cannot be read (erased, forged, corrupt) stays a reference: the state is still shown,
   // and `verify` names the payload; a broker outage still throws.
   const read = async (json: string | null): Promise<string | null> => {
     if (json === null) return null;
+    let text: string;
     try {
-      return await reader.resolve(state.planId, json);
+      text = await reader.resolve(state.planId, json);
     } catch (e) {
       if (isLedgerError(e, 'NOT_FOUND') || isLedgerError(e, 'INTEGRITY')) return json;
       throw e;
     }
+    return open ? open(text) : text;
   };
   const copy: Record<string, ItemLike> = { ...items };
   for (const id of ids) {

@@ -1,4 +1,6 @@
 import { readFile, writeFile } from 'node:fs/promises';
+import { openerOf } from './keys.js';
+import { showEvents, showPlan } from '../secrets/redact.js';
 import { buildBundle, verifyBundle } from '../audit/bundle.js';
 import { auditTopic, erasePlan } from '../audit/erase.js';
 import { auditPlan, describeReplayFailure, readPlanHistory, replayAll, replayPlan, verifyAll, verifyPlanInLog, type ReplayFailure } from '../audit/live.js';
@@ -12,7 +14,9 @@ import { renderAsOf, renderAudit, renderPlan, renderVerification } from './rende
 export async function audit(planId: string, o: { asOf?: string; json?: boolean }): Promise<void> {
   const asOf = o.asOf === undefined ? null : parseAsOf(o.asOf, '--as-of');
   await withLog(async (log) => {
-    const a = await auditPlan(log, planId, asOf);
+    const open = await openerOf(log, planId);
+    const a = await auditPlan(log, planId, asOf, (events) => showEvents(events, undefined, open));
+    if (a.state.state) a.state = { ...a.state, state: showPlan(a.state.state, open) };
     if (o.json) {
       for (const r of a.rows) json(r);
       json(a.state);
@@ -35,11 +39,12 @@ export async function replay(planId: string | undefined, o: { all?: boolean; unt
     const paint = painter();
     if (planId) {
       const r = await replayPlan(log, planId, until, o.until);
-      const summary = { planId: r.planId, status: r.status, seq: r.seq, items: r.items, digest: r.digest, stateDigest: r.stateDigest, events: r.events, ...(o.state ? { state: r.state } : {}) };
+      const shown = showPlan(r.state);
+      const summary = { planId: r.planId, status: r.status, seq: r.seq, items: r.items, digest: r.digest, stateDigest: r.stateDigest, events: r.events, ...(o.state ? { state: shown } : {}) };
       if (o.json) return json(summary);
-      out(renderPlan(r.state, paint));
+      out(renderPlan(shown, paint));
       out(`stateDigest ${r.stateDigest}   (rebuilt from ${r.seq} of ${r.events} events, no projector)`);
-      if (o.state) out(JSON.stringify(r.state, null, 2));
+      if (o.state) out(JSON.stringify(shown, null, 2));
       return;
     }
     // Streamed: each plan is printed as it is rebuilt; only the failures are kept.
@@ -56,7 +61,7 @@ export async function replay(planId: string | undefined, o: { all?: boolean; unt
             return;
           }
           rebuilt += 1;
-          if (o.json) json({ planId: r.planId, status: r.status, seq: r.seq, items: r.items, digest: r.digest, stateDigest: r.stateDigest, events: r.events, ...(o.state ? { state: r.state } : {}) });
+          if (o.json) json({ planId: r.planId, status: r.status, seq: r.seq, items: r.items, digest: r.digest, stateDigest: r.stateDigest, events: r.events, ...(o.state ? { state: showPlan(r.state) } : {}) });
           else out(`${r.planId.padEnd(40)} ${r.status.padEnd(10)} seq ${String(r.seq).padEnd(6)} stateDigest ${r.stateDigest}`);
         },
         progress,

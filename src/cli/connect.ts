@@ -2,13 +2,13 @@ import { LedgerLog, assertBrokersReachable } from '../audit/log.js';
 import { connectLedger, type Ledger } from '../client/index.js';
 import { loadConfig } from '../config.js';
 import { pino } from 'pino';
-import { silentLogger, type Logger } from '../logging.js';
+import { createLogger, silentLogger, type Logger } from '../logging.js';
 
 /** CLI logs go to stderr and only when PLAN_LEDGER_LOG_LEVEL asks for them (stdout is for results). */
 export function cliLogger(): Logger {
   const level = process.env.PLAN_LEDGER_LOG_LEVEL;
   if (!level) return silentLogger();
-  return pino({ level, name: 'plan-ledger-cli' }, pino.destination(2));
+  return createLogger({ level, name: 'plan-ledger-cli' }, pino.destination(2));
 }
 
 /** A ledger client for commands; fails fast with one line when Kafka cannot be reached. */

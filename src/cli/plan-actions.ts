@@ -1,4 +1,6 @@
 import { readFile } from 'node:fs/promises';
+import { openerOf } from './keys.js';
+import { showPlan } from '../secrets/redact.js';
 import { parsePlanFile, toCreatePlanInput } from '../audit/plan-file.js';
 import type { CommandOutcome, Ledger } from '../client/index.js';
 import { LedgerError } from '../errors.js';
@@ -116,8 +118,9 @@ export async function show(planId: string, o: { json?: boolean }): Promise<void>
   await withLog(async (log) => {
     const s = rebuilt(planId, await log.readPlan(planId));
     if (!s || s.status === 'none') throw new LedgerError('NOT_FOUND', `plan ${planId} not found on prefix "${log.config.topicPrefix}"`, { planId });
-    if (o.json) json(s);
-    else out(renderPlan(s, painter()));
+    const shown = showPlan(s, await openerOf(log, planId));
+    if (o.json) json(shown);
+    else out(renderPlan(shown, painter()));
   });
 }
 

@@ -5,6 +5,7 @@ import { auditPlan, replayAll, replayPlan, verifyAll, verifyPlanInLog, type Plan
 import { LedgerLog } from '../audit/log.js';
 import { asOfText, toAsOf, type AsOfInput } from '../audit/timeline.js';
 import type { PlanVerification } from '../audit/verify.js';
+import { keyringFor, type PlanKeyring } from '../crypto/index.js';
 import { BlobReader, payloadLimitsFromEnv, payloadPlacement, resolvePayloads, toBlob, type PayloadLimits } from '../blobs/index.js';
 import { codecFromConfig, type LedgerCodec } from '../codec/index.js';
 import { loadConfig, topicNames, type LedgerConfig, type LedgerConfigInput } from '../config.js';
@@ -198,6 +199,12 @@ export interface Ledger {
 
 export interface ConnectOptions {
   logger?: Logger;
+  /**
+   * The master key (32 bytes) that wraps each plan's data key; default PLAN_LEDGER_MASTER_KEY_FILE /
+   * PLAN_LEDGER_MASTER_KEY. With one, a new plan gets a random data key and every item input is encrypted
+   * before it is sent (the commands topic and the DLQ hold ciphertext only); reads decrypt.
+   */
+  masterKey?: Buffer;
   /** Counts what the client's reads fetch from the log (records per topic), e.g. to watch read costs. */
   readStats?: ReadStats;
 }
@@ -235,7 +242,8 @@ export async function connectLedger(input?: LedgerConfigInput, opts: ConnectOpti
   try {
     await ensurePlanTopics(admin, config);
     const codec = await codecFromConfig(config, { logger });
-    const client = new LedgerClient(kafka, admin, codec, config, logger, opts.readStats);
+    const keys = keyringFor({ kafka, admin, config, groupPrefix: `${config.topicPrefix}.client-keys`, ...(opts.masterKey ? { master: opts.masterKey } : {}) });
+    const client = new LedgerClient(kafka, admin, codec, config, logger, opts.readStats, keys);
     await client.start();
     return client;
   } catch (e) {
@@ -273,6 +281,8 @@ class LedgerClient implements Ledger {
     readonly config: LedgerConfig,
     private readonly logger: Logger,
     private readonly stats?: ReadStats,
+    /** The plans' data keys when a master key is configured. */
+    private readonly keys?: PlanKeyring,
   ) {
     this.topics = topicNames(config.topicPrefix);
     const groupPrefix = `${config.topicPrefix}.${this.clientId}`;
@@ -287,7 +297,8 @@ class LedgerClient implements Ledger {
    * partition of the blobs topic first, and the command carries the reference. Every input is checked
    * against the ceiling before anything is written, so a refused plan leaves nothing behind.
    */
-  private async placePayloads(planId: string, items: ItemSpec[]): Promise<ItemSpec[]> {
+  private async placePayloads(planId: string, plain: ItemSpec[], create = false): Promise<ItemSpec[]> {
+    const items = await this.sealInputs(planId, plain, create);
     const large = items.map((it, i) => payloadPlacement(it.inputJson, `items[${i}].input`, this.payloadLimits));
     if (large.every((b) => b === undefined)) return items;
     const partition = partitionFor(planId, this.config.partitions);
@@ -300,8 +311,33 @@ class LedgerClient implements Ledger {
     return out.map(({ it, blob }) => (blob ? { ...it, inputJson: blob.refJson } : it));
   }
 
-  readPayload(planId: string, json: string): Promise<string> {
-    return this.blobs.resolve(planId, json);
+  /**
+   * With a master key, item inputs are sealed with the plan's data key before anything is sent. A new
+   * plan gets its key first: the plan-keys record is acknowledged by all in-sync replicas before the
+   * command that needs it. A plan without a key (created without a master key) stays plaintext.
+   */
+  private async sealInputs(planId: string, items: ItemSpec[], create: boolean): Promise<ItemSpec[]> {
+    if (this.keys === undefined || items.length === 0) return items;
+    let seal: ((json: string) => string) | undefined;
+    if (create) {
+      const { key, message } = await this.keys.create(planId);
+      if (message) await this.producer.send({ topic: this.keys.topic, acks: -1, messages: [message] });
+      this.keys.remember(planId, key);
+      seal = await this.keys.sealer(planId);
+    } else {
+      seal = await this.keys.sealer(planId);
+    }
+    return seal ? items.map((it) => ({ ...it, inputJson: seal(it.inputJson) })) : items;
+  }
+
+  async readPayload(planId: string, json: string): Promise<string> {
+    const text = await this.blobs.resolve(planId, json);
+    return this.keys ? this.keys.open(planId, text) : text;
+  }
+
+  /** The state with its payloads read back whole: references resolved, and decrypted with the plan's key (a destroyed key reads "[erased]"). */
+  private async readable(state: PlanState): Promise<PlanState> {
+    return resolvePayloads(this.blobs, state, this.keys ? await this.keys.opener(state.planId) : undefined);
   }
 
   async start(): Promise<void> {
@@ -460,7 +496,7 @@ class LedgerClient implements Ledger {
   async createPlan(input: CreatePlanInput, opts?: CommandOptions) {
     const planId = input.planId ?? `plan-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
     checkPlanId(planId);
-    const items = await this.placePayloads(planId, itemList(input.items).map((it, i) => toItemSpec(it, `items[${i}]`)));
+    const items = await this.placePayloads(planId, itemList(input.items).map((it, i) => toItemSpec(it, `items[${i}]`)), true);
     this.followed.begin(planId);
     try {
       const out = await this.send(planId, 'CreatePlan', { goal: input.goal, mode: input.mode, labels: input.labels ?? {}, parent: null, items }, opts);
@@ -604,7 +640,7 @@ class LedgerClient implements Ledger {
 
   async getPlan(planId: string, opts: { payloads?: 'resolve' | 'reference' } = {}): Promise<PlanState | undefined> {
     const state = (await readPlanState(this.reads, planId)).state;
-    return state === undefined || opts.payloads === 'reference' ? state : resolvePayloads(this.blobs, state);
+    return state === undefined || opts.payloads === 'reference' ? state : this.readable(state);
   }
 
   listPlans(filter?: PlanFilter): Promise<PlanPage> {
@@ -672,7 +708,7 @@ class LedgerClient implements Ledger {
       state = followed ?? (await this.getPlan(planId, { payloads: 'reference' }));
       live = true;
       for (const e of buffered.sort((a, b) => a.seq - b.seq)) apply(e);
-      if (state && match(state)) return await resolvePayloads(this.blobs, state);
+      if (state && match(state)) return await this.readable(state);
       const reached = await Promise.race([
         matched,
         new Promise<PlanState>((_, reject) => {
@@ -682,7 +718,7 @@ class LedgerClient implements Ledger {
           );
         }),
       ]);
-      return await resolvePayloads(this.blobs, reached);
+      return await this.readable(reached);
     } finally {
       stop();
       clearTimeout(timer);

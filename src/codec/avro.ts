@@ -9,6 +9,7 @@
  * Arrays and maps refuse block counts larger than the bytes left (see {@link blockCount}).
  */
 import avsc from 'avsc';
+import { dropNullItemFields } from '../plan/absent-fields.js';
 import { errorMessage, schemaError } from './errors.js';
 
 /** A structural view of the avsc Type classes the codec walks (avsc's typings are incomplete). */
@@ -262,7 +263,14 @@ export function mapperFor<T>(type: avsc.Type): Mapper<T> {
       { schema: recordName, type: typeof full === 'string' ? shortName(full) : full },
     ),
   ) as (r: unknown) => T;
-  return { recordName, payloadTypes, toAvro, fromAvro };
+  // Item specs a payload carries: `secret` is absent when null (see src/plan/absent-fields.ts).
+  const withItems = new Set(['ItemAdded', 'CreatePlan', 'AddItems']);
+  const fromAvroNormalized = (r: unknown): T => {
+    const v = fromAvro(r) as { type: string; data: unknown };
+    if (withItems.has(v.type)) dropNullItemFields(v.data);
+    return v as T;
+  };
+  return { recordName, payloadTypes, toAvro, fromAvro: fromAvroNormalized };
 }
 
 function ambiguous(recordName: string, paths: string[]) {

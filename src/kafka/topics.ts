@@ -5,6 +5,9 @@ import { fetchTopicOffsetsRetrying } from './log-reader.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
+/** `segment.ms` of `<prefix>.plan-keys`: a segment rolls (and becomes cleanable) at the first write this long after it opened. */
+export const PLAN_KEYS_SEGMENT_MS = 1000;
+
 /**
  * `<prefix>.ledger-audit`: erasure records (JSON `PlanErased`, key planId), written by the owning executor
  * in the erasure's transaction. One partition, the delete policy and no time retention, so the fact of an
@@ -46,6 +49,21 @@ export function planTopicSpecs(config: LedgerConfig): ITopicConfig[] {
     { topic: t.archive, ...base, configEntries: entries({ 'cleanup.policy': 'compact', 'retention.ms': '-1' }) },
     // Large payloads by reference: content-addressed chunks keyed `planId:sha256:index`, on the plan's partition.
     { topic: t.blobs, ...base, configEntries: entries({ 'cleanup.policy': 'compact', 'retention.ms': '-1' }) },
+    // Per-plan data keys (wrapped by the master key), key planId: erasure writes a tombstone. Compacted
+    // promptly so a destroyed key's old record leaves the log within seconds of the next write after it.
+    {
+      topic: t.planKeys,
+      ...base,
+      configEntries: entries({
+        'cleanup.policy': 'compact',
+        'retention.ms': '-1',
+        'segment.ms': String(PLAN_KEYS_SEGMENT_MS),
+        'min.cleanable.dirty.ratio': '0.01',
+        'min.compaction.lag.ms': '0',
+        'max.compaction.lag.ms': String(PLAN_KEYS_SEGMENT_MS),
+        'delete.retention.ms': '1000',
+      }),
+    },
     { topic: t.dlq, ...base, configEntries: entries({ 'cleanup.policy': 'delete', 'retention.ms': String(30 * DAY_MS) }) },
     { topic: auditTopic(config.topicPrefix), numPartitions: 1, replicationFactor: config.replicationFactor, configEntries: entries({ 'cleanup.policy': 'delete', 'retention.ms': '-1' }) },
   ];
@@ -77,8 +95,10 @@ export async function ensureTopics(admin: Admin, specs: ITopicConfig[]): Promise
           { cause: e },
         );
       }
-      // Another process may have created them between list and create.
-      if (!(e instanceof Error && /already exists/i.test(e.message))) throw e;
+      // Another process may have created them between list and create; or the topics were created and
+      // kafkajs's wait for their leaders met UNKNOWN_TOPIC_OR_PARTITION (a loaded broker): the wait below
+      // retries until each partition is served, and fails if it never is.
+      if (!(e instanceof Error && /already exists|does not host this topic-partition/i.test(e.message))) throw e;
     }
     // Leaders in the metadata do not mean the partitions are served yet: under load a first ListOffsets or
     // produce right after creation can meet UNKNOWN_TOPIC_OR_PARTITION. Wait until each answers.

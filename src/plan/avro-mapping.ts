@@ -8,6 +8,7 @@
  * const bytes = type.toBuffer(toAvroEvent(event));
  * fromAvroEvent(type.fromBuffer(bytes)) // deep-equals event
  */
+import { dropNullItemFields } from './absent-fields.js';
 import { branchName, contractTypes, resolve, type SchemaField, type SchemaNode } from './avro-schema.js';
 import type { PlanCommand } from './commands.js';
 import { PlanError } from './errors.js';
@@ -33,7 +34,7 @@ function toAvro(schema: SchemaNode, value: unknown, path: string): unknown {
   const s = resolve(schema);
   if (typeof s === 'string') return value;
   if (Array.isArray(s)) {
-    if (value === null) return null;
+    if (value === null || value === undefined) return null; // absent optional field: its default
     const branch = (s as readonly SchemaNode[]).find((b) => b !== 'null');
     if (branch === undefined || s.length !== 2) bad(path, 'only ["null", T] unions are mapped here');
     return { [branchName(branch)]: toAvro(branch, value, path) };
@@ -137,6 +138,7 @@ function fromEnvelope(env: Envelope, record: unknown): Record<string, unknown> {
   if (keys.length !== 1 || branch === undefined) bad('payload', `unknown payload type ${keys.join(',')}`);
   out['type'] = shortName(branch);
   out['data'] = fromAvro(branch, payload[branch], 'data');
+  dropNullItemFields(out['data']);
   return out;
 }
 

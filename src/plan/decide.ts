@@ -1,4 +1,5 @@
 import { FieldProblem, namedType, parseValue, type SchemaNode } from './avro-schema.js';
+import { dropNullItemFields } from './absent-fields.js';
 import { isCanonicalJsonText, utf8Length } from './canonical.js';
 import {
   internalCommandSchemas,
@@ -139,6 +140,7 @@ function parseCommand(command: unknown): AnyCommand {
   else throw new FieldProblem('type', 'unknown command type');
   out['type'] = type;
   out['data'] = parseValue(schema, raw['data'], 'data');
+  dropNullItemFields(out['data']);
   if (!isValidId(out['planId'])) throw new FieldProblem('planId', 'must be 1..128 chars of [A-Za-z0-9._:-]');
   if (isReservedPlanId(out['planId'])) throw new FieldProblem('planId', RESERVED_MESSAGE);
   if (out['commandId'] === '') throw new FieldProblem('commandId', 'must not be empty');
@@ -282,6 +284,18 @@ function decideOrThrow(state: PlanState | undefined, input: unknown, ctx: Decide
 // ---------------------------------------------------------------------------------------------------------
 // validation helpers
 
+/** Secret paths: at most 64, each 1..256 chars of dot-separated non-empty segments, no repeats. */
+function checkSecretPaths(paths: readonly string[], field: string): void {
+  if (paths.length > 64) reject('INVALID_FIELD', `${field} lists at most 64 paths`, field);
+  const seen = new Set<string>();
+  paths.forEach((p, i) => {
+    const f = `${field}[${i}]`;
+    if (p.length < 1 || p.length > 256 || p.split('.').some((s) => s === '')) reject('INVALID_FIELD', `${f} must be 1..256 chars of dot-separated, non-empty segments`, f);
+    if (seen.has(p)) reject('INVALID_FIELD', `${f} repeats ${p}`, f);
+    seen.add(p);
+  });
+}
+
 function checkJson(text: string | null, field: string, limits: DecideLimits): void {
   if (text === null) return;
   if (utf8Length(text) > limits.maxPayloadBytes) reject('PAYLOAD_TOO_LARGE', `${field} exceeds ${limits.maxPayloadBytes} bytes`, field);
@@ -311,6 +325,7 @@ function validateItems(existing: PlanState | undefined, items: readonly ItemSpec
     batch.set(item.id, item);
     nonEmpty(item.tool, `${f}.tool`);
     checkJson(item.inputJson, `${f}.inputJson`, limits);
+    if (item.secret != null) checkSecretPaths(item.secret, `${f}.secret`);
     if (item.retry !== null) {
       const r = item.retry;
       if (r.maxAttempts < 1 || r.maxAttempts > 100) reject('INVALID_FIELD', `${f}.retry.maxAttempts must be 1..100`, `${f}.retry.maxAttempts`);

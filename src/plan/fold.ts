@@ -26,7 +26,7 @@ const SPEC_FIELDS = 7;
 /** Fields of an item spec beyond the schema's (a producer's newer schema) are kept on the item, as a spread would. */
 function copyExtraFields(spec: object, item: ItemState): void {
   const target = item as unknown as Record<string, unknown>;
-  for (const [key, value] of Object.entries(spec)) if (!hasOwn(target, key)) put(target, key, value);
+  for (const [key, value] of Object.entries(spec)) if (key !== 'secret' && !hasOwn(target, key)) put(target, key, value);
 }
 
 /**
@@ -245,7 +245,11 @@ export class Fold {
           outputJson: null,
           failure: null,
         };
-        if (Object.keys(spec).length !== SPEC_FIELDS) copyExtraFields(spec, added);
+        // Secret paths are kept on the item only when there are some: an item without them has the state
+        // (and state digest) it had before they existed.
+        if (spec.secret != null && spec.secret.length > 0) added.secret = [...spec.secret];
+        const specFields = Object.keys(spec).length - (Object.prototype.hasOwnProperty.call(spec, 'secret') ? 1 : 0);
+        if (specFields !== SPEC_FIELDS) copyExtraFields(spec, added);
         this.setItem(spec.id, this.own(added));
         this.delta.pending += 1;
         this.own(added.attempts);

@@ -16,14 +16,42 @@ export const ADDED_PAYLOAD_FIELDS: Readonly<Partial<Record<PlanEvent['type'], re
   PlanProposed: ['policy'],
 });
 
+/**
+ * Fields added to a record nested in an event payload (`field.added`), by event type: left out of the
+ * canonical content while null, like {@link ADDED_PAYLOAD_FIELDS}. `ItemSpec.secret` came after the first
+ * ItemAdded was written.
+ */
+export const ADDED_NESTED_FIELDS: Readonly<Partial<Record<PlanEvent['type'], readonly (readonly [string, string])[]>>> = Object.freeze({
+  ItemAdded: [['item', 'secret']],
+});
+
+function hasNull(o: unknown, key: string): boolean {
+  return typeof o === 'object' && o !== null && Object.prototype.hasOwnProperty.call(o, key) && (o as Record<string, unknown>)[key] === null;
+}
+
+function without(o: Record<string, unknown>, drop: (key: string) => boolean): Record<string, unknown> {
+  const kept: Record<string, unknown> = {};
+  for (const key of Object.keys(o)) if (!drop(key)) kept[key] = o[key];
+  return kept;
+}
+
 /** The event without its added payload fields that are null (or absent); the event itself when there are none. */
 function withoutNullAddedFields(event: UnsealedEvent | PlanEvent): UnsealedEvent | PlanEvent {
   const added = ADDED_PAYLOAD_FIELDS[event.type];
-  if (added === undefined) return event;
+  const nested = ADDED_NESTED_FIELDS[event.type];
+  if (added === undefined && nested === undefined) return event;
   const data = event.data as unknown as Record<string, unknown>;
-  if (typeof data !== 'object' || data === null || !added.some((f) => Object.prototype.hasOwnProperty.call(data, f) && data[f] === null)) return event;
-  const kept: Record<string, unknown> = {};
-  for (const key of Object.keys(data)) if (!(added.includes(key) && data[key] === null)) kept[key] = data[key];
+  if (typeof data !== 'object' || data === null) return event;
+  const top = added !== undefined && added.some((f) => hasNull(data, f));
+  const inner = nested !== undefined && nested.some(([outer, f]) => hasNull(data[outer], f));
+  if (!top && !inner) return event;
+  let kept = top ? without(data, (key) => added!.includes(key) && data[key] === null) : { ...data };
+  if (inner) {
+    for (const [outer, f] of nested!) {
+      const o = kept[outer];
+      if (hasNull(o, f)) kept = { ...kept, [outer]: without(o as Record<string, unknown>, (key) => key === f) };
+    }
+  }
   const { hash: _ignored, ...rest } = event as PlanEvent;
   return { ...rest, data: kept } as unknown as UnsealedEvent;
 }

@@ -43,6 +43,8 @@ export function ledgerAcls(prefix: string): LedgerAcl[] {
   const clientRights = (principal: LedgerPrincipal): LedgerAcl[] => [
     ...topic(principal, ['WRITE'], t.commands),
     ...topic(principal, ['READ', 'WRITE'], t.blobs),
+    // Plan keys: a client writes a new plan's key; readers with the master key decrypt for display.
+    ...topic(principal, ['READ', 'WRITE'], t.planKeys),
     ...topic(principal, ['READ'], t.events, t.snapshots, t.archive, audit),
     ...prefixed(principal, 'group', ['READ'], `${prefix}.client-`),
   ];
@@ -53,7 +55,7 @@ export function ledgerAcls(prefix: string): LedgerAcl[] {
     // topic's max.message.bytes): metadata, not records.
     ...LEDGER_PRINCIPALS.flatMap((p) => prefixed(p, 'topic', ['DESCRIBE', 'DESCRIBE_CONFIGS'], `${prefix}.`)),
 
-    ...topic('executor', ['READ', 'WRITE'], t.commands, t.events, t.snapshots, t.archive, t.blobs, t.dlq),
+    ...topic('executor', ['READ', 'WRITE'], t.commands, t.events, t.snapshots, t.archive, t.blobs, t.dlq, t.planKeys),
     ...topic('executor', ['WRITE'], audit),
     ...prefixed('executor', 'transactional-id', ['WRITE', 'DESCRIBE'], `${prefix}.executor.`),
     // `<prefix>.executors` (the group), and the readers of restore and blob reads.
@@ -69,7 +71,7 @@ export function ledgerAcls(prefix: string): LedgerAcl[] {
     ...prefixed('projector', 'group', ['READ'], `${prefix}.projector`),
     ...clientRights('projector'),
 
-    ...topic('auditor', ['READ'], t.commands, t.events, t.snapshots, t.archive, t.blobs, t.dlq, audit),
+    ...topic('auditor', ['READ'], t.commands, t.events, t.snapshots, t.archive, t.blobs, t.dlq, t.planKeys, audit),
     ...cliReaders('auditor'),
   ];
 }

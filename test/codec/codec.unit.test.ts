@@ -1,5 +1,6 @@
 // The codec's pure parts: the Confluent header, registry error classification, and the proof that the
 // fast mapping (wrapUnions 'auto', only the payload union mapped) equals src/plan/avro-mapping.ts.
+import { dropNullItemFields } from '../../src/plan/absent-fields.js';
 import avsc from 'avsc';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -103,7 +104,14 @@ function sameAsAvroMapping(value: PlanEvent | PlanCommand, kind: 'event' | 'comm
   const fastValue = mapper.fromAvro(fast.fromBuffer(fastBytes));
   const slowValue = fromSlow(slow.fromBuffer(slowBytes));
   expect(fastValue).toStrictEqual(slowValue);
-  expect(canonicalJson(fastValue)).toBe(canonicalJson(value));
+  expect(canonicalJson(fastValue)).toBe(canonicalJson(absentWhenNull(value)));
+}
+
+/** The value as a reader gives it back: an item spec's `secret: null` is absent (src/plan/absent-fields.ts). */
+function absentWhenNull<T extends { data: unknown }>(value: T): T {
+  const copy = structuredClone(value);
+  dropNullItemFields(copy.data);
+  return copy;
 }
 
 describe('fast mapping (wrapUnions auto) equals avro-mapping.ts (wrapUnions true)', () => {
@@ -173,7 +181,7 @@ describe('hostile bytes', () => {
     fc.assert(
       fc.property(anyEventArb, (e) => {
         const bytes = eventType.toBuffer(eventMapper.toAvro(e as unknown as PlanEvent));
-        expect(canonicalJson(eventMapper.fromAvro(eventType.fromBuffer(bytes, eventType.createResolver(buildType(planEventSchema)))))).toBe(canonicalJson(e));
+        expect(canonicalJson(eventMapper.fromAvro(eventType.fromBuffer(bytes, eventType.createResolver(buildType(planEventSchema)))))).toBe(canonicalJson(absentWhenNull(e as unknown as PlanEvent)));
       }),
       { numRuns: 300 },
     );

@@ -93,6 +93,10 @@ const WRONG_TYPES: ReadonlyArray<[string, () => Record<string, unknown>]> = [
   ['input is undefined', () => ({ goal: 'g', mode: 'execute', items: [item(0, { input: undefined })] })],
   ['labels is an array', () => ({ goal: 'g', mode: 'execute', items: [item(0)], labels: ['a'] })],
   ['item is null', () => ({ goal: 'g', mode: 'execute', items: [null] })],
+  ['secret is a string', () => ({ goal: 'g', mode: 'execute', items: [item(0, { secret: 'card.number' })] })],
+  ['secret holds a number', () => ({ goal: 'g', mode: 'execute', items: [item(0, { secret: [7] })] })],
+  ['secret path with an empty segment', () => ({ goal: 'g', mode: 'execute', items: [item(0, { secret: ['card..number'] })] })],
+  ['secret lists 65 paths', () => ({ goal: 'g', mode: 'execute', items: [item(0, { secret: Array.from({ length: 65 }, (_, i) => `f${i}`) })] })],
 ];
 const wrongTypeCmd = (i: number): HostileCommand => ({ name: `wrong type: ${WRONG_TYPES[i]![0]}`, planId: nextId('type'), input: WRONG_TYPES[i]![1](), valid: false });
 const wrongTypes = fc.integer({ min: 0, max: WRONG_TYPES.length - 1 }).map(wrongTypeCmd);

@@ -2,14 +2,30 @@
 // events, its audit as of a seq or time (whole, or a window of it).
 import type { FastifyPluginAsync, onRequestHookHandler } from 'fastify';
 import { stateDigest } from '../../../src/plan/index.js';
+import { showEvents, showItem, showPlan } from '../../../src/secrets/redact.js';
 import { atOrBefore, auditAsOf, foldAsOf, parseAsOf, parsePlanQuery, queryPlans, summarize } from '../../../src/projection/index.js';
 import type { ProjectionService } from '../../projector.js';
 import { notFound } from '../errors.js';
 import { auditQuery, eventsQuery, itemsQuery, planListQuery, planParams, planQuery } from '../schemas.js';
 import { AUDIT_PAGE_MAX, auditWindow, headerSummary, ITEM_PAGE_MAX, itemPage, pageNumber, parseItemStatuses, planHeader } from './plan-pages.js';
 
-export const planReadRoutes: FastifyPluginAsync<{ service: ProjectionService; authorize: onRequestHookHandler }> = async (app, { service, authorize }) => {
+/** How a payload of a plan is read for display: decrypted with the plan's key; undefined when there is nothing to open. */
+export type PayloadOpenerFor = (planId: string) => Promise<((json: string) => string) | undefined>;
+
+export interface PlanReadOptions {
+  readonly service: ProjectionService;
+  readonly authorize: onRequestHookHandler;
+  readonly openerFor?: PayloadOpenerFor;
+}
+
+/**
+ * Plans, events and audits are shown, never the raw payloads: each payload is decrypted when the
+ * projector holds the plan's key, then the item's secret fields read "[secret]". Digests are the real
+ * state's.
+ */
+export const planReadRoutes: FastifyPluginAsync<PlanReadOptions> = async (app, { service, authorize, openerFor }) => {
   const model = service.model;
+  const opener = (planId: string) => (openerFor ? openerFor(planId) : Promise.resolve(undefined));
   app.addHook('onRequest', authorize);
 
   /** Who the token belongs to and what it may do (the dashboard shows it and hides what it may not do). */
@@ -43,7 +59,7 @@ export const planReadRoutes: FastifyPluginAsync<{ service: ProjectionService; au
       lastOffset: v.lastOffset,
       summary: headerOnly ? headerSummary(v) : summarize(v),
       stalled: v.stalled,
-      ...(headerOnly ? { items: 'none', state: v.state ? planHeader(v.state) : null } : { stateDigest: v.state ? stateDigest(v.state) : null, state: v.state ?? null }),
+      ...(headerOnly ? { items: 'none', state: v.state ? planHeader(v.state) : null } : { stateDigest: v.state ? stateDigest(v.state) : null, state: v.state ? showPlan(v.state, await opener(planId)) : null }),
       // Delegation both ways: the plan this one runs for, and the plans its items delegated to.
       parent: v.state?.parent ? { ...v.state.parent, status: model.view(v.state.parent.planId)?.state?.status ?? model.cold.get(v.state.parent.planId)?.summary.status ?? null } : null,
       children: childrenOf(planId),
@@ -60,7 +76,9 @@ export const planReadRoutes: FastifyPluginAsync<{ service: ProjectionService; au
     const v = await model.read(planId); // a cold plan: its archived snapshot, read back
     if (!v) return notFound(reply, planId);
     if (!v.state) return reply.code(404).send({ error: 'not_found', message: `plan ${planId} has no state yet` });
-    return itemPage(v.state, { offset, limit, status });
+    const page = itemPage(v.state, { offset, limit, status });
+    const open = await opener(planId);
+    return { ...page, items: page.items.map((it) => showItem(it, open)) };
   });
 
   app.get('/api/plans/:id/events', { schema: { params: planParams, querystring: eventsQuery } }, async (req, reply) => {
@@ -69,7 +87,8 @@ export const planReadRoutes: FastifyPluginAsync<{ service: ProjectionService; au
     const q = req.query as { fromSeq?: number; limit?: number };
     const from = pageNumber('fromSeq', q.fromSeq, 1, Number.MAX_SAFE_INTEGER) ?? 1;
     const limit = pageNumber('limit', q.limit, 1, AUDIT_PAGE_MAX);
-    const events = (await model.events(planId)).filter((e) => e.seq >= from);
+    // Shown with the secret paths of the plan's own ItemAdded events (all of them, before the filter).
+    const events = showEvents(await model.events(planId), undefined, await opener(planId)).filter((e) => e.seq >= from);
     if (limit === undefined) return { planId, events };
     // Paged: at most `limit` events; nextSeq is the fromSeq of the next page (null when none is left).
     const page = events.slice(0, limit);
@@ -85,16 +104,23 @@ export const planReadRoutes: FastifyPluginAsync<{ service: ProjectionService; au
     const v = await model.read(planId); // a cold plan: its archived snapshot, read back
     if (!v) return notFound(reply, planId);
     const events = await model.events(planId);
-    if (limit === undefined && before === undefined) return { ...auditAsOf(planId, events, asOf), stalled: v.stalled };
-    // A window of the timeline and its attempts, with the plan's header as of that point (no items).
+    const open = await opener(planId);
+    if (limit === undefined && before === undefined) {
+      const real = auditAsOf(planId, events, asOf);
+      // The timeline and attempts from the shown events (decrypted, redacted); the plan and its digests are the real ones, shown.
+      const shown = auditAsOf(planId, showEvents(events, undefined, open), asOf);
+      return { ...shown, state: real.state ? showPlan(real.state, open) : null, stateDigest: real.stateDigest, stalled: v.stalled };
+    }
+    // A window of the timeline and its attempts (from the shown events), with the plan's header as of that point (no items).
     const upTo = asOf === null ? events : events.filter((e) => atOrBefore(e, asOf));
+    const shownUpTo = showEvents(upTo, undefined, open);
     const last = upTo[upTo.length - 1];
     const state = asOf === null ? v.state : foldAsOf(upTo, null).state;
     return {
       planId,
       asOf: { seq: last?.seq ?? 0, at: last?.occurredAt ?? null },
       state: state ? planHeader(state) : null,
-      ...auditWindow(upTo, { limit, before }),
+      ...auditWindow(shownUpTo, { limit, before }),
       stalled: v.stalled,
     };
   });

@@ -247,6 +247,18 @@ export const planEventSchema = {
                     ],
                     "default": null,
                     "doc": "null = default policy."
+                  },
+                  {
+                    "name": "secret",
+                    "type": [
+                      "null",
+                      {
+                        "type": "array",
+                        "items": "string"
+                      }
+                    ],
+                    "default": null,
+                    "doc": "Dotted paths into the input and output JSON whose values are secret (e.g. card.number): shown as \"[secret]\" in logs, the API, the dashboard and the CLI; the tool gets the real value. null = none."
                   }
                 ]
               }
@@ -920,6 +932,18 @@ export const planCommandSchema = {
                       ],
                       "default": null,
                       "doc": "null = default policy."
+                    },
+                    {
+                      "name": "secret",
+                      "type": [
+                        "null",
+                        {
+                          "type": "array",
+                          "items": "string"
+                        }
+                      ],
+                      "default": null,
+                      "doc": "Dotted paths into the input and output JSON whose values are secret (e.g. card.number): shown as \"[secret]\" in logs, the API, the dashboard and the CLI; the tool gets the real value. null = none."
                     }
                   ]
                 }

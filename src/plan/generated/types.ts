@@ -291,6 +291,8 @@ export interface ItemSpec {
   inputJson: string;
   /** null = default policy. */
   retry: RetryPolicy | null;
+  /** Dotted paths into the input and output JSON whose values are secret (e.g. card.number): shown as "[secret]" in logs, the API, the dashboard and the CLI; the tool gets the real value. null = none. */
+  secret?: string[] | null;
 }
 
 /** Result of one attempt. Terminal vs retryable is explicit. */

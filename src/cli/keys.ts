@@ -1,0 +1,12 @@
+import type { LedgerLog } from '../audit/log.js';
+import { keyringFor } from '../crypto/index.js';
+
+/**
+ * How the CLI opens a plan's payloads for display: decrypted with the plan's key when a master key is
+ * configured (PLAN_LEDGER_MASTER_KEY_FILE / PLAN_LEDGER_MASTER_KEY), "[erased]" when the key was
+ * destroyed; undefined without a master key (envelopes are shown as stored).
+ */
+export async function openerOf(log: LedgerLog, planId: string): Promise<((json: string) => string) | undefined> {
+  const keys = keyringFor({ kafka: log.kafka, admin: log.admin, config: log.config, groupPrefix: `${log.config.topicPrefix}.cli-keys` });
+  return keys ? keys.opener(planId) : undefined;
+}
