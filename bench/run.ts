@@ -24,6 +24,7 @@ const SCRIPTS: Record<string, { script: string; args?: string[] }> = {
   failover: { script: 'failover.ts' },
   handover: { script: 'failover.ts', args: ['--handover'] },
   memory: { script: 'memory.ts' },
+  'big-plan': { script: 'big-plan.ts' },
 };
 
 const argv = process.argv.slice(2);
