@@ -4,9 +4,11 @@
 //   npm run bench -- big-plan [--quick] [--items 100000] [--batch 2000]     (quick: 20,000 items)
 //
 // One partition; an executor (`startExecutor`, no-op tool, bench/procs/executor.ts) in its own process.
+// The baseline runs at the same time on a prefix of its own with its own executor process, so both see
+// the same machine load: 10-item chains, one after another, for as long as the big plan runs.
 // No projector runs: today it writes the whole plan's snapshot after every batch that completes an item
 // (O(items) per step; see the note in the results), so the new owner restores the plan from its events.
-// 1. Baseline: five plans of a 10-item chain, one after another.
+// 1. Baseline: plans of a 10-item chain, one after another on the other prefix, until step 3 is done.
 // 2. The big plan: a chain of N items (each depends on the one before, so exactly one runs at a time and
 //    the interval between two ItemCompleted events is one step: intent, invoke, result + completion + the
 //    next intent in one transaction), created in propose mode with CreatePlan + AddItems of `batch` items,
@@ -14,9 +16,10 @@
 // 3. Half-way the executor is killed (SIGKILL); a new one restores the partition (from the log) and
 //    finishes the plan.
 // 4. `verify` of the plan (library call: seq, chain, determinism, every snapshot against a replay).
-// Per-step latency: median interval between consecutive ItemCompleted `occurredAt` of a plan; the big
-// plan's steps are cut into five windows of equal length (the interval across the kill left out), each
-// paired with one 10-item plan. Executor RSS is sampled from /proc every 500 ms.
+// Per-step latency: median interval between consecutive ItemCompleted `occurredAt` of a plan. The big
+// plan's steps are cut into windows of equal length (the interval across the kill left out); each window
+// is paired with the 10-item plans that ran during it (the median of their medians). Executor RSS is
+// sampled from /proc every 500 ms.
 // Writes bench/results/big-plan.json.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -33,7 +36,9 @@ const SMALL = 10;
 const ROUNDS = args.rounds;
 
 const config = benchConfig('big-plan', { partitions: 1 });
-const env = { ...configToEnv(config), PLAN_LEDGER_SESSION_TIMEOUT_MS: '6000', PLAN_LEDGER_HEARTBEAT_INTERVAL_MS: '500', BENCH_CONCURRENCY: '16' };
+const smallConfig = benchConfig('big-plan-small', { partitions: 1 });
+const groupEnv = { PLAN_LEDGER_SESSION_TIMEOUT_MS: '6000', PLAN_LEDGER_HEARTBEAT_INTERVAL_MS: '500', BENCH_CONCURRENCY: '16' };
+const env = { ...configToEnv(config), ...groupEnv };
 const executorScript = fileURLToPath(new URL('./procs/executor.ts', import.meta.url));
 
 /** Resident set size of a process in MiB (0 once it has gone). */
@@ -66,35 +71,48 @@ const chain = (prefix: string, from: number, count: number) =>
   });
 
 /** Intervals (ms) between consecutive ItemCompleted events, in seq order, with the item index of each. */
-function stepIntervals(events: readonly PlanEvent[]): Array<{ index: number; ms: number; actor: string; prevActor: string }> {
+function stepIntervals(events: readonly PlanEvent[]): Array<{ at: number; ms: number; actor: string; prevActor: string }> {
   const done = events.filter((e) => e.type === 'ItemCompleted');
-  const out: Array<{ index: number; ms: number; actor: string; prevActor: string }> = [];
-  for (let i = 1; i < done.length; i++) out.push({ index: i, ms: done[i]!.occurredAt - done[i - 1]!.occurredAt, actor: done[i]!.actor, prevActor: done[i - 1]!.actor });
+  const out: Array<{ at: number; ms: number; actor: string; prevActor: string }> = [];
+  for (let i = 1; i < done.length; i++) out.push({ at: done[i]!.occurredAt, ms: done[i]!.occurredAt - done[i - 1]!.occurredAt, actor: done[i]!.actor, prevActor: done[i - 1]!.actor });
   return out;
 }
 
-async function smallPlan(ledger: Ledger, round: number): Promise<number> {
+/** One 10-item chain: its median step and when its first and last step completed. */
+async function smallPlan(ledger: Ledger, round: number): Promise<{ stepMs: number; from: number; to: number }> {
   const { planId } = await ledger.createPlan({ goal: `ten steps, round ${round}`, mode: 'execute', items: chain('s', 0, SMALL) });
   await ledger.waitFor(planId, 'completed', { timeoutMs: 120_000 });
-  return median(stepIntervals((await ledger.planEvents(planId)).map((r) => r.event)).map((s) => s.ms));
+  const events = (await ledger.planEvents(planId)).map((r) => r.event);
+  const done = events.filter((e) => e.type === 'ItemCompleted');
+  return { stepMs: median(stepIntervals(events).map((s) => s.ms)), from: done[0]!.occurredAt, to: done.at(-1)!.occurredAt };
 }
 
 const log = (m: string) => console.log(`big-plan: ${m}`);
 const kafka = benchKafka(config);
 const admin = kafka.admin();
 let a = spawnTs(executorScript, 'executor-A', { ...env, BENCH_EXECUTOR_ID: 'executor-A' });
+const s = spawnTs(executorScript, 'executor-S', { ...configToEnv(smallConfig), ...groupEnv, BENCH_EXECUTOR_ID: 'executor-S' });
 let ledger: Ledger | undefined;
+let smallLedger: Ledger | undefined;
+let baselineDone = false;
+let baseline: Promise<Array<{ stepMs: number; from: number; to: number }>> | undefined;
 try {
   await waitLine(a, 'ready');
+  await waitLine(s, 'ready');
   const aRss = rssPeak(a);
   await admin.connect();
   ledger = await connectLedger(config);
+  smallLedger = await connectLedger(smallConfig);
 
-  // 1. The baseline: 10-item chains.
-  const small: number[] = [];
-  await smallPlan(ledger, 0); // warm-up
-  for (let r = 1; r <= ROUNDS; r++) small.push(await smallPlan(ledger, r));
-  log(`10-item plans: ${small.map((m) => m.toFixed(1)).join(', ')} ms per step`);
+  // 1. The baseline: 10-item chains on their own prefix and executor, until the big plan is done.
+  const sl = smallLedger;
+  await smallPlan(sl, 0); // warm-up
+  baseline = (async () => {
+    const out: Array<{ stepMs: number; from: number; to: number }> = [];
+    for (let r = 1; !baselineDone; r++) out.push(await smallPlan(sl, r));
+    return out;
+  })();
+  baseline.catch(() => {});
 
   // 2. The big plan, in batches.
   const t0 = Date.now();
@@ -142,25 +160,37 @@ try {
   const perItem = new Map<string, number>();
   for (const e of planEvents) if (e.type === 'ItemCompleted') perItem.set(e.data.itemId, (perItem.get(e.data.itemId) ?? 0) + 1);
   if (perItem.size !== N || [...perItem.values()].some((n) => n !== 1)) throw new Error('an item did not complete exactly once');
-  const intervals = stepIntervals(planEvents).filter((s) => s.actor === s.prevActor); // not the one across the kill
-  const windows: number[] = [];
-  const size = Math.ceil(intervals.length / ROUNDS);
-  for (let w = 0; w < ROUNDS; w++) windows.push(median(intervals.slice(w * size, (w + 1) * size).map((s) => s.ms)));
-  log(`big plan per step by window: ${windows.map((m) => m.toFixed(1)).join(', ')} ms`);
+  baselineDone = true;
+  const small = await baseline;
+  const intervals = stepIntervals(planEvents).filter((x) => x.actor === x.prevActor); // not the one across the kill
+  // Windows of equal step count, each with at least one 10-item plan that ran inside it.
+  const windows: Array<{ bigMs: number; smallMs: number; steps: number; smallPlans: number }> = [];
+  const WINDOWS = Math.max(ROUNDS, 10);
+  const size = Math.ceil(intervals.length / WINDOWS);
+  for (let w = 0; w < WINDOWS; w++) {
+    const part = intervals.slice(w * size, (w + 1) * size);
+    if (!part.length) continue;
+    const from = part[0]!.at - part[0]!.ms;
+    const to = part.at(-1)!.at;
+    const during = small.filter((p) => p.from >= from && p.to <= to);
+    if (during.length) windows.push({ bigMs: median(part.map((x) => x.ms)), smallMs: median(during.map((p) => p.stepMs)), steps: part.length, smallPlans: during.length });
+  }
+  if (windows.length < ROUNDS) throw new Error(`only ${windows.length} windows had a 10-item plan inside them`);
+  log(`per step by window (big | 10-item): ${windows.map((w) => `${w.bigMs.toFixed(1)}|${w.smallMs.toFixed(1)}`).join(', ')} ms`);
 
-  const rounds: PairedRound[] = windows.map((w, i) => ({ round: i + 1, first: 'baseline', subject: { stepMs: w }, baseline: { stepMs: small[i]! } }));
+  const rounds: PairedRound[] = windows.map((w, i) => ({ round: i + 1, first: 'baseline', subject: { stepMs: w.bigMs }, baseline: { stepMs: w.smallMs } }));
   writeResult({
     name: 'big-plan',
     title: `A plan of ${N.toLocaleString('en-US')} items: per-step latency vs a 10-item plan's, create / restore / verify times, memory`,
     quick: args.quick,
-    settings: { items: N, batch: BATCH, smallItems: SMALL, partitions: 1, concurrency: 16, shape: 'chain (each item depends on the one before)' },
+    settings: { items: N, batch: BATCH, smallItems: SMALL, partitions: 1, concurrency: 16, shape: 'chain (each item depends on the one before)', baseline: '10-item chains one after another on their own prefix and executor process, during the big plan; paired by time window' },
     metrics: [
       metric(rounds, {
         key: 'stepMs',
         label: `ms per item step, ${N.toLocaleString('en-US')}-item plan`,
         unit: 'ms',
         better: 'lower',
-        baselineLabel: '10-item plan',
+        baselineLabel: '10-item plans, run at the same time',
         aim: '≤ 1.5×',
       }),
     ],
@@ -177,14 +207,19 @@ try {
       verifyMs,
       events: v.events,
       rssMiB: { executorBeforeKill: aPeak, executorAfterRestore: bAfterRestore, executorAfterRestorePeak: bPeak },
-      bigWindowsMs: windows,
-      smallPlansMs: small,
+      windows,
+      smallPlans: small.length,
       stepsMeasured: intervals.length,
     },
   });
 } finally {
+  baselineDone = true;
+  await baseline?.catch(() => {});
   await ledger?.close();
+  await smallLedger?.close();
   await stopProc(a);
+  await stopProc(s);
   await admin.disconnect().catch(() => {});
   await dropTopics(config, [`${config.topicPrefix}.plan-blobs`]);
+  await dropTopics(smallConfig, [`${smallConfig.topicPrefix}.plan-blobs`]);
 }
