@@ -9,17 +9,15 @@
 // No projector runs: today it writes the whole plan's snapshot after every batch that completes an item
 // (O(items) per step; see the note in the results), so the new owner restores the plan from its events.
 // 1. Baseline: plans of 10 independent items, one after another on the other prefix, until step 3 is done.
-// 2. The big plan: N independent items run one at a time (the executors have one tool slot, so the
-//    interval between two ItemCompleted events is one step: invoke, then result + completion + the next
-//    intents in one transaction), created in propose mode with CreatePlan + AddItems of `batch` items, then
-//    proposed and approved. (Not a chain: a chain's step scans the rest of the plan for ready items today,
-//    O(items left) per step — see the note in the results.)
-// 3. Half-way the executor is killed (SIGKILL); a new one restores the partition (from the log) and
+// 2. The big plan: N independent items on an executor with 16 tool slots (the default), created in
+//    propose mode with CreatePlan + AddItems of `batch` items, then proposed and approved. (Not a chain:
+//    a chain's step scans the rest of the plan for ready items today, O(items left) per step — see the
+//    note in the results.)
+// 3. Part-way the executor is killed (SIGKILL); a new one restores the partition (from the log) and
 //    finishes the plan.
 // 4. `verify` of the plan (library call: seq, chain, determinism, every snapshot against a replay).
 // Per step: the mean interval between consecutive ItemCompleted `occurredAt` of a plan, i.e. ms per item
-// with one tool call at a time (results of consecutive items may share a transaction: group commit). The
-// big plan's steps are cut into windows of equal length (the interval across the kill left out); each
+// (results of consecutive items share transactions: group commit). The big plan's steps are cut into windows of equal length (the interval across the kill left out); each
 // window is paired with the 10-item plans that ran during it (the median of their means). Executor RSS is
 // sampled from /proc every 500 ms.
 // Writes bench/results/big-plan.json.
@@ -39,7 +37,7 @@ const ROUNDS = args.rounds;
 
 const config = benchConfig('big-plan', { partitions: 1 });
 const smallConfig = benchConfig('big-plan-small', { partitions: 1 });
-const groupEnv = { PLAN_LEDGER_SESSION_TIMEOUT_MS: '6000', PLAN_LEDGER_HEARTBEAT_INTERVAL_MS: '500', BENCH_CONCURRENCY: '1' };
+const groupEnv = { PLAN_LEDGER_SESSION_TIMEOUT_MS: '6000', PLAN_LEDGER_HEARTBEAT_INTERVAL_MS: '500', BENCH_CONCURRENCY: '16' };
 const env = { ...configToEnv(config), ...groupEnv };
 const executorScript = fileURLToPath(new URL('./procs/executor.ts', import.meta.url));
 
@@ -186,7 +184,7 @@ try {
     name: 'big-plan',
     title: `A plan of ${N.toLocaleString('en-US')} items: per-step latency vs a 10-item plan's, create / restore / verify times, memory`,
     quick: args.quick,
-    settings: { items: N, batch: BATCH, smallItems: SMALL, partitions: 1, concurrency: 1, shape: 'independent items, one tool slot (one step at a time)', baseline: '10-item plans one after another on their own prefix and executor process (one slot), during the big plan; paired by time window' },
+    settings: { items: N, batch: BATCH, smallItems: SMALL, partitions: 1, concurrency: 16, shape: 'independent items', baseline: '10-item plans one after another on their own prefix and executor process (16 slots), during the big plan; paired by time window' },
     metrics: [
       metric(rounds, {
         key: 'stepMs',
