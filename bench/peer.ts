@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connectLedger, type Ledger } from '../src/client/index.js';
 import { configToEnv, topicNames } from '../src/config.js';
-import { eventKey } from '../src/kafka/partitioner.js';
+import { eventKey, parseEventKey } from '../src/kafka/partitioner.js';
 import { benchArgs, fmt, median, metric, paired, quantile, until, writeResult, type Metric } from './lib/harness.js';
 import { benchConfig, dropTopics, freePort, readAll, spawnTs, stopProc, waitLine, type Proc } from './lib/ledger.js';
 
@@ -136,11 +136,16 @@ async function restateChain(ingress: string): Promise<void> {
 
 const chainItems = Array.from({ length: STEPS }, (_, i) => ({ id: `s${i}`, title: `step ${i}`, why: 'benchmark', tool: 'noop', dependsOn: i ? [`s${i - 1}`] : [] }));
 const sequentialIds: string[] = [];
+/** Wall-clock (ms since epoch) of each one-at-a-time plan's createPlan call and waitFor return. */
+const sequentialClock = new Map<string, { start: number; created: number; done: number }>();
 
 async function ledgerChain(ledger: Ledger, record?: string[]): Promise<void> {
+  const start = Date.now();
   const { planId } = await ledger.createPlan({ goal: 'peer bench chain', mode: 'execute', items: chainItems });
+  const created = Date.now();
   record?.push(planId);
   const s = await ledger.waitFor(planId, 'completed', { timeoutMs: 120_000 });
+  if (record) sequentialClock.set(planId, { start, created, done: Date.now() });
   if (Object.values(s.items).some((i) => i.status !== 'completed')) throw new Error(`plan ${planId}: not every item completed`);
 }
 
@@ -203,6 +208,28 @@ try {
   const firstEventAt = new Map<string, number>();
   for (const r of events) firstEventAt.set(r.key?.toString() ?? '', Number(r.timestamp));
   const firstEvent = sequentialIds.map((id) => firstEventAt.get(eventKey(id, 1))! - commandAt.get(id)!).filter((x) => Number.isFinite(x));
+  // Where a one-at-a-time plan's time goes, from record timestamps and the client's clock (one machine):
+  // createPlan → command record, command → first event, first → last event (the executor's chain), last
+  // event → createPlan returned / waitFor returned.
+  const lastEventAt = new Map<string, number>();
+  for (const r of events) {
+    const id = parseEventKey(r.key)?.planId;
+    if (id) lastEventAt.set(id, Math.max(lastEventAt.get(id) ?? 0, Number(r.timestamp)));
+  }
+  const phases = { clientToCommand: [] as number[], commandToFirstEvent: [] as number[], chain: [] as number[], lastEventToCreateReturn: [] as number[], lastEventToWaitForReturn: [] as number[] };
+  for (const id of sequentialIds) {
+    const c = sequentialClock.get(id);
+    const cmd = commandAt.get(id);
+    const first = firstEventAt.get(eventKey(id, 1));
+    const last = lastEventAt.get(id);
+    if (!c || cmd === undefined || first === undefined || last === undefined) continue;
+    phases.clientToCommand.push(cmd - c.start);
+    phases.commandToFirstEvent.push(first - cmd);
+    phases.chain.push(last - first);
+    phases.lastEventToCreateReturn.push(c.created - first);
+    phases.lastEventToWaitForReturn.push(c.done - last);
+  }
+  const phaseMedians = Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, median(v)]));
 
   const restateLabel = `Restate ${peer.serverVersion}`;
   const result = writeResult({
@@ -220,6 +247,7 @@ try {
       'Executor and SDK service each run in their own node process; restate-server and the Kafka broker are separate processes on the same machine.',
     ],
     extra: {
+      oneAtATimePhasesMedianMs: { ...phaseMedians, samples: phases.chain.length, how: 'record timestamps and the client clock; chain = first to last event of the plan (all its 10 steps); lastEventToCreateReturn is from the first event' },
       commandToFirstEvent: { p50Ms: median(firstEvent), p99Ms: quantile(firstEvent, 0.99), samples: firstEvent.length, aimP50Ms: 10, how: 'Kafka record timestamps: CreatePlan command record vs the plan’s first event record (the executor’s decide time)' },
     },
   });
@@ -227,6 +255,7 @@ try {
   console.log('\n| | steps/s at 20 in flight | per step, one plan at a time |\n|---|---:|---:|');
   console.log(`| ${restateLabel} | ${fmt(tp.baseline.median)} | ${fmt(lat.baseline.median)} ms |`);
   console.log(`| plan-ledger | ${fmt(tp.subject.median)} (${fmt(tp.ratio)}×) | ${fmt(lat.subject.median)} ms (${fmt(lat.ratio)}×) |`);
+  console.log(`plan-ledger one plan at a time, medians (ms): ${Object.entries(phaseMedians).map(([k, v]) => `${k} ${fmt(v)}`).join(', ')}`);
   console.log(`plan-ledger command → first event p50 ${fmt(median(firstEvent))} ms (p99 ${fmt(quantile(firstEvent, 0.99))} ms, ${firstEvent.length} plans)`);
 } finally {
   await ledger.close();

@@ -25,6 +25,8 @@ const SCRIPTS: Record<string, { script: string; args?: string[] }> = {
   handover: { script: 'failover.ts', args: ['--handover'] },
   memory: { script: 'memory.ts' },
   'big-plan': { script: 'big-plan.ts' },
+  'finished-memory': { script: 'finished-memory.ts' },
+  'cold-reads': { script: 'cold-reads.ts' },
 };
 
 const argv = process.argv.slice(2);

@@ -15,7 +15,13 @@ export interface AppendRequest {
 }
 
 export interface AppenderOptions {
-  readonly producer: Producer;
+  /**
+   * The partition's transactional producers, all fenced by their owner. Transactions take turns on them,
+   * so one starts while the previous one's commit markers are still being written (a producer's next
+   * transaction waits for its own markers: CONCURRENT_TRANSACTIONS). A transaction that commits consumer
+   * offsets always goes on the first, so offset commits stay in one producer's order.
+   */
+  readonly producers: readonly Producer[];
   readonly eventsTopic: string;
   readonly commandsTopic: string;
   readonly partition: number;
@@ -55,10 +61,13 @@ export class TransactionalAppender {
   private readonly maxBatch: number;
   private readonly lingerMs: number;
   private readonly maxRequestBytes: number;
+  /** The producer of the last transaction (an index into `producers`). */
+  private turn = 0;
   /** Transactions committed and events appended, for metrics and benchmarks. */
   readonly stats = { transactions: 0, events: 0 };
 
   constructor(private readonly o: AppenderOptions) {
+    if (o.producers.length === 0) throw new Error('TransactionalAppender needs at least one producer');
     this.maxBatch = o.maxBatch ?? 500;
     this.maxRequestBytes = o.maxRequestBytes ?? 1024 * 1024;
     this.lingerMs = o.lingerMs ?? Number(process.env.PLAN_LEDGER_APPEND_LINGER_MS ?? 0);
@@ -120,7 +129,12 @@ export class TransactionalAppender {
     for (const r of reqs) if (r.commitOffset !== undefined && (offset === undefined || BigInt(r.commitOffset) > offset)) offset = BigInt(r.commitOffset);
     if (byTopic.size === 0 && offset === undefined) return;
 
-    const tx = await this.o.producer.transaction();
+    // Transactions are sequential (one in flight), so records land in the log in the order their
+    // transactions were sent, whichever producer carried them; read_committed readers see them in that
+    // order. It also keeps transactions of different producers from overlapping in the log, which kafkajs's
+    // reader needs: its aborted-record filter lets records of one of two overlapping aborted transactions through.
+    this.turn = offset !== undefined ? 0 : (this.turn + 1) % this.o.producers.length;
+    const tx = await this.o.producers[this.turn]!.transaction();
     try {
       for (const topicMessages of produceCalls(byTopic, this.maxRequestBytes)) await tx.sendBatch({ topicMessages, acks: -1 });
       if (offset !== undefined) {

@@ -107,8 +107,9 @@ export class CommandHandler {
       }
       // A plan this owner does not hold may be archived (finished) or erased: know which before deciding.
       if (!this.book.plans.has(command.planId)) await this.book.fromArchive(command.planId);
-      // A finished plan restored dormant: load it, so the command is decided against its real state.
-      if (!this.book.plans.has(command.planId) && this.book.dormant.has(command.planId)) await this.book.wake(command.planId);
+      // A finished plan aside (restored dormant, or put aside once finished): load it, so the command is
+      // decided against its real state.
+      if (this.book.isAside(command.planId)) await this.book.wake(command.planId);
       const stall = this.book.stalled.get(command.planId);
       // ErasePlan is let through for a stalled plan with a state; without one (e.g. a dormant plan whose
       // snapshot does not verify) it cannot be decided without writing over the plan's first event.

@@ -15,7 +15,9 @@ import type { Telemetry } from '../src/telemetry.js';
 import type { Tool } from '../src/tools.js';
 import { TRACER_NAME, tracingRequested } from '../src/trace-context.js';
 import { DEFAULT_ABORT_GRACE_MS, DEFAULT_TOOL_TIMEOUT_MS } from './item-runner.js';
+import { CacheBudget, DEFAULT_EXECUTOR_CACHE_MIB } from './dormant-cache.js';
 import { createExecutorMetrics, type ExecutorMetrics } from './metrics.js';
+import { readPlanFromEvents } from './plan-reload.js';
 import { CommandStepError, PartitionOwner, type BatchGuard, type OwnerLimits } from './partition-owner.js';
 import { restoreOwnedPartition } from './restore.js';
 import { Slots } from './slots.js';
@@ -46,6 +48,11 @@ export interface ExecutorOptions {
   /** Closest two `ctx.checkpoint` writes of one attempt may follow each other (default PLAN_LEDGER_CHECKPOINT_INTERVAL_MS or 1 000 ms); calls in between coalesce. */
   readonly checkpointIntervalMs?: number;
   /**
+   * MiB of finished plans the executor keeps in memory (default PLAN_LEDGER_EXECUTOR_CACHE_MIB or 64; a
+   * fraction is fine); past it, the least recently used are read back from their events when a command needs one.
+   */
+  readonly cacheMib?: number;
+  /**
    * The approval policy: a policy file (YAML or JSON) or a policy built in code; default the file named by
    * PLAN_LEDGER_POLICY, else none. Validated at start (a bad field fails `startExecutor` naming it); the
    * owners hand it to `decide`, which records the rule that decided in the events.
@@ -75,6 +82,7 @@ export interface ExecutorHandle {
   /**
    * The current state of a plan this executor owns (undefined when another executor owns it). A live view:
    * the executor applies its plans' events in place, so copy it (`structuredClone`) to keep it as it is now.
+   * A finished plan put aside comes back as a copy; one evicted from the cache (or not read yet) as undefined.
    */
   planState(planId: string): PlanState | undefined;
   /** Transactions committed and events appended by this executor's owners so far. */
@@ -119,6 +127,7 @@ export async function startExecutor(opts: ExecutorOptions): Promise<ExecutorHand
     if (tools.has(t.name)) throw new LedgerError('VALIDATION', `two tools are named "${t.name}"`, { field: 'tools' });
     tools.set(t.name, t);
   }
+  cacheMib(opts); // a bad value fails here, naming its field, before anything connects
   const policy = resolvePolicy(opts.policy);
   if (policy !== undefined) logger.info({ policyId: policy.id, policyHash: policy.hash, approval: policy.approval, rules: policy.rules.length }, 'approval policy loaded');
   const kafka = createKafka(config, logger, 'executor', 'service');
@@ -150,6 +159,14 @@ export async function startExecutor(opts: ExecutorOptions): Promise<ExecutorHand
 function positive(name: string, v: number | undefined): number | undefined {
   if (v === undefined) return undefined;
   if (!Number.isSafeInteger(v) || v <= 0) throw new LedgerError('VALIDATION', `${name} must be a positive integer, got ${v}`, { field: name });
+  return v;
+}
+
+/** MiB of finished plans kept in memory: the option, else PLAN_LEDGER_EXECUTOR_CACHE_MIB, else 64 (fractions allowed). */
+function cacheMib(opts: ExecutorOptions): number {
+  const env = process.env.PLAN_LEDGER_EXECUTOR_CACHE_MIB;
+  const [field, v] = opts.cacheMib !== undefined ? ['cacheMib', opts.cacheMib] : env ? ['PLAN_LEDGER_EXECUTOR_CACHE_MIB', Number(env)] : ['', DEFAULT_EXECUTOR_CACHE_MIB];
+  if (!Number.isFinite(v) || v <= 0) throw new LedgerError('VALIDATION', `${field} must be a positive number of MiB, got ${String(opts.cacheMib ?? env)}`, { field });
   return v;
 }
 
@@ -209,6 +226,7 @@ class Executor {
     private readonly telemetry: Telemetry | undefined,
   ) {
     this.slots = new Slots(opts.concurrency ?? 16);
+    this.cacheBudget = new CacheBudget(Math.floor(cacheMib(opts) * 1024 * 1024));
     this.topics = topicNames(config.topicPrefix);
     this.blobs = new BlobReader({ kafka, admin, topic: this.topics.blobs, partitions: config.partitions, groupPrefix: `${config.topicPrefix}.blob-reader` });
   }
@@ -227,6 +245,8 @@ class Executor {
       blobs: this.blobs,
       ...(this.policy !== undefined ? { policy: this.policy } : {}),
       ...(this.tracer !== undefined ? { tracer: this.tracer } : {}),
+      cacheBudget: this.cacheBudget,
+      readPlan: (partition, planId, since) => readPlanFromEvents({ kafka: this.kafka, admin: this.admin, codec: this.codec, config: this.config, partition, planId, since }),
       restore: (p) => restoreOwnedPartition({ kafka: this.kafka, admin: this.admin, codec: this.codec, config: this.config, partition: p, logger: this.logger }),
     });
     owner.onBroken = () => void this.reset(partition, owner);
@@ -242,6 +262,8 @@ class Executor {
   }
 
   readonly metrics: ExecutorMetrics = createExecutorMetrics();
+  /** Bytes of finished plans the owners may hold aside, together (PLAN_LEDGER_EXECUTOR_CACHE_MIB). */
+  private readonly cacheBudget: CacheBudget;
   private readonly blobs: BlobReader;
   /** Consecutive resets per partition, for the backoff; forgotten once an owner restores, or after a quiet minute. */
   private readonly resets = new Map<number, { count: number; at: number }>();
@@ -400,7 +422,7 @@ class Executor {
       ownedPartitions: () => [...this.owners.entries()].filter(([, o]) => !o.isStopping).map(([p]) => p).sort((a, b) => a - b),
       planState: (planId) => {
         for (const o of this.owners.values()) {
-          const s = o.plans.get(planId);
+          const s = o.book.peek(planId);
           if (s) return s;
         }
         return undefined;

@@ -84,6 +84,8 @@ export class ItemScheduler {
     const state = this.book.plans.get(planId);
     if (!state || this.book.stalled.has(planId) || isPlanFinished(state.status)) {
       this.cursor.delete(planId);
+      // Finished, its events committed, nothing of it running: its state can leave memory.
+      if (state && isPlanFinished(state.status) && !this.busy(planId)) this.book.retire(planId);
       return;
     }
     if (!opts.recover) {
@@ -154,6 +156,13 @@ export class ItemScheduler {
       this.launchInvocation(planId, i.itemId, i.attempt, false);
     }
     this.noteWakeUp(planId, scan);
+  }
+
+  /** Whether a step of this plan is in flight (an intent being recorded, a tool running, a settle). */
+  private busy(planId: string): boolean {
+    const prefix = `${planId}/`;
+    for (const key of this.inFlight) if (key.startsWith(prefix)) return true;
+    return false;
   }
 
   private launchInvocation(planId: string, itemId: string, attempt: number, recovering: boolean): void {

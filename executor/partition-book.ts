@@ -2,10 +2,12 @@ import type { Message } from 'kafkajs';
 import type { LedgerCodec } from '../src/codec/index.js';
 import { isLedgerError } from '../src/errors.js';
 import type { Logger } from '../src/logging.js';
-import { decide, evolveInPlace, rejectionEvent, type AnyCommand, type ApprovalPolicy, type DecideContext, type InternalCommand, type InternalCommandPayloads, type PlanEvent, type PlanState, type Rejection } from '../src/plan/index.js';
+import { decide, evolveInPlace, isPlanFinished, PlanError, rejectionEvent, type AnyCommand, type ApprovalPolicy, type DecideContext, type InternalCommand, type InternalCommandPayloads, type PlanEvent, type PlanState, type Rejection } from '../src/plan/index.js';
 import type { ArchiveLoader } from '../src/projection/restore.js';
 import { stateFromSnapshot } from '../src/projection/snapshot.js';
+import { CacheBudget, DEFAULT_EXECUTOR_CACHE_MIB, DormantCache } from './dormant-cache.js';
 import type { ExecutorMetrics } from './metrics.js';
+import { firstEventAt } from './plan-reload.js';
 import type { OwnerLimits, RestoredForOwner } from './partition-owner.js';
 import { eventMessages, recordBytes } from './records.js';
 
@@ -25,6 +27,13 @@ export interface BookDeps {
   readonly now: () => number;
   /** The approval policy `decide` applies to new plans and new items; none by default. */
   readonly policy?: ApprovalPolicy;
+  /** The executor's byte budget for finished plans put aside (default its own 64 MiB). */
+  readonly cacheBudget?: CacheBudget;
+  /**
+   * Reads a finished plan that left the cache back from its events (see `readPlanFromEvents`); `since`
+   * is when its first event was written, or null. Without it, such a plan stalls when a command needs it.
+   */
+  readonly readPlan?: (planId: string, since: number | null) => Promise<PlanState | undefined>;
 }
 
 /**
@@ -42,10 +51,12 @@ export class PartitionBook {
    */
   readonly erased = new Set<string>();
   /**
-   * Finished (completed, cancelled) plans restored without decoding: planId → the raw value of their latest
-   * snapshot. Nothing runs for them; a command for one loads it into {@link plans} first ({@link wake}).
+   * Finished plans aside from {@link plans}, bounded in bytes: those restored without decoding (the raw
+   * value of their latest snapshot) and those that finished here ({@link retire}: their state as JSON).
+   * Nothing runs for them; a command for one loads it into {@link plans} first ({@link wake}), from the
+   * cache or — once evicted from it — from its events.
    */
-  readonly dormant = new Map<string, Buffer>();
+  readonly dormant: DormantCache;
   /** The partition's archive; `archiveMerged` once its index is in {@link archivedIds} / {@link erased}. */
   private archived: ArchiveLoader | undefined;
   private archiveMerged = false;
@@ -59,7 +70,9 @@ export class PartitionBook {
   constructor(
     private readonly d: BookDeps,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.dormant = new DormantCache(d.cacheBudget ?? new CacheBudget(DEFAULT_EXECUTOR_CACHE_MIB * 1024 * 1024));
+  }
 
   private now(): number {
     return this.d.now();
@@ -71,7 +84,7 @@ export class PartitionBook {
     for (const [id, r] of restored.stalled) this.stalled.set(id, r);
     for (const id of restored.erased ?? []) this.erased.add(id);
     for (const [id, seq] of restored.lastKeySeq ?? []) if (this.stalled.has(id)) this.stalledKeySeq.set(id, seq);
-    for (const [id, value] of restored.dormant ?? []) if (!this.plans.has(id)) this.dormant.set(id, value);
+    for (const [id, value] of restored.dormant ?? []) if (!this.plans.has(id)) this.dormant.set(id, { kind: 'snapshot', value, since: null });
     this.archived = restored.archived;
     // Read the archive in the background, so the first command for an unknown plan rarely waits for it.
     if (this.archived) void this.archived.load().catch(() => {});
@@ -114,15 +127,67 @@ export class PartitionBook {
       const archive = await this.archived.load();
       if (!this.archiveMerged) {
         this.archiveMerged = true;
-        for (const id of archive.offsets.keys()) if (!this.plans.has(id) && !this.erased.has(id) && !this.dormant.has(id)) this.archivedIds.add(id);
-        for (const id of archive.erased) if (!this.plans.has(id) && !this.dormant.has(id)) this.erased.add(id);
+        for (const id of archive.offsets.keys()) if (!this.plans.has(id) && !this.erased.has(id) && !this.dormant.knows(id)) this.archivedIds.add(id);
+        for (const id of archive.erased) if (!this.plans.has(id) && !this.dormant.knows(id)) this.erased.add(id);
         this.log.debug({ archived: archive.offsets.size, erased: archive.erased.size }, 'archive index loaded');
       }
     }
     if (!this.archivedIds.has(planId) || this.plans.has(planId)) return;
     const value = await this.archived.value(planId);
     this.archivedIds.delete(planId);
-    if (value !== undefined && !this.plans.has(planId)) this.dormant.set(planId, value);
+    if (value !== undefined && !this.plans.has(planId)) this.dormant.set(planId, { kind: 'snapshot', value, since: null });
+  }
+
+  /** The plan is aside (dormant, held or evicted): a command for it must {@link wake} it first. */
+  isAside(planId: string): boolean {
+    return !this.plans.has(planId) && this.dormant.knows(planId);
+  }
+
+  /**
+   * A plan that finished here, once its last events committed and nothing of it runs: its state leaves
+   * {@link plans} for the byte-bounded {@link dormant} cache (as JSON), so the executor's memory does not
+   * grow with the plans it has run. A later command loads it back ({@link wake}) and is decided against
+   * the same state as before. Stalled plans stay (their commands go to the DLQ with the reason).
+   */
+  retire(planId: string): void {
+    const state = this.plans.get(planId);
+    if (state === undefined || !isPlanFinished(state.status) || this.stalled.has(planId)) return;
+    this.plans.delete(planId);
+    this.dormant.set(planId, { kind: 'state', value: Buffer.from(JSON.stringify(state)), since: firstEventAt(state) });
+  }
+
+  /** A plan's state if the owner holds it, in {@link plans} or as JSON in the cache (for inspection; not loaded). */
+  peek(planId: string): PlanState | undefined {
+    const live = this.plans.get(planId);
+    if (live !== undefined) return live;
+    const e = this.dormant.peek(planId);
+    return e?.kind === 'state' ? (JSON.parse(e.value.toString('utf8')) as PlanState) : undefined;
+  }
+
+  /**
+   * Reads back a finished plan evicted from the cache, from its events. A broker outage throws (the
+   * command batch is retried); events that do not fold, or none at all, stall the plan with the reason.
+   */
+  private async recall(planId: string): Promise<void> {
+    const since = this.dormant.evicted.get(planId) ?? null;
+    let reason: string;
+    try {
+      const state = this.d.readPlan ? await this.d.readPlan(planId, since) : undefined;
+      if (state !== undefined && state.planId === planId && state.status !== 'none') {
+        this.dormant.delete(planId);
+        if (!this.plans.has(planId)) this.plans.set(planId, state);
+        this.log.debug({ planId, seq: state.seq, status: state.status }, 'evicted plan read back from its events');
+        return;
+      }
+      reason = this.d.readPlan ? 'no event of the plan was found on the partition' : 'this owner cannot read plans back';
+    } catch (e) {
+      // A record that does not decode or an event that does not fold is a defect to fix, not an outage.
+      if (!(e instanceof PlanError) && !isLedgerError(e, 'SCHEMA')) throw e;
+      reason = e.message;
+    }
+    this.dormant.delete(planId);
+    this.stalled.set(planId, `evicted plan could not be read back: ${reason}`);
+    this.log.error({ planId, reason }, 'evicted plan stalled: it could not be read back from its events');
   }
 
   /**
@@ -131,8 +196,18 @@ export class PartitionBook {
    * write over its first event). An unreachable registry throws UNAVAILABLE: the batch is retried.
    */
   async wake(planId: string): Promise<void> {
-    const value = this.dormant.get(planId);
-    if (value === undefined) return;
+    const entry = this.dormant.peek(planId);
+    if (entry === undefined) {
+      if (this.dormant.evicted.has(planId)) await this.recall(planId);
+      return;
+    }
+    if (entry.kind === 'state') {
+      // Its own state, put aside by this owner ({@link retire}): trusted as it was.
+      this.dormant.delete(planId);
+      if (!this.plans.has(planId)) this.plans.set(planId, JSON.parse(entry.value.toString('utf8')) as PlanState);
+      return;
+    }
+    const value = entry.value;
     let reason: string;
     try {
       const snap = await this.d.codec.decodeSnapshot(value);

@@ -10,6 +10,7 @@ import type { ArchiveLoader } from '../src/projection/restore.js';
 import type { Tool } from '../src/tools.js';
 import { TransactionalAppender } from './appender.js';
 import { CommandHandler, type BatchGuard } from './command-handler.js';
+import type { CacheBudget } from './dormant-cache.js';
 import { ItemScheduler } from './item-scheduler.js';
 import type { ExecutorMetrics } from './metrics.js';
 import { PartitionBook } from './partition-book.js';
@@ -37,6 +38,10 @@ export interface OwnerDeps {
   readonly blobs: BlobReader;
   /** Spans of command decisions, attempts and tool calls; none when tracing is off. */
   readonly tracer?: Tracer;
+  /** The executor's byte budget for finished plans put aside (see DormantCache); the owner's own 64 MiB without. */
+  readonly cacheBudget?: CacheBudget;
+  /** Reads a finished plan evicted from the cache back from its events (see readPlanFromEvents). */
+  readonly readPlan?: (partition: number, planId: string, since: number | null) => Promise<PlanState | undefined>;
 }
 
 /** The bounds an owner keeps every step within (see the README's Limits). */
@@ -77,15 +82,15 @@ export interface RestoredForOwner {
 }
 
 /**
- * The executor's view of one owned partition: the only writer of the partition's events, through a
- * transactional producer whose id is fixed per partition (`<prefix>.executor.p<N>`), so taking
- * ownership fences the previous owner. Its lifecycle: fence, restore the partition's plans into its
+ * The executor's view of one owned partition: the only writer of the partition's events, through
+ * transactional producers whose ids are fixed per partition ({@link partitionTransactionalIds}), so
+ * taking ownership fences the previous owner. Its lifecycle: fence, restore the partition's plans into its
  * {@link PartitionBook}, then serve commands ({@link CommandHandler}) and run ready items
  * ({@link ItemScheduler}) until it is released.
  */
 export class PartitionOwner {
   readonly book: PartitionBook;
-  private producer!: Producer;
+  private producers: Producer[] = [];
   private appender!: TransactionalAppender;
   private handler!: CommandHandler;
   private items!: ItemScheduler;
@@ -107,7 +112,20 @@ export class PartitionOwner {
     this.log = d.logger.child({ component: 'partition-owner', partition });
     this.topics = topicNames(d.config.topicPrefix);
     this.traces = d.tracer === undefined ? undefined : new PlanTraces(d.tracer, d.executorId);
-    this.book = new PartitionBook({ codec: d.codec, limits: d.limits, metrics: d.metrics, executorId: d.executorId, now: () => this.now(), ...(d.policy !== undefined ? { policy: d.policy } : {}) }, this.log);
+    const readPlan = d.readPlan;
+    this.book = new PartitionBook(
+      {
+        codec: d.codec,
+        limits: d.limits,
+        metrics: d.metrics,
+        executorId: d.executorId,
+        now: () => this.now(),
+        ...(d.policy !== undefined ? { policy: d.policy } : {}),
+        ...(d.cacheBudget !== undefined ? { cacheBudget: d.cacheBudget } : {}),
+        ...(readPlan !== undefined ? { readPlan: (planId: string, since: number | null) => readPlan(partition, planId, since) } : {}),
+      },
+      this.log,
+    );
     this.ready = this.start();
     this.ready.then(
       () => (this.readySettled = true),
@@ -128,10 +146,10 @@ export class PartitionOwner {
     const t0 = Date.now();
     // Fence first, then read: once our InitProducerId returns, the previous owner can commit nothing
     // more, so the log we restore from is final.
-    this.producer = transactionalProducer(this.d.kafka, `${this.d.config.topicPrefix}.executor.p${this.partition}`, { transactionTimeout: 30_000 });
-    await connectFenced(this.producer);
+    this.producers = partitionTransactionalIds(this.d.config.topicPrefix, this.partition).map((id) => transactionalProducer(this.d.kafka, id, { transactionTimeout: 30_000 }));
+    await Promise.all(this.producers.map((p) => connectFenced(p)));
     this.appender = new TransactionalAppender({
-      producer: this.producer,
+      producers: this.producers,
       eventsTopic: this.topics.events,
       commandsTopic: this.topics.commands,
       partition: this.partition,
@@ -208,7 +226,18 @@ export class PartitionOwner {
     await this.items?.stop(reason, graceMs);
     this.stopped = true;
     await this.appender?.idle().catch(() => {});
-    await this.producer?.disconnect().catch(() => {});
+    await Promise.all(this.producers.map((p) => p.disconnect().catch(() => {})));
+    this.book.dormant.clear(); // its bytes go back to the executor's budget
     this.log.info({ reason }, 'partition released');
   }
+}
+
+/**
+ * The transactional ids of a partition's writer: `<prefix>.executor.p<N>` and `<prefix>.executor.p<N>.b`.
+ * An owner fences every one of them before it reads the log, and its transactions take turns on them
+ * (see {@link TransactionalAppender}). Every executor of a group must use the same set: one that fenced
+ * fewer ids would leave a paused predecessor a producer to append with.
+ */
+export function partitionTransactionalIds(prefix: string, partition: number): string[] {
+  return [`${prefix}.executor.p${partition}`, `${prefix}.executor.p${partition}.b`];
 }

@@ -45,6 +45,8 @@ export interface ProjectorOptions {
   readonly retainEvents?: ProjectionServiceOptions['retainEvents'];
   readonly snapshotChunkBytes?: ProjectionServiceOptions['snapshotChunkBytes'];
   readonly beforeSnapshot?: ProjectionServiceOptions['beforeSnapshot'];
+  /** MiB of finished plans held in memory (default PLAN_LEDGER_PROJECTOR_CACHE_MIB or 256); see ProjectionServiceOptions. */
+  readonly cacheMib?: number;
   readonly groupId?: string;
   readonly defaultMetrics?: boolean;
 }
@@ -115,6 +117,7 @@ export async function startProjector(opts: ProjectorOptions = {}): Promise<Proje
     retainEvents: opts.retainEvents,
     snapshotChunkBytes: opts.snapshotChunkBytes,
     beforeSnapshot: opts.beforeSnapshot,
+    ...(opts.cacheMib !== undefined ? { cacheMib: opts.cacheMib } : {}),
     groupId: opts.groupId,
     defaultMetrics: opts.defaultMetrics,
   });

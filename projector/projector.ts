@@ -2,15 +2,19 @@ import type { Admin, Consumer, EachBatchPayload, Kafka, KafkaMessage, Producer }
 import { codecFromConfig, type LedgerCodec } from '../src/codec/index.js';
 import { topicNames, type LedgerConfig } from '../src/config.js';
 import { connectFenced, createKafka, isFencingError, transactionalProducer } from '../src/kafka/client.js';
-import { readPlanRecords } from '../src/kafka/log-reader.js';
+import { readPlanRecords, readRecordAt } from '../src/kafka/log-reader.js';
 import { parseEventKey, partitionFor } from '../src/kafka/partitioner.js';
 import { ensurePlanTopics } from '../src/kafka/topics.js';
+import { LedgerError } from '../src/errors.js';
 import type { Logger } from '../src/logging.js';
 import { headerString, TRACEPARENT_HEADER } from '../src/trace-context.js';
-import type { PlanEvent } from '../src/plan/index.js';
+import { evolveAll, type PlanEvent, type PlanState } from '../src/plan/index.js';
 import {
   dlqHeaders,
+  isArchivedStatus,
   processEventRecord,
+  stateFromSnapshot,
+  summarize,
   restorePartition,
   retryDelayMs,
   planSnapshotRecords,
@@ -23,7 +27,18 @@ import {
   type SnapshotPolicyOptions,
 } from '../src/projection/index.js';
 import { createMetrics, type ProjectorMetrics } from './metrics.js';
-import { ReadModel } from './read-model.js';
+import { ReadModel, type ColdPlan } from './read-model.js';
+
+/** Default MiB of finished plans the projector holds in memory (PLAN_LEDGER_PROJECTOR_CACHE_MIB). */
+export const DEFAULT_PROJECTOR_CACHE_MIB = 256;
+
+/** MiB of finished plans held: the option, else PLAN_LEDGER_PROJECTOR_CACHE_MIB, else 256 (fractions allowed). */
+export function projectorCacheMib(opt: number | undefined, env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.PLAN_LEDGER_PROJECTOR_CACHE_MIB;
+  const [field, v] = opt !== undefined ? ['cacheMib', opt] : raw ? ['PLAN_LEDGER_PROJECTOR_CACHE_MIB', Number(raw)] : ['', DEFAULT_PROJECTOR_CACHE_MIB];
+  if (!Number.isFinite(v) || v <= 0) throw new LedgerError('VALIDATION', `${field} must be a positive number of MiB, got ${String(opt ?? raw)}`, { field });
+  return v;
+}
 
 export interface ProjectionServiceOptions {
   readonly config: LedgerConfig;
@@ -50,6 +65,12 @@ export interface ProjectionServiceOptions {
   readonly beforeSnapshot?: (planId: string) => void;
   /** Collect Node's default process metrics (default true). */
   readonly defaultMetrics?: boolean;
+  /**
+   * MiB of finished, archived plans held in memory (default PLAN_LEDGER_PROJECTOR_CACHE_MIB or 256; a
+   * fraction is fine). Past it the least recently used go cold: listed from a summary, read from their
+   * archived snapshot on demand, loaded back when an event arrives for one.
+   */
+  readonly cacheMib?: number;
 }
 
 /** Bytes of keys and values per produce request of snapshots. */
@@ -97,6 +118,10 @@ interface PartitionRun {
   readonly chunkCounts: Map<string, number>;
   /** Seq of each plan's latest snapshot that landed (for exceptions captured before it landed). */
   readonly landedSeq: Map<string, number>;
+  /** Finished plans whose archive record holds their state at `seq` (at `offset` of the archive partition): they may go cold. */
+  readonly archivedAt: Map<string, { offset: string; seq: number }>;
+  /** The plan whose record the consumer is applying now (across its awaits): it does not go cold meanwhile. */
+  applying: string | null;
 }
 
 /** One plan's snapshot records, captured at one moment. */
@@ -155,7 +180,15 @@ export class ProjectionService {
     this.names = topicNames(opts.config.topicPrefix);
     this.log = opts.logger.child({ component: 'projector' });
     this.policy = opts.snapshotEveryEvents === undefined ? {} : { everyEvents: opts.snapshotEveryEvents };
-    this.model = new ReadModel({ retainEvents: opts.retainEvents ?? 200_000, loader: (id) => this.loadEvents(id) });
+    this.model = new ReadModel({
+      retainEvents: opts.retainEvents ?? 200_000,
+      loader: (id) => this.loadEvents(id),
+      cache: {
+        cacheBytes: Math.floor(projectorCacheMib(opts.cacheMib) * 1024 * 1024),
+        release: (id) => this.release(id),
+        loadCold: (id, cold) => this.readCold(id, cold),
+      },
+    });
     this.metrics = createMetrics({ plansByStatus: () => this.model.countByStatus(), defaultMetrics: opts.defaultMetrics });
   }
 
@@ -289,12 +322,22 @@ export class ProjectionService {
       chunkCounts: new Map(r.snapshotChunks),
       landedSeq: new Map(),
       traceparents: r.traceparents,
+      archivedAt: new Map(),
+      applying: null,
     };
     this.metrics.snapshotExceptions.set({ partition: String(p) }, run.exceptions.size);
     this.metrics.eventsApplied.inc({ partition: String(p) }, r.eventsReplayed);
     if (this.assigned.has(p) && !this.stopped) {
       this.runs.set(p, run);
       this.model.setPartition(p, r.projection);
+      // Finished plans restored from their archive record with nothing after it may go cold right away.
+      const archive = await r.archived.load();
+      for (const [id, e] of r.projection.plans) {
+        const offset = archive.offsets.get(id);
+        if (offset === undefined || e.state === undefined || e.lastOffset !== null || e.stalled || !isArchivedStatus(e.state.status)) continue;
+        run.archivedAt.set(id, { offset, seq: e.state.seq });
+        this.model.archived(id, p, JSON.stringify(e.state).length);
+      }
     }
     this.log.info({ partition: p, fromSnapshot: r.fromSnapshot, eventsReplayed: r.eventsReplayed, nextOffset: r.nextOffset, ms: Date.now() - started }, 'partition restored');
     return run;
@@ -336,18 +379,26 @@ export class ProjectionService {
       const offset = BigInt(m.offset);
       if (offset < run.nextOffset) continue;
       const tp = m.headers?.[TRACEPARENT_HEADER];
-      if (tp !== undefined && m.value !== null) {
+      if (m.value !== null) {
         const k = parseEventKey(m.key);
-        if (k !== null) run.traceparents.set(k.planId, headerString(tp)!);
+        if (k !== null && tp !== undefined) run.traceparents.set(k.planId, headerString(tp)!);
+        run.applying = k?.planId ?? null;
+        // An event for a cold plan (e.g. the rejection of a command sent to it): load it back first.
+        if (k !== null && !projection.plans.has(k.planId) && this.model.cold.has(k.planId)) await this.warm(p, projection, k.planId);
       }
-      const outcome = await processEventRecord(projection, this.codec, m, {
-        logger: this.log,
-        signal: this.abort.signal,
-        onRetry: async () => {
-          this.metrics.registryRetries.inc();
-          await heartbeat().catch(() => {});
-        },
-      });
+      let outcome: RecordOutcome;
+      try {
+        outcome = await processEventRecord(projection, this.codec, m, {
+          logger: this.log,
+          signal: this.abort.signal,
+          onRetry: async () => {
+            this.metrics.registryRetries.inc();
+            await heartbeat().catch(() => {});
+          },
+        });
+      } finally {
+        run.applying = null;
+      }
       switch (outcome.kind) {
         case 'applied':
           applied += 1 + outcome.drained.length;
@@ -365,7 +416,8 @@ export class ProjectionService {
           this.model.touched(outcome.planId);
           break;
         case 'erased':
-          this.model.evict(outcome.planId);
+          this.model.forget(outcome.planId);
+          run.archivedAt.delete(outcome.planId);
           this.model.touched(outcome.planId);
           erased.add(outcome.planId);
           run.traceparents.delete(outcome.planId);
@@ -489,8 +541,9 @@ export class ProjectionService {
     /** One plan in a transaction of its own: true when it landed, false when it did not, null when fenced. */
     const alone = async (g: PlanSnapshotGroup): Promise<boolean | null> => {
       try {
-        await this.transact(writer, records([g], null));
+        const offsets = await this.transact(writer, records([g], null));
         ok(g);
+        this.landedInArchive(p, run, g, offsets);
         this.metrics.snapshotWrites.inc({ kind: 'plan' });
         return true;
       } catch (e) {
@@ -505,8 +558,9 @@ export class ProjectionService {
       const m = mark(groups);
       if (groups.length === 0 && m === null) return;
       try {
-        await this.transact(writer, records(groups, m?.record ?? null));
+        const offsets = await this.transact(writer, records(groups, m?.record ?? null));
         for (const g of groups) ok(g);
+        for (const g of groups) this.landedInArchive(p, run, g, offsets);
         this.metrics.snapshotWrites.inc({ kind: 'plan' }, groups.length);
         if (m !== null) await watermarked(m.offset);
       } catch (e) {
@@ -605,16 +659,92 @@ export class ProjectionService {
     return producer;
   }
 
-  /** Sends the batches, in order, in one transaction of `writer`, aborted on failure. */
-  private async transact(writer: Producer, batches: SnapshotTopicRecords[]): Promise<void> {
+  /**
+   * Sends the batches, in order, in one transaction of `writer`, aborted on failure. Returns the offset of
+   * each archive record sent (by message), from the produce responses: a batch's records go to one
+   * partition, at consecutive offsets from its base offset.
+   */
+  private async transact(writer: Producer, batches: SnapshotTopicRecords[]): Promise<Map<object, string>> {
     const tx = await writer.transaction();
+    const offsets = new Map<object, string>();
     try {
-      for (const { topic, messages } of batches) await tx.send({ topic, acks: -1, messages });
+      for (const { topic, messages } of batches) {
+        const meta = await tx.send({ topic, acks: -1, messages });
+        if (topic !== this.names.archive) continue;
+        const partitions = new Set(messages.map((m) => m.partition));
+        const base = meta.length === 1 && partitions.size === 1 ? meta[0]!.baseOffset : undefined;
+        if (base !== undefined && base !== null && BigInt(base) >= 0n) messages.forEach((m, i) => offsets.set(m, (BigInt(base) + BigInt(i)).toString()));
+      }
       await tx.commit();
     } catch (e) {
       await tx.abort().catch(() => {}); // a fenced producer cannot abort either; the coordinator already did
       throw e;
     }
+    return offsets;
+  }
+
+  /**
+   * A finished plan's snapshot landed in the archive: if it holds the plan's state as the projection has
+   * it now (one record, same seq, nothing waiting), the plan may go cold when the cache is over budget.
+   */
+  private landedInArchive(p: number, run: PartitionRun, g: PlanSnapshotGroup, offsets: Map<object, string>): void {
+    if (g.archive.length !== 1) return; // a chunked snapshot stays hot: reading it back takes its chunks
+    const offset = offsets.get(g.archive[0]!);
+    const e = run.projection.get(g.id);
+    if (offset === undefined || e?.state === undefined || e.state.seq !== g.seq || e.stalled || !isArchivedStatus(e.state.status)) return;
+    run.archivedAt.set(g.id, { offset, seq: g.seq });
+    this.model.archived(g.id, p, g.archive[0]!.value?.length ?? 0);
+  }
+
+  /**
+   * Takes a finished plan out of its projection (the read model keeps its summary): only if its archive
+   * record still holds its state, nothing of it waits, and no snapshot of it is owed.
+   */
+  private release(planId: string): ColdPlan | undefined {
+    const p = partitionFor(planId, this.opts.config.partitions);
+    const run = this.runs.get(p);
+    const at = run?.archivedAt.get(planId);
+    const e = run?.projection.get(planId);
+    if (run === undefined || at === undefined || e?.state === undefined || run.applying === planId) return undefined;
+    const ok = e.state.seq === at.seq && isArchivedStatus(e.state.status) && run.projection.canApplyRun(planId, e.state.seq + 1) && !run.exceptions.has(planId) && !run.failing.has(planId);
+    if (!ok) {
+      run.archivedAt.delete(planId);
+      return undefined;
+    }
+    const summary = summarize(e);
+    run.projection.plans.delete(planId);
+    run.projection.policy.forget(planId);
+    run.archivedAt.delete(planId);
+    run.landedSeq.delete(planId);
+    run.traceparents.delete(planId);
+    return { partition: p, offset: at.offset, summary };
+  }
+
+  /**
+   * A cold plan's state: its archived snapshot, read at its offset and verified; if that record is gone or
+   * does not verify, its events from the partition's start, folded up to the seq it went cold at.
+   */
+  private async readCold(planId: string, cold: ColdPlan): Promise<PlanState> {
+    const record = await readRecordAt({ kafka: this.kafka, admin: this.admin, topic: this.names.archive, partition: cold.partition, offset: cold.offset, groupPrefix: `${this.names.projectorGroup}.cold` });
+    if (record?.value != null && record.key?.toString('utf8') === planId) {
+      const check = stateFromSnapshot(await this.codec.decodeSnapshot(record.value));
+      if (check.ok && check.state.planId === planId && check.state.seq === cold.summary.seq) return check.state;
+    }
+    this.log.warn({ planId, offset: cold.offset }, 'cold plan: its archive record is gone or does not verify; reading its events');
+    const state = evolveAll(undefined, (await this.loadEvents(planId)).filter((e) => e.seq <= cold.summary.seq));
+    if (state === undefined || state.seq !== cold.summary.seq) throw new LedgerError('UNAVAILABLE', `plan ${planId} could not be read back (seq ${state?.seq ?? 0} of ${cold.summary.seq})`);
+    return state;
+  }
+
+  /** Loads a cold plan back into its projection before an event of it is applied. */
+  private async warm(p: number, projection: PartitionProjection, planId: string): Promise<void> {
+    const cold = this.model.cold.get(planId);
+    if (cold === undefined) return;
+    const state = await this.readCold(planId, cold);
+    if (projection.plans.has(planId) || !this.model.cold.has(planId)) return;
+    projection.seed(state);
+    this.model.warmed(planId);
+    this.log.debug({ partition: p, planId, seq: state.seq }, 'cold plan loaded back for an event');
   }
 
   /**

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { PlanEvent, PlanState, PlanStatus } from '../src/plan/index.js';
 import { stateDigest } from '../src/plan/index.js';
-import type { PartitionProjection, PlanView } from '../src/projection/index.js';
+import type { PartitionProjection, PlanSummary, PlanView } from '../src/projection/index.js';
 
 export const BUCKET_MS = 10_000;
 const MAX_BUCKETS = 90; // 15 minutes
@@ -23,6 +23,26 @@ interface CachedEvents {
   events: PlanEvent[];
 }
 
+/** A finished plan the projector does not hold in memory: where its archived snapshot is, and how lists show it. */
+export interface ColdPlan {
+  readonly partition: number;
+  /** Offset of its snapshot record in the archive topic's partition. */
+  readonly offset: string;
+  readonly summary: PlanSummary;
+}
+
+export interface PlanCacheOptions {
+  /** Bytes of finished, archived plans held in memory (their snapshots' size); past it the least recently used go cold. */
+  readonly cacheBytes: number;
+  /** Takes a plan out of its projection to go cold; undefined when it cannot go now (changed, not archived at its seq). */
+  readonly release: (planId: string) => ColdPlan | undefined;
+  /** Reads a cold plan's state (its archived snapshot). */
+  readonly loadCold: (planId: string, cold: ColdPlan) => Promise<PlanState>;
+}
+
+/** A plan as the API reads it: from memory (hot) or loaded from its archived snapshot (cold). */
+export type ReadView = PlanView & { partition: number; lastOffset: string | null; cold: boolean };
+
 /**
  * What the HTTP API reads: the partition projections this projector owns, plus a bounded cache of each
  * plan's events for the events and audit routes (LRU by plan, capped by total events). States are always
@@ -39,11 +59,98 @@ export class ReadModel {
   /** Applied events per 10 s of their occurredAt, for the overview's recent activity. */
   private readonly buckets = new Map<number, ActivityBucket>();
   version = 0;
+  /** Finished plans whose archived snapshot is at their seq, held in memory: planId → bytes and partition, least recently used first. */
+  private readonly hotFinished = new Map<string, { bytes: number; partition: number }>();
+  private hotFinishedBytes = 0;
+  /** Finished plans not in memory: listed from their summary, read from the archive on demand. */
+  readonly cold = new Map<string, ColdPlan>();
+  private readonly coldLoads = new Map<string, Promise<PlanState>>();
 
   constructor(
-    private readonly opts: { retainEvents: number; loader: EventLoader; notifyMs?: number },
+    private readonly opts: { retainEvents: number; loader: EventLoader; notifyMs?: number; cache?: PlanCacheOptions },
   ) {
     this.changes.setMaxListeners(0);
+  }
+
+  /** Bytes of finished plans held in memory that could go cold (see {@link PlanCacheOptions.cacheBytes}). */
+  get finishedBytes(): number {
+    return this.hotFinishedBytes;
+  }
+
+  /**
+   * A finished plan's snapshot landed in the archive at its current seq (`bytes`: its size): it may go cold
+   * when the finished plans held pass the budget, least recently used first.
+   */
+  archived(planId: string, partition: number, bytes: number): void {
+    this.dropHot(planId);
+    this.hotFinished.set(planId, { bytes, partition });
+    this.hotFinishedBytes += bytes;
+    this.trimHot();
+  }
+
+  /** A cold plan is back in its projection (an event arrived for it). */
+  warmed(planId: string): void {
+    this.cold.delete(planId);
+  }
+
+  /** A plan is gone (erased): nothing of it stays, hot or cold. */
+  forget(planId: string): void {
+    this.cold.delete(planId);
+    this.dropHot(planId);
+    this.evict(planId);
+  }
+
+  private dropHot(planId: string): void {
+    const h = this.hotFinished.get(planId);
+    if (h === undefined) return;
+    this.hotFinished.delete(planId);
+    this.hotFinishedBytes -= h.bytes;
+  }
+
+  private trimHot(): void {
+    const cache = this.opts.cache;
+    if (cache === undefined) return;
+    while (this.hotFinishedBytes > cache.cacheBytes && this.hotFinished.size > 0) {
+      const planId = this.hotFinished.keys().next().value as string;
+      this.dropHot(planId);
+      const cold = cache.release(planId);
+      if (cold === undefined) continue; // changed since (it is hot again, and comes back here when archived again)
+      this.cold.set(planId, cold);
+      this.evict(planId);
+    }
+  }
+
+  /** Known to this projector, hot or cold. */
+  has(planId: string): boolean {
+    return this.view(planId) !== undefined || this.cold.has(planId);
+  }
+
+  /**
+   * The plan for a read: from memory, or — cold — its archived snapshot read back (concurrent reads of
+   * one cold plan share the read). Undefined when this projector does not know it.
+   */
+  async read(planId: string): Promise<ReadView | undefined> {
+    const hot = this.view(planId);
+    if (hot !== undefined) {
+      const h = this.hotFinished.get(planId);
+      if (h !== undefined) {
+        // Recently read: last to go cold.
+        this.hotFinished.delete(planId);
+        this.hotFinished.set(planId, h);
+      }
+      return { ...hot, cold: false };
+    }
+    const cold = this.cold.get(planId);
+    if (cold === undefined || this.opts.cache === undefined) return undefined;
+    let pending = this.coldLoads.get(planId);
+    if (pending === undefined) {
+      pending = this.opts.cache.loadCold(planId, cold).finally(() => this.coldLoads.delete(planId));
+      this.coldLoads.set(planId, pending);
+    }
+    const state = await pending;
+    const warm = this.view(planId); // warmed by an event meanwhile: the projection is ahead of the archive
+    if (warm !== undefined) return { ...warm, cold: false };
+    return { planId, state, stalled: null, partition: cold.partition, lastOffset: null, cold: true };
   }
 
   setPartition(p: number, projection: PartitionProjection): void {
@@ -56,6 +163,8 @@ export class ReadModel {
     if (!projection) return;
     this.partitions.delete(p);
     for (const id of projection.plans.keys()) this.evict(id);
+    for (const [id, h] of this.hotFinished) if (h.partition === p) this.dropHot(id);
+    for (const [id, c] of this.cold) if (c.partition === p) this.cold.delete(id);
     this.touchAll(projection);
   }
 
@@ -72,11 +181,13 @@ export class ReadModel {
     return undefined;
   }
 
+  /** Every plan: those in memory with their state, cold ones with their summary (no state). */
   *views(): Iterable<PlanView> {
     for (const projection of this.partitions.values()) yield* projection.plans.values();
+    for (const [planId, c] of this.cold) yield { planId, state: undefined, stalled: null, summary: c.summary };
   }
 
-  /** stateDigest of every plan with a state. */
+  /** stateDigest of every plan held in memory (cold plans are not read back for this). */
   stateDigests(): Map<string, string> {
     const out = new Map<string, string>();
     for (const v of this.views()) if (v.state) out.set(v.planId, stateDigest(v.state));
@@ -92,7 +203,7 @@ export class ReadModel {
   countByStatus(): Map<PlanStatus | 'stalled', number> {
     const out = new Map<PlanStatus | 'stalled', number>();
     for (const v of this.views()) {
-      const s = v.state?.status ?? 'none';
+      const s = v.state?.status ?? v.summary?.status ?? 'none';
       out.set(s, (out.get(s) ?? 0) + 1);
       if (v.stalled) out.set('stalled', (out.get('stalled') ?? 0) + 1);
     }
@@ -182,7 +293,7 @@ export class ReadModel {
    */
   async events(planId: string): Promise<PlanEvent[]> {
     const view = this.view(planId);
-    const seq = view?.state?.seq ?? 0;
+    const seq = view?.state?.seq ?? this.cold.get(planId)?.summary.seq ?? 0;
     const c = this.cache.get(planId);
     if (c !== undefined && c.events.length > 0 && c.events[c.events.length - 1]!.seq >= seq) return c.events.filter((e) => e.seq <= seq);
     let pending = this.loading.get(planId);
@@ -192,7 +303,7 @@ export class ReadModel {
     }
     const loaded = await pending;
     // Keep only the prefix the projection has applied (the log may be ahead, or hold events past a stall).
-    const upTo = this.view(planId)?.state?.seq ?? seq;
+    const upTo = this.view(planId)?.state?.seq ?? this.cold.get(planId)?.summary.seq ?? seq;
     const events = loaded.filter((e) => e.seq <= upTo);
     if (this.opts.retainEvents > 0 && events.length > 0 && events.length <= this.opts.retainEvents && !this.cache.has(planId)) {
       this.cache.set(planId, { events: [...events] });

@@ -1,11 +1,14 @@
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { LedgerError } from './errors.js';
-import { readStackInfo } from './stack/stack.js';
+import { readStackInfo, type StackSecurity } from './stack/stack.js';
 
 const saslSchema = z.object({
   mechanism: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']),
   username: z.string().min(1),
   password: z.string().min(1),
+  /** Where the password was read from (PLAN_LEDGER_SASL_PASSWORD_FILE); children get the file, not the password. */
+  passwordFile: z.string().min(1).optional(),
 });
 
 const configSchema = z.object({
@@ -22,6 +25,8 @@ const configSchema = z.object({
   /** Replication factor for topics plan-ledger creates; -1 takes the broker's default. */
   replicationFactor: z.number().int().min(-1).max(32),
   ssl: z.boolean(),
+  /** A PEM file of the certificate(s) to trust for Kafka TLS (PLAN_LEDGER_SSL_CA_FILE); implies `ssl`. */
+  sslCaFile: z.string().min(1).optional(),
   sasl: saslSchema.optional(),
 });
 
@@ -41,6 +46,29 @@ function int(env: NodeJS.ProcessEnv, name: string): number | undefined {
   return n;
 }
 
+/** A secret kept in a file (the whole file, trailing newline dropped); a missing or unreadable file names the variable. */
+function readSecretFile(path: string, variable: string): string {
+  try {
+    return readFileSync(path, 'utf8').replace(/\r?\n$/, '');
+  } catch (e) {
+    throw new LedgerError('VALIDATION', `${variable}: cannot read ${path} (${(e as NodeJS.ErrnoException).code ?? 'error'})`, { field: 'sasl.password' });
+  }
+}
+
+/**
+ * On the local SASL stack (`stack up --sasl`) a component names only its user, PLAN_LEDGER_SASL_USERNAME;
+ * the password comes from that user's file in the stack.
+ */
+function saslFromStack(security: StackSecurity, env: NodeJS.ProcessEnv): Record<string, string> {
+  const users = Object.keys(security.passwordFiles).filter((u) => u !== 'admin');
+  const user = env.PLAN_LEDGER_SASL_USERNAME;
+  if (!user || !Object.hasOwn(security.passwordFiles, user)) {
+    throw new LedgerError('VALIDATION', `the local stack runs with SASL: set PLAN_LEDGER_SASL_USERNAME to ${users.join(', ')} (the password is read from the stack)`, { field: 'sasl.username' });
+  }
+  const passwordFile = security.passwordFiles[user as keyof typeof security.passwordFiles];
+  return { mechanism: security.mechanism.toLowerCase(), username: user, password: readSecretFile(passwordFile, 'the stack password file'), passwordFile };
+}
+
 /** The environment's contribution (PLAN_LEDGER_*), before defaults. */
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): LedgerConfigInput {
   const c: Record<string, unknown> = {};
@@ -54,11 +82,20 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): LedgerConfi
   set('partitions', int(env, 'PLAN_LEDGER_PARTITIONS'));
   set('replicationFactor', int(env, 'PLAN_LEDGER_REPLICATION_FACTOR'));
   if (env.PLAN_LEDGER_SSL) set('ssl', env.PLAN_LEDGER_SSL === 'true' || env.PLAN_LEDGER_SSL === '1');
+  if (env.PLAN_LEDGER_SSL_CA_FILE) {
+    set('ssl', true);
+    set('sslCaFile', env.PLAN_LEDGER_SSL_CA_FILE);
+  }
   if (env.PLAN_LEDGER_SASL_MECHANISM) {
+    const passwordFile = env.PLAN_LEDGER_SASL_PASSWORD_FILE || undefined;
+    if (passwordFile && env.PLAN_LEDGER_SASL_PASSWORD) {
+      throw new LedgerError('VALIDATION', 'PLAN_LEDGER_SASL_PASSWORD and PLAN_LEDGER_SASL_PASSWORD_FILE are both set: set one', { field: 'sasl.password' });
+    }
     set('sasl', {
       mechanism: env.PLAN_LEDGER_SASL_MECHANISM.toLowerCase(),
       username: env.PLAN_LEDGER_SASL_USERNAME ?? '',
-      password: env.PLAN_LEDGER_SASL_PASSWORD ?? '',
+      password: passwordFile ? readSecretFile(passwordFile, 'PLAN_LEDGER_SASL_PASSWORD_FILE') : (env.PLAN_LEDGER_SASL_PASSWORD ?? ''),
+      ...(passwordFile ? { passwordFile } : {}),
     });
   }
   if (env.PLAN_LEDGER_REGISTRY_USERNAME) {
@@ -81,10 +118,12 @@ export function configToEnv(config: LedgerConfig): Record<string, string> {
     PLAN_LEDGER_REPLICATION_FACTOR: String(config.replicationFactor),
   };
   if (config.ssl) env.PLAN_LEDGER_SSL = 'true';
+  if (config.sslCaFile) env.PLAN_LEDGER_SSL_CA_FILE = config.sslCaFile;
   if (config.sasl) {
     env.PLAN_LEDGER_SASL_MECHANISM = config.sasl.mechanism;
     env.PLAN_LEDGER_SASL_USERNAME = config.sasl.username;
-    env.PLAN_LEDGER_SASL_PASSWORD = config.sasl.password;
+    if (config.sasl.passwordFile) env.PLAN_LEDGER_SASL_PASSWORD_FILE = config.sasl.passwordFile;
+    else env.PLAN_LEDGER_SASL_PASSWORD = config.sasl.password;
   }
   if (config.registryAuth) {
     env.PLAN_LEDGER_REGISTRY_USERNAME = config.registryAuth.username;
@@ -114,8 +153,11 @@ export function loadConfig(input: LedgerConfigInput = {}, env: NodeJS.ProcessEnv
   if (merged.brokers === undefined || merged.registryUrl === undefined) {
     const stack = readStackInfo();
     if (stack) {
+      const fromStack = merged.brokers === undefined;
       merged.brokers ??= stack.brokers;
       merged.registryUrl ??= stack.registryUrl;
+      if (fromStack && stack.security && merged.sasl === undefined) merged.sasl = saslFromStack(stack.security, env);
+      if (fromStack && stack.security?.caFile && merged.sslCaFile === undefined) Object.assign(merged, { ssl: true, sslCaFile: stack.security.caFile });
     }
   }
   if (merged.brokers === undefined) {

@@ -14,6 +14,10 @@ export const ErrorCodes = {
   SCHEMA: 'SCHEMA',
   /** A newer owner took over: this writer may no longer append. */
   FENCED: 'FENCED',
+  /** Kafka refused the configured credentials (SASL): the message names the mechanism and the user. */
+  UNAUTHENTICATED: 'UNAUTHENTICATED',
+  /** Kafka's ACLs refused an operation to the configured principal. */
+  FORBIDDEN: 'FORBIDDEN',
   /** The broker or the registry could not be reached. */
   UNAVAILABLE: 'UNAVAILABLE',
   TIMEOUT: 'TIMEOUT',

@@ -1,6 +1,10 @@
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { configToEnv, loadConfig } from '../src/config.js';
 import { isLedgerError } from '../src/errors.js';
+import { authenticationFailure } from '../src/kafka/client.js';
 
 describe('config', () => {
   it('round-trips through the environment a child process inherits, SASL and registry auth included', () => {
@@ -11,6 +15,7 @@ describe('config', () => {
       partitions: 12,
       replicationFactor: 3,
       ssl: true,
+      sslCaFile: '/etc/kafka/ca.pem',
       sasl: { mechanism: 'scram-sha-512', username: 'svc', password: 'pw' },
       registryAuth: { username: 'reg', password: 'rpw' },
     }, {});
@@ -30,5 +35,45 @@ describe('config', () => {
     expect(() => loadConfig({}, { PLAN_LEDGER_BROKERS: 'a:1', PLAN_LEDGER_REGISTRY_URL: 'http://r/x', PLAN_LEDGER_PARTITIONS: 'six' })).toThrow(
       'PLAN_LEDGER_PARTITIONS: expected an integer, got "six"',
     );
+  });
+
+  describe('SASL password from a file', () => {
+    const base = { PLAN_LEDGER_BROKERS: 'a:1', PLAN_LEDGER_REGISTRY_URL: 'http://r/x', PLAN_LEDGER_SASL_MECHANISM: 'SCRAM-SHA-512', PLAN_LEDGER_SASL_USERNAME: 'executor' };
+    const secret = (content: string) => {
+      const dir = mkdtempSync(join(tmpdir(), 'plan-ledger-secret-'));
+      onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+      const file = join(dir, 'executor.password');
+      writeFileSync(file, content, { mode: 0o600 });
+      return file;
+    };
+
+    it('reads PLAN_LEDGER_SASL_PASSWORD_FILE (one trailing newline dropped) and hands the file, not the password, to children', () => {
+      const file = secret('pa ss\n');
+      const config = loadConfig({}, { ...base, PLAN_LEDGER_SASL_PASSWORD_FILE: file });
+      expect(config.sasl).toEqual({ mechanism: 'scram-sha-512', username: 'executor', password: 'pa ss', passwordFile: file });
+      const env = configToEnv(config);
+      expect(env.PLAN_LEDGER_SASL_PASSWORD_FILE).toBe(file);
+      expect(env.PLAN_LEDGER_SASL_PASSWORD).toBeUndefined();
+      expect(Object.values(env).join('\n')).not.toContain('pa ss');
+      expect(loadConfig({}, env)).toEqual(config);
+    });
+
+    it('refuses a missing file and a password given twice, naming the variables', () => {
+      expect(() => loadConfig({}, { ...base, PLAN_LEDGER_SASL_PASSWORD_FILE: '/nonexistent/pw' })).toThrow('PLAN_LEDGER_SASL_PASSWORD_FILE: cannot read /nonexistent/pw (ENOENT)');
+      const file = secret('pw');
+      expect(() => loadConfig({}, { ...base, PLAN_LEDGER_SASL_PASSWORD_FILE: file, PLAN_LEDGER_SASL_PASSWORD: 'pw' })).toThrow(
+        'PLAN_LEDGER_SASL_PASSWORD and PLAN_LEDGER_SASL_PASSWORD_FILE are both set: set one',
+      );
+    });
+
+    it('turns a refused login into one UNAUTHENTICATED line naming mechanism and user, never the password', () => {
+      const config = loadConfig({}, { ...base, PLAN_LEDGER_SASL_PASSWORD: 'hunter2' });
+      const kafkajsError = Object.assign(new Error('SASL SCRAM SHA512 authentication failed: bad password hunter2'), { name: 'KafkaJSSASLAuthenticationError' });
+      const e = authenticationFailure(kafkajsError, config);
+      expect(isLedgerError(e, 'UNAUTHENTICATED')).toBe(true);
+      expect(e?.message).toBe('Kafka refused SASL SCRAM-SHA-512 login of user "executor" at a:1: bad password ***');
+      expect(e?.details).toEqual({ mechanism: 'SCRAM-SHA-512', username: 'executor' });
+      expect(authenticationFailure(new Error('ECONNREFUSED'), config)).toBeUndefined();
+    });
   });
 });

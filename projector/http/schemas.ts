@@ -21,8 +21,24 @@ export const planListQuery = {
   },
 } as const;
 
-export const eventsQuery = { type: 'object', additionalProperties: false, properties: { fromSeq: { type: 'integer', minimum: 1 } } } as const;
-export const auditQuery = { type: 'object', additionalProperties: false, properties: { asOf: { type: 'string', maxLength: 64 } } } as const;
+const seq = { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER } as const;
+const pageLimit = { type: 'integer', minimum: 1, maximum: 1000 } as const;
+
+/** `?items=none`: the plan without its items (header, counts, digest, seq, status). */
+export const planQuery = { type: 'object', additionalProperties: false, properties: { items: { type: 'string', enum: ['all', 'none'] } } } as const;
+/** A page of a plan's items in plan order; `status` any of (repeated or comma-separated), checked by the route. */
+export const itemsQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    offset: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+    limit: pageLimit,
+    status: { type: 'array', maxItems: 16, items: { type: 'string', maxLength: 256 } },
+  },
+} as const;
+export const eventsQuery = { type: 'object', additionalProperties: false, properties: { fromSeq: seq, limit: pageLimit } } as const;
+/** `limit` or `before` asks for a window of the timeline (newest first pages); neither: the whole audit. */
+export const auditQuery = { type: 'object', additionalProperties: false, properties: { asOf: { type: 'string', maxLength: 64 }, limit: pageLimit, before: seq } } as const;
 
 export const itemSchema = {
   type: 'object',

@@ -26,7 +26,17 @@ function s(tag, attrs = {}, ...children) {
   return el;
 }
 
-const state = { view: 'plans', plans: [], cursor: null, selected: null, detail: null, audit: null, asOf: null, verified: new Map(), version: 0 };
+const state = { view: 'plans', plans: [], cursor: null, selected: null, detail: null, audit: null, asOf: null, verified: new Map(), version: 0, big: null };
+
+/**
+ * A plan of more than BIG_PLAN items is read in pages (its header, a page of items, a window of its
+ * timeline) and its graph drawn for the current page only: a 100,000-item plan is tens of MB of JSON and
+ * more SVG nodes than a browser can draw.
+ */
+const BIG_PLAN = 300;
+const ITEM_PAGE = 100;
+const AUDIT_PAGE = 100;
+const ITEM_STATUSES = ['pending', 'in_progress', 'result_committed', 'completed', 'failed', 'cancelled'];
 const token = $('#token');
 token.value = localStorage.getItem('plan-ledger.token') ?? '';
 const auth = () => (token.value.trim() ? { authorization: `Bearer ${token.value.trim()}` } : {});
@@ -159,10 +169,16 @@ async function select(planId) {
 async function loadDetail() {
   const id = state.selected;
   if (!id) return;
+  const path = `/api/plans/${encodeURIComponent(id)}`;
   try {
+    // The header first (a few KB whatever the size): a big plan is read in pages from there on.
+    const head = await getJson(`${path}?items=none`);
+    if (state.selected !== id) return;
+    if ((head.state?.itemCount ?? 0) > BIG_PLAN) return await loadBig(id, head);
     const asOf = state.asOf;
-    const [detail, audit] = await Promise.all([getJson(`/api/plans/${encodeURIComponent(id)}`), getJson(`/api/plans/${encodeURIComponent(id)}/audit${asOf ? `?asOf=${asOf}` : ''}`)]);
+    const [detail, audit] = await Promise.all([getJson(path), getJson(`${path}/audit${asOf ? `?asOf=${asOf}` : ''}`)]);
     if (state.selected !== id || state.asOf !== asOf) return;
+    state.big = null;
     state.detail = detail;
     state.audit = audit;
     renderDetail();
@@ -171,7 +187,142 @@ async function loadDetail() {
   }
 }
 
+// ---------------------------------------------------------------------------------------------------
+// a big plan: header, a page of items (filter by status, prev / next), the graph of that page, the
+// newest events with "older events"
+
+const itemsPath = (b) => {
+  const q = new URLSearchParams({ offset: String(b.offset), limit: String(ITEM_PAGE) });
+  if (b.filter) q.set('status', b.filter);
+  return `/api/plans/${encodeURIComponent(b.planId)}/items?${q}`;
+};
+
+/** The page at b.offset; when the plan moved on and the filter has fewer items now, its last page. */
+async function fetchPage(b) {
+  const page = await getJson(itemsPath(b));
+  if (page.items.length > 0 || page.total === 0 || b.offset === 0) return page;
+  b.offset = Math.floor((page.total - 1) / ITEM_PAGE) * ITEM_PAGE;
+  return getJson(itemsPath(b));
+}
+
+async function loadBig(id, head) {
+  const b = state.big?.planId === id ? state.big : { planId: id, filter: '', offset: 0, timeline: [], attempts: [] };
+  // A refresh keeps what is shown: the same page of items, as many of the newest events (up to 1,000).
+  const shown = Math.min(1000, Math.max(AUDIT_PAGE, b.timeline.length));
+  const [page, audit] = await Promise.all([fetchPage(b), getJson(`/api/plans/${encodeURIComponent(id)}/audit?limit=${shown}`)]);
+  if (state.selected !== id) return;
+  Object.assign(b, { head, page, timeline: audit.timeline, attempts: audit.attempts, auditPage: audit.page });
+  state.asOf = null;
+  state.big = b;
+  state.detail = head;
+  state.audit = null;
+  renderDetail();
+}
+
+/** Another page of items or another filter: only the items are read again. */
+async function loadItems(change) {
+  const b = state.big;
+  if (!b) return;
+  Object.assign(b, change);
+  try {
+    const page = await fetchPage(b);
+    if (state.big !== b || state.selected !== b.planId) return;
+    b.page = page;
+    renderDetail();
+  } catch (e) {
+    toast(`items: ${e.message}`, 'err');
+  }
+}
+
+async function loadOlder() {
+  const b = state.big;
+  const before = b?.auditPage?.nextBefore;
+  if (!before) return;
+  try {
+    const older = await getJson(`/api/plans/${encodeURIComponent(b.planId)}/audit?limit=${AUDIT_PAGE}&before=${before}`);
+    if (state.big !== b) return;
+    b.timeline = [...older.timeline, ...b.timeline];
+    b.attempts = [...older.attempts, ...b.attempts];
+    b.auditPage = { ...b.auditPage, nextBefore: older.page.nextBefore };
+    renderDetail();
+  } catch (e) {
+    toast(`timeline: ${e.message}`, 'err');
+  }
+}
+
+function renderBig() {
+  const b = state.big;
+  const { head, page } = b;
+  const plan = head.state;
+  const from = page.items.length ? page.offset + 1 : 0;
+  const to = page.offset + page.items.length;
+  const range = `${from}–${to} of ${page.total}${b.filter ? ` ${b.filter.replace('_', ' ')}` : ''}`;
+  const chip = (status, n, label) =>
+    h('button', { class: `chip${b.filter === status ? ' on' : ''}`, 'data-filter': status || 'all', onclick: () => void loadItems({ filter: status, offset: 0 }) }, `${label} ${n}`);
+  const pageGraph = { itemOrder: page.items.map((it) => it.id), items: Object.fromEntries(page.items.map((it) => [it.id, it])) };
+  $('#detail').replaceChildren(...[
+    planHead(plan, head),
+    h('div', { class: 'digest-row' }, 'integrity', verifyBox(head.planId)),
+    h('div', { class: 'travel muted', id: 'travel-big' }, `time travel: the as-of view folds the whole plan; for ${plan.itemCount} items use `, h('code', {}, `plan-ledger audit ${head.planId} --as-of <seq>`)),
+    relatedBox(head),
+    stallBox(head.stalled),
+    plan.status === 'proposed' ? reviewBox(plan, plan.itemCount) : digestRow(plan),
+    h('h2', {}, `Items (${plan.itemCount})`),
+    h('div', { class: 'item-filters', id: 'item-filters' },
+      chip('', plan.itemCount, 'all'),
+      ...ITEM_STATUSES.filter((st) => page.counts[st] > 0 || b.filter === st).map((st) => chip(st, page.counts[st], st.replace('_', ' ')))),
+    h('div', { class: 'pager' },
+      h('button', { id: 'items-prev', disabled: page.offset === 0, onclick: () => void loadItems({ offset: Math.max(0, page.offset - ITEM_PAGE) }) }, '‹ prev'),
+      h('span', { id: 'items-range', class: 'mono' }, range),
+      h('button', { id: 'items-next', disabled: page.nextOffset === null, onclick: () => void loadItems({ offset: page.nextOffset }) }, 'next ›')),
+    itemTable(page.items),
+    h('div', { class: 'muted graph-note', id: 'graph-note' }, page.items.length ? `graph of items ${from}–${to} of ${page.total}${b.filter ? ` ${b.filter.replace('_', ' ')}` : ''} (dependencies on items of other pages not drawn)` : 'no items match'),
+    page.items.length ? graph(pageGraph) : null,
+    legend(),
+    h('h2', {}, `Attempts (${b.attempts.length} of ${b.auditPage.attempts}, newest)`),
+    attemptsTable(plan, b.attempts),
+    h('h2', {}, `Timeline (${b.timeline.length} of ${b.auditPage.events} events, newest)`),
+    timelineList(b.timeline),
+    b.auditPage.nextBefore ? h('button', { id: 'older', class: 'more', onclick: () => void loadOlder() }, 'older events') : null,
+  ].filter((c) => c !== null && c !== undefined));
+}
+
+function itemTable(items) {
+  return h('div', { class: 'items-wrap' }, h('table', { class: 'grid items', id: 'items' },
+    h('thead', {}, h('tr', {}, ...['item', 'title', 'status', 'tool', 'depends on', 'attempts'].map((x) => h('th', {}, x)))),
+    h('tbody', {}, ...items.map((it) => h('tr', { 'data-item-row': it.id },
+      h('td', { class: 'mono' }, it.id),
+      h('td', { title: it.why }, it.title),
+      h('td', {}, h('span', { class: `pill s-${it.status}` }, it.status.replace('_', ' '))),
+      h('td', { class: 'mono' }, it.tool),
+      h('td', { class: 'mono' }, it.dependsOn.length > 3 ? `${it.dependsOn.slice(0, 3).join(', ')} +${it.dependsOn.length - 3}` : it.dependsOn.join(', ')),
+      h('td', { class: 'num' }, String(it.attempts.length)))))));
+}
+
+function planHead(plan, detail) {
+  return h('div', { class: 'd-head' },
+    h('div', { style: 'flex:1;min-width:0' },
+      h('h1', {}, plan.goal),
+      h('div', { class: 'ids mono' }, `${plan.planId} · ${plan.mode} mode · seq ${plan.seq} · partition ${detail.partition}`),
+      h('div', { class: 'labels' }, ...Object.entries(plan.labels).map(([k, v]) => h('span', { class: 'label' }, `${k}: ${v}`))),
+    ),
+    statusPill(plan.status, state.asOf ? null : detail.stalled));
+}
+
+const digestRow = (plan) =>
+  h('div', { class: 'digest-row' }, 'digest ', h('code', {}, plan.digest), plan.approvedDigest ? h('span', {}, ` · approved by ${plan.approvals.filter((a) => a.decision === 'approved').map((a) => a.by).join(', ')}`) : null);
+
+const timelineList = (timeline) =>
+  h('ul', { class: 'events' }, ...timeline.slice().reverse().map((t) =>
+    h('li', { class: `t-${t.type}` },
+      h('span', { class: 'when mono' }, time(t.at)),
+      h('b', {}, t.type), ' ', t.summary, ' ',
+      h('span', { class: 'who' }, `— ${t.actor}`), ' ',
+      h('span', { class: 'seq mono' }, `#${t.seq}`),
+    )));
+
 function renderDetail() {
+  if (state.big && state.big.planId === state.selected) return renderBig();
   const { detail, audit } = state;
   // Time travel: the plan as the as-of fold rebuilt it, with the attempts and timeline up to then.
   const plan = state.asOf && audit.state ? audit.state : detail.state;
@@ -182,32 +333,19 @@ function renderDetail() {
     return;
   }
   fill(
-    h('div', { class: 'd-head' },
-      h('div', { style: 'flex:1;min-width:0' },
-        h('h1', {}, plan.goal),
-        h('div', { class: 'ids mono' }, `${plan.planId} · ${plan.mode} mode · seq ${plan.seq} · partition ${detail.partition}`),
-        h('div', { class: 'labels' }, ...Object.entries(plan.labels).map(([k, v]) => h('span', { class: 'label' }, `${k}: ${v}`))),
-      ),
-      statusPill(plan.status, state.asOf ? null : detail.stalled),
-    ),
+    planHead(plan, detail),
     h('div', { class: 'digest-row' }, 'integrity', verifyBox(detail.planId)),
     travelBox(detail, audit),
     relatedBox(detail),
     stallBox(detail.stalled),
-    plan.status === 'proposed' && !state.asOf ? reviewBox(plan) : h('div', { class: 'digest-row' }, 'digest ', h('code', {}, plan.digest), plan.approvedDigest ? h('span', {}, ` · approved by ${plan.approvals.filter((a) => a.decision === 'approved').map((a) => a.by).join(', ')}`) : null),
+    plan.status === 'proposed' && !state.asOf ? reviewBox(plan, plan.itemOrder.length) : digestRow(plan),
     h('h2', {}, `Items (${plan.itemOrder.length})`),
     graph(plan),
     legend(),
     h('h2', {}, 'Attempts'),
     attemptsTable(plan, audit.attempts),
     h('h2', {}, `Timeline (${audit.timeline.length} events)`),
-    h('ul', { class: 'events' }, ...audit.timeline.slice().reverse().map((t) =>
-      h('li', { class: `t-${t.type}` },
-        h('span', { class: 'when mono' }, time(t.at)),
-        h('b', {}, t.type), ' ', t.summary, ' ',
-        h('span', { class: 'who' }, `— ${t.actor}`), ' ',
-        h('span', { class: 'seq mono' }, `#${t.seq}`),
-      ))),
+    timelineList(audit.timeline),
   );
 }
 
@@ -277,11 +415,11 @@ function stallBox(stalled) {
     stalled.heldEvents ? ` (${stalled.heldEvents} later records held back)` : '', ' The record is in the DLQ topic.');
 }
 
-function reviewBox(plan) {
+function reviewBox(plan, itemCount) {
   const approve = h('button', { class: 'primary', id: 'approve', onclick: () => decide('approve', plan) }, 'Approve');
   const reject = h('button', { class: 'danger', id: 'reject', onclick: () => decide('reject', plan) }, 'Reject');
   return h('div', { class: 'review' },
-    h('div', {}, h('div', {}, h('b', {}, 'Waiting for review.'), ` ${plan.itemOrder.length} items; approving runs them as shown, at this digest:`), h('code', { class: 'digest', id: 'digest' }, plan.digest)),
+    h('div', {}, h('div', {}, h('b', {}, 'Waiting for review.'), ` ${itemCount} items; approving runs them as shown, at this digest:`), h('code', { class: 'digest', id: 'digest' }, plan.digest)),
     h('div', { class: 'actions' }, reject, approve));
 }
 

@@ -1,5 +1,6 @@
 // Audit, replay and verify of plans in the live ledger, read from the log alone (no projector, no
 // executor). The CLI verbs and the ledger client both call these; they only differ in how they show them.
+import { PLAN_START_MARGIN_MS } from '../client/reads.js';
 import { BlobReader, parseRef } from '../blobs/index.js';
 import { LedgerError } from '../errors.js';
 import { evolveAll, stateDigest, type PlanEvent, type PlanState, type PlanStatus } from '../plan/index.js';
@@ -125,7 +126,9 @@ export async function replayPlan(log: LedgerLog, planId: string, until: AsOf | n
 export async function verifyFromLog(log: LedgerLog, planId: string, records?: LoggedEvent[]): Promise<PlanVerification> {
   const recs = records ?? (await log.readPlan(planId));
   const roundTripped = await Promise.all(recs.map((r) => log.codec.decodeEvent(log.codec.encodeEvent(r.event))));
-  const snapshots = await log.readSnapshots(planId);
+  // No snapshot of the plan is older than its first event (less the clock margin the client's reads use).
+  const created = recs.find((r) => r.event.seq === 1)?.event.occurredAt;
+  const snapshots = await log.readSnapshots(planId, created !== undefined ? { since: created - PLAN_START_MARGIN_MS } : {});
   const verdict = verifyPlan({ planId, records: recs, roundTripped, snapshots });
   return checkPayloads(log, planId, recs, verdict);
 }

@@ -1,6 +1,8 @@
 import type { Command } from 'commander';
 import { LedgerError } from '../errors.js';
-import { stackDown, stackReset, stackStatus, stackUp } from '../stack/stack.js';
+import { kafkaAclsScript, LEDGER_PRINCIPALS, type LedgerPrincipal } from '../stack/acls.js';
+import { rotateStackPassword } from '../stack/credentials.js';
+import { provisionPrefix, readStackInfo, stackDown, stackReset, stackStatus, stackUp, type StackSecurity } from '../stack/stack.js';
 
 const out = (line: string): void => void process.stdout.write(`${line}\n`);
 
@@ -8,6 +10,14 @@ function brokerCount(raw: string): number {
   const n = Number(raw);
   if (n !== 1 && n !== 3) throw new LedgerError('VALIDATION', `--brokers must be 1 or 3, got "${raw}"`, { field: 'brokers' });
   return n;
+}
+
+/** Where a SASL stack's passwords are, and the variables a component sets to log in as one user. */
+function printSecurity(sec: StackSecurity): void {
+  out(`  security      ${sec.protocol} ${sec.mechanism}, ACLs enforced (StandardAuthorizer, super user admin)`);
+  for (const [user, file] of Object.entries(sec.passwordFiles)) out(`  ${user.padEnd(10)}    password file ${file}`);
+  if (sec.caFile) out(`  TLS           trust ${sec.caFile} (PLAN_LEDGER_SSL_CA_FILE)`);
+  out(`  connect as    PLAN_LEDGER_SASL_MECHANISM=${sec.mechanism} PLAN_LEDGER_SASL_USERNAME=<user> PLAN_LEDGER_SASL_PASSWORD_FILE=<its file>`);
 }
 
 export function registerStackCommands(program: Command): void {
@@ -30,18 +40,26 @@ Example:
     .command('up')
     .description('start Kafka (KRaft, 127.0.0.1:9092) and Apicurio Registry (127.0.0.1:8081) on the stack\'s storage; idempotent')
     .option('--brokers <n>', 'KRaft nodes: 1, or 3 (replication factor 3, min.insync.replicas 2); fixed once the stack has data')
+    .option('--sasl', 'SASL/SCRAM-SHA-512 on every listener, ACLs enforced by the broker; users admin, executor, projector, client, auditor with generated passwords in <stack dir>/secrets; fixed once the stack has data')
+    .option('--tls', 'with --sasl: TLS on the client listener (SASL_SSL), a self-signed certificate made with keytool; clients trust <stack dir>/secrets/ca.pem')
     .option('--json', 'print the stack description as JSON')
     .addHelpText(
       'after',
-      '\nPorts: PLAN_LEDGER_STACK_KAFKA_PORT (node i on port+2i, its controller on port+2i+1), PLAN_LEDGER_STACK_REGISTRY_PORT (management on port+10).\n\nExample:\n  $ plan-ledger stack up --brokers 3',
+      '\nPorts: PLAN_LEDGER_STACK_KAFKA_PORT (node i on port+2i, its controller on port+2i+1), PLAN_LEDGER_STACK_REGISTRY_PORT (management on port+10).\n\nExample:\n  $ plan-ledger stack up --brokers 3\n  $ plan-ledger stack up --sasl\n  $ plan-ledger stack up --sasl --tls',
     )
-    .action(async (o: { json?: boolean; brokers?: string }) => {
-      const r = await stackUp({ brokers: o.brokers === undefined ? undefined : brokerCount(o.brokers), log: (l) => process.stderr.write(`${l}\n`) });
+    .action(async (o: { json?: boolean; brokers?: string; sasl?: boolean; tls?: boolean }) => {
+      const r = await stackUp({
+        brokers: o.brokers === undefined ? undefined : brokerCount(o.brokers),
+        ...(o.sasl ? { sasl: true } : {}),
+        ...(o.tls ? { tls: true } : {}),
+        log: (l) => process.stderr.write(`${l}\n`),
+      });
       if (o.json) return out(JSON.stringify({ ...r.info, alreadyRunning: r.alreadyRunning, reused: r.reused, seconds: r.seconds }));
       out(r.alreadyRunning ? 'local stack already running' : `local stack up in ${r.seconds.toFixed(1)}s (${r.reused ? 'existing data' : 'new storage'})`);
       out(`  brokers       ${r.info.brokers.join(',')}   (Kafka ${r.info.versions.kafka}, ${r.info.nodes} node${r.info.nodes === 1 ? '' : 's'})`);
       out(`  registry      ${r.info.registryUrl}   (Apicurio ${r.info.versions.apicurio})`);
       out(`  described in  ${r.info.dir}/stack.json`);
+      if (r.info.security) printSecurity(r.info.security);
     });
 
   stack
@@ -65,6 +83,50 @@ Example:
     });
 
   stack
+    .command('acls')
+    .description('the ledger\'s ACLs for a topic prefix: create them (and its topics) on the running SASL stack, or --print them as a kafka-acls.sh script for a real cluster')
+    .option('--prefix <prefix>', 'topic prefix', process.env.PLAN_LEDGER_TOPIC_PREFIX || 'plan-ledger')
+    .option('--partitions <n>', 'partitions of the plan topics created on the stack', process.env.PLAN_LEDGER_PARTITIONS || '6')
+    .option('--print', 'print the kafka-acls.sh lines instead of creating anything')
+    .option('--principal <role=principal...>', 'with --print: the Kafka principal of a role, e.g. executor=User:svc-exec (default User:<role>)')
+    .addHelpText('after', '\nExample:\n  $ plan-ledger stack acls --prefix billing --print > acls.sh\n  $ BOOTSTRAP=kafka:9093 ADMIN_CONFIG=admin.properties sh acls.sh')
+    .action(async (o: { prefix: string; partitions: string; print?: boolean; principal?: string[] }) => {
+      if (!/^[A-Za-z0-9._-]{1,100}$/.test(o.prefix)) throw new LedgerError('VALIDATION', `--prefix: letters, digits, ".", "_", "-", got "${o.prefix}"`, { field: 'prefix' });
+      if (o.print) {
+        const principals: Partial<Record<LedgerPrincipal, string>> = {};
+        for (const pair of o.principal ?? []) {
+          const i = pair.indexOf('=');
+          const role = pair.slice(0, i) as LedgerPrincipal;
+          if (i < 1 || !LEDGER_PRINCIPALS.includes(role) || !/^\S+:\S+$/.test(pair.slice(i + 1))) {
+            throw new LedgerError('VALIDATION', `--principal: expected <${LEDGER_PRINCIPALS.join('|')}>=<Type:name>, got "${pair}"`, { field: 'principal' });
+          }
+          principals[role] = pair.slice(i + 1);
+        }
+        return void process.stdout.write(kafkaAclsScript(o.prefix, principals));
+      }
+      const partitions = Number(o.partitions);
+      if (!Number.isInteger(partitions) || partitions < 1) throw new LedgerError('VALIDATION', `--partitions must be a positive integer, got "${o.partitions}"`, { field: 'partitions' });
+      const r = await provisionPrefix({ prefix: o.prefix, partitions });
+      out(`prefix ${o.prefix}: ${r.topics} topics, ${r.acls} ACL bindings (created or already there)`);
+    });
+
+  stack
+    .command('rotate-password')
+    .argument('<user>', 'executor, projector, client or auditor')
+    .description('give a user of the running SASL stack a new generated SCRAM password, on the broker and in its password file')
+    .addHelpText(
+      'after',
+      '\nConnections already logged in stay up; restart that user\'s components one by one to log in with the new password.\n\nExample:\n  $ plan-ledger stack rotate-password client',
+    )
+    .action((user: string) => {
+      const info = readStackInfo();
+      if (!info) throw new LedgerError('NOT_FOUND', 'no running local stack');
+      if (!info.security) throw new LedgerError('VALIDATION', 'the local stack runs without --sasl: it has no passwords', { field: 'sasl' });
+      const r = rotateStackPassword({ dir: info.dir, brokers: info.brokers, security: info.security, user });
+      out(`new password for ${user} in ${r.passwordFile}`);
+    });
+
+  stack
     .command('status')
     .description('tell whether the local stack runs, and where')
     .option('--json', 'print the status as JSON')
@@ -74,6 +136,7 @@ Example:
       if (o.json) return out(JSON.stringify(s));
       if (s.info) {
         out(`running: brokers ${s.info.brokers.join(',')}, registry ${s.info.registryUrl}`);
+        if (s.info.security) printSecurity(s.info.security);
       } else {
         out(`not running${s.hasData ? ' (data kept; "stack up" resumes it)' : ''}`);
       }

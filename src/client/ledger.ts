@@ -8,7 +8,7 @@ import type { PlanVerification } from '../audit/verify.js';
 import { BlobReader, payloadLimitsFromEnv, payloadPlacement, resolvePayloads, toBlob, type PayloadLimits } from '../blobs/index.js';
 import { codecFromConfig, type LedgerCodec } from '../codec/index.js';
 import { loadConfig, topicNames, type LedgerConfig, type LedgerConfigInput } from '../config.js';
-import { LedgerError } from '../errors.js';
+import { isLedgerError, LedgerError } from '../errors.js';
 import { createKafka } from '../kafka/client.js';
 import { fetchTopicOffsetsRetrying, lastStableOffset, readPlanRecords, readToEnd, type ReadStats } from '../kafka/log-reader.js';
 import { parseEventKey, partitionFor } from '../kafka/partitioner.js';
@@ -19,6 +19,7 @@ import { toItemSpec, type ItemInput } from '../plan-input.js';
 import { traceHeaders } from '../trace-context.js';
 import type { PlanPage } from '../projection/query.js';
 import { assertCommandFits, maxMessageBytes } from './command-size.js';
+import { FollowedPlans } from './followed.js';
 import { listPlansFromIndex, type PlanFilter } from './list-plans.js';
 import { PlanIndex } from './plan-index.js';
 import { planStartOffset, readPlanState, type PlanReads } from './reads.js';
@@ -186,8 +187,10 @@ export interface Ledger {
   /**
    * Resolves with the plan's state once it reaches `status` (or satisfies the predicate): the plan is read
    * once as {@link getPlan} does, then followed on the client's live tail of the events topic (listening
-   * starts before the read; events seen by both are applied once, by seq). Payloads stored by reference are
-   * read back whole in the state it returns.
+   * starts before the read; events seen by both are applied once, by seq). A plan this client created is
+   * not read at all: the client has followed it on the tail since before its first event (the first
+   * `waitFor` after `createPlan` takes that state over). Payloads stored by reference are read back whole
+   * in the state it returns.
    */
   waitFor(planId: string, status: PlanStatus | ((s: PlanState) => boolean), opts?: { timeoutMs?: number }): Promise<PlanState>;
   close(): Promise<void>;
@@ -226,6 +229,7 @@ export async function connectLedger(input?: LedgerConfigInput, opts: ConnectOpti
   const kafka = createKafka(config, logger, 'client');
   const admin = kafka.admin();
   await admin.connect().catch((e: unknown) => {
+    if (isLedgerError(e)) throw e; // refused credentials: already one line naming mechanism and user
     throw new LedgerError('UNAVAILABLE', `cannot reach Kafka at ${config.brokers.join(',')}: ${(e as Error).message}`, {}, { cause: e });
   });
   try {
@@ -245,6 +249,8 @@ class LedgerClient implements Ledger {
   private tail!: Consumer;
   private readonly listeners = new Map<string, Set<Listener>>();
   private readonly tombstoneListeners = new Map<string, Set<TombstoneListener>>();
+  /** Plans this client created, followed on the tail from their first event (see {@link waitFor}). */
+  private readonly followed = new FollowedPlans((planId, l) => this.listen(planId, (e) => l(e)));
   private readonly topics;
   private readonly clientId = `client-${randomBytes(4).toString('hex')}`;
   /** Read access to the log over this client's connections, for audit, replay and verify. */
@@ -455,8 +461,14 @@ class LedgerClient implements Ledger {
     const planId = input.planId ?? `plan-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
     checkPlanId(planId);
     const items = await this.placePayloads(planId, itemList(input.items).map((it, i) => toItemSpec(it, `items[${i}]`)));
-    const out = await this.send(planId, 'CreatePlan', { goal: input.goal, mode: input.mode, labels: input.labels ?? {}, parent: null, items }, opts);
-    return { ...out, digest: digestAfter(out.events) ?? '' };
+    this.followed.begin(planId);
+    try {
+      const out = await this.send(planId, 'CreatePlan', { goal: input.goal, mode: input.mode, labels: input.labels ?? {}, parent: null, items }, opts);
+      return { ...out, digest: digestAfter(out.events) ?? '' };
+    } catch (e) {
+      this.followed.drop(planId);
+      throw e;
+    }
   }
 
   async addItems(planId: string, items: ItemInput[], opts?: CommandOptions) {
@@ -653,7 +665,11 @@ class LedgerClient implements Ledger {
     const stop = this.listen(planId, apply);
     let timer: NodeJS.Timeout | undefined;
     try {
-      state = await this.getPlan(planId, { payloads: 'reference' });
+      // A plan this client created has been followed on the tail since before its first event: its state
+      // is here already, with the same tail delivering what comes next. Otherwise, read it from the log.
+      const followed = this.followed.take(planId);
+      owned = followed !== undefined;
+      state = followed ?? (await this.getPlan(planId, { payloads: 'reference' }));
       live = true;
       for (const e of buffered.sort((a, b) => a.seq - b.seq)) apply(e);
       if (state && match(state)) return await resolvePayloads(this.blobs, state);

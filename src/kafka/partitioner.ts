@@ -18,8 +18,7 @@ export function eventKey(planId: string, seq: number): string {
   return `${planId}:${seq}`;
 }
 
-/** The parts of an event record key `planId:seq` (plan ids may contain `:`, the seq is after the last one). */
-/** An events-topic record key, parsed. */
+/** An events-topic record key `planId:seq`, parsed (plan ids may contain `:`, the seq is after the last one). */
 export interface EventKey {
   readonly planId: string;
   readonly seq: number;

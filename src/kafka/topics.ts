@@ -67,6 +67,16 @@ export async function ensureTopics(admin: Admin, specs: ITopicConfig[]): Promise
     try {
       await admin.createTopics({ topics: missing, waitForLeaders: true });
     } catch (e) {
+      const refused = ((e as { errors?: Array<{ type?: string; topic?: string }> }).errors ?? []).filter((x) => x.type === 'TOPIC_AUTHORIZATION_FAILED');
+      if (refused.length) {
+        // A principal under ACLs may not create topics (SECURITY.md): say which are missing and who makes them.
+        throw new LedgerError(
+          'FORBIDDEN',
+          `topics ${refused.map((x) => x.topic).join(', ')} do not exist and Kafka does not let this principal create them: create them as an admin (on the local SASL stack: plan-ledger stack acls --prefix <prefix>)`,
+          { topics: refused.map((x) => x.topic) },
+          { cause: e },
+        );
+      }
       // Another process may have created them between list and create.
       if (!(e instanceof Error && /already exists/i.test(e.message))) throw e;
     }

@@ -7,7 +7,7 @@ import { extendDigest, planDigest } from './digest.js';
 import { PlanError } from './errors.js';
 import type { PlanEvent } from './events.js';
 import { idempotencyKey } from './ids.js';
-import { currentAttempt, getItem, type AttemptState, type ItemState, type ItemStatus, type PlanState } from './state.js';
+import { currentAttempt, getItem, MAX_REJECTIONS_KEPT, type AttemptState, type ItemState, type ItemStatus, type PlanState } from './state.js';
 
 function invalid(event: PlanEvent, message: string): never {
   throw new PlanError('INVALID_EVENT', `${event.eventId} (${event.type}): ${message}`, 'type');
@@ -365,8 +365,14 @@ export class Fold {
         for (const id of event.data.cancelledItemIds) this.setStatus(this.changeItem(event, id), 'cancelled');
         s.status = 'cancelled';
         break;
-      case 'CommandRejected':
-        this.rejections().push({
+      case 'CommandRejected': {
+        const kept = this.rejections();
+        if (kept.length >= MAX_REJECTIONS_KEPT) {
+          // The window is full: the oldest leaves, the total is kept from here on (see PlanState.rejectionCount).
+          s.rejectionCount = (s.rejectionCount ?? kept.length) + 1;
+          kept.splice(0, kept.length - MAX_REJECTIONS_KEPT + 1);
+        }
+        kept.push({
           seq: event.seq,
           at: event.occurredAt,
           commandId: event.data.commandId,
@@ -376,6 +382,7 @@ export class Fold {
           field: event.data.field,
         });
         break;
+      }
     }
 
     s.seq = event.seq;

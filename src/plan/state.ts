@@ -121,7 +121,17 @@ export interface PlanState {
   /** Number of events applied (= seq of the last one). */
   seq: number;
   lastHash: string;
+  /**
+   * The latest {@link MAX_REJECTIONS_KEPT} rejected commands, oldest first. The events stay in the log
+   * (audit shows every one); the state keeps a bounded window, so a plan does not grow with bad commands.
+   */
   rejections: RejectionRecord[];
+  /**
+   * Every rejection the plan has recorded, set only once more than {@link MAX_REJECTIONS_KEPT} were: absent,
+   * the total is `rejections.length` — a plan under the bound has exactly the state (and digest) it had
+   * before the bound existed. Read it with {@link rejectionTotal}.
+   */
+  rejectionCount?: number;
   /**
    * Client (wire) commandId -> seq of the first event it caused; a client command seen again is a no-op.
    * The executor's internal commands (RecordIntent, CommitResult, SettleItem, DelegateItem) are not kept:
@@ -146,6 +156,17 @@ export interface PlanState {
 /** A {@link PolicyDecision} as the plan keeps it: with the seq of the event that recorded it. */
 export interface PolicyReview extends PolicyDecision {
   seq: number;
+}
+
+/**
+ * Rejections a plan's state keeps (the latest). Part of the fold, so of every state digest: changing it
+ * changes the digest of any plan with more rejections than the old bound.
+ */
+export const MAX_REJECTIONS_KEPT = 100;
+
+/** How many commands the plan has rejected in all (the state keeps the latest {@link MAX_REJECTIONS_KEPT}). */
+export function rejectionTotal(state: Pick<PlanState, 'rejections' | 'rejectionCount'>): number {
+  return state.rejectionCount ?? state.rejections.length;
 }
 
 const FINISHED: ReadonlySet<PlanStatus> = new Set<PlanStatus>(['completed', 'failed', 'cancelled']);

@@ -27,11 +27,16 @@ export interface PlanSummary {
   stalled: Pick<Stall, 'code' | 'reason' | 'message' | 'offset' | 'heldEvents'> | null;
 }
 
-/** The plan's view in a projection: a state (absent when its first record was poison) and maybe a stall. */
+/**
+ * The plan's view in a projection: a state (absent when its first record was poison) and maybe a stall.
+ * A plan the reader does not hold in memory (cold: finished, its snapshot archived) comes with no state and
+ * its `summary`, which lists and filters it as its state would.
+ */
 export interface PlanView {
   readonly planId: string;
   readonly state: PlanState | undefined;
   readonly stalled: Stall | null;
+  readonly summary?: PlanSummary;
 }
 
 export function progressOf(state: PlanState | undefined): PlanProgress {
@@ -64,6 +69,7 @@ export function progressOf(state: PlanState | undefined): PlanProgress {
 }
 
 export function summarize(view: PlanView): PlanSummary {
+  if (view.state === undefined && view.summary !== undefined) return view.summary;
   const s = view.state;
   const st = view.stalled;
   return {
@@ -169,7 +175,7 @@ export function queryPlans(views: Iterable<PlanView>, query: PlanQuery = {}): Pl
   const limit = query.limit ?? DEFAULT_LIMIT;
   const matching: Array<{ key: CursorKey; view: PlanView }> = [];
   for (const v of views) {
-    const s = v.state;
+    const s = v.state ?? v.summary;
     if (status.size > 0) {
       const st = s?.status ?? 'none';
       if (!status.has(st) && !(status.has('stalled') && v.stalled !== null)) continue;

@@ -27,8 +27,22 @@ export type KafkaSecurity =
   | {
       readonly kind: 'sasl_scram';
       readonly mechanism: 'SCRAM-SHA-256' | 'SCRAM-SHA-512';
+      /** The first user is the inter-broker and controller user (and the one super user). */
       readonly users: readonly { readonly name: string; readonly password: string }[];
+      /**
+       * Folder holding `<user>.password` (the password alone, no newline). The broker reads the
+       * inter-broker password from there through Kafka's DirectoryConfigProvider, so no password is
+       * written into server.properties or onto a command line.
+       */
+      readonly secretsDir: string;
+      /** TLS on the client listener (SASL_SSL): PKCS12 stores whose password is `<secretsDir>/<storePassword>.password`. */
+      readonly tls?: { readonly keystore: string; readonly truststore: string; readonly storePassword: string };
     };
+
+/** The broker property that resolves to the content of `<secretsDir>/<user>.password` when the broker starts. */
+export function passwordRef(secretsDir: string, user: string): string {
+  return `\${dir:${secretsDir}:${user}.password}`;
+}
 
 /**
  * 16 random bytes, URL-safe base64 without padding: what `kafka-storage random-uuid` prints. Like Kafka's
@@ -54,14 +68,15 @@ export const LOCAL_BROKER_DEFAULTS: Readonly<Record<string, string>> = {
 export function renderServerProperties(spec: KafkaClusterSpec, node: KafkaNodeSpec): string {
   const rf = Math.min(3, spec.nodes.length);
   const isr = Math.max(1, rf - 1);
-  const clientProtocol = spec.security.kind === 'plaintext' ? 'PLAINTEXT' : 'SASL_PLAINTEXT';
+  const protocol = spec.security.kind === 'plaintext' ? 'PLAINTEXT' : 'SASL_PLAINTEXT';
+  const clientProtocol = spec.security.kind === 'sasl_scram' && spec.security.tls ? 'SASL_SSL' : protocol;
   const props: Record<string, string> = {
     'process.roles': 'broker,controller',
     'node.id': String(node.nodeId),
     'controller.quorum.voters': spec.nodes.map((n) => `${n.nodeId}@${spec.host}:${n.controllerPort}`).join(','),
     listeners: `CLIENT://${spec.host}:${node.port},CONTROLLER://${spec.host}:${node.controllerPort}`,
     'advertised.listeners': `CLIENT://${spec.host}:${node.port}`,
-    'listener.security.protocol.map': `CLIENT:${clientProtocol},CONTROLLER:PLAINTEXT`,
+    'listener.security.protocol.map': `CLIENT:${clientProtocol},CONTROLLER:${protocol}`,
     'controller.listener.names': 'CONTROLLER',
     'inter.broker.listener.name': 'CLIENT',
     'log.dirs': `${node.dir}/data`,
@@ -78,10 +93,35 @@ export function renderServerProperties(spec: KafkaClusterSpec, node: KafkaNodeSp
     const m = spec.security.mechanism;
     const admin = spec.security.users[0];
     if (!admin) throw new Error('sasl_scram needs at least one user (the first is the inter-broker user)');
-    props['sasl.enabled.mechanisms'] = m;
-    props['sasl.mechanism.inter.broker.protocol'] = m;
-    props[`listener.name.client.${m.toLowerCase()}.sasl.jaas.config`] =
-      `org.apache.kafka.common.security.scram.ScramLoginModule required username="${admin.name}" password="${admin.password}";`;
+    const pw = passwordRef(spec.security.secretsDir, admin.name);
+    Object.assign(props, {
+      'config.providers': 'dir',
+      'config.providers.dir.class': 'org.apache.kafka.common.config.provider.DirectoryConfigProvider',
+      'sasl.enabled.mechanisms': m,
+      'sasl.mechanism.inter.broker.protocol': m,
+      [`listener.name.client.${m.toLowerCase()}.sasl.jaas.config`]: `org.apache.kafka.common.security.scram.ScramLoginModule required username="${admin.name}" password="${pw}";`,
+      // KRaft controllers cannot use SCRAM (its credentials live in the metadata log they serve): the
+      // controller listener takes PLAIN with the one admin user, so nobody reaches it unauthenticated.
+      'listener.name.controller.sasl.enabled.mechanisms': 'PLAIN',
+      'sasl.mechanism.controller.protocol': 'PLAIN',
+      'listener.name.controller.plain.sasl.jaas.config': `org.apache.kafka.common.security.plain.PlainLoginModule required username="${admin.name}" password="${pw}" user_${admin.name}="${pw}";`,
+      'authorizer.class.name': 'org.apache.kafka.metadata.authorizer.StandardAuthorizer',
+      'super.users': `User:${admin.name}`,
+      'allow.everyone.if.no.acl.found': 'false',
+    });
+    const tls = spec.security.tls;
+    if (tls) {
+      const storePw = passwordRef(spec.security.secretsDir, tls.storePassword);
+      Object.assign(props, {
+        'listener.name.client.ssl.keystore.type': 'PKCS12',
+        'listener.name.client.ssl.keystore.location': tls.keystore,
+        'listener.name.client.ssl.keystore.password': storePw,
+        'listener.name.client.ssl.key.password': storePw,
+        'listener.name.client.ssl.truststore.type': 'PKCS12',
+        'listener.name.client.ssl.truststore.location': tls.truststore,
+        'listener.name.client.ssl.truststore.password': storePw,
+      });
+    }
   }
   Object.assign(props, spec.overrides);
   return `${Object.entries(props)
@@ -89,7 +129,10 @@ export function renderServerProperties(spec: KafkaClusterSpec, node: KafkaNodeSp
     .join('\n')}\n`;
 }
 
-/** Arguments of `kafka.tools.StorageTool` that format one node's storage (SCRAM users included). */
+/**
+ * Arguments of `kafka.tools.StorageTool` that format one node's storage (SCRAM users included). They
+ * carry passwords: pass them in a java argument file (`java @file`, mode 0600), never on the command line.
+ */
 export function formatArgs(spec: KafkaClusterSpec, propertiesFile: string): string[] {
   const args = ['format', '-t', spec.clusterId, '-c', propertiesFile, '--ignore-formatted'];
   if (spec.security.kind === 'sasl_scram') {

@@ -1,8 +1,12 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Kafka, logLevel } from 'kafkajs';
+import { Kafka, logLevel, type KafkaConfig } from 'kafkajs';
+import { loadConfig } from '../config.js';
 import { LedgerError } from '../errors.js';
+import { ensurePlanTopics } from '../kafka/topics.js';
+import { applyLedgerAcls } from './acls.js';
+import { ensurePasswords, ensureTls, javaClientProperties, secretsDir, STACK_SASL_MECHANISM, stackSasl, stackSecurity, type StackSecurity } from './credentials.js';
 import { cacheDir, ensureArtifacts, type StackArtifacts, type StackVersions } from './artifacts.js';
 import { findJava } from './java.js';
 import {
@@ -16,6 +20,8 @@ import {
 } from './kafka.js';
 import { assertPortFree, isOurs, readPid, spawnDetached, stopProcess, waitUntilReady, type PidRecord } from './processes.js';
 
+export { STACK_SASL_MECHANISM, STACK_USERS, stackSasl, type StackSecurity, type StackUser } from './credentials.js';
+
 /** What a running local stack publishes for the CLI, the library and the tests (`<dir>/stack.json`). */
 export interface StackInfo {
   readonly brokers: string[];
@@ -27,6 +33,8 @@ export interface StackInfo {
   readonly nodes: number;
   /** Replication factor plan topics should use on this stack (1 on one node, 3 on three). */
   readonly replicationFactor: number;
+  /** Present on a `stack up --sasl` stack: how to authenticate, and where each user's password is. */
+  readonly security?: StackSecurity;
 }
 
 export interface StackOptions {
@@ -42,6 +50,14 @@ export interface StackOptions {
    * data keeps its size until `stack reset`.
    */
   readonly brokers?: number;
+  /**
+   * SASL/SCRAM-SHA-512 on every listener, the StandardAuthorizer with ACLs (see acls.ts), users
+   * {@link STACK_USERS} with generated passwords in `<dir>/secrets`. Fixed when the storage is first
+   * formatted, like the node count.
+   */
+  readonly sasl?: boolean;
+  /** With `sasl`: TLS on the client listener (SASL_SSL), a self-signed certificate made with keytool. Fixed at format time. */
+  readonly tls?: boolean;
   readonly log?: (line: string) => void;
 }
 
@@ -65,6 +81,9 @@ interface ClusterRecord {
   readonly clusterId: string;
   readonly nodes: number;
   readonly createdAt: string;
+  /** Absent on a plaintext stack. */
+  readonly security?: 'sasl_scram';
+  readonly tls?: boolean;
 }
 
 function envPort(name: string, fallback: number): number {
@@ -124,9 +143,17 @@ export function readStackInfo(dir?: string): StackInfo | undefined {
   return { ...info, nodes, replicationFactor: info.replicationFactor ?? 1 };
 }
 
+type AdminAuth = Pick<KafkaConfig, 'sasl' | 'ssl'>;
+
+/** kafkajs options that log in as the stack's admin (and trust its certificate); none on a plaintext stack. */
+function adminAuth(security: StackSecurity | undefined): AdminAuth {
+  if (!security) return {};
+  return { sasl: stackSasl(security, 'admin'), ...(security.caFile ? { ssl: { ca: [readFileSync(security.caFile, 'utf8')] } } : {}) };
+}
+
 /** True when the cluster reachable through `brokers` has `expectNodes` brokers and a controller. */
-async function kafkaAnswers(brokers: string[], expectNodes: number, nodeId?: number): Promise<boolean> {
-  const kafka = new Kafka({ brokers, clientId: 'plan-ledger-stack', logLevel: logLevel.NOTHING, retry: { retries: 0 } });
+async function kafkaAnswers(brokers: string[], expectNodes: number, nodeId?: number, auth: AdminAuth = {}): Promise<boolean> {
+  const kafka = new Kafka({ brokers, clientId: 'plan-ledger-stack', logLevel: logLevel.NOTHING, retry: { retries: 0 }, ...auth });
   const admin = kafka.admin();
   try {
     await admin.connect();
@@ -191,7 +218,16 @@ function prepareNode(spec: KafkaClusterSpec, node: KafkaNodeSpec, java: string, 
   const classpath = `${artifacts.kafkaLibs}/*`;
   const jvmCommon = [`-Dlog4j2.configurationFile=${log4j}`, `-Dkafka.logs.dir=${node.dir}`];
   if (!isFormatted(node)) {
-    const format = spawnSync(java, ['-cp', classpath, ...jvmCommon, 'kafka.tools.StorageTool', ...formatArgs(spec, props)], { encoding: 'utf8' });
+    // SCRAM users are created by the format, with their passwords: those go into a java argument file
+    // (mode 0600, removed right after), so `ps` shows `@format.args`, never a password.
+    const argFile = join(node.dir, 'format.args');
+    writeFileSync(argFile, `${['kafka.tools.StorageTool', ...formatArgs(spec, props)].join('\n')}\n`, { mode: 0o600 });
+    let format;
+    try {
+      format = spawnSync(java, ['-cp', classpath, ...jvmCommon, `@${argFile}`], { encoding: 'utf8' });
+    } finally {
+      rmSync(argFile, { force: true });
+    }
     if (format.status !== 0) {
       writeFileSync(join(node.dir, 'format.log'), `${format.stdout}\n${format.stderr}`);
       throw new LedgerError('ENVIRONMENT', `formatting Kafka storage failed; see ${join(node.dir, 'format.log')}`);
@@ -214,9 +250,20 @@ function prepareNode(spec: KafkaClusterSpec, node: KafkaNodeSpec, java: string, 
  * subjects, versions and the content ids events carry come back identical after any restart. Its topics
  * take the brokers' default replication (3 with min.insync.replicas 2 on a 3-node stack).
  */
-function registryLaunch(o: ReturnType<typeof resolve>, java: string, artifacts: StackArtifacts, brokers: string[]): Launch {
+function registryLaunch(o: ReturnType<typeof resolve>, java: string, artifacts: StackArtifacts, brokers: string[], security?: StackSecurity): Launch {
   const regDir = join(o.dir, REGISTRY);
   mkdirSync(regDir, { recursive: true });
+  // On a SASL stack the registry's Kafka clients (journal producer, consumer, admin) log in as the admin
+  // user. Quarkus reads `<cwd>/config/application.properties`: the credentials go there (mode 0600),
+  // not onto the java command line.
+  const configDir = join(regDir, 'config');
+  rmSync(join(configDir, 'application.properties'), { force: true });
+  if (security) {
+    mkdirSync(configDir, { recursive: true, mode: 0o700 });
+    const client = javaClientProperties(security, 'admin', o.dir);
+    const lines = ['producer', 'consumer', 'admin'].flatMap((c) => client.map((l) => `apicurio.kafkasql.${c}.${l}`));
+    writeFileSync(join(configDir, 'application.properties'), `${lines.join('\n')}\n`, { mode: 0o600 });
+  }
   return {
     bin: java,
     args: [
@@ -268,6 +315,18 @@ export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
       `the stack in ${o.dir} holds data of a ${record.nodes}-broker cluster; start it with --brokers ${record.nodes}, or wipe it with "plan-ledger stack reset --yes"`,
     );
   }
+  const sasl = opts.sasl ?? record?.security === 'sasl_scram';
+  const tls = opts.tls ?? record?.tls === true;
+  if (tls && !sasl) throw new LedgerError('VALIDATION', '--tls needs --sasl (TLS is offered on the SASL stack only)', { field: 'tls' });
+  if (record && record.security === 'sasl_scram' && (record.tls === true) !== tls) {
+    throw new LedgerError('CONFLICT', `the stack in ${o.dir} holds data of a SASL cluster ${record.tls ? 'with' : 'without'} TLS; start it ${record.tls ? 'with' : 'without'} --tls, or wipe it with "plan-ledger stack reset --yes"`);
+  }
+  if (record && (record.security === 'sasl_scram') !== sasl) {
+    throw new LedgerError(
+      'CONFLICT',
+      `the stack in ${o.dir} holds data of a ${record.security === 'sasl_scram' ? 'SASL' : 'plaintext'} cluster; start it ${record.security === 'sasl_scram' ? 'with' : 'without'} --sasl, or wipe it with "plan-ledger stack reset --yes"`,
+    );
+  }
   if (existing) return { info: existing, alreadyRunning: true, reused: true, seconds: 0 };
   // Half a stack (a process died): stop what is left, then start everything on the same storage.
   await stackDown({ dir: o.dir });
@@ -291,20 +350,46 @@ export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
     for (const name of processNames(o.dir)) rmSync(join(o.dir, name), { recursive: true, force: true });
     for (const n of nodes) rmSync(n.dir, { recursive: true, force: true });
   }
-  const cluster: ClusterRecord = record ?? { clusterId: newClusterId(), nodes: count, createdAt: new Date().toISOString() };
+  const cluster: ClusterRecord = record ?? {
+    clusterId: newClusterId(),
+    nodes: count,
+    createdAt: new Date().toISOString(),
+    ...(sasl ? { security: 'sasl_scram' as const } : {}),
+    ...(tls ? { tls: true } : {}),
+  };
   if (!record) writeFileSync(clusterFile(o.dir), `${JSON.stringify(cluster, null, 2)}\n`);
-  const spec: KafkaClusterSpec = { clusterId: cluster.clusterId, host: o.host, nodes, security: { kind: 'plaintext' }, overrides: {} };
+  const users = sasl ? ensurePasswords(o.dir) : [];
+  const tlsFiles = tls ? ensureTls(o.dir, brokerJava.bin, o.host) : undefined;
+  const security = sasl ? stackSecurity(o.dir, tls) : undefined;
+  const spec: KafkaClusterSpec = {
+    clusterId: cluster.clusterId,
+    host: o.host,
+    nodes,
+    security: sasl
+      ? {
+          kind: 'sasl_scram',
+          mechanism: STACK_SASL_MECHANISM,
+          users,
+          secretsDir: secretsDir(o.dir),
+          ...(tlsFiles ? { tls: { keystore: tlsFiles.keystore, truststore: tlsFiles.truststore, storePassword: tlsFiles.storePassword } } : {}),
+        }
+      : { kind: 'plaintext' },
+    overrides: {},
+  };
+  const auth = adminAuth(security);
   const brokers = brokerList(spec);
   const rf = Math.min(3, count);
 
   const kafkaRecs = nodes.map((n) => spawnLaunch(o.dir, nodeName(n.nodeId), prepareNode(spec, n, brokerJava.bin, artifacts)));
   const kafkaReady = () =>
-    Promise.all(kafkaRecs.map((rec) => waitUntilReady(rec, `Kafka broker ${rec.name} on ${brokers.join(',')}`, () => kafkaAnswers(brokers, count), 120_000)));
+    Promise.all(kafkaRecs.map((rec) => waitUntilReady(rec, `Kafka broker ${rec.name} on ${brokers.join(',')}`, () => kafkaAnswers(brokers, count, undefined, auth), 120_000)));
   // One node: the registry starts beside the broker (its Kafka client waits for it), so `up` costs the
   // slower of the two start-ups, not their sum. Three nodes: the registry creates its journal topic with
-  // replication factor 3, which needs every broker registered, so it starts once they all answer.
+  // replication factor 3, which needs every broker registered, so it starts once they all answer. SASL:
+  // a login before the broker has loaded its SCRAM users from the metadata log is refused for good (the
+  // registry exits on it), so it starts once the admin user's login has worked.
   let early: Promise<unknown> = Promise.resolve();
-  if (count > 1) {
+  if (count > 1 || sasl) {
     try {
       await kafkaReady();
     } catch (e) {
@@ -312,7 +397,7 @@ export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
       throw e;
     }
   } else early = kafkaReady();
-  const registryRec = spawnLaunch(o.dir, REGISTRY, registryLaunch(o, registryJava.bin, artifacts, brokers));
+  const registryRec = spawnLaunch(o.dir, REGISTRY, registryLaunch(o, registryJava.bin, artifacts, brokers, security));
 
   const info: StackInfo = {
     brokers,
@@ -322,16 +407,59 @@ export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
     startedAt: new Date().toISOString(),
     nodes: count,
     replicationFactor: rf,
+    ...(security ? { security } : {}),
   };
   const healthUrl = `http://${o.host}:${o.registryPort + 10}/health/ready`;
   try {
     await Promise.all([early, waitUntilReady(registryRec, `schema registry on ${info.registryUrl}`, () => registryAnswers(info.registryUrl, healthUrl), 150_000)]);
+    if (security) await provision(info, security, DEFAULT_PREFIX, DEFAULT_PARTITIONS);
   } catch (e) {
     await stackDown({ dir: o.dir });
     throw e;
   }
   writeFileSync(join(o.dir, 'stack.json'), `${JSON.stringify(info, null, 2)}\n`);
   return { info, alreadyRunning: false, reused, seconds: (Date.now() - t0) / 1000 };
+}
+
+const DEFAULT_PREFIX = 'plan-ledger';
+const DEFAULT_PARTITIONS = 6;
+
+/** As the admin user: the plan topics of `prefix` (components may not create topics) and the ledger's ACLs for it. */
+async function provision(info: StackInfo, security: StackSecurity, prefix: string, partitions: number): Promise<{ topics: number; acls: number }> {
+  const auth = adminAuth(security);
+  const config = loadConfig(
+    {
+      brokers: info.brokers,
+      registryUrl: info.registryUrl,
+      topicPrefix: prefix,
+      partitions,
+      replicationFactor: info.replicationFactor,
+      sasl: auth.sasl as { mechanism: 'scram-sha-512'; username: string; password: string },
+    },
+    {},
+  );
+  const kafka = new Kafka({ brokers: info.brokers, clientId: 'plan-ledger-stack', logLevel: logLevel.NOTHING, ...auth });
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await ensurePlanTopics(admin, config);
+    const acls = await applyLedgerAcls(admin, prefix);
+    return { topics: (await admin.listTopics()).filter((t) => t.startsWith(`${prefix}.`)).length, acls };
+  } finally {
+    await admin.disconnect().catch(() => {});
+  }
+}
+
+/**
+ * Makes a topic prefix usable on the running SASL stack: creates its plan topics as the admin user and
+ * the ACLs of {@link ledgerAcls} for it. `stack up --sasl` does this for the default prefix
+ * (`plan-ledger`, 6 partitions); other prefixes (tests, a second ledger) call this or `stack acls --prefix`.
+ */
+export async function provisionPrefix(opts: Pick<StackOptions, 'dir'> & { prefix: string; partitions?: number }): Promise<{ topics: number; acls: number }> {
+  const { dir } = resolve(opts);
+  const info = requireRunning(dir);
+  if (!info.security) throw new LedgerError('VALIDATION', `the stack in ${dir} runs without --sasl: it enforces no ACLs`, { field: 'sasl' });
+  return provision(info, info.security, opts.prefix, opts.partitions ?? DEFAULT_PARTITIONS);
 }
 
 function requireRunning(dir: string): StackInfo {
@@ -363,7 +491,7 @@ export async function startBroker(opts: Pick<StackOptions, 'dir'> & { node?: num
   const info = JSON.parse(readFileSync(join(dir, 'stack.json'), 'utf8')) as StackInfo;
   const rec = spawnLaunch(dir, name, JSON.parse(readFileSync(launchFile(dir, name), 'utf8')) as Launch);
   const own = info.brokers[nodeId - 1]!;
-  await waitUntilReady(rec, `Kafka broker ${name} on ${own}`, () => kafkaAnswers([own], info.nodes ?? 1, nodeId), 120_000);
+  await waitUntilReady(rec, `Kafka broker ${name} on ${own}`, () => kafkaAnswers([own], info.nodes ?? 1, nodeId, adminAuth(info.security)), 120_000);
 }
 
 /**
@@ -431,6 +559,11 @@ export async function stackReset(opts: Pick<StackOptions, 'dir'> & { confirm: bo
   if (existsSync(clusterFile(dir))) {
     rmSync(clusterFile(dir), { force: true });
     removed.push(clusterFile(dir));
+  }
+  // A SASL stack's passwords and certificates belong to the storage they were formatted with.
+  if (existsSync(secretsDir(dir))) {
+    rmSync(secretsDir(dir), { recursive: true, force: true });
+    removed.push(secretsDir(dir));
   }
   return { stopped, removed };
 }

@@ -99,6 +99,26 @@ describe('a command outcome is exact', () => {
   });
 });
 
+describe('waitFor after createPlan', () => {
+  it('reads nothing from the log: the client followed its plan on the tail from the first event; the state equals a read', async () => {
+    const stats = newReadStats();
+    const fresh = await connectLedger(config, { logger: testLogger, readStats: stats });
+    onTestFinished(() => fresh.close());
+    const { planId } = await fresh.createPlan({ goal: 'followed', mode: 'execute', items: noopItems(12) });
+    const readsBefore = stats.reads;
+    const done = await fresh.waitFor(planId, 'completed', { timeoutMs: 60_000 });
+    expect(stats.reads - readsBefore).toBe(0);
+    expect(Object.values(done.items).map((i) => i.status)).toEqual(Array(12).fill('completed'));
+    const read = await fresh.getPlan(planId);
+    expect(stats.reads - readsBefore).toBeGreaterThan(0); // getPlan does read: the count above could have moved
+    expect(done.digest).toBe(read!.digest);
+    expect(done.seq).toBe(read!.seq);
+    // Taken over by the first waitFor: a second one reads the plan from the log, with the same answer.
+    const again = await fresh.waitFor(planId, 'completed');
+    expect(again.digest).toBe(read!.digest);
+  });
+});
+
 describe('the client index', () => {
   it('reads only the partitions a read asks for: a getPlan reads its plan\'s partition of the index topics, listPlans all', async () => {
     // A watermark before the first event in every partition (it vouches for nothing: reads start at offset 0).

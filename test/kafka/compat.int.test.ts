@@ -131,7 +131,10 @@ describe('kafkajs against the real broker', () => {
     );
     expect(err).toBeDefined();
     expect(`${err?.name} ${err?.type} ${err?.message}`).toMatch(/fenc|epoch|INVALID_PRODUCER_EPOCH|PRODUCER_FENCED/i);
-    const { records } = await readAll(kafka, admin, topic);
+    // EndTxn returns before the broker has written the markers: a read that starts at once may find the
+    // last stable offset still below them, so read until the committed record is stable.
+    let records: LogRecord[] = [];
+    await waitFor(async () => (records = (await readAll(kafka, admin, topic)).records).length > 0, { timeoutMs: 15_000, message: 'the committed record is stable' });
     expect(records.map((r) => r.value?.toString())).toEqual(['from-newer']);
   });
 

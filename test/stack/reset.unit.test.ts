@@ -52,6 +52,16 @@ describe('stack reset', () => {
     expect(existsSync(join(dir, 'kafka-1'))).toBe(false);
     expect(stackStatus({ dir }).hasData).toBe(false);
   });
+
+  it("also deletes a SASL stack's secrets (passwords and certificates of the wiped storage)", async () => {
+    const dir = stoppedStackDir();
+    writeFileSync(join(dir, 'cluster.json'), JSON.stringify({ clusterId: 'AAAAAAAAAAAAAAAAAAAAAA', nodes: 1, createdAt: '2026-01-01T00:00:00.000Z', security: 'sasl_scram' }));
+    mkdirSync(join(dir, 'secrets'));
+    writeFileSync(join(dir, 'secrets', 'client.password'), 'pw', { mode: 0o600 });
+    const r = await stackReset({ dir, confirm: true });
+    expect(r.removed.sort()).toEqual([join(dir, 'cluster.json'), join(dir, 'kafka-1'), join(dir, 'registry'), join(dir, 'secrets')].sort());
+    expect(tree(dir)).toEqual([]);
+  });
 });
 
 describe('stack up on kept data', () => {

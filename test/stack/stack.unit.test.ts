@@ -43,14 +43,28 @@ describe('local stack configuration', () => {
       clusterId: newClusterId(),
       host: '127.0.0.1',
       nodes: [1, 2, 3].map((n) => ({ nodeId: n, port: 19090 + n * 2, controllerPort: 19091 + n * 2, dir: `/tmp/n${n}` })),
-      security: { kind: 'sasl_scram', mechanism: 'SCRAM-SHA-512', users: [{ name: 'admin', password: 's3cret' }, { name: 'app', password: 'pw' }] },
+      security: { kind: 'sasl_scram', mechanism: 'SCRAM-SHA-512', users: [{ name: 'admin', password: 's3cret' }, { name: 'app', password: 'pw' }], secretsDir: '/tmp/secrets' },
       overrides: { 'log.retention.ms': '1000' },
     };
     const p2 = props(renderServerProperties(spec, spec.nodes[1]!));
     expect(p2['node.id']).toBe('2');
     expect(p2['controller.quorum.voters']).toBe('1@127.0.0.1:19093,2@127.0.0.1:19095,3@127.0.0.1:19097');
-    expect(p2['listener.security.protocol.map']).toBe('CLIENT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT');
+    expect(p2['listener.security.protocol.map']).toBe('CLIENT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT');
     expect(p2['sasl.enabled.mechanisms']).toBe('SCRAM-SHA-512');
+    // The inter-broker password is a reference the broker resolves from the secrets folder: no password
+    // in server.properties (the format's passwords go through an argument file).
+    expect(p2['config.providers.dir.class']).toBe('org.apache.kafka.common.config.provider.DirectoryConfigProvider');
+    expect(p2['listener.name.client.scram-sha-512.sasl.jaas.config']).toBe(
+      'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="${dir:/tmp/secrets:admin.password}";',
+    );
+    expect(p2['sasl.mechanism.controller.protocol']).toBe('PLAIN');
+    expect(p2['listener.name.controller.plain.sasl.jaas.config']).toBe(
+      'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="${dir:/tmp/secrets:admin.password}" user_admin="${dir:/tmp/secrets:admin.password}";',
+    );
+    expect(p2['authorizer.class.name']).toBe('org.apache.kafka.metadata.authorizer.StandardAuthorizer');
+    expect(p2['super.users']).toBe('User:admin');
+    expect(p2['allow.everyone.if.no.acl.found']).toBe('false');
+    expect(renderServerProperties(spec, spec.nodes[1]!)).not.toContain('s3cret');
     expect(p2['offsets.topic.replication.factor']).toBe('3');
     expect(p2['min.insync.replicas']).toBe('2');
     expect(p2['log.retention.ms']).toBe('1000');
@@ -60,6 +74,28 @@ describe('local stack configuration', () => {
       '--add-scram', 'SCRAM-SHA-512=[name=app,password=pw]',
     ]);
     expect(brokerList(spec)).toEqual(['127.0.0.1:19092', '127.0.0.1:19094', '127.0.0.1:19096']);
+  });
+
+  it('renders SASL_SSL on the client listener with TLS, the store password a reference to its file', () => {
+    const spec: KafkaClusterSpec = {
+      clusterId: newClusterId(),
+      host: '127.0.0.1',
+      nodes: [{ nodeId: 1, port: 9092, controllerPort: 9093, dir: '/tmp/n1' }],
+      security: {
+        kind: 'sasl_scram',
+        mechanism: 'SCRAM-SHA-512',
+        users: [{ name: 'admin', password: 's3cret' }],
+        secretsDir: '/tmp/secrets',
+        tls: { keystore: '/tmp/secrets/broker.p12', truststore: '/tmp/secrets/truststore.p12', storePassword: 'tls-store' },
+      },
+      overrides: {},
+    };
+    const p = props(renderServerProperties(spec, spec.nodes[0]!));
+    expect(p['listener.security.protocol.map']).toBe('CLIENT:SASL_SSL,CONTROLLER:SASL_PLAINTEXT');
+    expect(p['listener.name.client.ssl.keystore.location']).toBe('/tmp/secrets/broker.p12');
+    expect(p['listener.name.client.ssl.keystore.type']).toBe('PKCS12');
+    expect(p['listener.name.client.ssl.keystore.password']).toBe('${dir:/tmp/secrets:tls-store.password}');
+    expect(p['listener.name.client.ssl.truststore.location']).toBe('/tmp/secrets/truststore.p12');
   });
 
   it('says which port is taken and how to choose another', async () => {

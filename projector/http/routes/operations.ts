@@ -20,7 +20,7 @@ export const operationsRoutes: FastifyPluginAsync<OperationsOptions> = async (ap
 
   app.get('/api/plans/:id/verify', { schema: { params: planParams } }, async (req, reply) => {
     const planId = (req.params as { id: string }).id;
-    if (!service.model.view(planId)) return notFound(reply, planId);
+    if (!service.model.has(planId)) return notFound(reply, planId);
     const running = views.verify(planId);
     if (!running) return reply.code(503).header('retry-after', '2').send({ error: 'unavailable', message: 'several plans are being verified already; retry in a moment' });
     const v = await running;

@@ -34,7 +34,7 @@ export const planWriteRoutes: FastifyPluginAsync<PlanWriteOptions> = async (app,
   const planCommand = (path: string, body: object, run: (s: CommandSubmitter, planId: string, body: Record<string, string | undefined>, by: string) => ReturnType<CommandSubmitter['approve']>) =>
     app.post(path, { schema: { params: planParams, body } }, async (req, reply) => {
       const planId = (req.params as { id: string }).id;
-      if (!model.view(planId)) return notFound(reply, planId);
+      if (!model.has(planId)) return notFound(reply, planId);
       const by = actor(req);
       return submit(reply, (s) => run(s, planId, (req.body ?? {}) as Record<string, string | undefined>, by));
     });
@@ -45,7 +45,7 @@ export const planWriteRoutes: FastifyPluginAsync<PlanWriteOptions> = async (app,
 
   app.post('/api/plans/:id/items/:itemId/retry', { schema: { params: itemParams, body: retryBody } }, async (req, reply) => {
     const { id: planId, itemId } = req.params as { id: string; itemId: string };
-    const v = model.view(planId);
+    const v = await model.read(planId); // a cold plan: its archived snapshot, read back
     if (!v) return notFound(reply, planId);
     if (!v.state || !Object.prototype.hasOwnProperty.call(v.state.items, itemId)) {
       return reply.code(404).send({ error: 'not_found', message: `plan ${planId} has no item ${itemId}` });
