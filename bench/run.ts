@@ -24,6 +24,7 @@ const SCRIPTS: Record<string, { script: string; args?: string[] }> = {
   failover: { script: 'failover.ts' },
   handover: { script: 'failover.ts', args: ['--handover'] },
   memory: { script: 'memory.ts' },
+  'big-plan': { script: 'big-plan.ts' },
   'finished-memory': { script: 'finished-memory.ts' },
   'cold-reads': { script: 'cold-reads.ts' },
 };

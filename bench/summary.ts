@@ -12,7 +12,7 @@ export const BEGIN = '<!-- bench:begin -->';
 export const END = '<!-- bench:end -->';
 
 /** The order of the suite (bench/run.ts), which is also the order of the summary. */
-export const ORDER = ['peer', 'executor', 'latency', 'codec', 'rebuild', 'restore', 'failover', 'handover', 'memory'];
+export const ORDER = ['peer', 'executor', 'latency', 'codec', 'rebuild', 'restore', 'failover', 'handover', 'memory', 'big-plan'];
 
 export function loadResults(dir = RESULTS_DIR): BenchResult[] {
   const out: BenchResult[] = [];

@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { isLedgerError, type LedgerError } from '../errors.js';
 import { registerExecutorCommand } from './executor.js';
+import { registerMigrateCommand } from './migrate.js';
 import { registerStackCommands } from './stack.js';
 import { registerAuditCommands, registerPlanCommands, registerServiceCommands } from './verbs.js';
 
@@ -33,6 +34,7 @@ Example:
   registerServiceCommands(program);
   registerPlanCommands(program);
   registerAuditCommands(program);
+  registerMigrateCommand(program);
   return program;
 }
 
