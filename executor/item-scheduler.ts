@@ -144,10 +144,15 @@ export class ItemScheduler {
     const events: PlanEvent[] = leading.flatMap((d) => d.events);
     const messages: Message[] = leading.flatMap((d) => d.messages);
     const state = this.book.plans.get(planId);
-    let scan: Pick<ItemScan, 'nextWakeUp' | 'complete'> = { nextWakeUp: null, complete: true };
-    if (!this.draining && state && !this.book.stalled.has(planId) && !isPlanFinished(state.status)) {
-      const budget = Math.max(1, this.d.slots.limit - this.d.slots.inUse - this.d.slots.waitingCount);
-      this.noteChanges(planId, state, events);
+    // Undefined when no look was taken (no free slot): the plan's noted wake-up stays as it is.
+    let scan: Pick<ItemScan, 'nextWakeUp' | 'complete'> | undefined;
+    // Intents only for tool slots that are free: a plan with a step in flight gets none past them (its
+    // steps come back here as they end), an idle one one, so no plan starves and none runs ahead of the
+    // slots with intents that wait (and that a new owner would have to invoke again).
+    if (state) this.noteChanges(planId, state, events); // whether or not intents are recorded now
+    const free = this.d.slots.free;
+    const budget = free > 0 ? free : this.busy(planId) ? 0 : 1;
+    if (budget > 0 && !this.draining && state && !this.book.stalled.has(planId) && !isPlanFinished(state.status)) {
       const full = this.fullScan.has(planId);
       const now = this.now();
       const found = scanItems(state, now, { from: this.cursor.get(planId) ?? 0, limit: budget, ...(full ? {} : { maxScan: SCAN_WINDOW }) });
@@ -170,17 +175,23 @@ export class ItemScheduler {
         intents.push({ itemId: item.itemId, attempt: item.nextAttempt });
       }
     }
+    this.d.slots.reserve(intents.length); // until their invocations are launched, for the other plans' looks
     try {
-      await this.writer.append(planId, { events, messages }, undefined, extra);
+      try {
+        await this.writer.append(planId, { events, messages }, undefined, extra);
+      } finally {
+        for (const i of intents) this.inFlight.delete(`${planId}/${i.itemId}`);
+      }
+      afterCommit?.();
+      for (const i of intents) {
+        faultPoint('after_intent', { planId, itemId: i.itemId, attempt: i.attempt });
+        this.launchInvocation(planId, i.itemId, i.attempt, false);
+      }
     } finally {
-      for (const i of intents) this.inFlight.delete(`${planId}/${i.itemId}`);
+      this.d.slots.unreserve(intents.length);
     }
-    afterCommit?.();
-    for (const i of intents) {
-      faultPoint('after_intent', { planId, itemId: i.itemId, attempt: i.attempt });
-      this.launchInvocation(planId, i.itemId, i.attempt, false);
-    }
-    this.noteWakeUp(planId, scan);
+    if (scan) this.noteWakeUp(planId, scan);
+    else if (!state || isPlanFinished(state.status)) this.retries.note(planId, null);
   }
 
   /** Stops keeping anything for a plan (finished, stalled, gone). */

@@ -2,6 +2,8 @@
 export class Slots {
   private active = 0;
   private readonly waiting: Array<() => void> = [];
+  /** Intents being recorded: their invocations will want a slot as soon as the transaction commits. */
+  private reserved = 0;
 
   constructor(readonly limit: number) {}
 
@@ -26,5 +28,19 @@ export class Slots {
 
   get inUse(): number {
     return this.active;
+  }
+
+  /** Slots neither in use, nor wanted by a waiting run, nor reserved. */
+  get free(): number {
+    return this.limit - this.active - this.waiting.length - this.reserved;
+  }
+
+  /** Holds `n` slots for intents being recorded; give them back with {@link unreserve} once their invocations are launched. */
+  reserve(n: number): void {
+    this.reserved += n;
+  }
+
+  unreserve(n: number): void {
+    this.reserved = Math.max(0, this.reserved - n);
   }
 }

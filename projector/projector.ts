@@ -808,6 +808,11 @@ export class ProjectionService {
       const last = run.projection.watermarkOffset();
       const retryDue = [...run.failing.values()].some((f) => f.nextTryAt <= Date.now());
       if (last === null || (last === run.watermarkedAt && !retryDue)) continue;
+      // A large plan not due for a snapshot yet is an exception of this watermark, as a skipped one is:
+      // readers replay its events from after the last watermark that covered it.
+      for (const id of run.projection.policy.deferred()) {
+        if (!run.exceptions.has(id)) run.exceptions.set(id, run.watermarkedAt === null ? '0' : (BigInt(run.watermarkedAt) + 1n).toString());
+      }
       pending.push(this.writeSnapshots(p, run, run.projection.policy.dirty(), true));
     }
     await Promise.all(pending);

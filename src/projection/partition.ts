@@ -62,7 +62,7 @@ export class PartitionProjection {
   /** Seeds a plan from a verified snapshot. */
   seed(state: PlanState): void {
     this.plans.set(state.planId, { planId: state.planId, state, lastOffset: null, stalled: null });
-    this.policy.restored(state.planId, state.seq, state.seq);
+    this.policy.restored(state.planId, state.seq, state.seq, state.itemOrder.length);
     this.noteFencingToken(maxFencingTokenOf(state));
   }
 
@@ -203,7 +203,7 @@ export class PartitionProjection {
     this.eventsApplied += events.length;
     for (const event of events) {
       if (event.type === 'IntentRecorded') this.noteFencingToken(event.data.fencingToken);
-      this.policy.applied(planId, event.seq, event.type);
+      this.policy.applied(planId, event.seq, event.type, next.itemOrder.length);
     }
     return true;
   }
@@ -213,7 +213,7 @@ export class PartitionProjection {
     entry.lastOffset = maxOffset(entry.lastOffset, offset);
     this.eventsApplied += 1;
     if (event.type === 'IntentRecorded') this.noteFencingToken(event.data.fencingToken);
-    this.policy.applied(event.planId, event.seq, event.type);
+    this.policy.applied(event.planId, event.seq, event.type, next.itemOrder.length);
   }
 
   private stallAt(entry: PlanEntry, d: Extract<FailureDecision, { action: 'dlq' }>, p: PendingEvent): void {

@@ -18,8 +18,26 @@ export interface SnapshotPolicyOptions {
 
 export const DEFAULT_SNAPSHOT_POLICY: Readonly<SnapshotPolicyOptions> = Object.freeze({ everyEvents: 100 });
 
+/** From this many items on, a plan's snapshot (O(items) bytes) waits for events in proportion to its size. */
+export const LARGE_PLAN_ITEMS = 1_000;
+
+/**
+ * Events a plan of `items` items must have had since its last snapshot before a boundary makes it due:
+ * none for a plan under {@link LARGE_PLAN_ITEMS}; a quarter of its items above, so the bytes of its
+ * snapshots stay about those of its events (an item in a snapshot is a few times smaller than an event)
+ * and a restore replays at most that many events after the snapshot.
+ */
+export function eventsBetweenSnapshots(items: number): number {
+  return items >= LARGE_PLAN_ITEMS ? Math.floor(items / 4) : 0;
+}
+
 export function isSnapshotBoundary(type: EventType): boolean {
   return SNAPSHOT_BOUNDARY_EVENTS.has(type);
+}
+
+/** The end of a plan: its snapshot (to the archive) is written at once, whatever its size. */
+function isFinal(type: EventType): boolean {
+  return type === 'PlanCompleted' || type === 'PlanFailed' || type === 'PlanCancelled';
 }
 
 /**
@@ -34,7 +52,7 @@ export function isSnapshotBoundary(type: EventType): boolean {
  * policy.takeDue() // ['p1'] — the caller writes p1's snapshot at its current seq and calls written('p1', seq)
  */
 export class SnapshotPolicy {
-  private readonly plans = new Map<string, { snapshotSeq: number; appliedSeq: number; since: number }>();
+  private readonly plans = new Map<string, { snapshotSeq: number; appliedSeq: number; since: number; items: number }>();
   private readonly due = new Set<string>();
   readonly options: SnapshotPolicyOptions;
 
@@ -46,22 +64,27 @@ export class SnapshotPolicy {
   }
 
   /** A plan restored from a snapshot at `snapshotSeq` (0 = none). */
-  restored(planId: string, snapshotSeq: number, appliedSeq: number): void {
-    this.plans.set(planId, { snapshotSeq, appliedSeq, since: appliedSeq - snapshotSeq });
+  restored(planId: string, snapshotSeq: number, appliedSeq: number, items = 0): void {
+    this.plans.set(planId, { snapshotSeq, appliedSeq, since: appliedSeq - snapshotSeq, items });
     if (appliedSeq > snapshotSeq && appliedSeq - snapshotSeq >= this.options.everyEvents) this.due.add(planId);
   }
 
-  /** An event was applied to the plan; returns true when the plan became due. */
-  applied(planId: string, seq: number, type: EventType): boolean {
+  /**
+   * An event was applied to the plan, which now has `items` items; returns true when the plan became due.
+   * A large plan becomes due only after {@link eventsBetweenSnapshots} events since its last snapshot.
+   */
+  applied(planId: string, seq: number, type: EventType, items = 0): boolean {
     let p = this.plans.get(planId);
     if (p === undefined) {
-      p = { snapshotSeq: 0, appliedSeq: 0, since: 0 };
+      p = { snapshotSeq: 0, appliedSeq: 0, since: 0, items };
       this.plans.set(planId, p);
     }
     if (seq <= p.appliedSeq) return false; // a re-send changes nothing
     p.appliedSeq = seq;
     p.since += 1;
-    if (isSnapshotBoundary(type) || p.since >= this.options.everyEvents) {
+    p.items = items;
+    const wait = eventsBetweenSnapshots(items);
+    if (isFinal(type) || (p.since >= wait && (isSnapshotBoundary(type) || p.since >= this.options.everyEvents))) {
       this.due.add(planId);
       return true;
     }
@@ -75,18 +98,32 @@ export class SnapshotPolicy {
     return out;
   }
 
-  /** Plans with applied events their last snapshot does not cover (the watermark snapshots them all). */
+  /**
+   * Plans with applied events their last snapshot does not cover, which the watermark snapshots; a large
+   * plan not due yet is not among them but in {@link deferred} (the watermark lists it as an exception).
+   */
   dirty(): string[] {
     const out: string[] = [];
-    for (const [id, p] of this.plans) if (p.appliedSeq > p.snapshotSeq) out.push(id);
+    for (const [id, p] of this.plans) if (p.appliedSeq > p.snapshotSeq && !this.isDeferred(p)) out.push(id);
     return out;
+  }
+
+  /** Large plans with events their last snapshot does not cover, not due for a new one yet. */
+  deferred(): string[] {
+    const out: string[] = [];
+    for (const [id, p] of this.plans) if (p.appliedSeq > p.snapshotSeq && this.isDeferred(p)) out.push(id);
+    return out;
+  }
+
+  private isDeferred(p: { since: number; items: number }): boolean {
+    return p.since < eventsBetweenSnapshots(p.items);
   }
 
   /** The snapshot of `planId` at `seq` is on its way to the topic. */
   written(planId: string, seq: number): void {
     const p = this.plans.get(planId);
     if (p === undefined) {
-      this.plans.set(planId, { snapshotSeq: seq, appliedSeq: seq, since: 0 });
+      this.plans.set(planId, { snapshotSeq: seq, appliedSeq: seq, since: 0, items: 0 });
       return;
     }
     if (seq > p.snapshotSeq) {

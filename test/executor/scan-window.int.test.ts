@@ -2,6 +2,8 @@
 // (the dependants of what it completed), not at the whole plan: a long chain costs the same per step at
 // any length, and an item far past the window starts as soon as its dependency completes.
 import { describe, expect, it } from 'vitest';
+import { defineTool } from '../../src/tools.js';
+import { tools } from '../fixtures/tools.js';
 import { ledgerWithExecutor } from './support.js';
 
 describe('the scheduler on a long plan', () => {
@@ -20,5 +22,24 @@ describe('the scheduler on a long plan', () => {
     // Readied by c0's completion, it is recorded with c1's intent, long before the chain gets near it.
     expect(seqOf('far')).toBeGreaterThan(seqOf('c0'));
     expect(seqOf('far')).toBeLessThan(seqOf('c5'));
+  });
+});
+
+describe('intents and tool slots', () => {
+  it('records no more open intents than there are tool slots: none waits for a slot a new owner would have to invoke again', async () => {
+    const slow = defineTool({ name: 'slow', run: async () => new Promise((r) => setTimeout(() => r({ ok: true }), 15)) });
+    const { ledger } = await ledgerWithExecutor({ tools: [...tools, slow], concurrency: 4 });
+    const items = Array.from({ length: 120 }, (_, i) => ({ id: `s${i}`, title: `slow ${i}`, why: 'independent', tool: 'slow' }));
+    const { planId } = await ledger.createPlan({ goal: 'slots', mode: 'execute', items });
+    await ledger.waitFor(planId, 'completed', { timeoutMs: 120_000 });
+    let open = 0;
+    let most = 0;
+    for (const { event } of await ledger.planEvents(planId)) {
+      if (event.type === 'IntentRecorded') most = Math.max(most, ++open);
+      if (event.type === 'ResultCommitted') open--;
+    }
+    expect(open).toBe(0);
+    expect(most).toBeLessThanOrEqual(4);
+    expect(most).toBeGreaterThanOrEqual(2); // the slots were used in parallel
   });
 });
