@@ -15,6 +15,12 @@ import { commandMessage } from './records.js';
 import { RetryTimer } from './retry-timer.js';
 import type { AttemptTrace, PlanTraces } from './tracing.js';
 
+function addDependant(index: Map<string, string[]>, dep: string, id: string): void {
+  const list = index.get(dep);
+  if (list) list.push(id);
+  else index.set(dep, [id]);
+}
+
 /** Items a step looks at from a plan's cursor on; the rest of the plan only where a step changed something. */
 const SCAN_WINDOW = 256;
 
@@ -216,7 +222,7 @@ export class ItemScheduler {
       } else if (e.type === 'ItemAdded') {
         add(e.data.item.id);
         const index = this.dependants.get(planId);
-        if (index) for (const dep of e.data.item.dependsOn) index.set(dep, [...(index.get(dep) ?? []), e.data.item.id]);
+        if (index) for (const dep of e.data.item.dependsOn) addDependant(index, dep, e.data.item.id);
       } else if (e.type === 'ItemRetryScheduled') {
         add(e.data.itemId);
       }
@@ -228,11 +234,7 @@ export class ItemScheduler {
     if (index) return index;
     index = new Map();
     for (const id of state.itemOrder) {
-      for (const dep of getItem(state, id)?.dependsOn ?? []) {
-        const list = index.get(dep);
-        if (list) list.push(id);
-        else index.set(dep, [id]);
-      }
+      for (const dep of getItem(state, id)?.dependsOn ?? []) addDependant(index, dep, id);
     }
     this.dependants.set(planId, index);
     return index;

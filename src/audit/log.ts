@@ -4,7 +4,7 @@ import { codecFromConfig, readSchemaId, type LedgerCodec, type PlanSnapshot } fr
 import { topicNames, type LedgerConfig } from '../config.js';
 import { isLedgerError, LedgerError } from '../errors.js';
 import { createKafka } from '../kafka/client.js';
-import { fetchTopicOffsetsRetrying, readPlanRecords, readToEnd, type LogRecord, type ReadStats } from '../kafka/log-reader.js';
+import { fetchTopicOffsetsRetrying, readPlanRecords, readToEnd, type LogRecord, type ReadStats, type ReadToEndOptions } from '../kafka/log-reader.js';
 import { parseEventKey, partitionFor } from '../kafka/partitioner.js';
 import type { Logger } from '../logging.js';
 import type { PositionedEvent } from './timeline.js';
@@ -159,21 +159,14 @@ export class LedgerLog {
         read = last;
         onProgress?.(done, total);
       };
+      // Both passes read the same span of the partition.
+      const pass = (onRecords: ReadToEndOptions['onRecords']) =>
+        readToEnd({ kafka: this.kafka, admin: this.admin, topic: this.names.events, partitions: [partition], until, groupPrefix: this.readerGroup, timeoutMs: 600_000, ...(this.stats ? { stats: this.stats } : {}), onRecords });
       // 1. The offset of each plan's last record (key only, nothing decoded).
       const lastOf = new Map<string, string>();
-      await readToEnd({
-        kafka: this.kafka,
-        admin: this.admin,
-        topic: this.names.events,
-        partitions: [partition],
-        until,
-        groupPrefix: this.readerGroup,
-        timeoutMs: 600_000,
-        ...(this.stats ? { stats: this.stats } : {}),
-        onRecords: (records) => {
-          for (const r of records) lastOf.set(streamKey(r.key), r.offset);
-          progress(records);
-        },
+      await pass((records) => {
+        for (const r of records) lastOf.set(streamKey(r.key), r.offset);
+        progress(records);
       });
       done += span - read;
       read = 0;
@@ -181,41 +174,31 @@ export class LedgerLog {
       const open = new Map<string, Map<string, LoggedEvent>>();
       // A record that does not decode is the plan's (its key names it): reported with it, never skipped.
       const poisoned = new Map<string, LedgerError>();
-      await readToEnd({
-        kafka: this.kafka,
-        admin: this.admin,
-        topic: this.names.events,
-        partitions: [partition],
-        until,
-        groupPrefix: this.readerGroup,
-        timeoutMs: 600_000,
-        ...(this.stats ? { stats: this.stats } : {}),
-        onRecords: async (records, { heartbeat }) => {
-          for (const r of records) {
-            const plan = streamKey(r.key);
-            let keys = open.get(plan);
-            if (!keys) open.set(plan, (keys = new Map()));
-            const key = r.key?.toString() ?? '';
-            keys.delete(key); // a later record of a key replaces the earlier one, as compaction will
-            if (r.value) {
-              try {
-                keys.set(key, { event: await this.decode(r.value, partition, r.offset), partition, offset: r.offset, schemaId: readSchemaId(r.value) });
-              } catch (e) {
-                if (!(e instanceof LedgerError) || e.code !== 'SCHEMA') throw e;
-                if (!poisoned.has(plan)) poisoned.set(plan, e);
-              }
+      await pass(async (records, { heartbeat }) => {
+        for (const r of records) {
+          const plan = streamKey(r.key);
+          let keys = open.get(plan);
+          if (!keys) open.set(plan, (keys = new Map()));
+          const key = r.key?.toString() ?? '';
+          keys.delete(key); // a later record of a key replaces the earlier one, as compaction will
+          if (r.value) {
+            try {
+              keys.set(key, { event: await this.decode(r.value, partition, r.offset), partition, offset: r.offset, schemaId: readSchemaId(r.value) });
+            } catch (e) {
+              if (!(e instanceof LedgerError) || e.code !== 'SCHEMA') throw e;
+              if (!poisoned.has(plan)) poisoned.set(plan, e);
             }
-            if (lastOf.get(plan) !== r.offset) continue;
-            open.delete(plan);
-            const poison = poisoned.get(plan);
-            poisoned.delete(plan);
-            const byPlan = byEventPlan(keys.values());
-            if (poison && byPlan.size === 0) await onPlan(plan, [], poison);
-            for (const [planId, list] of byPlan) await onPlan(planId, list.sort(bySeq), planId === plan ? poison : undefined);
-            await heartbeat();
           }
-          progress(records);
-        },
+          if (lastOf.get(plan) !== r.offset) continue;
+          open.delete(plan);
+          const poison = poisoned.get(plan);
+          poisoned.delete(plan);
+          const byPlan = byEventPlan(keys.values());
+          if (poison && byPlan.size === 0) await onPlan(plan, [], poison);
+          for (const [planId, list] of byPlan) await onPlan(planId, list.sort(bySeq), planId === plan ? poison : undefined);
+          await heartbeat();
+        }
+        progress(records);
       });
       done += span - read;
       onProgress?.(done, total);

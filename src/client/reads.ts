@@ -56,16 +56,7 @@ export async function readPlanState(r: PlanReads, planId: string): Promise<PlanR
   if (from !== null && entry && BigInt(entry.eventsOffset) + 1n > from) from = BigInt(entry.eventsOffset) + 1n;
   const [state, records] = await Promise.all([
     from !== null && entry ? r.index.stateOf(entry, readArchived(r, partition)) : Promise.resolve(undefined),
-    readPlanRecords({
-      kafka: r.kafka,
-      admin: r.admin,
-      topic: topicNames(r.config.topicPrefix).events,
-      partition,
-      planId,
-      groupPrefix: r.groupPrefix,
-      ...(from !== null ? { from: from.toString() } : {}),
-      ...(r.stats ? { stats: r.stats } : {}),
-    }),
+    planRecords(r, planId, partition, from === null ? undefined : from.toString()),
   ]);
   if (from !== null && entry && state === undefined) {
     // The archived record moved on (archived again) or does not verify: read the plan from the start.
@@ -75,16 +66,21 @@ export async function readPlanState(r: PlanReads, planId: string): Promise<PlanR
 }
 
 async function readFromStart(r: PlanReads, planId: string, partition: number): Promise<PlanRead> {
-  const records = await readPlanRecords({
+  return fold(r, planId, undefined, await planRecords(r, planId, partition));
+}
+
+/** The plan's live event records on its partition, from `from` (default: the partition's start). */
+function planRecords(r: PlanReads, planId: string, partition: number, from?: string) {
+  return readPlanRecords({
     kafka: r.kafka,
     admin: r.admin,
     topic: topicNames(r.config.topicPrefix).events,
     partition,
     planId,
     groupPrefix: r.groupPrefix,
+    ...(from !== undefined ? { from } : {}),
     ...(r.stats ? { stats: r.stats } : {}),
   });
-  return fold(r, planId, undefined, records);
 }
 
 async function fold(r: PlanReads, planId: string, snapshot: PlanState | undefined, records: ReadonlyArray<LogRecord & { seq: number; value: Buffer }>): Promise<PlanRead> {

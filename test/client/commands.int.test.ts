@@ -119,6 +119,20 @@ describe('waitFor after createPlan', () => {
   });
 });
 
+describe('waitFor after createPlan of a plan too large to follow', () => {
+  it('a plan of 1,200 items (past the 1,000 a client follows) is read from the log, with the same answer', async () => {
+    const stats = newReadStats();
+    const fresh = await connectLedger(config, { logger: testLogger, readStats: stats });
+    onTestFinished(() => fresh.close());
+    const { planId } = await fresh.createPlan({ goal: 'too large to follow', mode: 'execute', items: noopItems(1200) });
+    const readsBefore = stats.reads;
+    const done = await fresh.waitFor(planId, 'completed', { timeoutMs: 120_000 });
+    expect(stats.reads - readsBefore).toBeGreaterThan(0);
+    expect(Object.values(done.items).filter((i) => i.status === 'completed')).toHaveLength(1200);
+    expect(done.digest).toBe((await fresh.getPlan(planId))!.digest);
+  });
+});
+
 describe('the client index', () => {
   it('reads only the partitions a read asks for: a getPlan reads its plan\'s partition of the index topics, listPlans all', async () => {
     // A watermark before the first event in every partition (it vouches for nothing: reads start at offset 0).

@@ -2,11 +2,9 @@
 // (test/hostile/tools.ts), a counting EffectsService, a ledger client, a raw producer; a probe that proves
 // a partition still serves a normal plan and measures how long that took; the DLQ; and the results file
 // test-results/hostile.json (one section per test file, one row per case).
-import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { onTestFinished } from 'vitest';
 import { connectLedger, type Ledger } from '../../src/client/index.js';
-import { configToEnv, type LedgerConfig } from '../../src/config.js';
+import type { LedgerConfig } from '../../src/config.js';
 import { isLedgerError } from '../../src/errors.js';
 import { readToEnd, type LogRecord } from '../../src/kafka/log-reader.js';
 import { partitionFor } from '../../src/kafka/partitioner.js';
@@ -14,6 +12,7 @@ import type { PlanState } from '../../src/plan/index.js';
 import { EffectsService } from '../fixtures/effects-service.js';
 import { cleanup, testLedger, type TestLedger } from '../projector/support.js';
 import { randomPrefix, testConfig, testLogger, waitFor } from '../support/helpers.js';
+import { spawnExecutor } from '../support/processes.js';
 
 export interface ExecutorChild {
   readonly pid: number;
@@ -39,51 +38,21 @@ export async function hostileStack(opts: { concurrency?: number; env?: Record<st
   const effects = await new EffectsService().start();
   cleanup(() => effects.stop());
   const label = randomPrefix('hostile-ex');
-  const proc = spawn(process.execPath, ['bin/plan-ledger.js', 'executor', '--tools', 'test/hostile/tools.ts', '--id', label, '--concurrency', String(opts.concurrency ?? 8)], {
-    env: {
-      ...process.env,
-      ...configToEnv(config),
-      EFFECTS_URL: effects.url,
-      PLAN_LEDGER_SESSION_TIMEOUT_MS: '6000',
-      PLAN_LEDGER_HEARTBEAT_INTERVAL_MS: '500',
-      PLAN_LEDGER_LOG_LEVEL: 'info',
-      PLAN_LEDGER_EXECUTOR_LABEL: label,
-      ...opts.env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const logs: Array<Record<string, unknown>> = [];
-  const stderr: string[] = [];
-  let buf = '';
-  proc.stdout!.on('data', (c: Buffer) => {
-    buf += c.toString();
-    let i: number;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 1);
-      try {
-        if (logs.length < 20_000) logs.push(JSON.parse(line) as Record<string, unknown>);
-      } catch {
-        stderr.push(line);
-      }
-    }
-  });
-  proc.stderr!.on('data', (c: Buffer) => stderr.push(c.toString()));
-  const exited = new Promise<void>((r) => proc.once('exit', () => r()));
+  const child = spawnExecutor(config, { label, tools: 'test/hostile/tools.ts', concurrency: opts.concurrency ?? 8, maxLogs: 20_000, env: { EFFECTS_URL: effects.url, ...opts.env } });
+  const { logs, stderr } = child;
   const stopExecutor = async () => {
-    if (proc.exitCode === null && proc.signalCode === null) {
-      proc.kill('SIGKILL');
-      await exited;
+    if (child.proc.exitCode === null && child.proc.signalCode === null) {
+      child.kill('SIGKILL');
+      await child.exited;
     }
   };
-  onTestFinished(stopExecutor);
   await waitFor(() => logs.filter((x) => x.msg === 'partition restored').length >= config.partitions, {
     timeoutMs: 60_000,
     message: `executor ${label} owns every partition (stderr: ${stderr.join('').slice(-500)})`,
   });
   const ledger = await connectLedger(config, { logger: testLogger });
   cleanup(() => ledger.close());
-  return { ...l, ledger, effects, executor: { pid: proc.pid!, logs, stderr }, stopExecutor };
+  return { ...l, ledger, effects, executor: { pid: child.pid, logs, stderr }, stopExecutor };
 }
 
 /** A plan id on `partition` (ids are hashed to partitions). */

@@ -17,8 +17,13 @@ export interface ExecutorProcess {
 }
 
 /** Starts `plan-ledger executor` as a child process (killed when the test ends if still alive). */
-export function spawnExecutor(config: LedgerConfig, opts: { label: string; env?: Record<string, string>; tools?: string }): ExecutorProcess {
-  const proc = spawn(process.execPath, ['bin/plan-ledger.js', 'executor', '--tools', opts.tools ?? 'test/fixtures/tools.ts', '--id', opts.label], {
+export function spawnExecutor(
+  config: LedgerConfig,
+  opts: { label: string; env?: Record<string, string>; tools?: string; concurrency?: number; /** Log lines kept (a hostile run can print many). */ maxLogs?: number },
+): ExecutorProcess {
+  const args = ['bin/plan-ledger.js', 'executor', '--tools', opts.tools ?? 'test/fixtures/tools.ts', '--id', opts.label];
+  if (opts.concurrency !== undefined) args.push('--concurrency', String(opts.concurrency));
+  const proc = spawn(process.execPath, args, {
     env: {
       ...process.env,
       ...configToEnv(config),
@@ -40,7 +45,7 @@ export function spawnExecutor(config: LedgerConfig, opts: { label: string; env?:
       const line = buf.slice(0, i);
       buf = buf.slice(i + 1);
       try {
-        logs.push(JSON.parse(line) as Record<string, unknown>);
+        if (logs.length < (opts.maxLogs ?? Infinity)) logs.push(JSON.parse(line) as Record<string, unknown>);
       } catch {
         stderr.push(line);
       }
