@@ -42,4 +42,16 @@ describe('intents and tool slots', () => {
     expect(most).toBeLessThanOrEqual(4);
     expect(most).toBeGreaterThanOrEqual(2); // the slots were used in parallel
   });
+
+  it('tools that never answer hold every slot: their attempts end in TIMEOUT, and a plan started meanwhile still gets its intent and completes', async () => {
+    const hang = defineTool({ name: 'hang', timeoutMs: 300, run: () => new Promise(() => {}) }); // ignores its signal too
+    const { ledger } = await ledgerWithExecutor({ tools: [...tools, hang], concurrency: 2 });
+    const once = { maxAttempts: 1, initialBackoffMs: 10, backoffMultiplier: 1, maxBackoffMs: 10 };
+    const stuck = await ledger.createPlan({ goal: 'holds every slot', mode: 'execute', items: ['h1', 'h2'].map((id) => ({ id, title: id, why: 'never answers', tool: 'hang', retry: once })) });
+    const other = await ledger.createPlan({ goal: 'started meanwhile', mode: 'execute', items: [{ id: 'a', title: 'a', why: 'waits for a slot', tool: 'noop' }] });
+    const failed = await ledger.waitFor(stuck.planId, 'failed', { timeoutMs: 60_000 });
+    expect(Object.values(failed.items).map((i) => i.attempts.map((a) => a.error?.code))).toEqual([['TIMEOUT'], ['TIMEOUT']]);
+    const done = await ledger.waitFor(other.planId, 'completed', { timeoutMs: 60_000 });
+    expect(done.items['a']!.attempts).toHaveLength(1);
+  });
 });
