@@ -1,89 +1,195 @@
-import { Kafka, type AdminConfig, type ConsumerConfig, type KafkaConfig, type Producer, type ProducerConfig, type SASLOptions } from 'kafkajs';
-import { readFileSync } from 'node:fs';
 import type { LedgerConfig } from '../config.js';
 import { LedgerError } from '../errors.js';
-import { kafkajsLevel, kafkajsLogCreator, type Logger } from '../logging.js';
-import { installCoordinatorCache } from './coordinator-cache.js';
+import type { Logger } from '../logging.js';
+import { ConfluentAdmin } from './admin.js';
+import { confluent } from './native.js';
+import type { FencedWriter, GroupMember, GroupMemberOptions, KafkaClient, LedgerAdmin, PartitionTail, PartitionTailOptions, ReadToEndOptions, RecordWriter } from './port.js';
+import { joinGroup } from './member.js';
+import { openTail, readToEnd } from './reader.js';
+import { NativeFencedWriter, NativeRecordWriter } from './writers.js';
 
-// kafkajs prints a one-off notice about its v2 partitioner; we always choose partitions ourselves.
-process.env.KAFKAJS_NO_PARTITIONER_WARNING ??= '1';
-// One FindCoordinator per transactional id, not one before every transactional request.
-installCoordinatorCache();
+/** librdkafka configuration properties (`bootstrap.servers`, `sasl.username`, …). */
+export type RdConfig = Record<string, string | number | boolean | ((...args: never[]) => unknown)>;
 
 /**
  * How long a client keeps trying through a broker outage. Services (executor, projector) ride out an
- * outage of about a minute and notice the broker's return within 2 s; one-shot clients (CLI, library
- * calls) give up sooner with a clear error.
+ * outage of about two minutes; one-shot clients (CLI, library calls) give up after 30 s with a clear error.
+ * librdkafka retries a produce internally (same producer id and sequence, so never a duplicate) until
+ * `message.timeout.ms`, and reconnects with a backoff capped at 2 s.
  */
-export const RETRY_PROFILES = {
-  service: { initialRetryTime: 100, maxRetryTime: 2_000, retries: 40 },
-  client: { initialRetryTime: 100, retries: 8 },
+export const CLIENT_PROFILES = {
+  service: { messageTimeoutMs: 120_000, requestTimeoutMs: 30_000 },
+  client: { messageTimeoutMs: 30_000, requestTimeoutMs: 15_000 },
 } as const;
+export type ClientProfile = keyof typeof CLIENT_PROFILES;
 
-/** A kafkajs client from the ledger config (SASL/TLS passed through), logging into `logger`. */
-export function createKafka(config: LedgerConfig, logger: Logger, clientSuffix?: string, profile: keyof typeof RETRY_PROFILES = 'client'): Kafka {
-  const opts: KafkaConfig = {
-    clientId: clientSuffix ? `${config.clientId}-${clientSuffix}` : config.clientId,
-    brokers: [...config.brokers],
-    ssl: config.sslCaFile ? { ca: [readFileSync(config.sslCaFile, 'utf8')] } : config.ssl,
-    logLevel: kafkajsLevel(logger),
-    logCreator: kafkajsLogCreator(logger),
-    retry: { ...RETRY_PROFILES[profile] },
-  };
-  if (config.sasl) {
-    const { mechanism, username, password } = config.sasl;
-    opts.sasl = { mechanism, username, password } as SASLOptions;
+/** The librdkafka log levels (syslog) for a pino level. */
+function rdLogLevel(logger: Logger): number {
+  switch (logger.level) {
+    case 'trace':
+    case 'debug':
+      return 7;
+    case 'info':
+      return 6;
+    case 'warn':
+      return 4;
+    case 'error':
+    case 'fatal':
+      return 3;
+    default:
+      return 0;
   }
-  return new AuthCheckedKafka(opts, config);
 }
 
 /**
- * A kafkajs client whose admin, producers and consumers fail `connect()` on a refused SASL login with
- * one {@link authenticationFailure} instead of kafkajs's own error (no retries: kafkajs does not retry
- * an authentication failure, and neither does anything above it, since a wrong password stays wrong).
+ * The connection settings every librdkafka handle of a client shares: brokers, client id, TLS, SASL,
+ * reconnect backoff, and logs routed into the ledger's logger.
  */
-class AuthCheckedKafka extends Kafka {
+export function connectionConfig(config: LedgerConfig, clientId: string, logger: Logger): RdConfig {
+  const tls = config.ssl || config.sslCaFile !== undefined;
+  const rd: RdConfig = {
+    'bootstrap.servers': config.brokers.join(','),
+    'client.id': clientId,
+    'security.protocol': config.sasl ? (tls ? 'sasl_ssl' : 'sasl_plaintext') : tls ? 'ssl' : 'plaintext',
+    'reconnect.backoff.ms': 50,
+    'reconnect.backoff.max.ms': 2000,
+    'retry.backoff.ms': 50,
+    'retry.backoff.max.ms': 1000,
+    'topic.metadata.refresh.interval.ms': 30_000,
+    'socket.keepalive.enable': true,
+    // Small requests (one transaction's markers, one command) go out at once, not after a delayed ACK.
+    'socket.nagle.disable': true,
+    // One line per broker that is down, not one per attempt: librdkafka says when it comes back.
+    'log.connection.close': false,
+    log_level: rdLogLevel(logger),
+    event_cb: true,
+  };
+  if (config.sslCaFile) rd['ssl.ca.location'] = config.sslCaFile;
+  if (config.sasl) {
+    rd['sasl.mechanisms'] = config.sasl.mechanism.toUpperCase();
+    rd['sasl.username'] = config.sasl.username;
+    rd['sasl.password'] = config.sasl.password;
+  }
+  return rd;
+}
+
+/** Routes a librdkafka handle's logs and client-level errors into the logger. */
+export function routeLogs(handle: { on(ev: string, fn: (...a: never[]) => void): unknown }, logger: Logger, password?: string): void {
+  const redact = (s: string) => (password ? s.split(password).join('***') : s);
+  handle.on('event.log', ((ev: { severity: number; fac: string; message: string }) => {
+    const msg = redact(ev.message);
+    if (ev.severity <= 4) logger.warn({ fac: ev.fac }, msg);
+    else if (ev.severity <= 6) logger.debug({ fac: ev.fac }, msg);
+    else logger.trace({ fac: ev.fac }, msg);
+  }) as never);
+  handle.on('event.error', ((err: { message?: string; code?: number }) => {
+    logger.debug({ code: err.code }, redact(err.message ?? String(err)));
+  }) as never);
+}
+
+/** A librdkafka error's symbolic name (`PRODUCER_FENCED`, `_TRANSPORT`, …), from the binding's code table. */
+let codeNames: Map<number, string> | undefined;
+export function kafkaErrorName(e: unknown): string | undefined {
+  const code = (e as { code?: unknown } | undefined)?.code;
+  if (typeof code !== 'number') return undefined;
+  codeNames ??= new Map(Object.entries(confluent().CODES.ERRORS).map(([name, n]) => [n as number, name.replace(/^ERR_/, '')]));
+  return codeNames.get(code);
+}
+
+/**
+ * A Kafka connection with the ledger's settings. Every producer, reader and group member it makes is a
+ * librdkafka handle of its own; the admin it uses for its own reads (end offsets) is made once and shared.
+ */
+class ConfluentKafka implements KafkaClient {
+  private sharedAdmin: Promise<LedgerAdmin> | undefined;
+
   constructor(
-    opts: KafkaConfig,
+    readonly clientId: string,
     private readonly config: LedgerConfig,
-  ) {
-    super(opts);
+    private readonly logger: Logger,
+    private readonly profile: ClientProfile,
+  ) {}
+
+  private rd(): RdConfig {
+    return connectionConfig(this.config, this.clientId, this.logger);
   }
-  override producer(c?: ProducerConfig): Producer {
-    return this.guard(super.producer(c));
+
+  admin(): LedgerAdmin {
+    return new ConfluentAdmin(this.rd(), this.logger, this.config);
   }
-  override consumer(c: ConsumerConfig): ReturnType<Kafka['consumer']> {
-    return this.guard(super.consumer(c));
+
+  writer(): RecordWriter {
+    return new NativeRecordWriter(this.rd(), this.logger, CLIENT_PROFILES[this.profile], this.config);
   }
-  override admin(c?: AdminConfig): ReturnType<Kafka['admin']> {
-    return this.guard(super.admin(c));
+
+  fencedWriter(transactionalId: string): FencedWriter {
+    return new NativeFencedWriter(this.rd(), this.logger, transactionalId, this.config);
   }
-  private guard<T extends { connect(): Promise<void> }>(client: T): T {
-    const connect = client.connect.bind(client);
-    client.connect = async () => {
-      try {
-        await connect();
-      } catch (e) {
-        throw authenticationFailure(e, this.config) ?? e;
-      }
-    };
-    return client;
+
+  private readerAdmin(): Promise<LedgerAdmin> {
+    this.sharedAdmin ??= (async () => {
+      const a = this.admin();
+      await a.connect();
+      return a;
+    })();
+    this.sharedAdmin.catch(() => (this.sharedAdmin = undefined));
+    return this.sharedAdmin;
   }
+
+  async readToEnd(opts: ReadToEndOptions): Promise<Map<number, string>> {
+    return readToEnd(this.readerContext(), await this.readerAdmin(), opts);
+  }
+
+  tail(opts: PartitionTailOptions): Promise<PartitionTail> {
+    return openTail(this.readerContext(), opts);
+  }
+
+  join(opts: GroupMemberOptions): Promise<GroupMember> {
+    return joinGroup({ rd: this.rd(), logger: this.logger, config: this.config }, opts);
+  }
+
+  private readerContext() {
+    return { rd: this.rd(), logger: this.logger, groupId: `${this.config.topicPrefix}.reader`, password: this.config.sasl?.password };
+  }
+
+  /** Closes the shared admin (readers' end offsets); handles the caller made close on their own. */
+  async close(): Promise<void> {
+    const a = this.sharedAdmin;
+    this.sharedAdmin = undefined;
+    if (a) await (await a.catch(() => undefined))?.disconnect().catch(() => {});
+  }
+}
+
+/**
+ * A Kafka client from the ledger config (SASL/TLS passed through), logging into `logger`.
+ *
+ * @example
+ * const kafka = createKafka(config, logger, 'cli');
+ * const admin = kafka.admin();
+ * await admin.connect();
+ */
+export function createKafka(config: LedgerConfig, logger: Logger, clientSuffix?: string, profile: ClientProfile = 'client'): KafkaClient & { close(): Promise<void> } {
+  const clientId = clientSuffix ? `${config.clientId}-${clientSuffix}` : config.clientId;
+  return new ConfluentKafka(clientId, config, logger.child({ component: 'kafka' }), profile);
 }
 
 /**
  * The one-line error of a refused SASL login: the mechanism, the user and the brokers, never the
- * password (it is also cut out of kafkajs's reason, should a broker ever echo it). Undefined when `e` is
- * not an authentication failure.
+ * password. Undefined when `e` is not an authentication failure.
  *
  * @example
  * // LedgerError UNAUTHENTICATED: Kafka refused SASL SCRAM-SHA-512 login of user "client" at 127.0.0.1:9092: ...
  */
 export function authenticationFailure(e: unknown, config: LedgerConfig): LedgerError | undefined {
-  const err = e as { name?: string; message?: string } | undefined;
-  if (err?.name !== 'KafkaJSSASLAuthenticationError' || !config.sasl) return undefined;
+  if (!config.sasl) return undefined;
+  const name = kafkaErrorName(e);
+  const message = String((e as { message?: unknown } | undefined)?.message ?? '');
+  if (name !== '_AUTHENTICATION' && name !== 'SASL_AUTHENTICATION_FAILED' && !/authentication failed|SASL authentication error/i.test(message)) return undefined;
   const { mechanism, username, password } = config.sasl;
-  const reason = (err.message ?? '').split(password).join('***').replace(/^SASL [A-Z0-9 -]+ authentication failed: /i, '');
+  const reason = message
+    .split(password)
+    .join('***')
+    .replace(/^.*?(SASL|Authentication) (authentication )?(error|failed):?\s*/i, '');
   return new LedgerError(
     'UNAUTHENTICATED',
     `Kafka refused SASL ${mechanism.toUpperCase()} login of user "${username}" at ${config.brokers.join(',')}: ${reason || 'invalid credentials'}`,
@@ -93,42 +199,30 @@ export function authenticationFailure(e: unknown, config: LedgerConfig): LedgerE
 
 /** True for the errors a fenced (superseded) transactional producer gets: a newer writer took its id. */
 export function isFencingError(e: unknown): boolean {
-  const err = e as { type?: string; name?: string; message?: string; cause?: unknown } | undefined;
+  const err = e as { type?: string; message?: string; cause?: unknown } | undefined;
   if (!err) return false;
-  if (err.type === 'INVALID_PRODUCER_EPOCH' || err.type === 'PRODUCER_FENCED' || err.type === 'INVALID_PRODUCER_ID_MAPPING') return true;
+  const name = kafkaErrorName(e) ?? err.type;
+  if (name === '_FENCED' || name === 'PRODUCER_FENCED' || name === 'INVALID_PRODUCER_EPOCH' || name === 'INVALID_PRODUCER_ID_MAPPING') return true;
   if (/fenced|producer.?epoch|epoch.*(old|stale)/i.test(err.message ?? '')) return true;
   return err.cause !== undefined && err.cause !== e ? isFencingError(err.cause) : false;
 }
 
-/**
- * A partition writer's transactional producer: one in flight, and quick retries of the
- * CONCURRENT_TRANSACTIONS a transaction meets when it starts right after the previous commit, until the
- * broker has written the markers. A first retry after 2 ms instead of 20 ms took sequential one-record
- * transactions from 2.89 to 1.74 ms each on the local broker; with the coordinator cache (which starts the
- * next transaction sooner, into CONCURRENT_TRANSACTIONS more often) 20 ms would cost 16 ms a transaction,
- * and two producers taking turns bring it to 1.16 ms (`bench/tx-retry.ts [--cache]`, medians of 3 rounds).
- * With 33 retries the backoff still doubles up to 2 s and rides out an outage of about 48 s, as before.
- * Connect it with {@link connectFenced}.
- */
-export function transactionalProducer(kafka: Kafka, transactionalId: string, extra: Partial<ProducerConfig> = {}): Producer {
-  return kafka.producer({
-    transactionalId,
-    idempotent: true,
-    maxInFlightRequests: 1,
-    retry: { initialRetryTime: 2, maxRetryTime: 2_000, retries: 33 },
-    ...extra,
-  });
+/** True for errors that a later attempt may not meet: a broker down or moving, a timeout, a leader election. */
+export function isRetriableKafkaError(e: unknown): boolean {
+  const err = e as { isRetriable?: boolean; retriable?: boolean; message?: string } | undefined;
+  if (!err) return false;
+  if (err.isRetriable === true || err.retriable === true) return true;
+  const name = kafkaErrorName(e) ?? '';
+  if (['_TRANSPORT', '_ALL_BROKERS_DOWN', '_TIMED_OUT', '_MSG_TIMED_OUT', '_WAIT_COORD', 'LEADER_NOT_AVAILABLE', 'NOT_LEADER_FOR_PARTITION', 'NOT_LEADER_OR_FOLLOWER', 'REQUEST_TIMED_OUT', 'UNKNOWN_TOPIC_OR_PART', 'NOT_ENOUGH_REPLICAS', 'NOT_ENOUGH_REPLICAS_AFTER_APPEND', 'COORDINATOR_NOT_AVAILABLE', 'NOT_COORDINATOR', 'COORDINATOR_LOAD_IN_PROGRESS', 'CONCURRENT_TRANSACTIONS', 'BROKER_NOT_AVAILABLE', '_RESOLVE', 'NETWORK_EXCEPTION'].includes(name)) return true;
+  return /leader|not available|timed out|connection|ECONNREFUSED|broker transport|all broker/i.test(err.message ?? '');
 }
 
-/**
- * Connects a transactional producer and fences every older producer of its `transactionalId` before it
- * returns. kafkajs's `connect()` only initialises an idempotent producer id; the transactional
- * InitProducerId — which bumps the epoch, so an older holder can commit nothing more, and aborts its open
- * transaction — happens at the first `transaction()`. An empty transaction, aborted, does it now: a new
- * owner must fence before it reads the log it is taking over, or a paused old owner could still append to it.
- */
-export async function connectFenced(producer: Producer): Promise<void> {
-  await producer.connect();
-  const tx = await producer.transaction();
-  await tx.abort();
+/** A Kafka error as a LedgerError for a caller: UNAVAILABLE when the cluster did not serve in time, FORBIDDEN for ACLs. */
+export function kafkaFailure(e: unknown, what: string): unknown {
+  if (e instanceof LedgerError) return e;
+  const name = kafkaErrorName(e) ?? '';
+  const message = String((e as { message?: unknown } | undefined)?.message ?? e);
+  if (/AUTHORIZATION_FAILED$/.test(name)) return new LedgerError('FORBIDDEN', `${what}: Kafka refused it to this principal (${name}): ${message}`, { kafka: name }, { cause: e });
+  if (isRetriableKafkaError(e)) return new LedgerError('UNAVAILABLE', `${what}: Kafka did not answer in time (${name || 'unavailable'}): ${message}`, { kafka: name }, { cause: e });
+  return e;
 }

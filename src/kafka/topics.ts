@@ -1,7 +1,7 @@
-import kafkajs, { type Admin, type ITopicConfig } from 'kafkajs';
 import { topicNames, type LedgerConfig } from '../config.js';
 import { LedgerError } from '../errors.js';
-import { fetchTopicOffsetsRetrying } from './log-reader.js';
+import { kafkaErrorName } from './client.js';
+import { MAX_RECORD_BYTES, type LedgerAdmin, type TopicSpec } from './port.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -23,13 +23,15 @@ export function auditTopic(prefix: string): string {
  * plus the single-partition ledger-audit topic, which must exist before an executor's erasure
  * transaction writes to it.
  */
-export function planTopicSpecs(config: LedgerConfig): ITopicConfig[] {
+export function planTopicSpecs(config: LedgerConfig): TopicSpec[] {
   const t = topicNames(config.topicPrefix);
   const base = { numPartitions: config.partitions, replicationFactor: config.replicationFactor };
   // With three or more replicas an append needs two in sync (acks=all), so one broker can fail without
   // losing an accepted event or stopping writes; below that the broker's default applies.
   const durability: Record<string, string> = config.replicationFactor >= 3 ? { 'min.insync.replicas': '2' } : {};
-  const entries = (o: Record<string, string>) => Object.entries({ ...o, ...durability }).map(([name, value]) => ({ name, value }));
+  // The record limit is set, not inherited from the broker's default, so writers know it without asking.
+  const limit = { 'max.message.bytes': String(MAX_RECORD_BYTES) };
+  const entries = (o: Record<string, string>) => Object.entries({ ...limit, ...o, ...durability }).map(([name, value]) => ({ name, value }));
   return [
     { topic: t.commands, ...base, configEntries: entries({ 'cleanup.policy': 'delete', 'retention.ms': String(7 * DAY_MS) }) },
     { topic: t.events, ...base, configEntries: entries({ 'cleanup.policy': 'compact', 'retention.ms': '-1', 'min.compaction.lag.ms': '0' }) },
@@ -73,41 +75,34 @@ export function planTopicSpecs(config: LedgerConfig): ITopicConfig[] {
  * Creates the plan topics when missing and checks existing ones: a partition count that differs from
  * the config would break co-partitioning, so it is an error rather than a silent surprise.
  */
-export async function ensurePlanTopics(admin: Admin, config: LedgerConfig): Promise<void> {
-  const specs = planTopicSpecs(config);
-  await ensureTopics(admin, specs);
+export async function ensurePlanTopics(admin: LedgerAdmin, config: LedgerConfig): Promise<void> {
+  await ensureTopics(admin, planTopicSpecs(config));
 }
 
-export async function ensureTopics(admin: Admin, specs: ITopicConfig[]): Promise<void> {
+export async function ensureTopics(admin: LedgerAdmin, specs: readonly TopicSpec[]): Promise<void> {
   const existing = new Set(await admin.listTopics());
   const missing = specs.filter((s) => !existing.has(s.topic));
   if (missing.length) {
     try {
-      await admin.createTopics({ topics: missing, waitForLeaders: true });
+      await admin.createTopics(missing);
     } catch (e) {
-      const refused = ((e as { errors?: Array<{ type?: string; topic?: string }> }).errors ?? []).filter((x) => x.type === 'TOPIC_AUTHORIZATION_FAILED');
-      if (refused.length) {
+      if (kafkaErrorName(e) === 'TOPIC_AUTHORIZATION_FAILED' || kafkaErrorName(e) === 'CLUSTER_AUTHORIZATION_FAILED') {
         // A principal under ACLs may not create topics (SECURITY.md): say which are missing and who makes them.
+        const topics = missing.map((m) => m.topic);
         throw new LedgerError(
           'FORBIDDEN',
-          `topics ${refused.map((x) => x.topic).join(', ')} do not exist and Kafka does not let this principal create them: create them as an admin (on the local SASL stack: plan-ledger stack acls --prefix <prefix>)`,
-          { topics: refused.map((x) => x.topic) },
+          `topics ${topics.join(', ')} do not exist and Kafka does not let this principal create them: create them as an admin (on the local SASL stack: plan-ledger stack acls --prefix <prefix>)`,
+          { topics },
           { cause: e },
         );
       }
-      // Another process may have created them between list and create; or the topics were created and
-      // kafkajs's wait for their leaders met UNKNOWN_TOPIC_OR_PARTITION (a loaded broker): the wait below
-      // retries until each partition is served, and fails if it never is.
-      if (!(e instanceof Error && /already exists|does not host this topic-partition/i.test(e.message))) throw e;
+      throw e;
     }
-    // Leaders in the metadata do not mean the partitions are served yet: under load a first ListOffsets or
-    // produce right after creation can meet UNKNOWN_TOPIC_OR_PARTITION. Wait until each answers.
-    for (const t of missing) await fetchTopicOffsetsRetrying(admin, t.topic);
   }
-  const meta = await admin.fetchTopicMetadata({ topics: specs.map((s) => s.topic) });
+  const meta = await admin.fetchTopicMetadata(specs.map((s) => s.topic));
   for (const spec of specs) {
-    const t = meta.topics.find((m) => m.name === spec.topic);
-    if (spec.numPartitions !== undefined && spec.numPartitions > 0 && t && t.partitions.length !== spec.numPartitions) {
+    const t = meta.find((m) => m.name === spec.topic);
+    if (spec.numPartitions > 0 && t && t.partitions.length !== spec.numPartitions) {
       throw new LedgerError(
         'CONFLICT',
         `topic ${spec.topic} has ${t.partitions.length} partitions but the config says ${spec.numPartitions}; plan topics must be co-partitioned`,
@@ -130,18 +125,4 @@ export function promptCompactionConfig(): Array<{ name: string; value: string }>
     { name: 'min.cleanable.dirty.ratio', value: '0.01' },
     { name: 'delete.retention.ms', value: '100' },
   ];
-}
-
-/** Switches a compacted topic to {@link promptCompactionConfig}. The cleaner only cleans closed segments: keep writing to roll them. */
-export async function compactPromptly(admin: Admin, topic: string): Promise<void> {
-  await admin.alterConfigs({ validateOnly: false, resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: topic, configEntries: promptCompactionConfig() }] });
-}
-
-/** Reads a topic's effective configuration values. */
-export async function describeTopicConfig(admin: Admin, topic: string, names: string[]): Promise<Record<string, string>> {
-  const r = await admin.describeConfigs({
-    includeSynonyms: false,
-    resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: topic, configNames: names }],
-  });
-  return Object.fromEntries((r.resources[0]?.configEntries ?? []).map((c) => [c.configName, c.configValue]));
 }

@@ -1,0 +1,204 @@
+import type { LedgerConfig } from '../config.js';
+import type { Logger } from '../logging.js';
+import { authenticationFailure, isRetriableKafkaError, kafkaErrorName, type RdConfig } from './client.js';
+import { confluent } from './native.js';
+import type { GroupDescription, LedgerAdmin, PartitionMetadata, PartitionOffsets, TopicSpec } from './port.js';
+
+type NativeAdmin = ReturnType<ReturnType<typeof confluent>['AdminClient']['create']>;
+
+const REQUEST_TIMEOUT_MS = 10_000;
+/** How long an admin read rides out a leader election or a broker restart before it gives up. */
+const RETRY_WINDOW_MS = 60_000;
+
+const GROUP_STATES = ['Unknown', 'PreparingRebalance', 'CompletingRebalance', 'Stable', 'Dead', 'Empty', 'Assigning', 'Reconciling'];
+
+function call<T>(fn: (cb: (err: unknown, v: T) => void) => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => fn((err, v) => (err ? reject(err) : resolve(v))));
+}
+
+/** Retries a read while Kafka answers with an error a moment later may not bring (a leader moving, a broker restarting). */
+async function retrying<T>(fn: () => Promise<T>, windowMs = RETRY_WINDOW_MS): Promise<T> {
+  const deadline = Date.now() + windowMs;
+  for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
+    try {
+      return await fn();
+    } catch (e) {
+      if (!isRetriableKafkaError(e) || Date.now() + delay > deadline) throw e;
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
+}
+
+/**
+ * Topics, offsets and groups on librdkafka's admin client. A topic's partition count is looked up once
+ * (the ledger never changes it under a running client), so an end-offset read is one ListOffsets round
+ * trip per kind of offset.
+ */
+export class ConfluentAdmin implements LedgerAdmin {
+  private admin: NativeAdmin | undefined;
+  private readonly partitionCounts = new Map<string, number>();
+
+  constructor(
+    private readonly rd: RdConfig,
+    private readonly logger: Logger,
+    private readonly config: LedgerConfig,
+  ) {}
+
+  private get a(): NativeAdmin {
+    if (!this.admin) throw new Error('the admin client is not connected');
+    return this.admin;
+  }
+
+  async connect(): Promise<void> {
+    if (this.admin) return;
+    const { AdminClient } = confluent();
+    const a = AdminClient.create({ ...this.rd } as never, {
+      'event.log': ((ev: { severity: number; fac: string; message: string }) => {
+        if (ev.severity <= 4) this.logger.warn({ fac: ev.fac }, ev.message);
+      }) as never,
+    });
+    this.admin = a;
+    // The admin connects lazily; one metadata round trip proves the brokers answer (and the login works).
+    try {
+      await retrying(() => call<string[]>((cb) => a.listTopics({ timeout: REQUEST_TIMEOUT_MS }, cb as never)), 30_000);
+    } catch (e) {
+      this.admin = undefined;
+      a.disconnect();
+      throw authenticationFailure(e, this.config) ?? e;
+    }
+  }
+
+  async disconnect(): Promise<void> {
+    const a = this.admin;
+    this.admin = undefined;
+    a?.disconnect();
+  }
+
+  listTopics(): Promise<string[]> {
+    return retrying(() => call<string[]>((cb) => this.a.listTopics({ timeout: REQUEST_TIMEOUT_MS }, cb as never)));
+  }
+
+  async createTopics(specs: readonly TopicSpec[]): Promise<void> {
+    for (const s of specs) {
+      const config = Object.fromEntries((s.configEntries ?? []).map((c) => [c.name, c.value]));
+      try {
+        await call<void>((cb) => this.a.createTopic({ topic: s.topic, num_partitions: s.numPartitions, replication_factor: s.replicationFactor, config } as never, 30_000, cb as never));
+      } catch (e) {
+        if (kafkaErrorName(e) !== 'TOPIC_ALREADY_EXISTS') throw Object.assign(e as object, { topic: s.topic });
+      }
+    }
+    // Created does not mean served: under load a first read or write right after creation can meet
+    // UNKNOWN_TOPIC_OR_PARTITION or a leader not yet elected. Wait until each partition answers.
+    for (const s of specs) {
+      await retrying(async () => {
+        const offsets = await this.listOffsetsOnce(s.topic, confluent().OffsetSpec.LATEST, s.numPartitions);
+        if (offsets.length !== s.numPartitions) throw Object.assign(new Error(`${s.topic}: ${offsets.length} of ${s.numPartitions} partitions answer`), { isRetriable: true });
+      });
+      this.partitionCounts.set(s.topic, s.numPartitions);
+    }
+  }
+
+  async deleteTopics(topics: readonly string[]): Promise<void> {
+    for (const t of topics) {
+      await call<void>((cb) => this.a.deleteTopic(t, 30_000, cb as never)).catch((e: unknown) => {
+        if (kafkaErrorName(e) !== 'UNKNOWN_TOPIC_OR_PART') throw e;
+      });
+      this.partitionCounts.delete(t);
+    }
+  }
+
+  async fetchTopicMetadata(topics: readonly string[]): Promise<Array<{ name: string; partitions: PartitionMetadata[] }>> {
+    type Described = { name: string; error?: unknown; partitions: Array<{ partition: number; leader?: { id: number } | null; replicas: Array<{ id: number }>; isr: Array<{ id: number }> }> };
+    const described = await retrying(() => call<Described[]>((cb) => this.a.describeTopics([...topics], { timeout: REQUEST_TIMEOUT_MS }, cb as never)));
+    const failed = described.find((t) => t.error);
+    if (failed) throw failed.error;
+    return described.map((t) => ({
+      name: t.name,
+      partitions: t.partitions.map((p) => ({ partitionId: p.partition, leader: p.leader ? p.leader.id : -1, replicas: p.replicas.map((r) => r.id), isr: p.isr.map((r) => r.id) })),
+    }));
+  }
+
+  private async partitionCount(topic: string): Promise<number> {
+    const known = this.partitionCounts.get(topic);
+    if (known !== undefined) return known;
+    const [meta] = await this.fetchTopicMetadata([topic]);
+    const n = meta?.partitions.length ?? 0;
+    if (n > 0) this.partitionCounts.set(topic, n);
+    return n;
+  }
+
+  private async listOffsetsOnce(topic: string, spec: unknown, partitions: number): Promise<Array<{ partition: number; offset: number }>> {
+    const { IsolationLevel } = confluent();
+    const req = Array.from({ length: partitions }, (_, partition) => ({ topic, partition, offset: spec }));
+    type Listed = { topic: string; partition: number; offset: number; error?: unknown };
+    const out = await call<Listed[]>((cb) => this.a.listOffsets(req as never, { timeout: REQUEST_TIMEOUT_MS, isolationLevel: IsolationLevel.READ_COMMITTED } as never, cb as never));
+    const failed = out.find((o) => o.error);
+    if (failed) throw failed.error;
+    return out.map((o) => ({ partition: o.partition, offset: Number(o.offset) }));
+  }
+
+  fetchTopicOffsets(topic: string): Promise<PartitionOffsets[]> {
+    return retrying(async () => {
+      const n = await this.partitionCount(topic);
+      if (n === 0) throw Object.assign(new Error(`topic ${topic} does not exist`), { code: 3 });
+      const { OffsetSpec } = confluent();
+      const [high, low] = await Promise.all([this.listOffsetsOnce(topic, OffsetSpec.LATEST, n), this.listOffsetsOnce(topic, OffsetSpec.EARLIEST, n)]);
+      return high
+        .map((h) => ({ partition: h.partition, high: String(h.offset), low: String(low.find((l) => l.partition === h.partition)?.offset ?? 0) }))
+        .sort((a, b) => a.partition - b.partition);
+    });
+  }
+
+  fetchTopicOffsetsByTimestamp(topic: string, timestamp: number): Promise<Array<{ partition: number; offset: string }>> {
+    return retrying(async () => {
+      const n = await this.partitionCount(topic);
+      const { OffsetSpec } = confluent();
+      const [at, high] = await Promise.all([this.listOffsetsOnce(topic, new OffsetSpec(timestamp), n), this.listOffsetsOnce(topic, OffsetSpec.LATEST, n)]);
+      return at
+        .map((o) => ({ partition: o.partition, offset: String(o.offset >= 0 ? o.offset : (high.find((h) => h.partition === o.partition)?.offset ?? 0)) }))
+        .sort((a, b) => a.partition - b.partition);
+    });
+  }
+
+  async fetchOffsets(groupId: string, topic: string): Promise<Array<{ partition: number; offset: string }>> {
+    const n = await this.partitionCount(topic);
+    const partitions = Array.from({ length: n }, (_, partition) => ({ topic, partition }));
+    type Result = { groupId: string; error?: unknown; partitions: Array<{ topic: string; partition: number; offset: number; error?: unknown }> };
+    const res = await retrying(() => call<Result[]>((cb) => this.a.listConsumerGroupOffsets([{ groupId, partitions }], { timeout: REQUEST_TIMEOUT_MS, requireStableOffsets: true }, cb as never)));
+    const r = res[0];
+    if (r?.error) throw r.error;
+    return (r?.partitions ?? []).map((p) => ({ partition: p.partition, offset: String(p.offset !== undefined && p.offset >= 0 ? p.offset : -1) })).sort((a, b) => a.partition - b.partition);
+  }
+
+  async listGroups(): Promise<Array<{ groupId: string; protocolType: string }>> {
+    type Listed = { groups: Array<{ groupId: string; protocolType: string }> };
+    const r = await retrying(() => call<Listed>((cb) => this.a.listGroups({ timeout: REQUEST_TIMEOUT_MS }, cb as never)));
+    return r.groups.map((g) => ({ groupId: g.groupId, protocolType: g.protocolType ?? '' }));
+  }
+
+  async describeGroups(groupIds: readonly string[]): Promise<GroupDescription[]> {
+    if (groupIds.length === 0) return [];
+    type Described = {
+      groups: Array<{
+        groupId: string;
+        state: number;
+        members: Array<{ memberId: string; clientId: string; host: string; assignment?: { topicPartitions?: Array<{ topic: string; partition: number }> } }>;
+      }>;
+    };
+    const r = await retrying(() => call<Described>((cb) => this.a.describeGroups([...groupIds], { timeout: REQUEST_TIMEOUT_MS }, cb as never)));
+    return r.groups.map((g) => ({
+      groupId: g.groupId,
+      state: GROUP_STATES[g.state] ?? String(g.state),
+      members: g.members.map((m) => {
+        const byTopic = new Map<string, number[]>();
+        for (const tp of m.assignment?.topicPartitions ?? []) byTopic.set(tp.topic, [...(byTopic.get(tp.topic) ?? []), tp.partition]);
+        return { memberId: m.memberId, clientId: m.clientId, clientHost: m.host, assignment: [...byTopic].map(([topic, partitions]) => ({ topic, partitions: partitions.sort((a, b) => a - b) })) };
+      }),
+    }));
+  }
+
+  async deleteGroups(groupIds: readonly string[]): Promise<void> {
+    if (groupIds.length === 0) return;
+    await call<unknown>((cb) => this.a.deleteGroups([...groupIds], { timeout: REQUEST_TIMEOUT_MS }, cb as never));
+  }
+}

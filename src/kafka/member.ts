@@ -1,0 +1,213 @@
+import type { LedgerConfig } from '../config.js';
+import type { Logger } from '../logging.js';
+import { authenticationFailure, routeLogs, type RdConfig } from './client.js';
+import { confluent } from './native.js';
+import type { GroupMember, GroupMemberOptions, LogRecord } from './port.js';
+import { consumeBatch, disconnectConsumer, toLogRecord, type NativeConsumer, type NativeMessage } from './reader.js';
+
+const ASSIGN_PARTITIONS = -175;
+const REVOKE_PARTITIONS = -174;
+/** Records handed to one `onRecords` call at most. */
+const MAX_BATCH = 500;
+/** Past this many records waiting for a busy partition, its fetching pauses until they are handled. */
+const BACKLOG_PAUSE = 2000;
+
+const natives = new WeakMap<GroupMember, NativeConsumer>();
+
+/** The librdkafka consumer behind a member, for `sendOffsetsToTransaction` (its group metadata). */
+export function nativeConsumerOf(member: GroupMember): NativeConsumer {
+  const c = natives.get(member);
+  if (!c) throw new Error(`sendOffsets needs a group member of this client (group ${member.groupId})`);
+  return c;
+}
+
+interface PartitionRun {
+  backlog: LogRecord[];
+  busy: boolean;
+  /** Bumped on every seek: records fetched before it are dropped. */
+  epoch: number;
+  /** Paused by the caller. */
+  paused: boolean;
+  /** Paused because the backlog is full. */
+  flowPaused: boolean;
+}
+
+/**
+ * Consumer-group membership on librdkafka: cooperative-sticky assignment (a rebalance moves only the
+ * partitions that change hands), group heartbeats on librdkafka's own thread (a long `onRecords` never
+ * makes the member miss one), per-partition in-order delivery with one `onRecords` at a time, and
+ * re-reading from an offset the callback names.
+ */
+class NativeMember implements GroupMember {
+  private readonly parts = new Map<number, PartitionRun>();
+  private closing = false;
+  private loop: Promise<void> | undefined;
+  c!: NativeConsumer;
+
+  constructor(
+    private readonly o: GroupMemberOptions,
+    private readonly logger: Logger,
+  ) {}
+
+  get groupId(): string {
+    return this.o.groupId;
+  }
+
+  assigned(): number[] {
+    return [...this.parts.keys()].sort((a, b) => a - b);
+  }
+
+  private tp(partition: number) {
+    return { topic: this.o.topic, partition };
+  }
+
+  pause(partition: number): void {
+    const run = this.parts.get(partition);
+    if (!run || run.paused) return;
+    run.paused = true;
+    if (!run.flowPaused) this.c.pause([this.tp(partition)]);
+  }
+
+  resume(partition: number): void {
+    const run = this.parts.get(partition);
+    if (!run || !run.paused) return;
+    run.paused = false;
+    if (!run.flowPaused) this.c.resume([this.tp(partition)]);
+  }
+
+  onRebalance(err: { code: number; message?: string }, assignment: Array<{ topic: string; partition: number }>): void {
+    const cooperative = this.c.rebalanceProtocol() === 'COOPERATIVE';
+    const partitions = assignment.filter((a) => a.topic === this.o.topic).map((a) => a.partition);
+    try {
+      if (err.code === ASSIGN_PARTITIONS) {
+        if (cooperative) this.c.incrementalAssign(assignment as never);
+        else this.c.assign(assignment as never);
+        for (const p of partitions) this.parts.set(p, { backlog: [], busy: false, epoch: 0, paused: false, flowPaused: false });
+        if (partitions.length) this.o.onAssigned(partitions);
+      } else if (err.code === REVOKE_PARTITIONS) {
+        const lost = this.c.assignmentLost();
+        const mine = partitions.filter((p) => this.parts.delete(p));
+        if (mine.length) void Promise.resolve(this.o.onRevoked(mine, lost)).catch((e: unknown) => this.logger.error({ err: e }, 'revocation handler failed'));
+        if (cooperative) this.c.incrementalUnassign(assignment as never);
+        else this.c.unassign();
+      } else {
+        this.logger.error({ code: err.code, message: err.message }, 'rebalance error');
+        this.c.unassign();
+      }
+    } catch (e) {
+      if (!this.closing) this.logger.warn({ err: e }, 'rebalance step failed');
+    }
+  }
+
+  start(): void {
+    this.loop = this.run();
+  }
+
+  private async run(): Promise<void> {
+    while (!this.closing) {
+      const before = new Map([...this.parts].map(([p, r]) => [p, { run: r, epoch: r.epoch }]));
+      let messages: NativeMessage[];
+      try {
+        messages = await consumeBatch(this.c);
+      } catch (e) {
+        if (this.closing) return;
+        this.logger.warn({ err: e, group: this.o.groupId }, 'group read failed; reading on');
+        await new Promise((r) => setTimeout(r, 200));
+        continue;
+      }
+      for (const m of messages) {
+        const run = this.parts.get(m.partition);
+        // Revoked meanwhile, or fetched before a seek: not the records this member should see now. A
+        // partition assigned during the fetch (the rebalance callback runs inside it) was fetched afresh.
+        const was = before.get(m.partition);
+        if (!run || (was !== undefined && was.run === run && was.epoch !== run.epoch)) continue;
+        run.backlog.push(toLogRecord(m));
+      }
+      for (const [p, run] of this.parts) {
+        if (run.backlog.length && !run.busy) void this.work(p, run);
+        if (run.backlog.length > BACKLOG_PAUSE && !run.flowPaused) {
+          run.flowPaused = true;
+          if (!run.paused) this.c.pause([this.tp(p)]);
+        }
+      }
+    }
+  }
+
+  private async work(p: number, run: PartitionRun): Promise<void> {
+    run.busy = true;
+    try {
+      while (run.backlog.length && this.parts.get(p) === run && !this.closing) {
+        const batch = run.backlog.splice(0, MAX_BATCH);
+        let again: string | undefined;
+        try {
+          again = await this.o.onRecords(p, batch);
+        } catch (e) {
+          this.logger.error({ err: e, partition: p, group: this.o.groupId }, 'records handler failed; reading the batch again in 1 s');
+          await new Promise((r) => setTimeout(r, 1000));
+          again = batch[0]!.offset;
+        }
+        if (again !== undefined && this.parts.get(p) === run) {
+          run.backlog = [];
+          run.epoch++;
+          await new Promise<void>((resolve) =>
+            this.c.seek({ topic: this.o.topic, partition: p, offset: Number(again) }, 0, (err) => {
+              if (err) this.logger.warn({ err, partition: p, offset: again }, 'seek failed');
+              resolve();
+            }),
+          );
+        }
+      }
+    } finally {
+      run.busy = false;
+      if (run.flowPaused && run.backlog.length < BACKLOG_PAUSE / 2 && this.parts.get(p) === run) {
+        run.flowPaused = false;
+        if (!run.paused) this.c.resume([this.tp(p)]);
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    await this.loop?.catch(() => {});
+    // Leaving revokes every partition through the rebalance callback, so the owners hear of it.
+    const left = [...this.parts.keys()];
+    this.parts.clear();
+    if (left.length) await Promise.resolve(this.o.onRevoked(left, false)).catch(() => {});
+    await disconnectConsumer(this.c);
+  }
+}
+
+export async function joinGroup(ctx: { rd: RdConfig; logger: Logger; config: LedgerConfig }, o: GroupMemberOptions): Promise<GroupMember> {
+  const { KafkaConsumer } = confluent();
+  const member = new NativeMember(o, ctx.logger);
+  const c = new KafkaConsumer(
+    {
+      ...ctx.rd,
+      'group.id': o.groupId,
+      'enable.auto.commit': false,
+      'enable.auto.offset.store': false,
+      'isolation.level': 'read_committed',
+      'session.timeout.ms': o.sessionTimeoutMs,
+      'heartbeat.interval.ms': o.heartbeatIntervalMs,
+      'max.poll.interval.ms': Math.max(o.rebalanceTimeoutMs, o.sessionTimeoutMs),
+      'partition.assignment.strategy': 'cooperative-sticky',
+      'fetch.wait.max.ms': 100,
+      'fetch.error.backoff.ms': 50,
+      rebalance_cb: (err: { code: number; message?: string }, assignment: Array<{ topic: string; partition: number }>) => member.onRebalance(err, assignment),
+    } as never,
+    { 'auto.offset.reset': 'earliest' } as never,
+  ) as NativeConsumer;
+  member.c = c;
+  routeLogs(c as never, ctx.logger, ctx.config.sasl?.password);
+  try {
+    await new Promise<void>((resolve, reject) => c.connect({ timeout: 30_000 } as never, (err) => (err ? reject(err) : resolve())));
+  } catch (e) {
+    throw authenticationFailure(e, ctx.config) ?? e;
+  }
+  c.setDefaultConsumeTimeout(100);
+  c.subscribe([o.topic]);
+  natives.set(member, c);
+  member.start();
+  return member;
+}

@@ -1,0 +1,245 @@
+import type { Logger } from '../logging.js';
+import { routeLogs, type RdConfig } from './client.js';
+import { confluent } from './native.js';
+import type { LedgerAdmin, LogRecord, PartitionTail, PartitionTailOptions, ReadToEndOptions } from './port.js';
+
+type TopicPartitionOffset = { topic: string; partition: number; offset?: number };
+/** librdkafka's consumer; the binding has these methods (lib/kafka-consumer.js) but its typings leave them out. */
+export type NativeConsumer = InstanceType<ReturnType<typeof confluent>['KafkaConsumer']> & {
+  incrementalAssign(assignments: TopicPartitionOffset[]): void;
+  incrementalUnassign(assignments: TopicPartitionOffset[]): void;
+  rebalanceProtocol(): 'NONE' | 'EAGER' | 'COOPERATIVE';
+  assignmentLost(): boolean;
+};
+
+export interface NativeMessage {
+  value: Buffer | null;
+  key?: Buffer | string | null;
+  topic: string;
+  partition: number;
+  offset: number;
+  timestamp?: number;
+  headers?: Array<Record<string, Buffer | string>>;
+}
+
+export interface ReaderContext {
+  readonly rd: RdConfig;
+  readonly logger: Logger;
+  /** librdkafka wants a group id on every consumer; readers never join it, subscribe or commit. */
+  readonly groupId: string;
+  readonly password?: string | undefined;
+}
+
+/** Records fetched per consume call. */
+const CONSUME_BATCH = 1000;
+/** How long a consume call waits for a first record. */
+const CONSUME_WAIT_MS = 100;
+
+export function toLogRecord(m: NativeMessage): LogRecord {
+  const headers: Record<string, string> = {};
+  for (const h of m.headers ?? []) for (const [k, v] of Object.entries(h)) headers[k] = v === undefined || v === null ? '' : v.toString();
+  const key = m.key === undefined || m.key === null ? null : Buffer.isBuffer(m.key) ? m.key : Buffer.from(m.key);
+  return { topic: m.topic, partition: m.partition, offset: String(m.offset), key, value: m.value ?? null, timestamp: String(m.timestamp ?? 0), headers };
+}
+
+export function consumeBatch(c: NativeConsumer, n = CONSUME_BATCH): Promise<NativeMessage[]> {
+  return new Promise((resolve, reject) => c.consume(n, (err, messages) => (err ? reject(err) : resolve((messages ?? []) as unknown as NativeMessage[]))));
+}
+
+/** A `read_committed` consumer for assigned partitions: no subscription, no commits, end-of-partition events on. */
+export async function openAssignedConsumer(ctx: ReaderContext): Promise<NativeConsumer> {
+  const { KafkaConsumer } = confluent();
+  const c = new KafkaConsumer(
+    {
+      ...ctx.rd,
+      'group.id': ctx.groupId,
+      'enable.auto.commit': false,
+      'enable.auto.offset.store': false,
+      'isolation.level': 'read_committed',
+      'enable.partition.eof': true,
+      'fetch.wait.max.ms': CONSUME_WAIT_MS,
+      'fetch.error.backoff.ms': 50,
+    } as never,
+    { 'auto.offset.reset': 'earliest' } as never,
+  ) as NativeConsumer;
+  routeLogs(c as never, ctx.logger, ctx.password);
+  await new Promise<void>((resolve, reject) => c.connect({ timeout: 30_000 } as never, (err) => (err ? reject(err) : resolve())));
+  c.setDefaultConsumeTimeout(CONSUME_WAIT_MS);
+  return c;
+}
+
+export function disconnectConsumer(c: NativeConsumer): Promise<void> {
+  return new Promise<void>((resolve) => {
+    try {
+      c.disconnect(() => resolve());
+    } catch {
+      resolve();
+    }
+  });
+}
+
+/** Groups messages by partition, keeping offset order within each. */
+function byPartition(messages: NativeMessage[]): Map<number, NativeMessage[]> {
+  const out = new Map<number, NativeMessage[]>();
+  for (const m of messages) {
+    const list = out.get(m.partition);
+    if (list) list.push(m);
+    else out.set(m.partition, [m]);
+  }
+  return out;
+}
+
+/**
+ * Reads partitions from a start offset up to their end offset as it was when the read began, and stops.
+ * "End" is the last stable offset: transaction markers and compaction leave gaps, so the read stops when
+ * the next offset to read reaches the end — known from the records read and from librdkafka's
+ * end-of-partition events, which also cover a tail of markers — never by counting records.
+ */
+export async function readToEnd(ctx: ReaderContext, admin: LedgerAdmin, opts: ReadToEndOptions): Promise<Map<number, string>> {
+  const offsets = await admin.fetchTopicOffsets(opts.topic);
+  const wanted = new Set(opts.partitions ?? offsets.map((o) => o.partition));
+  const end = new Map<number, bigint>();
+  const next = new Map<number, bigint>();
+  for (const o of offsets) {
+    if (!wanted.has(o.partition)) continue;
+    const until = opts.until?.get(o.partition);
+    end.set(o.partition, until !== undefined && BigInt(until) < BigInt(o.high) ? BigInt(until) : BigInt(o.high));
+    const start = opts.from?.get(o.partition);
+    next.set(o.partition, start !== undefined && BigInt(start) > BigInt(o.low) ? BigInt(start) : BigInt(o.low));
+  }
+  const startAt = new Map(next);
+  const follow = opts.follow;
+  const partitionDone = (p: number) => !follow && (next.get(p) ?? 0n) >= (end.get(p) ?? 0n);
+  const done = () => opts.isComplete?.() === true || (!follow && [...end.keys()].every(partitionDone));
+  const capped = () =>
+    new Map(
+      [...next].map(([p, o]) => {
+        const e = end.get(p);
+        return [p, (!follow && e !== undefined && o > e ? e : o).toString()];
+      }),
+    );
+  if (done() || follow?.aborted) return capped();
+
+  if (opts.stats) opts.stats.reads += 1;
+  const c = await openAssignedConsumer(ctx);
+  try {
+    c.on('partition.eof', (ev: { topic: string; partition: number; offset: number }) => {
+      if (ev.topic !== opts.topic || !next.has(ev.partition)) return;
+      const at = BigInt(ev.offset);
+      if (at > next.get(ev.partition)!) next.set(ev.partition, at);
+    });
+    c.assign([...next].filter(([p]) => !partitionDone(p)).map(([partition, offset]) => ({ topic: opts.topic, partition, offset: Number(offset) })));
+    const timeout = opts.timeoutMs ?? 60_000;
+    const deadline = follow ? Infinity : Date.now() + timeout;
+    while (!done() && !follow?.aborted) {
+      if (Date.now() > deadline) throw new Error(`reading ${opts.topic} to its end timed out after ${timeout} ms`);
+      const messages = await consumeBatch(c);
+      for (const [p, list] of byPartition(messages)) {
+        if (!wanted.has(p)) continue;
+        const stop = follow ? null : (end.get(p) ?? 0n);
+        const first = startAt.get(p) ?? 0n;
+        const records: LogRecord[] = [];
+        for (const m of list) {
+          const offset = BigInt(m.offset);
+          if (offset < first) {
+            if (opts.stats) opts.stats.skipped = (opts.stats.skipped ?? 0) + 1;
+            continue;
+          }
+          if (offset + 1n > (next.get(p) ?? 0n)) next.set(p, offset + 1n);
+          if (stop !== null && offset >= stop) continue;
+          records.push(toLogRecord(m));
+        }
+        if (records.length) {
+          if (opts.stats) opts.stats.records[opts.topic] = (opts.stats.records[opts.topic] ?? 0) + records.length;
+          await opts.onRecords(records);
+        }
+        if (opts.isComplete?.() === true) break;
+      }
+    }
+  } finally {
+    await disconnectConsumer(c);
+  }
+  return capped();
+}
+
+/**
+ * A live `read_committed` reader of chosen partitions of one topic, without a consumer group. Partitions
+ * come and go with `add` / `drop`; records of a partition reach `onRecords` in offset order, one batch at
+ * a time.
+ */
+class NativeTail implements PartitionTail {
+  private readonly assigned = new Map<number, number>();
+  private epoch = 0;
+  private closing = false;
+  private loop: Promise<void> | undefined;
+
+  constructor(
+    private readonly c: NativeConsumer,
+    private readonly opts: PartitionTailOptions,
+    private readonly logger: Logger,
+  ) {
+    c.on('partition.eof', (ev: { topic: string; partition: number; offset: number }) => {
+      if (ev.topic === opts.topic && this.assigned.has(ev.partition)) opts.onPosition?.(ev.partition, BigInt(ev.offset));
+    });
+  }
+
+  get partitions(): number[] {
+    return [...this.assigned.keys()].sort((a, b) => a - b);
+  }
+
+  async add(partition: number, offset: string): Promise<void> {
+    if (this.closing) return;
+    const tp = { topic: this.opts.topic, partition, offset: Number(offset) };
+    if (this.assigned.has(partition)) this.c.incrementalUnassign([{ topic: this.opts.topic, partition }] as never);
+    this.c.incrementalAssign([tp] as never);
+    this.assigned.set(partition, ++this.epoch);
+    this.loop ??= this.run();
+  }
+
+  async drop(partition: number): Promise<void> {
+    if (!this.assigned.delete(partition)) return;
+    this.c.incrementalUnassign([{ topic: this.opts.topic, partition }] as never);
+  }
+
+  private async run(): Promise<void> {
+    while (!this.closing) {
+      if (this.assigned.size === 0) {
+        await new Promise((r) => setTimeout(r, CONSUME_WAIT_MS));
+        continue;
+      }
+      const epochs = new Map(this.assigned);
+      let messages: NativeMessage[];
+      try {
+        messages = await consumeBatch(this.c);
+      } catch (e) {
+        if (this.closing) return;
+        this.logger.warn({ err: e, topic: this.opts.topic }, 'tail read failed; reading on');
+        await new Promise((r) => setTimeout(r, 200));
+        continue;
+      }
+      for (const [p, list] of byPartition(messages)) {
+        // Fetched before the partition was dropped or restarted at another offset: not what was asked for
+        // now. A partition added while the fetch ran was fetched from its new start.
+        const was = epochs.get(p);
+        if (this.closing || !this.assigned.has(p) || (was !== undefined && this.assigned.get(p) !== was)) continue;
+        try {
+          await this.opts.onRecords(p, list.map(toLogRecord));
+        } catch (e) {
+          this.logger.error({ err: e, topic: this.opts.topic, partition: p }, 'tail consumer refused records');
+        }
+        this.opts.onPosition?.(p, BigInt(list.at(-1)!.offset) + 1n);
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    await this.loop?.catch(() => {});
+    await disconnectConsumer(this.c);
+  }
+}
+
+export async function openTail(ctx: ReaderContext, opts: PartitionTailOptions): Promise<PartitionTail> {
+  return new NativeTail(await openAssignedConsumer(ctx), opts, ctx.logger);
+}
