@@ -201,4 +201,18 @@ export class ConfluentAdmin implements LedgerAdmin {
     if (groupIds.length === 0) return;
     await call<unknown>((cb) => this.a.deleteGroups([...groupIds], { timeout: REQUEST_TIMEOUT_MS }, cb as never));
   }
+
+  async describeCluster(): Promise<{ brokers: Array<{ nodeId: number; host: string; port: number }> }> {
+    // The binding's admin client has no DescribeCluster; a producer handle's metadata request lists the brokers.
+    const { Producer } = confluent();
+    const p = new Producer({ ...this.rd } as never);
+    try {
+      await call<unknown>((cb) => p.connect({ timeout: REQUEST_TIMEOUT_MS } as never, cb as never));
+      type Meta = { brokers: Array<{ id: number; host: string; port: number }> };
+      const meta = await call<Meta>((cb) => p.getMetadata({ timeout: REQUEST_TIMEOUT_MS } as never, cb as never));
+      return { brokers: meta.brokers.map((b) => ({ nodeId: b.id, host: b.host, port: b.port })) };
+    } finally {
+      await new Promise<void>((resolve) => p.disconnect(2_000, () => resolve()));
+    }
+  }
 }

@@ -83,7 +83,8 @@ class NativeMember implements GroupMember {
         if (cooperative) this.c.incrementalAssign(assignment as never);
         else this.c.assign(assignment as never);
         for (const p of partitions) this.parts.set(p, { backlog: [], busy: false, epoch: 0, paused: false, flowPaused: false });
-        if (partitions.length) this.o.onAssigned(partitions);
+        // Also when empty: a member with nothing to own has still joined (an executor's `started` waits for it).
+        this.o.onAssigned(partitions);
       } else if (err.code === REVOKE_PARTITIONS) {
         const lost = this.c.assignmentLost();
         const mine = partitions.filter((p) => this.parts.delete(p));
@@ -91,7 +92,10 @@ class NativeMember implements GroupMember {
         if (cooperative) this.c.incrementalUnassign(assignment as never);
         else this.c.unassign();
       } else {
-        this.logger.error({ code: err.code, message: err.message }, 'rebalance error');
+        this.logger.error({ code: err.code, message: err.message }, 'rebalance error; giving up every partition');
+        const mine = [...this.parts.keys()];
+        this.parts.clear();
+        if (mine.length) void Promise.resolve(this.o.onRevoked(mine, true)).catch((e: unknown) => this.logger.error({ err: e }, 'revocation handler failed'));
         this.c.unassign();
       }
     } catch (e) {

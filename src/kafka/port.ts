@@ -220,6 +220,8 @@ export interface LedgerAdmin {
   listGroups(): Promise<Array<{ groupId: string; protocolType: string }>>;
   describeGroups(groupIds: readonly string[]): Promise<GroupDescription[]>;
   deleteGroups(groupIds: readonly string[]): Promise<void>;
+  /** The brokers the cluster's metadata lists now. */
+  describeCluster(): Promise<{ brokers: Array<{ nodeId: number; host: string; port: number }> }>;
 }
 
 /** A connection to one Kafka cluster with the ledger's settings (brokers, TLS, SASL, client id, logging). */

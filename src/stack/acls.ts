@@ -1,6 +1,6 @@
-import kafkajs, { type Admin, type AclEntry } from 'kafkajs';
 import { topicNames } from '../config.js';
 import { auditTopic } from '../kafka/topics.js';
+import { createAcls, type AclBindingSpec, type JvmAdminTarget } from './jvm-admin.js';
 
 /** The ledger's principals (besides the super user): who runs what. */
 export const LEDGER_PRINCIPALS = ['executor', 'projector', 'client', 'auditor'] as const;
@@ -51,6 +51,9 @@ export function ledgerAcls(prefix: string): LedgerAcl[] {
   // The CLI's log readers (show, audit, tail, replay, verify, export): an operator's CLI runs as client.
   const cliReaders = (principal: LedgerPrincipal): LedgerAcl[] => prefixed(principal, 'group', ['READ'], `${prefix}.cli`, `${prefix}.verify-`);
   return [
+    // Every reader of the log (restore, audit, tails) is an assigned consumer under the group id
+    // `<prefix>.reader`: it never joins the group or commits, but librdkafka looks its coordinator up.
+    ...LEDGER_PRINCIPALS.map((principal): LedgerAcl => ({ principal, resource: 'group', pattern: 'literal', name: `${prefix}.reader`, operations: ['READ'] })),
     // Everyone may see the ledger's topics exist and read their configs (topic checks, the commands
     // topic's max.message.bytes): metadata, not records.
     ...LEDGER_PRINCIPALS.flatMap((p) => prefixed(p, 'topic', ['DESCRIBE', 'DESCRIBE_CONFIGS'], `${prefix}.`)),
@@ -76,32 +79,24 @@ export function ledgerAcls(prefix: string): LedgerAcl[] {
   ];
 }
 
-const RESOURCE_TYPES: Record<AclResource, kafkajs.AclResourceTypes> = {
-  topic: kafkajs.AclResourceTypes.TOPIC,
-  group: kafkajs.AclResourceTypes.GROUP,
-  'transactional-id': kafkajs.AclResourceTypes.TRANSACTIONAL_ID,
-};
+const RESOURCE_TYPES: Record<AclResource, AclBindingSpec['resourceType']> = { topic: 'TOPIC', group: 'GROUP', 'transactional-id': 'TRANSACTIONAL_ID' };
 
-/** The rules as kafkajs `createAcls` entries, one per operation, for `User:<name>` of each principal. */
-export function aclEntries(acls: readonly LedgerAcl[], principalName: (p: LedgerPrincipal) => string = (p) => `User:${p}`): AclEntry[] {
+/** The rules as ACL bindings, one per operation, for `User:<name>` of each principal. */
+export function aclEntries(acls: readonly LedgerAcl[], principalName: (p: LedgerPrincipal) => string = (p) => `User:${p}`): AclBindingSpec[] {
   return acls.flatMap((a) =>
-    a.operations.map((op) => ({
+    a.operations.map((operation) => ({
       resourceType: RESOURCE_TYPES[a.resource],
-      resourceName: a.name,
-      resourcePatternType: a.pattern === 'prefixed' ? kafkajs.ResourcePatternTypes.PREFIXED : kafkajs.ResourcePatternTypes.LITERAL,
+      name: a.name,
+      pattern: a.pattern === 'prefixed' ? ('PREFIXED' as const) : ('LITERAL' as const),
       principal: principalName(a.principal),
-      host: '*',
-      operation: kafkajs.AclOperationTypes[op],
-      permissionType: kafkajs.AclPermissionTypes.ALLOW,
+      operation,
     })),
   );
 }
 
-/** Creates the ledger's ACLs for `prefix` (idempotent: an existing binding is left as it is). Needs a super user's admin. */
-export async function applyLedgerAcls(admin: Admin, prefix: string): Promise<number> {
-  const entries = aclEntries(ledgerAcls(prefix));
-  await admin.createAcls({ acl: entries });
-  return entries.length;
+/** Creates the ledger's ACLs for `prefix` on the local stack (idempotent), as its admin user. */
+export function applyLedgerAcls(target: JvmAdminTarget, prefix: string): number {
+  return createAcls(target, aclEntries(ledgerAcls(prefix)));
 }
 
 const CLI_OPERATION: Record<AclOperation, string> = { READ: 'Read', WRITE: 'Write', DESCRIBE: 'Describe', DESCRIBE_CONFIGS: 'DescribeConfigs' };

@@ -1,10 +1,10 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Kafka, logLevel, type KafkaConfig } from 'kafkajs';
 import { loadConfig } from '../config.js';
 import { LedgerError } from '../errors.js';
-import { ensurePlanTopics } from '../kafka/topics.js';
+import { createKafka, ensurePlanTopics } from '../kafka/index.js';
+import { silentLogger } from '../logging.js';
 import { applyLedgerAcls } from './acls.js';
 import { ensurePasswords, ensureTls, javaClientProperties, secretsDir, STACK_SASL_MECHANISM, stackSasl, stackSecurity, type StackSecurity } from './credentials.js';
 import { cacheDir, ensureArtifacts, type StackArtifacts, type StackVersions } from './artifacts.js';
@@ -143,25 +143,34 @@ export function readStackInfo(dir?: string): StackInfo | undefined {
   return { ...info, nodes, replicationFactor: info.replicationFactor ?? 1 };
 }
 
-type AdminAuth = Pick<KafkaConfig, 'sasl' | 'ssl'>;
-
-/** kafkajs options that log in as the stack's admin (and trust its certificate); none on a plaintext stack. */
-function adminAuth(security: StackSecurity | undefined): AdminAuth {
-  if (!security) return {};
-  return { sasl: stackSasl(security, 'admin'), ...(security.caFile ? { ssl: { ca: [readFileSync(security.caFile, 'utf8')] } } : {}) };
+/** How the stack's admin logs in (and trusts its certificate); nothing on a plaintext stack. */
+interface AdminAuth {
+  readonly sasl?: { mechanism: 'scram-sha-512'; username: string; password: string };
+  readonly sslCaFile?: string;
 }
 
-/** True when the cluster reachable through `brokers` has `expectNodes` brokers and a controller. */
+function adminAuth(security: StackSecurity | undefined): AdminAuth {
+  if (!security) return {};
+  return { sasl: stackSasl(security, 'admin') as AdminAuth['sasl'], ...(security.caFile ? { sslCaFile: security.caFile } : {}) };
+}
+
+/** A ledger config for the stack's own admin requests (no registry is asked). */
+function adminConfig(brokers: readonly string[], auth: AdminAuth, extra: Partial<Parameters<typeof loadConfig>[0]> = {}) {
+  return loadConfig({ brokers: [...brokers], registryUrl: 'http://127.0.0.1:1/unused', ...(auth.sasl ? { sasl: auth.sasl } : {}), ...(auth.sslCaFile ? { sslCaFile: auth.sslCaFile } : {}), ...extra }, {});
+}
+
+/** True when the cluster reachable through `brokers` has `expectNodes` brokers (and `nodeId` among them). */
 async function kafkaAnswers(brokers: string[], expectNodes: number, nodeId?: number, auth: AdminAuth = {}): Promise<boolean> {
-  const kafka = new Kafka({ brokers, clientId: 'plan-ledger-stack', logLevel: logLevel.NOTHING, retry: { retries: 0 }, ...auth });
+  const kafka = createKafka(adminConfig(brokers, auth), silentLogger(), 'stack');
   const admin = kafka.admin();
   try {
     await admin.connect();
     const cluster = await admin.describeCluster();
-    if (cluster.controller === null || cluster.brokers.length < expectNodes) return false;
+    if (cluster.brokers.length < expectNodes) return false;
     return nodeId === undefined || cluster.brokers.some((b) => b.nodeId === nodeId);
   } finally {
     await admin.disconnect().catch(() => {});
+    await kafka.close();
   }
 }
 
@@ -427,26 +436,17 @@ const DEFAULT_PARTITIONS = 6;
 /** As the admin user: the plan topics of `prefix` (components may not create topics) and the ledger's ACLs for it. */
 async function provision(info: StackInfo, security: StackSecurity, prefix: string, partitions: number): Promise<{ topics: number; acls: number }> {
   const auth = adminAuth(security);
-  const config = loadConfig(
-    {
-      brokers: info.brokers,
-      registryUrl: info.registryUrl,
-      topicPrefix: prefix,
-      partitions,
-      replicationFactor: info.replicationFactor,
-      sasl: auth.sasl as { mechanism: 'scram-sha-512'; username: string; password: string },
-    },
-    {},
-  );
-  const kafka = new Kafka({ brokers: info.brokers, clientId: 'plan-ledger-stack', logLevel: logLevel.NOTHING, ...auth });
+  const config = adminConfig(info.brokers, auth, { topicPrefix: prefix, partitions, replicationFactor: info.replicationFactor });
+  const kafka = createKafka(config, silentLogger(), 'stack');
   const admin = kafka.admin();
   await admin.connect();
   try {
     await ensurePlanTopics(admin, config);
-    const acls = await applyLedgerAcls(admin, prefix);
+    const acls = applyLedgerAcls({ brokers: info.brokers, security, dir: info.dir }, prefix);
     return { topics: (await admin.listTopics()).filter((t) => t.startsWith(`${prefix}.`)).length, acls };
   } finally {
     await admin.disconnect().catch(() => {});
+    await kafka.close();
   }
 }
 

@@ -33,12 +33,13 @@ describe('ledger ACLs', () => {
     }
   });
 
-  it('renders one kafkajs entry per operation and one kafka-acls.sh line per rule', () => {
+  it('renders one ACL binding per operation and one kafka-acls.sh line per rule', () => {
     const acls = ledgerAcls('p');
     const ops = acls.reduce((n, a) => n + a.operations.length, 0);
     const entries = aclEntries(acls);
     expect(entries).toHaveLength(ops);
-    expect(entries[0]).toEqual({ resourceType: 2, resourceName: 'p.', resourcePatternType: 4, principal: 'User:executor', host: '*', operation: 8, permissionType: 3 });
+    expect(entries[0]).toEqual({ resourceType: 'GROUP', name: 'p.reader', pattern: 'LITERAL', principal: 'User:executor', operation: 'READ' });
+    expect(entries).toContainEqual({ resourceType: 'TRANSACTIONAL_ID', name: 'p.executor.', pattern: 'PREFIXED', principal: 'User:executor', operation: 'WRITE' });
     const script = kafkaAclsScript('p', { executor: "User:svc 'exec'" });
     const lines = script.split('\n').filter((l) => l.startsWith('kafka-acls.sh'));
     expect(lines).toHaveLength(acls.length);
