@@ -1,31 +1,31 @@
-import type { Message, Producer } from 'kafkajs';
 import { LedgerError } from '../src/errors.js';
-import { recordBytes } from './records.js';
-import { isFencingError } from '../src/kafka/client.js';
+import { isFencingError, MAX_RECORD_BYTES, type FencedTransaction, type FencedWriter, type GroupMember, type OutRecord } from '../src/kafka/index.js';
 import type { Logger } from '../src/logging.js';
+import { recordBytes } from './records.js';
 
 /** One unit of work for the partition's next transaction. */
 export interface AppendRequest {
   /** Records for the partition's events topic partition (already encoded). */
-  readonly events: Message[];
+  readonly events: OutRecord[];
   /** Records for other topics/partitions that must commit atomically with the events (cross-partition commands). */
-  readonly extra?: { topic: string; messages: Message[] }[];
+  readonly extra?: { topic: string; messages: OutRecord[] }[];
   /** The next commands-topic offset to commit for this partition (last processed + 1). */
   readonly commitOffset?: string;
 }
 
 export interface AppenderOptions {
   /**
-   * The partition's transactional producers, all fenced by their owner. Transactions take turns on them,
-   * so one starts while the previous one's commit markers are still being written (a producer's next
-   * transaction waits for its own markers: CONCURRENT_TRANSACTIONS). A transaction that commits consumer
-   * offsets always goes on the first, so offset commits stay in one producer's order.
+   * The partition's fenced writers, all connected by their owner. Transactions take turns on them, so one
+   * starts while the previous one's commit markers are still being written (a writer's next transaction
+   * waits for its own markers: CONCURRENT_TRANSACTIONS). A transaction that commits consumer offsets
+   * always goes on the first, so offset commits stay in one writer's order.
    */
-  readonly producers: readonly Producer[];
+  readonly writers: readonly FencedWriter[];
+  /** The executors' group membership the commands offsets are committed for (with its group metadata). */
+  readonly member: GroupMember;
   readonly eventsTopic: string;
   readonly commandsTopic: string;
   readonly partition: number;
-  readonly consumerGroupId: string;
   readonly logger: Logger;
   /** Max requests per transaction. */
   readonly maxBatch?: number;
@@ -34,7 +34,7 @@ export interface AppenderOptions {
   /**
    * Largest produce batch per topic partition (the topics' max.message.bytes): a transaction's records
    * are sent in as many produce calls as it takes to stay under it, so any set of records that fit one by
-   * one commits. Default 1 MiB.
+   * one commits. Default {@link MAX_RECORD_BYTES}.
    */
   readonly maxRequestBytes?: number;
 }
@@ -61,15 +61,15 @@ export class TransactionalAppender {
   private readonly maxBatch: number;
   private readonly lingerMs: number;
   private readonly maxRequestBytes: number;
-  /** The producer of the last transaction (an index into `producers`). */
+  /** The writer of the last transaction (an index into `writers`). */
   private turn = 0;
   /** Transactions committed and events appended, for metrics and benchmarks. */
   readonly stats = { transactions: 0, events: 0 };
 
   constructor(private readonly o: AppenderOptions) {
-    if (o.producers.length === 0) throw new Error('TransactionalAppender needs at least one producer');
+    if (o.writers.length === 0) throw new Error('TransactionalAppender needs at least one writer');
     this.maxBatch = o.maxBatch ?? 500;
-    this.maxRequestBytes = o.maxRequestBytes ?? 1024 * 1024;
+    this.maxRequestBytes = o.maxRequestBytes ?? MAX_RECORD_BYTES;
     this.lingerMs = o.lingerMs ?? Number(process.env.PLAN_LEDGER_APPEND_LINGER_MS ?? 0);
   }
 
@@ -103,7 +103,7 @@ export class TransactionalAppender {
           for (const b of batch) b.resolve();
         } catch (e) {
           this.broken = isFencingError(e)
-            ? new LedgerError('FENCED', `partition ${this.o.partition}: a newer owner fenced this executor's producer`, { partition: this.o.partition }, { cause: e })
+            ? new LedgerError('FENCED', `partition ${this.o.partition}: a newer owner fenced this executor's writer`, { partition: this.o.partition }, { cause: e })
             : e;
           for (const b of batch) b.reject(this.broken);
         }
@@ -116,7 +116,7 @@ export class TransactionalAppender {
 
   private async commit(reqs: AppendRequest[]): Promise<void> {
     const events = reqs.flatMap((r) => r.events);
-    const byTopic = new Map<string, Message[]>();
+    const byTopic = new Map<string, OutRecord[]>();
     if (events.length) byTopic.set(this.o.eventsTopic, events.map((m) => ({ ...m, partition: this.o.partition })));
     for (const r of reqs) {
       for (const x of r.extra ?? []) {
@@ -130,19 +130,12 @@ export class TransactionalAppender {
     if (byTopic.size === 0 && offset === undefined) return;
 
     // Transactions are sequential (one in flight), so records land in the log in the order their
-    // transactions were sent, whichever producer carried them; read_committed readers see them in that
-    // order. It also keeps transactions of different producers from overlapping in the log, which kafkajs's
-    // reader needs: its aborted-record filter lets records of one of two overlapping aborted transactions through.
-    this.turn = offset !== undefined ? 0 : (this.turn + 1) % this.o.producers.length;
-    const tx = await this.o.producers[this.turn]!.transaction();
+    // transactions were sent, whichever writer carried them; read_committed readers see them in that order.
+    this.turn = offset !== undefined ? 0 : (this.turn + 1) % this.o.writers.length;
+    const tx = await this.o.writers[this.turn]!.transaction();
     try {
-      for (const topicMessages of produceCalls(byTopic, this.maxRequestBytes)) await tx.sendBatch({ topicMessages, acks: -1 });
-      if (offset !== undefined) {
-        await tx.sendOffsets({
-          consumerGroupId: this.o.consumerGroupId,
-          topics: [{ topic: this.o.commandsTopic, partitions: [{ partition: this.o.partition, offset: offset.toString() }] }],
-        });
-      }
+      for (const call of produceCalls(byTopic, this.maxRequestBytes)) await sendCall(tx, call);
+      if (offset !== undefined) await tx.sendOffsets(this.o.member, [{ topic: this.o.commandsTopic, partition: this.o.partition, offset: offset.toString() }]);
       await tx.commit();
       this.stats.transactions++;
       this.stats.events += events.length;
@@ -153,6 +146,16 @@ export class TransactionalAppender {
   }
 }
 
+/**
+ * One produce call: its topics' records sent together (each topic once, so no partition's records can
+ * overtake each other); settles once every send has, failing with the first failure.
+ */
+async function sendCall(tx: FencedTransaction, call: ReadonlyArray<{ topic: string; messages: OutRecord[] }>): Promise<void> {
+  const sent = await Promise.allSettled(call.map((t) => tx.send(t.topic, t.messages)));
+  const failed = sent.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+}
+
 /** Room left in a produce batch for its own header (record batch v2: 61 bytes) and some slack. */
 const BATCH_OVERHEAD = 1024;
 
@@ -160,12 +163,12 @@ const BATCH_OVERHEAD = 1024;
  * Splits a transaction's records into produce calls whose records for each topic stay under `maxBytes`
  * (counted per topic, so per topic partition too). One call when everything fits, as before.
  */
-export function produceCalls(byTopic: ReadonlyMap<string, Message[]>, maxBytes: number): Array<Array<{ topic: string; messages: Message[] }>> {
+export function produceCalls(byTopic: ReadonlyMap<string, OutRecord[]>, maxBytes: number): Array<Array<{ topic: string; messages: OutRecord[] }>> {
   const budget = Math.max(1, maxBytes - BATCH_OVERHEAD);
-  const perTopic: Array<{ topic: string; chunks: Message[][] }> = [];
+  const perTopic: Array<{ topic: string; chunks: OutRecord[][] }> = [];
   for (const [topic, messages] of byTopic) {
-    const chunks: Message[][] = [];
-    let chunk: Message[] = [];
+    const chunks: OutRecord[][] = [];
+    let chunk: OutRecord[] = [];
     let bytes = 0;
     for (const m of messages) {
       const n = recordBytes(m);
@@ -180,7 +183,7 @@ export function produceCalls(byTopic: ReadonlyMap<string, Message[]>, maxBytes: 
     if (chunk.length) chunks.push(chunk);
     perTopic.push({ topic, chunks });
   }
-  const calls: Array<Array<{ topic: string; messages: Message[] }>> = [];
+  const calls: Array<Array<{ topic: string; messages: OutRecord[] }>> = [];
   for (let i = 0; perTopic.some((t) => t.chunks.length > i); i++) {
     calls.push(perTopic.filter((t) => t.chunks.length > i).map((t) => ({ topic: t.topic, messages: t.chunks[i]! })));
   }

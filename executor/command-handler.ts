@@ -1,6 +1,5 @@
-import type { KafkaMessage } from 'kafkajs';
 import { isLedgerError } from '../src/errors.js';
-import { eventKey, partitionFor } from '../src/kafka/partitioner.js';
+import { eventKey, partitionFor, type LogRecord } from '../src/kafka/index.js';
 import type { Logger } from '../src/logging.js';
 import { decide, rejectionEvent, type PlanCommand } from '../src/plan/index.js';
 import { erasePlan, type ErasureContext } from './erasure.js';
@@ -20,7 +19,7 @@ export class CommandStepError extends Error {
   }
 }
 
-/** How the executor asks an owner to take a batch after failures (see Executor.eachBatch). */
+/** How the executor asks an owner to take a batch after failures (see Executor.onCommands). */
 export interface BatchGuard {
   /** Decide and append one command per transaction, so a failure names its command. */
   readonly isolate?: boolean;
@@ -56,7 +55,7 @@ export class CommandHandler {
    * ({@link CommandStepError}); `guard.poison` is a command that failed repeatedly: it goes to the DLQ with
    * its cause instead of being decided again, and the partition moves on.
    */
-  async handle(messages: KafkaMessage[], guard: BatchGuard = {}): Promise<Set<string>> {
+  async handle(messages: LogRecord[], guard: BatchGuard = {}): Promise<Set<string>> {
     const reqs: Promise<void>[] = [];
     const touched = new Set<string>();
     for (const m of messages) {
@@ -78,19 +77,19 @@ export class CommandHandler {
   }
 
   /** One command: the append request that records what it caused (events, a rejection, a DLQ record). */
-  private handleCommand(m: KafkaMessage, next: string, guard: BatchGuard, touched: Set<string>): Promise<void> | undefined {
+  private handleCommand(m: LogRecord, next: string, guard: BatchGuard, touched: Set<string>): Promise<void> | undefined {
     if (guard.poison && guard.poison.offset === m.offset) {
       return this.deadLetter(m, { code: 'INTERNAL', message: `the command failed ${guard.poison.failures} times in a row; last: ${guard.poison.cause}`, details: { reason: 'repeated_failure' } }, next);
     }
     return this.decodeAndDecide(m, next, touched);
   }
 
-  private decodeAndDecide(m: KafkaMessage, next: string, touched: Set<string>): Promise<void> {
+  private decodeAndDecide(m: LogRecord, next: string, touched: Set<string>): Promise<void> {
     const trace = this.traces?.command(m);
     return trace === undefined ? this.decideCommand(m, next, touched, undefined) : trace.end(this.decideCommand(m, next, touched, trace));
   }
 
-  private decideCommand(m: KafkaMessage, next: string, touched: Set<string>, trace: CommandTrace | undefined): Promise<void> {
+  private decideCommand(m: LogRecord, next: string, touched: Set<string>, trace: CommandTrace | undefined): Promise<void> {
     return (async () => {
       let command: PlanCommand;
       try {
@@ -150,7 +149,7 @@ export class CommandHandler {
    * bound). Once the cleaner has run, only the tombstone is left, until delete.retention.ms. Undefined when
    * the command is accepted (a CreatePlan) and must be handled normally.
    */
-  private rejectWithoutPlan(m: KafkaMessage, command: PlanCommand, commitOffset: string, trace?: CommandTrace): Promise<void> | undefined {
+  private rejectWithoutPlan(m: LogRecord, command: PlanCommand, commitOffset: string, trace?: CommandTrace): Promise<void> | undefined {
     const ctx = this.book.decideContext();
     const decision = decide(undefined, command, ctx);
     if (decision.ok) return undefined;
@@ -172,7 +171,7 @@ export class CommandHandler {
   }
 
   /** The command goes to the DLQ (same partition number, original key and value, cause in headers) with its offset. */
-  private deadLetter(m: KafkaMessage, e: unknown, commitOffset: string, trace?: CommandTrace): Promise<void> {
+  private deadLetter(m: LogRecord, e: unknown, commitOffset: string, trace?: CommandTrace): Promise<void> {
     const err = e as { code?: string; message?: string; details?: { reason?: string } };
     const reason = String(err.details?.reason ?? 'unknown');
     trace?.deadLettered(reason, String(err.code ?? 'SCHEMA'));

@@ -1,8 +1,6 @@
-import type { Message } from 'kafkajs';
 import { erasureRecord } from '../src/audit/erasure-record.js';
 import { blobTombstones, parseRef } from '../src/blobs/index.js';
-import { eventKey } from '../src/kafka/partitioner.js';
-import { auditTopic, PLAN_KEYS_SEGMENT_MS } from '../src/kafka/topics.js';
+import { auditTopic, eventKey, PLAN_KEYS_SEGMENT_MS, type OutRecord } from '../src/kafka/index.js';
 import type { Logger } from '../src/logging.js';
 import { getItem, hasAppliedCommand, isPlanFinished, type PlanCommand } from '../src/plan/index.js';
 import type { PartitionBook } from './partition-book.js';
@@ -56,7 +54,7 @@ const { book, writer, d, log, topics, partition } = ctx;
   if (rejected.events.length || !state) return writer.append(planId, rejected, commitOffset);
 
   const lastSeq = Math.max(state.seq, book.stalledKeySeq.get(planId) ?? 0);
-  const tombstones: Message[] = Array.from({ length: lastSeq }, (_, i) => ({ key: eventKey(planId, i + 1), value: null }));
+  const tombstones: OutRecord[] = Array.from({ length: lastSeq }, (_, i) => ({ key: eventKey(planId, i + 1), value: null }));
   const toParent = state.parent && !isPlanFinished(state.status) ? childErasedCommand(state, command, { executorId: d.executorId, now: (d.now?.() ?? Date.now()) }) : undefined;
   const record = erasureRecord(state, {
     commandId: command.commandId,
@@ -71,7 +69,7 @@ const { book, writer, d, log, topics, partition } = ctx;
   });
   book.forget(planId);
   // Every payload the plan stored by reference: inputs, outputs of every attempt, checkpoint, evidence.
-  const blobs = new Map<string, Message[]>();
+  const blobs = new Map<string, OutRecord[]>();
   for (const id of state.itemOrder) {
     const item = getItem(state, id);
     for (const json of [item?.inputJson, item?.outputJson, ...(item?.attempts ?? []).map((a) => a.outputJson), item?.checkpoint?.stateJson, ...(item?.evidence ?? []).map((e) => e.valueJson)]) {

@@ -1,14 +1,12 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Tracer, TracerProvider } from '@opentelemetry/api';
-import type { Admin, Consumer, Kafka } from 'kafkajs';
 import { loadConfig, topicNames, type LedgerConfig, type LedgerConfigInput } from '../src/config.js';
 import { BlobReader, payloadLimitsFromEnv } from '../src/blobs/index.js';
 import { keyringFor, type PlanKeyring } from '../src/crypto/index.js';
 import { codecFromConfig, type LedgerCodec } from '../src/codec/index.js';
 import { isLedgerError, LedgerError } from '../src/errors.js';
-import { createKafka } from '../src/kafka/client.js';
-import { describeTopicConfig, ensurePlanTopics } from '../src/kafka/topics.js';
+import { createKafka, ensurePlanTopics, MAX_RECORD_BYTES, type GroupMember, type KafkaClient, type LedgerAdmin, type LogRecord } from '../src/kafka/index.js';
 import { silentLogger, type Logger } from '../src/logging.js';
 import { DEFAULT_LIMITS, type ApprovalPolicy, type PlanState } from '../src/plan/index.js';
 import { resolvePolicy } from '../src/policy-file.js';
@@ -147,7 +145,7 @@ export async function startExecutor(opts: ExecutorOptions): Promise<ExecutorHand
     throw e;
   }
   const codec = await codecFromConfig(config, { logger });
-  const limits = await ownerLimits(admin, config, opts);
+  const limits = ownerLimits(opts);
   logger.info({ limits: { ...limits, decide: { ...limits.decide } } }, 'limits');
   // Tracing: the caller's provider, else one from OTEL_* (the SDK is loaded only then), else off.
   const telemetry = opts.tracerProvider === undefined && tracingRequested() ? (await import('../src/telemetry.js')).tracerProviderFromEnv('plan-ledger-executor') : undefined;
@@ -177,20 +175,10 @@ function cacheMib(opts: ExecutorOptions): number {
   return v;
 }
 
-/**
- * The bounds every owner keeps: the record limit is the smallest max.message.bytes of the topics an owner
- * writes plan records to (read from the broker, so a topic configured larger is used as such).
- */
-async function ownerLimits(admin: Admin, config: LedgerConfig, opts: ExecutorOptions): Promise<OwnerLimits> {
-  const t = topicNames(config.topicPrefix);
-  let maxRecordBytes = Infinity;
-  for (const topic of [t.events, t.commands]) {
-    const v = Number((await describeTopicConfig(admin, topic, ['max.message.bytes']))['max.message.bytes']);
-    if (Number.isSafeInteger(v) && v > 0) maxRecordBytes = Math.min(maxRecordBytes, v);
-  }
-  if (!Number.isFinite(maxRecordBytes)) maxRecordBytes = 1024 * 1024;
+/** The bounds every owner keeps: the record limit is the plan topics' max.message.bytes, set when the ledger creates them. */
+function ownerLimits(opts: ExecutorOptions): OwnerLimits {
   return Object.freeze({
-    maxRecordBytes,
+    maxRecordBytes: MAX_RECORD_BYTES,
     toolTimeoutMs: positive('toolTimeoutMs', opts.toolTimeoutMs) ?? positive('PLAN_LEDGER_TOOL_TIMEOUT_MS', envInt('PLAN_LEDGER_TOOL_TIMEOUT_MS', DEFAULT_TOOL_TIMEOUT_MS))!,
     abortGraceMs: DEFAULT_ABORT_GRACE_MS,
     payload: payloadLimitsFromEnv(),
@@ -200,7 +188,7 @@ async function ownerLimits(admin: Admin, config: LedgerConfig, opts: ExecutorOpt
   });
 }
 
-/** Consecutive failures of one partition's command batches (see {@link Executor} eachBatch). */
+/** Consecutive failures of one partition's command batches (see {@link Executor} onCommands). */
 interface BatchFailures {
   /** The command that failed (known once batches run isolated), and how often in a row. */
   offset?: string;
@@ -211,15 +199,17 @@ interface BatchFailures {
 class Executor {
   private readonly owners = new Map<number, PartitionOwner>();
   private readonly slots: Slots;
-  private consumer!: Consumer;
+  private member: GroupMember | undefined;
+  /** Partitions assigned before `join` returned the member the owners commit offsets for: owned once it has. */
+  private readonly assignedEarly = new Set<number>();
   private stopping = false;
   private resolveStarted!: () => void;
   private readonly started = new Promise<void>((r) => (this.resolveStarted = r));
   private readonly topics;
 
   constructor(
-    private readonly kafka: Kafka,
-    private readonly admin: Admin,
+    private readonly kafka: KafkaClient,
+    private readonly admin: LedgerAdmin,
     private readonly codec: LedgerCodec,
     private readonly config: LedgerConfig,
     private readonly tools: Map<string, Tool>,
@@ -235,13 +225,14 @@ class Executor {
     this.slots = new Slots(opts.concurrency ?? 16);
     this.cacheBudget = new CacheBudget(Math.floor(cacheMib(opts) * 1024 * 1024));
     this.topics = topicNames(config.topicPrefix);
-    this.blobs = new BlobReader({ kafka, admin, topic: this.topics.blobs, partitions: config.partitions, groupPrefix: `${config.topicPrefix}.blob-reader` });
-    this.keys = keyringFor({ kafka, admin, config, groupPrefix: `${config.topicPrefix}.executor-keys`, ...(opts.masterKey ? { master: opts.masterKey } : {}) });
+    this.blobs = new BlobReader({ kafka, admin, topic: this.topics.blobs, partitions: config.partitions });
+    this.keys = keyringFor({ kafka, config, ...(opts.masterKey ? { master: opts.masterKey } : {}) });
   }
 
-  private newOwner(partition: number): PartitionOwner {
+  private newOwner(partition: number, member: GroupMember): PartitionOwner {
     const owner = new PartitionOwner(partition, {
       kafka: this.kafka,
+      member,
       config: this.config,
       codec: this.codec,
       tools: this.tools,
@@ -256,7 +247,7 @@ class Executor {
       ...(this.tracer !== undefined ? { tracer: this.tracer } : {}),
       cacheBudget: this.cacheBudget,
       readPlan: (partition, planId, since) => readPlanFromEvents({ kafka: this.kafka, admin: this.admin, codec: this.codec, config: this.config, partition, planId, since }),
-      restore: (p) => restoreOwnedPartition({ kafka: this.kafka, admin: this.admin, codec: this.codec, config: this.config, partition: p, logger: this.logger }),
+      restore: (p) => restoreOwnedPartition({ kafka: this.kafka, codec: this.codec, config: this.config, partition: p, logger: this.logger }),
     });
     owner.onBroken = () => void this.reset(partition, owner);
     owner.ready.then(
@@ -297,17 +288,7 @@ class Executor {
     await new Promise((r) => setTimeout(r, delay));
     if (this.stopping || this.owners.get(partition) !== broken) return;
     this.retire(broken);
-    this.owners.set(partition, this.newOwner(partition));
-  }
-
-  private memberId: string | undefined;
-
-  private revokeAll(reason: string): void {
-    for (const [p, owner] of this.owners) {
-      this.retire(owner);
-      this.owners.delete(p);
-      void owner.stop(reason);
-    }
+    this.owners.set(partition, this.newOwner(partition, this.member!));
   }
 
   /** Stats of owners that are gone. */
@@ -318,92 +299,105 @@ class Executor {
     this.retired.events += owner.stats.events;
   }
 
-  private reconcile(assigned: number[]): void {
-    const keep = new Set(assigned);
-    for (const [p, owner] of this.owners) {
-      if (!keep.has(p)) {
-        this.retire(owner);
-        this.owners.delete(p);
-        void owner.stop('revoked');
-      }
+  /**
+   * Partitions the group gave this member: each gets a fresh owner (fence, restore), unless it has a live
+   * one. `started` resolves once every owner has taken its partition (at once when none was given).
+   */
+  private assign(partitions: number[]): void {
+    if (this.member === undefined) {
+      for (const p of partitions) this.assignedEarly.add(p);
+      return;
     }
-    for (const p of assigned) {
+    for (const p of partitions) {
       const current = this.owners.get(p);
-      if (!current || current.isStopping) this.owners.set(p, this.newOwner(p));
+      if (!current || current.isStopping) this.owners.set(p, this.newOwner(p, this.member));
     }
-    this.logger.info({ partitions: [...this.owners.keys()].sort((a, b) => a - b) }, 'assignment');
+    if (partitions.length) this.logger.info({ added: partitions, partitions: this.ownedNow() }, 'assignment');
     void Promise.allSettled([...this.owners.values()].map((o) => o.ready)).then(() => this.resolveStarted());
   }
 
+  /**
+   * Partitions taken from this member: their owners stop. Lost — the coordinator expired us (a pause, a
+   * long GC) — another member may have owned them in between and fenced our writers; an assignment after
+   * it starts them afresh. Handed back in a rebalance, the stops are awaited (a transaction in flight ends
+   * first, so the next owner seldom has one to abort).
+   */
+  private async revoke(partitions: number[], lost: boolean): Promise<void> {
+    const stops: Promise<void>[] = [];
+    for (const p of partitions) {
+      this.assignedEarly.delete(p);
+      const owner = this.owners.get(p);
+      if (!owner) continue;
+      this.retire(owner);
+      this.owners.delete(p);
+      stops.push(owner.stop(lost ? 'assignment lost' : 'revoked'));
+    }
+    this.logger.info({ revoked: partitions, lost, partitions: this.ownedNow() }, 'assignment');
+    if (!lost) await Promise.allSettled(stops);
+  }
+
+  private ownedNow(): number[] {
+    return [...this.owners.keys()].sort((a, b) => a - b);
+  }
+
   async start(): Promise<void> {
-    this.consumer = this.kafka.consumer({
+    this.member = await this.kafka.join({
       groupId: this.topics.executorsGroup,
-      sessionTimeout: this.opts.sessionTimeoutMs ?? envInt('PLAN_LEDGER_SESSION_TIMEOUT_MS', 10_000),
-      heartbeatInterval: this.opts.heartbeatIntervalMs ?? envInt('PLAN_LEDGER_HEARTBEAT_INTERVAL_MS', 1_000),
-      rebalanceTimeout: 30_000,
-      readUncommitted: false,
-      maxWaitTimeInMs: 100,
-      allowAutoTopicCreation: false,
+      topic: this.topics.commands,
+      sessionTimeoutMs: this.opts.sessionTimeoutMs ?? envInt('PLAN_LEDGER_SESSION_TIMEOUT_MS', 10_000),
+      heartbeatIntervalMs: this.opts.heartbeatIntervalMs ?? envInt('PLAN_LEDGER_HEARTBEAT_INTERVAL_MS', 1_000),
+      rebalanceTimeoutMs: 30_000,
+      onAssigned: (partitions) => this.assign(partitions),
+      onRevoked: (partitions, lost) => this.revoke(partitions, lost),
+      onRecords: (partition, records) => this.onCommands(partition, records),
     });
-    this.consumer.on(this.consumer.events.GROUP_JOIN, (ev) => {
-      // A new member id means the coordinator expired us (a pause, a long GC): whatever we owned may
-      // have had another owner in between, who fenced our producers. Start every partition afresh.
-      if (this.memberId !== undefined && this.memberId !== ev.payload.memberId) this.revokeAll('rejoined as a new member');
-      this.memberId = ev.payload.memberId;
-      this.reconcile(ev.payload.memberAssignment[this.topics.commands] ?? []);
-    });
-    this.consumer.on(this.consumer.events.CRASH, (ev) => {
-      this.logger.error({ err: ev.payload.error, restart: ev.payload.restart }, 'consumer crashed');
-    });
-    await this.consumer.connect();
-    await this.consumer.subscribe({ topic: this.topics.commands, fromBeginning: true });
-    await this.consumer.run({
-      autoCommit: false,
-      eachBatchAutoResolve: false,
-      partitionsConsumedConcurrently: Math.max(1, this.config.partitions),
-      eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
-        const owner = this.owners.get(batch.partition);
-        if (!owner || owner.isStopping || this.stopping) return;
-        // Restoring can outlast a session timeout on long logs: keep heartbeating while waiting. An owner
-        // that is ready already is read synchronously, so a command batch never sleeps for nothing.
-        if (!owner.isReadySettled) {
-          let restored = false;
-          void owner.ready.then(
-            () => (restored = true),
-            () => (restored = true),
-          );
-          while (!restored) {
-            await Promise.race([owner.ready.catch(() => {}), new Promise((r) => setTimeout(r, 500))]);
-            if (!isRunning() || isStale()) return;
-            if (!restored) await heartbeat().catch(() => {});
-          }
-        }
-        if (owner.isStopping || !isRunning() || isStale()) return;
-        const failures = this.batchFailures.get(batch.partition);
-        try {
-          await owner.handleCommands(batch.messages, this.guardFor(failures));
-        } catch (e) {
-          if (isLedgerError(e, 'UNAVAILABLE')) {
-            this.logger.warn({ err: e, partition: batch.partition }, 'registry unavailable; the batch will be retried');
-            await new Promise((r) => setTimeout(r, 1000));
-          } else if (!isLedgerError(e, 'FENCED')) {
-            this.noteBatchFailure(batch.partition, failures, e);
-            this.logger.error({ err: e, partition: batch.partition, failures: this.batchFailures.get(batch.partition) }, 'command batch failed; resetting the partition');
-            void this.reset(batch.partition, owner);
-          } else {
-            void owner.stop('fenced');
-          }
-          return; // not resolved: the same commands are fetched again by the next owner
-        }
-        const last = batch.messages.at(-1);
-        if (last) {
-          resolveOffset(last.offset);
-          // Past the command that failed (or the whole batch, when it was not known): back to group commit.
-          if (failures && (failures.offset === undefined || BigInt(last.offset) >= BigInt(failures.offset))) this.batchFailures.delete(batch.partition);
-        }
-        await heartbeat();
-      },
-    });
+    const early = [...this.assignedEarly];
+    this.assignedEarly.clear();
+    if (early.length) this.assign(early);
+  }
+
+  /**
+   * A batch of one partition's commands. Undefined once handled (their offsets commit with the events they
+   * caused); the batch's first offset when it must be read again — no owner to take it, the owner still
+   * restoring, or the batch failed (the next owner, or this one reset, reads the same commands).
+   */
+  private async onCommands(partition: number, records: LogRecord[]): Promise<string | undefined> {
+    const first = records[0]?.offset;
+    if (first === undefined) return undefined;
+    const owner = this.owners.get(partition);
+    // Not served here (yet): read again after a pause, so a partition without an owner does not spin.
+    if (!owner || owner.isStopping || this.stopping) return later(first);
+    // Restoring can take long on long logs: wait a little, then hand the batch back to be read again, so a
+    // rebalance never waits for a restore. An owner that is ready already is read synchronously, so a
+    // command batch never sleeps for nothing.
+    if (!owner.isReadySettled) {
+      await Promise.race([owner.ready.catch(() => {}), sleep(REREAD_DELAY_MS)]);
+      if (!owner.isReadySettled) return first;
+    }
+    if (owner.isStopping || this.stopping || this.owners.get(partition) !== owner) return first;
+    const failures = this.batchFailures.get(partition);
+    try {
+      await owner.handleCommands(records, this.guardFor(failures));
+    } catch (e) {
+      if (this.owners.get(partition) !== owner) {
+        // Revoked or lost meanwhile (an offset commit of a member that lost the partition fails): not the batch's fault.
+        this.logger.info({ err: e, partition }, 'command batch ended with its partition gone; the next owner reads it again');
+      } else if (isLedgerError(e, 'UNAVAILABLE')) {
+        this.logger.warn({ err: e, partition }, 'registry unavailable; the batch will be retried');
+        await sleep(1000);
+      } else if (!isLedgerError(e, 'FENCED')) {
+        this.noteBatchFailure(partition, failures, e);
+        this.logger.error({ err: e, partition, failures: this.batchFailures.get(partition) }, 'command batch failed; resetting the partition');
+        void this.reset(partition, owner);
+      } else {
+        void owner.stop('fenced');
+      }
+      return first; // the same commands are read again, by the next owner
+    }
+    const last = records.at(-1)!.offset;
+    // Past the command that failed (or the whole batch, when it was not known): back to group commit.
+    if (failures && (failures.offset === undefined || BigInt(last) >= BigInt(failures.offset))) this.batchFailures.delete(partition);
+    return undefined;
   }
 
   /**
@@ -450,13 +444,26 @@ class Executor {
       const grace = this.opts.shutdownGraceMs ?? 10_000;
       await Promise.allSettled([...this.owners.values()].map((o) => o.stop('shutdown', grace)));
       this.owners.clear();
-      await this.consumer.disconnect().catch(() => {});
+      await this.member?.close().catch(() => {});
       await this.admin.disconnect().catch(() => {});
       await this.telemetry?.shutdown();
       this.logger.info('executor stopped');
     })();
     return this.stopPromise;
   }
+}
+
+/** How long a batch no owner can take yet waits before it is handed back to be read again. */
+const REREAD_DELAY_MS = 500;
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** `offset`, after {@link REREAD_DELAY_MS}: read again from there. */
+async function later(offset: string): Promise<string> {
+  await sleep(REREAD_DELAY_MS);
+  return offset;
 }
 
 function describeError(e: unknown): string {

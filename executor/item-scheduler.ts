@@ -1,6 +1,6 @@
-import type { Message } from 'kafkajs';
 import { parseRef, payloadPlacement, toBlob } from '../src/blobs/index.js';
 import { isLedgerError, LedgerError } from '../src/errors.js';
+import type { OutRecord } from '../src/kafka/index.js';
 import type { Logger } from '../src/logging.js';
 import { getItem, isPlanFinished, pendingRecoveries, readyItem, scanItems, type ItemError, type ItemScan, type ItemView, type PlanCommand, type PlanEvent, type PlanState } from '../src/plan/index.js';
 import { toItemSpec } from '../src/plan-input.js';
@@ -148,7 +148,7 @@ export class ItemScheduler {
   private async startReady(planId: string, leading: Decided[] = [], afterCommit?: () => void, extra: AppendRequest['extra'] = []): Promise<void> {
     const intents: Array<{ itemId: string; attempt: number }> = [];
     const events: PlanEvent[] = leading.flatMap((d) => d.events);
-    const messages: Message[] = leading.flatMap((d) => d.messages);
+    const messages: OutRecord[] = leading.flatMap((d) => d.messages);
     const state = this.book.plans.get(planId);
     // Undefined when no look was taken (no free slot): the plan's noted wake-up stays as it is.
     let scan: Pick<ItemScan, 'nextWakeUp' | 'complete'> | undefined;
@@ -460,8 +460,8 @@ export class ItemScheduler {
     planId: string,
     outcome: Extract<AttemptOutcome, { kind: 'result' }>,
     seal: (json: string) => string,
-  ): { ended: Extract<AttemptOutcome, { kind: 'result' }>; blobs: Array<{ refJson: string; messages: Message[] }> } {
-    const blobs: Array<{ refJson: string; messages: Message[] }> = [];
+  ): { ended: Extract<AttemptOutcome, { kind: 'result' }>; blobs: Array<{ refJson: string; messages: OutRecord[] }> } {
+    const blobs: Array<{ refJson: string; messages: OutRecord[] }> = [];
     const place = (plain: string, field: string): string => {
       if (parseRef(plain) !== undefined) return plain;
       const json = seal(plain);
@@ -562,7 +562,7 @@ export class ItemScheduler {
         items,
       },
     };
-    let message: Message;
+    let message: OutRecord;
     try {
       message = commandMessage(this.d.codec, this.d.config.partitions, create);
       // Traced: the child plan's trace continues from this attempt (its CreatePlan carries the traceparent).

@@ -1,6 +1,6 @@
-import type { Message } from 'kafkajs';
 import type { LedgerCodec } from '../src/codec/index.js';
 import { isLedgerError } from '../src/errors.js';
+import type { OutRecord } from '../src/kafka/index.js';
 import type { Logger } from '../src/logging.js';
 import { decide, evolveInPlace, isPlanFinished, PlanError, rejectionEvent, type AnyCommand, type ApprovalPolicy, type DecideContext, type InternalCommand, type InternalCommandPayloads, type PlanEvent, type PlanState, type Rejection } from '../src/plan/index.js';
 import type { ArchiveLoader } from '../src/projection/restore.js';
@@ -14,7 +14,7 @@ import { eventMessages, recordBytes } from './records.js';
 /** What {@link PartitionBook.decideAndApply} decided: the events (applied) with their records, or why not. */
 export interface Decided {
   readonly events: PlanEvent[];
-  readonly messages: Message[];
+  readonly messages: OutRecord[];
   readonly rejection?: Rejection;
   readonly fault?: string;
 }

@@ -1,10 +1,9 @@
 import type { Tracer } from '@opentelemetry/api';
-import type { Kafka, KafkaMessage, Producer } from 'kafkajs';
 import type { BlobReader, PayloadLimits } from '../src/blobs/index.js';
 import type { PlanKeyring } from '../src/crypto/index.js';
 import { topicNames, type LedgerConfig } from '../src/config.js';
 import type { LedgerCodec } from '../src/codec/index.js';
-import { connectFenced, transactionalProducer } from '../src/kafka/client.js';
+import type { FencedWriter, GroupMember, KafkaClient, LogRecord } from '../src/kafka/index.js';
 import type { Logger } from '../src/logging.js';
 import type { ApprovalPolicy, DecideLimits, PlanState } from '../src/plan/index.js';
 import type { ArchiveLoader } from '../src/projection/restore.js';
@@ -22,7 +21,9 @@ import { PlanTraces } from './tracing.js';
 export { CommandStepError, type BatchGuard } from './command-handler.js';
 
 export interface OwnerDeps {
-  readonly kafka: Kafka;
+  readonly kafka: KafkaClient;
+  /** The executor's membership of the executors group: the owner commits its commands offsets for it. */
+  readonly member: GroupMember;
   readonly config: LedgerConfig;
   readonly codec: LedgerCodec;
   readonly tools: ReadonlyMap<string, Tool>;
@@ -86,14 +87,14 @@ export interface RestoredForOwner {
 
 /**
  * The executor's view of one owned partition: the only writer of the partition's events, through
- * transactional producers whose ids are fixed per partition ({@link partitionTransactionalIds}), so
+ * fenced writers whose transactional ids are fixed per partition ({@link partitionTransactionalIds}), so
  * taking ownership fences the previous owner. Its lifecycle: fence, restore the partition's plans into its
  * {@link PartitionBook}, then serve commands ({@link CommandHandler}) and run ready items
  * ({@link ItemScheduler}) until it is released.
  */
 export class PartitionOwner {
   readonly book: PartitionBook;
-  private producers: Producer[] = [];
+  private writers: FencedWriter[] = [];
   private appender!: TransactionalAppender;
   private handler!: CommandHandler;
   private items!: ItemScheduler;
@@ -147,16 +148,16 @@ export class PartitionOwner {
 
   private async start(): Promise<void> {
     const t0 = Date.now();
-    // Fence first, then read: once our InitProducerId returns, the previous owner can commit nothing
-    // more, so the log we restore from is final.
-    this.producers = partitionTransactionalIds(this.d.config.topicPrefix, this.partition).map((id) => transactionalProducer(this.d.kafka, id, { transactionTimeout: 30_000 }));
-    await Promise.all(this.producers.map((p) => connectFenced(p)));
+    // Fence first, then read: once both ids are initialised, the previous owner can commit nothing more,
+    // so the log we restore from is final.
+    this.writers = partitionTransactionalIds(this.d.config.topicPrefix, this.partition).map((id) => this.d.kafka.fencedWriter(id));
+    await Promise.all(this.writers.map((w) => w.connect()));
     this.appender = new TransactionalAppender({
-      producers: this.producers,
+      writers: this.writers,
+      member: this.d.member,
       eventsTopic: this.topics.events,
       commandsTopic: this.topics.commands,
       partition: this.partition,
-      consumerGroupId: this.topics.executorsGroup,
       logger: this.log,
       maxRequestBytes: this.d.limits.maxRecordBytes,
     });
@@ -212,7 +213,7 @@ export class PartitionOwner {
    * Commands of this partition, in offset order: decide, append events, commit offsets — one transaction
    * (group commit); then the plans they touched are scheduled. See {@link CommandHandler.handle} for `guard`.
    */
-  async handleCommands(messages: KafkaMessage[], guard: BatchGuard = {}): Promise<void> {
+  async handleCommands(messages: LogRecord[], guard: BatchGuard = {}): Promise<void> {
     await this.ready;
     if (this.draining || messages.length === 0) return;
     const touched = await this.handler.handle(messages, guard);
@@ -229,7 +230,7 @@ export class PartitionOwner {
     await this.items?.stop(reason, graceMs);
     this.stopped = true;
     await this.appender?.idle().catch(() => {});
-    await Promise.all(this.producers.map((p) => p.disconnect().catch(() => {})));
+    await Promise.all(this.writers.map((w) => w.disconnect().catch(() => {})));
     this.book.dormant.clear(); // its bytes go back to the executor's budget
     this.log.info({ reason }, 'partition released');
   }
@@ -239,7 +240,7 @@ export class PartitionOwner {
  * The transactional ids of a partition's writer: `<prefix>.executor.p<N>` and `<prefix>.executor.p<N>.b`.
  * An owner fences every one of them before it reads the log, and its transactions take turns on them
  * (see {@link TransactionalAppender}). Every executor of a group must use the same set: one that fenced
- * fewer ids would leave a paused predecessor a producer to append with.
+ * fewer ids would leave a paused predecessor a writer to append with.
  */
 export function partitionTransactionalIds(prefix: string, partition: number): string[] {
   return [`${prefix}.executor.p${partition}`, `${prefix}.executor.p${partition}.b`];

@@ -1,7 +1,6 @@
-import type { Admin, Kafka } from 'kafkajs';
 import type { LedgerCodec } from '../src/codec/index.js';
 import { topicNames, type LedgerConfig } from '../src/config.js';
-import { fetchTopicOffsetsRetrying, readPlanRecords } from '../src/kafka/log-reader.js';
+import { readPlanRecords, type KafkaClient, type LedgerAdmin } from '../src/kafka/index.js';
 import { evolveAll, type PlanEvent, type PlanState } from '../src/plan/index.js';
 
 /** How far before a plan's first event time the read starts (a broker that stamps records itself, a skewed clock). */
@@ -15,8 +14,8 @@ const START_MARGIN_MS = 60_000;
  * throws the PlanError.
  */
 export async function readPlanFromEvents(opts: {
-  kafka: Kafka;
-  admin: Admin;
+  kafka: KafkaClient;
+  admin: LedgerAdmin;
   codec: Pick<LedgerCodec, 'decodeEvent'>;
   config: LedgerConfig;
   partition: number;
@@ -29,17 +28,15 @@ export async function readPlanFromEvents(opts: {
     const byTime = await opts.admin.fetchTopicOffsetsByTimestamp(topic, Math.max(0, opts.since - START_MARGIN_MS));
     const at = byTime.find((o) => o.partition === opts.partition)?.offset;
     if (at !== undefined && BigInt(at) >= 0n) {
-      const low = (await fetchTopicOffsetsRetrying(opts.admin, topic)).find((o) => o.partition === opts.partition)?.low;
+      const low = (await opts.admin.fetchTopicOffsets(topic)).find((o) => o.partition === opts.partition)?.low;
       from = low !== undefined && BigInt(low) > BigInt(at) ? low : at;
     }
   }
   const records = await readPlanRecords({
     kafka: opts.kafka,
-    admin: opts.admin,
     topic,
     partition: opts.partition,
     planId: opts.planId,
-    groupPrefix: `${opts.config.topicPrefix}.executor-reload`,
     ...(from !== undefined ? { from } : {}),
   });
   const events: PlanEvent[] = [];

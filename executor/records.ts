@@ -1,6 +1,5 @@
-import type { KafkaMessage, Message } from 'kafkajs';
 import type { LedgerCodec } from '../src/codec/index.js';
-import { eventKey, partitionFor } from '../src/kafka/partitioner.js';
+import { eventKey, partitionFor, type LogRecord, type OutRecord } from '../src/kafka/index.js';
 import { canonicalJson, type PlanCommand, type PlanEvent, type PlanState } from '../src/plan/index.js';
 import { dlqHeaders } from '../src/projection/poison.js';
 
@@ -10,20 +9,20 @@ import { dlqHeaders } from '../src/projection/poison.js';
  */
 
 /** The plan's events as records of the events topic: key `planId:seq`, the event time as timestamp. */
-export function eventMessages(codec: LedgerCodec, events: readonly PlanEvent[]): Message[] {
+export function eventMessages(codec: LedgerCodec, events: readonly PlanEvent[]): OutRecord[] {
   return events.map((e) => ({ key: eventKey(e.planId, e.seq), value: codec.encodeEvent(e), timestamp: String(e.occurredAt) }));
 }
 
 /** A command for another plan's partition (child plans, parents), keyed and placed like a client's. */
-export function commandMessage(codec: LedgerCodec, partitions: number, c: PlanCommand): Message {
+export function commandMessage(codec: LedgerCodec, partitions: number, c: PlanCommand): OutRecord {
   return { key: c.planId, value: codec.encodeCommand(c), partition: partitionFor(c.planId, partitions) };
 }
 
 /** Bytes a record takes in a produce request, near enough to stay under a broker's record limit. */
-export function recordBytes(m: Message): number {
-  const size = (v: Message['key'] | Message['value']) => (v == null ? 0 : typeof v === 'string' ? Buffer.byteLength(v, 'utf8') : v.length);
+export function recordBytes(m: OutRecord): number {
+  const size = (v: Buffer | string | null | undefined) => (v == null ? 0 : typeof v === 'string' ? Buffer.byteLength(v, 'utf8') : v.length);
   let headers = 0;
-  for (const [k, v] of Object.entries(m.headers ?? {})) headers += Buffer.byteLength(k) + (Array.isArray(v) ? v.reduce((n: number, x) => n + size(x as Buffer), 0) : size(v as Buffer)) + 8;
+  for (const [k, v] of Object.entries(m.headers ?? {})) headers += Buffer.byteLength(k) + size(v) + 8;
   return size(m.key) + size(m.value) + headers + 32;
 }
 
@@ -34,7 +33,7 @@ export interface DeadLetterCauseInput {
 }
 
 /** The DLQ record for a command: same partition number, original key and value, the cause in headers. */
-export function deadLetterMessage(m: KafkaMessage, source: { topic: string; partition: number }, cause: DeadLetterCauseInput): Message {
+export function deadLetterMessage(m: LogRecord, source: { topic: string; partition: number }, cause: DeadLetterCauseInput): OutRecord {
   const headers = dlqHeaders({ sourceTopic: source.topic, sourcePartition: source.partition, sourceOffset: m.offset, ...cause });
   return { key: m.key, value: m.value, partition: source.partition, headers };
 }

@@ -1,6 +1,6 @@
-import type { Admin, Kafka } from 'kafkajs';
 import type { LedgerConfig } from '../src/config.js';
 import type { LedgerCodec } from '../src/codec/index.js';
+import type { KafkaClient } from '../src/kafka/index.js';
 import type { Logger } from '../src/logging.js';
 import type { PlanState } from '../src/plan/index.js';
 import { restorePartition, type ArchiveLoader } from '../src/projection/index.js';
@@ -46,8 +46,7 @@ export const DORMANT_STATUSES = ['completed', 'cancelled'] as const;
  * whose snapshots are still in the snapshots topic come back raw (`dormant`).
  */
 export async function restoreOwnedPartition(opts: {
-  kafka: Kafka;
-  admin: Admin;
+  kafka: KafkaClient;
   codec: LedgerCodec;
   config: LedgerConfig;
   partition: number;
@@ -56,7 +55,6 @@ export async function restoreOwnedPartition(opts: {
   const log = opts.logger.child({ component: 'restore', partition: opts.partition });
   const r = await restorePartition({
     kafka: opts.kafka,
-    admin: opts.admin,
     codec: opts.codec,
     config: opts.config,
     partition: opts.partition,

@@ -1,7 +1,7 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Link, type Span, type Tracer } from '@opentelemetry/api';
-import type { KafkaMessage, Message } from 'kafkajs';
+import type { LogRecord, OutRecord } from '../src/kafka/index.js';
 import type { PlanCommand } from '../src/plan/index.js';
-import { contextFromTraceparent, headerString, spanContextFromTraceparent, traceparentOf, TRACEPARENT_HEADER } from '../src/trace-context.js';
+import { contextFromTraceparent, spanContextFromTraceparent, traceparentOf, TRACEPARENT_HEADER } from '../src/trace-context.js';
 import type { AttemptOutcome } from './item-runner.js';
 
 /**
@@ -37,7 +37,7 @@ export class PlanTraces {
   }
 
   /** The plan's event records with its trace context as a `traceparent` header (the same records when it has none). */
-  withHeaders(planId: string, messages: Message[]): Message[] {
+  withHeaders(planId: string, messages: OutRecord[]): OutRecord[] {
     if (this.tracer === undefined || messages.length === 0) return messages;
     const tp = this.byPlan.get(planId);
     if (tp === undefined) return messages;
@@ -45,7 +45,7 @@ export class PlanTraces {
   }
 
   /** A command's decision span (started once the command is decoded); undefined when tracing is off. */
-  command(m: KafkaMessage): CommandTrace | undefined {
+  command(m: LogRecord): CommandTrace | undefined {
     return this.tracer === undefined ? undefined : new CommandTrace(this, this.tracer, m);
   }
 
@@ -72,7 +72,7 @@ export class CommandTrace {
   constructor(
     private readonly traces: PlanTraces,
     private readonly tracer: Tracer,
-    private readonly m: KafkaMessage,
+    private readonly m: LogRecord,
   ) {}
 
   /**
@@ -83,7 +83,7 @@ export class CommandTrace {
   start(command: PlanCommand | undefined): void {
     if (this.span !== undefined) return;
     // A header that is not a valid traceparent (malformed, hostile) counts as absent.
-    const header = headerString(this.m.headers?.[TRACEPARENT_HEADER]);
+    const header = this.m.headers[TRACEPARENT_HEADER];
     const client = spanContextFromTraceparent(header);
     const fromClient = client === undefined ? undefined : header;
     const ofPlan = command === undefined ? undefined : this.traces.get(command.planId);
@@ -190,7 +190,7 @@ export class AttemptTrace {
   }
 
   /** A command this attempt sends (a child plan's CreatePlan) with the attempt's `traceparent` header. */
-  onCommand(m: Message): Message {
+  onCommand(m: OutRecord): OutRecord {
     const tp = traceparentOf(this.span);
     return tp === undefined ? m : { ...m, headers: { ...m.headers, [TRACEPARENT_HEADER]: tp } };
   }

@@ -16,6 +16,9 @@ function call<T>(fn: (cb: (err: unknown, v: T) => void) => void): Promise<T> {
   return new Promise<T>((resolve, reject) => fn((err, v) => (err ? reject(err) : resolve(v))));
 }
 
+/** What the admin's metadata says of a topic created a moment ago, until every broker has heard of it. */
+const SETTLING = new Set(['_NOENT', '_UNKNOWN_PARTITION', '_UNKNOWN_TOPIC', 'UNKNOWN_TOPIC_OR_PART']);
+
 /** Retries a read while Kafka answers with an error a moment later may not bring (a leader moving, a broker restarting). */
 async function retrying<T>(fn: () => Promise<T>, windowMs = RETRY_WINDOW_MS): Promise<T> {
   const deadline = Date.now() + windowMs;
@@ -23,7 +26,7 @@ async function retrying<T>(fn: () => Promise<T>, windowMs = RETRY_WINDOW_MS): Pr
     try {
       return await fn();
     } catch (e) {
-      if (!isRetriableKafkaError(e) || Date.now() + delay > deadline) throw e;
+      if (!(isRetriableKafkaError(e) || SETTLING.has(kafkaErrorName(e) ?? '')) || Date.now() + delay > deadline) throw e;
       await new Promise((r) => setTimeout(r, delay));
     }
   }

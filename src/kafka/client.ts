@@ -168,7 +168,7 @@ class ConfluentKafka implements KafkaClient {
  * const admin = kafka.admin();
  * await admin.connect();
  */
-export function createKafka(config: LedgerConfig, logger: Logger, clientSuffix?: string, profile: ClientProfile = 'client'): KafkaClient & { close(): Promise<void> } {
+export function createKafka(config: LedgerConfig, logger: Logger, clientSuffix?: string, profile: ClientProfile = 'client'): KafkaClient {
   const clientId = clientSuffix ? `${config.clientId}-${clientSuffix}` : config.clientId;
   return new ConfluentKafka(clientId, config, logger.child({ component: 'kafka' }), profile);
 }
@@ -189,7 +189,8 @@ export function authenticationFailure(e: unknown, config: LedgerConfig): LedgerE
   const reason = message
     .split(password)
     .join('***')
-    .replace(/^.*?(SASL|Authentication) (authentication )?(error|failed):?\s*/i, '');
+    .replace(/^.*?(SASL|Authentication) (authentication )?(error|failed):?\s*/i, '')
+    .replace(/\s*\(after \d+ms in state [A-Z_]+\)\s*$/, '');
   return new LedgerError(
     'UNAUTHENTICATED',
     `Kafka refused SASL ${mechanism.toUpperCase()} login of user "${username}" at ${config.brokers.join(',')}: ${reason || 'invalid credentials'}`,

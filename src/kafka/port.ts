@@ -156,8 +156,8 @@ export interface GroupMemberOptions {
   readonly onRevoked: (partitions: number[], lost: boolean) => void | Promise<void>;
   /**
    * Records of one partition, in offset order; one call per partition at a time. The result says where
-   * reading goes on: `undefined` after the last record, or an offset to read again from (the batch, or
-   * part of it, was not handled).
+   * reading goes on: `undefined` after the last record, or the offset to read on from — at or before the
+   * batch's records to read (part of) it again, past them to skip ahead.
    */
   readonly onRecords: (partition: number, records: LogRecord[]) => Promise<string | undefined>;
 }
@@ -240,6 +240,8 @@ export interface KafkaClient {
   tail(opts: PartitionTailOptions): Promise<PartitionTail>;
   /** Joins a consumer group; resolves once the member is subscribed (assignment follows by callback). */
   join(opts: GroupMemberOptions): Promise<GroupMember>;
+  /** Closes what the client holds for its own reads; handles it gave out are closed by their holders. */
+  close(): Promise<void>;
 }
 
 /**

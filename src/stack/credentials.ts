@@ -2,7 +2,6 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { SASLOptions } from 'kafkajs';
 import { LedgerError } from '../errors.js';
 import { ensureArtifacts } from './artifacts.js';
 import { findJava } from './java.js';
@@ -100,8 +99,8 @@ export function javaClientProperties(security: StackSecurity, user: StackUser, d
   return lines;
 }
 
-/** kafkajs SASL options for one stack user, the password read from its file now. */
-export function stackSasl(security: StackSecurity, user: StackUser): SASLOptions {
+/** SASL settings (a ledger config's `sasl`) for one stack user, the password read from its file now. */
+export function stackSasl(security: StackSecurity, user: StackUser): { mechanism: 'scram-sha-512'; username: string; password: string } {
   return { mechanism: 'scram-sha-512', username: user, password: readFileSync(security.passwordFiles[user], 'utf8').trim() };
 }
 

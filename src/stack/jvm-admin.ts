@@ -1,10 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LedgerError } from '../errors.js';
 import { packageRoot } from '../package-root.js';
-import { ensureArtifacts } from './artifacts.js';
+import { cacheDir, ensureArtifacts } from './artifacts.js';
 import { javaClientProperties, type StackSecurity } from './credentials.js';
 import { findJava } from './java.js';
 
@@ -24,6 +25,7 @@ export interface JvmAdminTarget {
 function runJvmAdmin(target: JvmAdminTarget, args: string[]): string {
   const java = findJava(17, 'the stack admin tool');
   const artifacts = ensureArtifacts();
+  const classes = compiledTool(java.bin, artifacts.kafkaLibs);
   const tmp = mkdtempSync(join(tmpdir(), 'plan-ledger-admin-'));
   try {
     let props = '-';
@@ -33,7 +35,7 @@ function runJvmAdmin(target: JvmAdminTarget, args: string[]): string {
     }
     const r = spawnSync(
       java.bin,
-      ['-cp', `${artifacts.kafkaLibs}/*`, '-Dlog4j2.level=ERROR', '-Dorg.slf4j.simpleLogger.defaultLogLevel=error', join(packageRoot(), 'stack', 'LedgerAdmin.java'), target.brokers.join(','), props, ...args],
+      ['-cp', `${classes}:${artifacts.kafkaLibs}/*`, '-Dlog4j2.level=ERROR', 'LedgerAdmin', target.brokers.join(','), props, ...args],
       { encoding: 'utf8', timeout: 120_000 },
     );
     if (r.status !== 0) {
@@ -44,6 +46,31 @@ function runJvmAdmin(target: JvmAdminTarget, args: string[]): string {
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }
+}
+
+/**
+ * `stack/LedgerAdmin.java` compiled once per source version into the cache (javac beside the java found),
+ * so a call pays the JVM start and not the compile.
+ */
+function compiledTool(javaBin: string, kafkaLibs: string): string {
+  const source = join(packageRoot(), 'stack', 'LedgerAdmin.java');
+  const text = readFileSync(source);
+  const dir = join(cacheDir(), 'admin-tool', createHash('sha256').update(text).digest('hex').slice(0, 16));
+  if (existsSync(join(dir, 'LedgerAdmin.class'))) return dir;
+  const tmp = `${dir}.tmp-${process.pid}`;
+  mkdirSync(tmp, { recursive: true });
+  const javac = join(javaBin, '..', 'javac');
+  const r = spawnSync(existsSync(javac) ? javac : 'javac', ['-nowarn', '-d', tmp, '-cp', `${kafkaLibs}/*`, source], { encoding: 'utf8' });
+  if (r.status !== 0) {
+    rmSync(tmp, { recursive: true, force: true });
+    throw new LedgerError('ENVIRONMENT', `compiling the stack admin tool failed (a JDK's javac is needed): ${(r.stderr || r.error?.message || '').split('\n')[0]}`);
+  }
+  try {
+    renameSync(tmp, dir);
+  } catch {
+    rmSync(tmp, { recursive: true, force: true }); // another process compiled it first
+  }
+  return dir;
 }
 
 export interface AclBindingSpec {
