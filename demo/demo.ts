@@ -16,7 +16,7 @@ import { elide, painter, type Painter } from '../src/cli/output.js';
 import { connectLedger, type Ledger } from '../src/client/index.js';
 import { configToEnv, loadConfig, type LedgerConfig } from '../src/config.js';
 import { isLedgerError } from '../src/errors.js';
-import { partitionFor } from '../src/kafka/partitioner.js';
+import { partitionFor } from '../src/kafka/index.js';
 import { packageRoot } from '../src/package-root.js';
 import { isPlanFinished } from '../src/plan/index.js';
 import { ShopService, type RefundCall } from './shop-service.js';

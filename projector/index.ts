@@ -1,7 +1,6 @@
-import type { Admin } from 'kafkajs';
 import { connectLedger, type Ledger } from '../src/client/index.js';
 import { keyringFor, masterKeyFromEnv, type PlanKeyring } from '../src/crypto/index.js';
-import { createKafka } from '../src/kafka/client.js';
+import { createKafka } from '../src/kafka/index.js';
 import { loadConfig, type LedgerConfig, type LedgerConfigInput } from '../src/config.js';
 import { LedgerError } from '../src/errors.js';
 import { createLogger, type Logger } from '../src/logging.js';
@@ -138,17 +137,13 @@ export async function startProjector(opts: ProjectorOptions = {}): Promise<Proje
     ledger ??= connectLedger(config, { logger, ...(master ? { masterKey: master } : {}) });
     return ledger;
   };
-  let keyAdmin: Admin | undefined;
-  let keyring: Promise<PlanKeyring> | undefined;
+  let keyKafka: ReturnType<typeof createKafka> | undefined;
+  let keyring: PlanKeyring | undefined;
   const openerFor = master
-    ? async (planId: string) => {
-        keyring ??= (async () => {
-          const kafka = createKafka(config, logger, 'projector-keys');
-          keyAdmin = kafka.admin();
-          await keyAdmin.connect();
-          return keyringFor({ kafka, admin: keyAdmin, config, groupPrefix: `${config.topicPrefix}.projector-keys`, master })!;
-        })();
-        return (await keyring).opener(planId);
+    ? (planId: string) => {
+        keyKafka ??= createKafka(config, logger, 'projector-keys');
+        keyring ??= keyringFor({ kafka: keyKafka, config, master })!;
+        return keyring.opener(planId);
       }
     : undefined;
   const http = buildHttp({ service, logger, tokens, submitter, corsOrigins, bodyLimitBytes, maxStreamClients, ...(openerFor ? { openerFor } : {}) });
@@ -182,7 +177,7 @@ export async function startProjector(opts: ProjectorOptions = {}): Promise<Proje
       (stopping ??= (async () => {
         await http.close().catch(() => {});
         await service.stop();
-        await keyAdmin?.disconnect().catch(() => {});
+        await keyKafka?.close().catch(() => {});
         if (ledger) await (await ledger.catch(() => undefined))?.close().catch(() => {});
       })()),
   };

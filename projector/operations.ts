@@ -3,11 +3,9 @@
 // (plans by status, recent activity, consumer groups with their members, partitions and lag).
 // Reads go through the projection service's own connections; DLQ and group reads are cached briefly so a
 // page refresh storm costs one read.
-import { AssignerProtocol } from 'kafkajs';
 import { verifyFromLog } from '../src/audit/live.js';
 import { LedgerLog } from '../src/audit/log.js';
 import type { PlanVerification } from '../src/audit/verify.js';
-import { readToEnd } from '../src/kafka/log-reader.js';
 import { causeFromHeaders, type DeadLetterCause, type Stall } from '../src/projection/index.js';
 import type { ProjectionService } from './projector.js';
 import type { ActivityBucket } from './read-model.js';
@@ -135,7 +133,7 @@ export class OperatorViews {
     if (running) return running;
     if (this.verifying.size >= MAX_VERIFYING) return null;
     const { config, kafka, admin, codec } = this.service.connections();
-    const log = LedgerLog.over({ config, kafka, admin, codec, readerGroup: `${config.topicPrefix}.projector-verify` });
+    const log = LedgerLog.over({ config, kafka, admin, codec });
     const p = verifyFromLog(log, planId).finally(() => this.verifying.delete(planId));
     this.verifying.set(planId, p);
     return p;
@@ -152,15 +150,12 @@ export class OperatorViews {
   }
 
   private async readDeadLetters(): Promise<Array<Omit<DeadLetterView, 'known'>>> {
-    const { config, kafka, admin } = this.service.connections();
+    const { kafka, admin } = this.service.connections();
     const topic = this.service.names.dlq;
     if (!(await admin.listTopics()).includes(topic)) return [];
     const out: Array<Omit<DeadLetterView, 'known'>> = [];
-    await readToEnd({
-      kafka,
-      admin,
+    await kafka.readToEnd({
       topic,
-      groupPrefix: `${config.topicPrefix}.projector-dlq`,
       onRecords: (records) => {
         for (const r of records) {
           const cause = causeFromHeaders(r.headers);
@@ -171,15 +166,16 @@ export class OperatorViews {
     return out.sort((a, b) => a.partition - b.partition || Number(BigInt(a.offset) - BigInt(b.offset)));
   }
 
-  /** The ledger's consumer groups (`<prefix>.*`, not the throw-away readers): members, partitions, lag. */
+  /** The ledger's consumer groups (`<prefix>.*`, not readers' ids): members, partitions, lag. */
   private async readGroups(): Promise<GroupView[]> {
     const { config, admin } = this.service.connections();
-    const ids = (await admin.listGroups()).groups
+    const ids = (await admin.listGroups())
       .map((g) => g.groupId)
-      .filter((id) => id.startsWith(`${config.topicPrefix}.`) && !/\.reader-[0-9a-f]+$/.test(id))
+      .filter((id) => id.startsWith(`${config.topicPrefix}.`) && !/\.reader(-[0-9a-f]+)?$/.test(id))
       .sort();
     if (ids.length === 0) return [];
-    const described = (await admin.describeGroups(ids)).groups;
+    const described = await admin.describeGroups(ids);
+    const names = this.service.names;
     const ends = new Map<string, Map<number, string>>();
     const endOf = async (topic: string) => {
       let m = ends.get(topic);
@@ -191,19 +187,20 @@ export class OperatorViews {
     };
     const out: GroupView[] = [];
     for (const g of described) {
-      const members = g.members.map((m) => {
-        let partitions: Record<string, number[]> = {};
-        try {
-          if (m.memberAssignment.length > 0) partitions = AssignerProtocol.MemberAssignment.decode(m.memberAssignment)?.assignment ?? {};
-        } catch {
-          partitions = {}; // not a consumer-protocol member
-        }
-        return { memberId: m.memberId, clientId: m.clientId, host: m.clientHost, partitions };
-      });
+      const members = g.members.map((m) => ({
+        memberId: m.memberId,
+        clientId: m.clientId,
+        host: m.clientHost,
+        partitions: Object.fromEntries(m.assignment.map((a) => [a.topic, [...a.partitions]])),
+      }));
+      // The topics the group reads now, and those the ledger's groups read (an empty group has no assignment).
+      const topics = new Set([names.commands, names.events, ...g.members.flatMap((m) => m.assignment.map((a) => a.topic))]);
       const lag: GroupView['lag'] = [];
-      for (const t of await admin.fetchOffsets({ groupId: g.groupId })) {
-        const end = await endOf(t.topic).catch(() => new Map<number, string>());
-        const partitions = t.partitions
+      for (const topic of [...topics].sort()) {
+        const offsets = await admin.fetchOffsets(g.groupId, topic).catch(() => []);
+        if (offsets.every((p) => p.offset === '-1')) continue; // the group commits nothing on it
+        const end = await endOf(topic).catch(() => new Map<number, string>());
+        const partitions = offsets
           .map((p) => {
             const e = end.get(p.partition) ?? '0';
             const committed = p.offset;
@@ -211,7 +208,7 @@ export class OperatorViews {
             return { partition: p.partition, committed, end: e, lag: behind };
           })
           .sort((a, b) => a.partition - b.partition);
-        lag.push({ topic: t.topic, total: partitions.reduce((n, p) => n + p.lag, 0), partitions });
+        lag.push({ topic, total: partitions.reduce((n, p) => n + p.lag, 0), partitions });
       }
       out.push({ groupId: g.groupId, state: g.state, members, lag });
     }

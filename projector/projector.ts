@@ -1,13 +1,23 @@
-import type { Admin, Consumer, EachBatchPayload, Kafka, KafkaMessage, Producer } from 'kafkajs';
 import { codecFromConfig, type LedgerCodec } from '../src/codec/index.js';
 import { topicNames, type LedgerConfig } from '../src/config.js';
-import { connectFenced, createKafka, isFencingError, transactionalProducer } from '../src/kafka/client.js';
-import { readPlanRecords, readRecordAt } from '../src/kafka/log-reader.js';
-import { parseEventKey, partitionFor } from '../src/kafka/partitioner.js';
-import { ensurePlanTopics } from '../src/kafka/topics.js';
+import {
+  createKafka,
+  ensurePlanTopics,
+  isFencingError,
+  parseEventKey,
+  partitionFor,
+  readPlanRecords,
+  readRecordAt,
+  type FencedWriter,
+  type GroupMember,
+  type KafkaClient,
+  type LedgerAdmin,
+  type LogRecord,
+  type RecordWriter,
+} from '../src/kafka/index.js';
 import { LedgerError } from '../src/errors.js';
 import type { Logger } from '../src/logging.js';
-import { headerString, TRACEPARENT_HEADER } from '../src/trace-context.js';
+import { TRACEPARENT_HEADER } from '../src/trace-context.js';
 import { evolveAll, type PlanEvent, type PlanState } from '../src/plan/index.js';
 import {
   dlqHeaders,
@@ -96,7 +106,7 @@ interface PartitionRun {
   readonly projection: PartitionProjection;
   /** Next events offset to apply. */
   nextOffset: bigint;
-  /** The offset we asked the consumer to seek to, so a gap after it (markers, compaction) is not sought again. */
+  /** The offset we asked the group member to read on from, so a gap after it (markers, compaction) is not sought again. */
   seekedTo: bigint | null;
   /** lastOffset of the projection when the last watermark was written. */
   watermarkedAt: string | null;
@@ -149,10 +159,11 @@ export class ProjectionService {
   readonly model: ReadModel;
   readonly metrics: ProjectorMetrics;
   private readonly log: Logger;
-  private kafka!: Kafka;
-  private admin!: Admin;
-  private producer!: Producer;
-  private consumer!: Consumer;
+  private kafka!: KafkaClient;
+  private admin!: LedgerAdmin;
+  /** Writes dead letters (outside the snapshot writers' transactions). */
+  private dlq!: RecordWriter;
+  private member: GroupMember | undefined;
   codec!: LedgerCodec;
   private readonly runs = new Map<number, PartitionRun>();
   /**
@@ -160,7 +171,9 @@ export class ProjectionService {
    * `<group>.p<N>`, initialised before the partition is restored, so a previous owner (a paused or
    * partitioned projector of the same group) is fenced and cannot land an older snapshot after ours.
    */
-  private readonly writers = new Map<number, Producer>();
+  private readonly writers = new Map<number, FencedWriter>();
+  /** The batch each partition is applying now (`stop` lets them end before the last watermark). */
+  private readonly batches = new Map<number, Promise<unknown>>();
   /** Partitions whose writer was fenced: not restored or written again until the group assigns them anew. */
   private readonly fencedOut = new Set<number>();
   private readonly restoring = new Map<number, Promise<PartitionRun>>();
@@ -168,7 +181,6 @@ export class ProjectionService {
   private writes: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
   private readonly abort = new AbortController();
-  private crashed: Error | null = null;
   private stopped = false;
   private ticking = false;
   private readonly policy: Partial<SnapshotPolicyOptions>;
@@ -196,7 +208,7 @@ export class ProjectionService {
    * The service's own Kafka connections and codec, for the operator's read routes (DLQ, verify, consumer
    * groups). Valid between `start()` and `stop()`.
    */
-  connections(): { readonly config: LedgerConfig; readonly kafka: Kafka; readonly admin: Admin; readonly codec: LedgerCodec } {
+  connections(): { readonly config: LedgerConfig; readonly kafka: KafkaClient; readonly admin: LedgerAdmin; readonly codec: LedgerCodec } {
     return { config: this.opts.config, kafka: this.kafka, admin: this.admin, codec: this.codec };
   }
 
@@ -207,33 +219,26 @@ export class ProjectionService {
     await this.admin.connect();
     await ensurePlanTopics(this.admin, config);
     this.codec = await codecFromConfig(config, { logger: this.opts.logger });
-    this.producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-    await this.producer.connect();
-    this.consumer = this.kafka.consumer({
+    this.dlq = this.kafka.writer();
+    await this.dlq.connect();
+    this.member = await this.kafka.join({
       groupId: this.opts.groupId ?? this.names.projectorGroup,
-      readUncommitted: false,
-      maxWaitTimeInMs: 200,
-      maxBytesPerPartition: 4 * 1024 * 1024,
+      topic: this.names.events,
+      sessionTimeoutMs: 30_000,
+      heartbeatIntervalMs: 3_000,
+      rebalanceTimeoutMs: 60_000,
+      onAssigned: (partitions) => this.onAssigned(partitions),
+      onRevoked: (partitions) => this.onRevoked(partitions),
+      onRecords: (partition, records) => this.track(partition, this.onRecords(partition, records)),
     });
-    this.consumer.on(this.consumer.events.GROUP_JOIN, (e) => this.onAssignment(e.payload.memberAssignment[this.names.events] ?? []));
-    this.consumer.on(this.consumer.events.CRASH, (e) => {
-      if (!e.payload.restart) {
-        this.crashed = e.payload.error;
-        this.log.error({ err: e.payload.error.message }, 'projector consumer crashed and will not restart');
-      }
-    });
-    await this.consumer.connect();
-    await this.consumer.subscribe({ topic: this.names.events, fromBeginning: true });
-    await this.consumer.run({ autoCommit: false, eachBatch: (payload) => this.eachBatch(payload) });
     const every = this.opts.watermarkIntervalMs ?? 2000;
     this.timer = setInterval(() => void this.tick(), every);
     this.timer.unref();
     this.log.info({ group: this.opts.groupId ?? this.names.projectorGroup, topic: this.names.events }, 'projector started');
   }
 
-  /** Healthy while the consumer runs (a poison record never makes it unhealthy). */
+  /** Healthy until stopped (a poison record never makes it unhealthy). */
   health(): { ok: boolean; reason: string | null } {
-    if (this.crashed) return { ok: false, reason: `consumer crashed: ${this.crashed.message}` };
     if (this.stopped) return { ok: false, reason: 'stopped' };
     return { ok: true, reason: null };
   }
@@ -259,18 +264,31 @@ export class ProjectionService {
     });
   }
 
-  private onAssignment(partitions: number[]): void {
-    this.assigned = new Set(partitions);
-    this.fencedOut.clear(); // the group's word is the latest on who owns what
-    for (const p of [...this.runs.keys()]) {
-      if (!this.assigned.has(p)) {
-        this.runs.delete(p);
-        this.model.dropPartition(p);
-      }
+  private onAssigned(partitions: number[]): void {
+    for (const p of partitions) {
+      this.assigned.add(p);
+      this.fencedOut.delete(p); // the group's word is the latest on who owns what
     }
-    for (const p of [...this.writers.keys()]) if (!this.assigned.has(p)) this.retireWriter(p);
-    // Restore every assigned partition at once; eachBatch waits for its partition's restore.
+    // Restore every new partition at once; its first batch waits for its restore.
     for (const p of partitions) this.restoreInBackground(p, 1);
+  }
+
+  private onRevoked(partitions: number[]): void {
+    for (const p of partitions) {
+      this.assigned.delete(p);
+      if (this.stopped) continue; // stop() has written the last watermarks and retired the writers
+      this.runs.delete(p);
+      this.model.dropPartition(p);
+      this.retireWriter(p);
+    }
+  }
+
+  /** Remembers a partition's batch in flight until it ends. */
+  private track<T>(p: number, batch: Promise<T>): Promise<T> {
+    this.batches.set(p, batch);
+    return batch.finally(() => {
+      if (this.batches.get(p) === batch) this.batches.delete(p);
+    });
   }
 
   /** A partition with no new events gets no batch to retry its restore, so a failed one is retried here. */
@@ -302,7 +320,6 @@ export class ProjectionService {
     await this.writerFor(p);
     const r = await restorePartition({
       kafka: this.kafka,
-      admin: this.admin,
       codec: this.codec,
       config: this.opts.config,
       partition: p,
@@ -343,45 +360,53 @@ export class ProjectionService {
     return run;
   }
 
-  private async eachBatch({ batch, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
-    const p = batch.partition;
+  /**
+   * Applies a batch of a partition's events. Returns where reading goes on when that is not after the
+   * batch: the projection's next offset when the batch lies elsewhere, the first record not applied when
+   * the service stops or the partition was taken away meanwhile.
+   */
+  private async onRecords(p: number, records: LogRecord[]): Promise<string | undefined> {
     // Taken over by another projector: nothing of it is ours until the group assigns it again (and the
-    // restore then seeks back to where its snapshots end, so skipping these records loses nothing).
-    if (this.fencedOut.has(p)) return;
+    // restore then reads on from where its snapshots end, so skipping these records loses nothing).
+    if (this.fencedOut.has(p) || records.length === 0) return undefined;
+    if (this.stopped) return records[0]!.offset;
     let run = this.runs.get(p);
     if (run === undefined) {
-      const beat = setInterval(() => void heartbeat().catch(() => {}), 1000);
       try {
         run = await this.ensureRestored(p);
-      } finally {
-        clearInterval(beat);
+      } catch {
+        // restoreInBackground logs the failure and tries again; this batch is read again after a pause.
+        await new Promise((r) => setTimeout(r, 1000));
+        return this.fencedOut.has(p) || !this.assigned.has(p) ? undefined : records[0]!.offset;
       }
-      if (!this.runs.has(p)) return; // revoked while restoring
+      if (!this.runs.has(p)) return undefined; // revoked while restoring
     }
-    if (batch.isEmpty()) return;
-    const first = BigInt(batch.firstOffset() ?? batch.lastOffset());
-    const last = BigInt(batch.lastOffset());
+    const first = BigInt(records[0]!.offset);
+    const last = BigInt(records[records.length - 1]!.offset);
     if (last < run.nextOffset || (first > run.nextOffset && run.seekedTo !== run.nextOffset)) {
-      // Committed offsets trail the restore (they follow the watermark): jump to where the projection is.
+      // Committed offsets trail the restore (they follow the watermark): go on from where the projection is.
       if (run.seekedTo !== run.nextOffset) {
         run.seekedTo = run.nextOffset;
-        this.consumer.seek({ topic: batch.topic, partition: p, offset: run.nextOffset.toString() });
-        return;
+        return run.nextOffset.toString();
       }
-      if (last < run.nextOffset) return;
+      if (last < run.nextOffset) return undefined;
     }
     const projection = run.projection;
     const label = { partition: String(p) };
     let applied = 0;
+    let unapplied: string | undefined;
     const erased = new Set<string>();
-    for (const m of batch.messages) {
-      if (!isRunning() || isStale()) break;
+    for (const m of records) {
+      if (this.stopped || this.runs.get(p) !== run) {
+        unapplied = m.offset;
+        break;
+      }
       const offset = BigInt(m.offset);
       if (offset < run.nextOffset) continue;
-      const tp = m.headers?.[TRACEPARENT_HEADER];
+      const tp = m.headers[TRACEPARENT_HEADER];
       if (m.value !== null) {
         const k = parseEventKey(m.key);
-        if (k !== null && tp !== undefined) run.traceparents.set(k.planId, headerString(tp)!);
+        if (k !== null && tp !== undefined) run.traceparents.set(k.planId, tp);
         run.applying = k?.planId ?? null;
         // An event for a cold plan (e.g. the rejection of a command sent to it): load it back first.
         if (k !== null && !projection.plans.has(k.planId) && this.model.cold.has(k.planId)) await this.warm(p, projection, k.planId);
@@ -391,10 +416,7 @@ export class ProjectionService {
         outcome = await processEventRecord(projection, this.codec, m, {
           logger: this.log,
           signal: this.abort.signal,
-          onRetry: async () => {
-            this.metrics.registryRetries.inc();
-            await heartbeat().catch(() => {});
-          },
+          onRetry: () => this.metrics.registryRetries.inc(),
         });
       } finally {
         run.applying = null;
@@ -430,7 +452,7 @@ export class ProjectionService {
     if (applied) this.metrics.eventsApplied.inc(label, applied);
     if (erased.size) await this.eraseSnapshots(p, run, [...erased]);
     await this.flushDue(p, run);
-    await heartbeat();
+    return unapplied;
   }
 
   /** Writes the snapshots of the plans the policy says are due (once per batch, coalesced per plan). */
@@ -534,9 +556,9 @@ export class ProjectionService {
       this.metrics.snapshotWrites.inc({ kind: 'watermark' });
       run.watermarkedAt = offset;
       // The group's committed offset follows the watermark: a restart restores from there anyway.
-      await this.consumer
-        .commitOffsets([{ topic: this.names.events, partition: p, offset: (BigInt(offset) + 1n).toString() }])
-        .catch((e: unknown) => this.log.warn({ partition: p, err: (e as Error).message }, 'offset commit failed'));
+      await this.commitOffset(writer, p, (BigInt(offset) + 1n).toString()).catch((e: unknown) => {
+        if (!this.fenced(p, writer, e)) this.log.warn({ partition: p, err: (e as Error).message }, 'offset commit failed');
+      });
     };
     /** One plan in a transaction of its own: true when it landed, false when it did not, null when fenced. */
     const alone = async (g: PlanSnapshotGroup): Promise<boolean | null> => {
@@ -646,34 +668,34 @@ export class ProjectionService {
   }
 
   /** The partition's snapshot writer, created (and the previous owner fenced) on first use. */
-  private async writerFor(p: number): Promise<Producer> {
+  private async writerFor(p: number): Promise<FencedWriter> {
     const known = this.writers.get(p);
     if (known) return known;
-    const producer = transactionalProducer(this.kafka, `${this.opts.groupId ?? this.names.projectorGroup}.p${p}`);
-    await connectFenced(producer);
+    const writer = this.kafka.fencedWriter(`${this.opts.groupId ?? this.names.projectorGroup}.p${p}`);
+    await writer.connect();
     if (!this.assigned.has(p) || this.stopped) {
-      await producer.disconnect().catch(() => {});
+      await writer.disconnect().catch(() => {});
       throw new Error(`partition ${p} was revoked while its writer started`);
     }
-    this.writers.set(p, producer);
-    return producer;
+    this.writers.set(p, writer);
+    return writer;
   }
 
   /**
    * Sends the batches, in order, in one transaction of `writer`, aborted on failure. Returns the offset of
-   * each archive record sent (by message), from the produce responses: a batch's records go to one
-   * partition, at consecutive offsets from its base offset.
+   * each archive record sent (by message), as the writer reports where each landed.
    */
-  private async transact(writer: Producer, batches: SnapshotTopicRecords[]): Promise<Map<object, string>> {
+  private async transact(writer: FencedWriter, batches: SnapshotTopicRecords[]): Promise<Map<object, string>> {
     const tx = await writer.transaction();
     const offsets = new Map<object, string>();
     try {
       for (const { topic, messages } of batches) {
-        const meta = await tx.send({ topic, acks: -1, messages });
+        const delivered = await tx.send(topic, messages);
         if (topic !== this.names.archive) continue;
-        const partitions = new Set(messages.map((m) => m.partition));
-        const base = meta.length === 1 && partitions.size === 1 ? meta[0]!.baseOffset : undefined;
-        if (base !== undefined && base !== null && BigInt(base) >= 0n) messages.forEach((m, i) => offsets.set(m, (BigInt(base) + BigInt(i)).toString()));
+        messages.forEach((m, i) => {
+          const at = delivered[i]?.offset;
+          if (at !== undefined && BigInt(at) >= 0n) offsets.set(m, at);
+        });
       }
       await tx.commit();
     } catch (e) {
@@ -681,6 +703,23 @@ export class ProjectionService {
       throw e;
     }
     return offsets;
+  }
+
+  /**
+   * Commits the group's offset of a partition, in a transaction of the partition's writer (KIP-447: with
+   * the member's group metadata, so a member that lost the partition commits nothing for it).
+   */
+  private async commitOffset(writer: FencedWriter, p: number, offset: string): Promise<void> {
+    const member = this.member;
+    if (member === undefined) return;
+    const tx = await writer.transaction();
+    try {
+      await tx.sendOffsets(member, [{ topic: this.names.events, partition: p, offset }]);
+      await tx.commit();
+    } catch (e) {
+      await tx.abort().catch(() => {});
+      throw e;
+    }
   }
 
   /**
@@ -725,7 +764,7 @@ export class ProjectionService {
    * does not verify, its events from the partition's start, folded up to the seq it went cold at.
    */
   private async readCold(planId: string, cold: ColdPlan): Promise<PlanState> {
-    const record = await readRecordAt({ kafka: this.kafka, admin: this.admin, topic: this.names.archive, partition: cold.partition, offset: cold.offset, groupPrefix: `${this.names.projectorGroup}.cold` });
+    const record = await readRecordAt({ kafka: this.kafka, topic: this.names.archive, partition: cold.partition, offset: cold.offset });
     if (record?.value != null && record.key?.toString('utf8') === planId) {
       const check = stateFromSnapshot(await this.codec.decodeSnapshot(record.value));
       if (check.ok && check.state.planId === planId && check.state.seq === cold.summary.seq) return check.state;
@@ -752,7 +791,7 @@ export class ProjectionService {
    * it owns the partition now (we were paused, or cut off, through a rebalance). Stop writing and
    * projecting it; if the group still assigns it to us, the next assignment restores it afresh.
    */
-  private fenced(p: number, writer: Producer, e: unknown): boolean {
+  private fenced(p: number, writer: FencedWriter, e: unknown): boolean {
     if (!isFencingError(e)) return false;
     this.metrics.fenced.inc({ partition: String(p) });
     this.log.warn({ partition: p, err: (e as Error).message }, 'snapshot writer fenced: another projector took the partition over; not writing it any more');
@@ -819,7 +858,7 @@ export class ProjectionService {
   }
 
   /** Dead-letters a record with its cause (retrying the DLQ write until it lands: never skipped). */
-  private async deadLetter(p: number, m: Pick<KafkaMessage, 'key' | 'value' | 'offset'>, outcome: Extract<RecordOutcome, { kind: 'poison' }>): Promise<void> {
+  private async deadLetter(p: number, m: Pick<LogRecord, 'key' | 'value' | 'offset'>, outcome: Extract<RecordOutcome, { kind: 'poison' }>): Promise<void> {
     const headers = dlqHeaders({
       sourceTopic: this.names.events,
       sourcePartition: p,
@@ -831,7 +870,7 @@ export class ProjectionService {
     this.log.error({ partition: p, offset: m.offset, planId: outcome.planId, code: outcome.decision.code, reason: outcome.decision.reason }, `record dead-lettered: ${outcome.decision.message}`);
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.producer.send({ topic: this.names.dlq, acks: -1, messages: [{ partition: p, key: m.key, value: m.value, headers }] });
+        await this.dlq.send(this.names.dlq, [{ partition: p, key: m.key, value: m.value, headers }]);
         break;
       } catch (e) {
         if (this.stopped) throw e;
@@ -847,7 +886,7 @@ export class ProjectionService {
   /** A plan's history from the events topic (its partition, from the start), for plans memory does not hold. */
   private async loadEvents(planId: string): Promise<PlanEvent[]> {
     const p = partitionFor(planId, this.opts.config.partitions);
-    const records = await readPlanRecords({ kafka: this.kafka, admin: this.admin, topic: this.names.events, partition: p, planId, groupPrefix: `${this.names.projectorGroup}.history` });
+    const records = await readPlanRecords({ kafka: this.kafka, topic: this.names.events, partition: p, planId });
     const byKey = new Map<number, PlanEvent>();
     for (const r of records) {
       try {
@@ -871,19 +910,23 @@ export class ProjectionService {
     this.stopped = true;
     clearInterval(this.timer);
     this.abort.abort(); // ends registry retries
-    await this.consumer?.stop().catch(() => {});
+    // Fetch nothing more but stay in the group (the last watermarks commit its offsets); let the batches
+    // being applied end.
+    for (const p of this.member?.assigned() ?? []) this.member?.pause(p);
+    await Promise.allSettled([...this.batches.values()]);
     try {
       // Leave a watermark behind so the next start replays as little as possible.
-      if (!this.crashed && this.producer) await this.writeWatermarks();
+      if (this.member) await this.writeWatermarks();
     } catch (e) {
       this.log.warn({ err: (e as Error).message }, 'final watermark failed');
     }
     await this.writes.catch(() => {});
     for (const p of [...this.writers.keys()]) this.retireWriter(p);
     await this.writes.catch(() => {});
-    await this.consumer?.disconnect().catch(() => {});
-    await this.producer?.disconnect().catch(() => {});
+    await this.member?.close().catch(() => {});
+    await this.dlq?.disconnect().catch(() => {});
     await this.admin?.disconnect().catch(() => {});
+    await this.kafka?.close().catch(() => {});
     this.model.close();
     this.log.info('projector stopped');
   }

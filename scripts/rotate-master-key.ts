@@ -5,7 +5,7 @@
 import { parseArgs } from 'node:util';
 import { loadConfig, topicNames } from '../src/config.js';
 import { masterKeyFromEnv, rewrapPlanKeys } from '../src/crypto/index.js';
-import { createKafka } from '../src/kafka/client.js';
+import { createKafka } from '../src/kafka/index.js';
 import { silentLogger } from '../src/logging.js';
 
 const { values } = parseArgs({ options: { from: { type: 'string', multiple: true }, to: { type: 'string' } } });
@@ -16,12 +16,10 @@ if (!values.to || !values.from?.length) {
 const keyFile = (file: string) => masterKeyFromEnv({ ROTATE_FILE: file }, 'ROTATE')!;
 const config = loadConfig();
 const kafka = createKafka(config, silentLogger(), 'rotate-master-key');
-const admin = kafka.admin();
-await admin.connect();
 try {
-  const r = await rewrapPlanKeys({ kafka, admin, topic: topicNames(config.topicPrefix).planKeys, from: values.from.map(keyFile), to: keyFile(values.to), groupPrefix: `${config.topicPrefix}.rotate-master-key` });
+  const r = await rewrapPlanKeys({ kafka, topic: topicNames(config.topicPrefix).planKeys, from: values.from.map(keyFile), to: keyFile(values.to) });
   process.stdout.write(`${JSON.stringify(r)}\n`);
   if (r.unreadable.length) process.exitCode = 1;
 } finally {
-  await admin.disconnect();
+  await kafka.close();
 }

@@ -1,5 +1,4 @@
 import { pino, type Logger } from 'pino';
-import { logLevel, type logCreator } from 'kafkajs';
 
 export type { Logger };
 
@@ -32,47 +31,4 @@ export const LOG_REDACT = Object.freeze({
 /** A logger that drops everything: the default when a caller passes none. */
 export function silentLogger(): Logger {
   return pino({ level: 'silent' });
-}
-
-const levels: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
-  [logLevel.ERROR]: 'error',
-  [logLevel.WARN]: 'warn',
-  [logLevel.INFO]: 'info',
-  [logLevel.DEBUG]: 'debug',
-};
-
-/** Routes kafkajs's own log lines into the given pino logger (component=kafkajs). */
-export function kafkajsLogCreator(logger: Logger): logCreator {
-  const child = logger.child({ component: 'kafkajs' });
-  return () =>
-    ({ level, log }) => {
-      const { message, ...extra } = log;
-      child[message === BOUNDED_RETRIES_NOTICE ? 'debug' : (levels[level] ?? 'info')](extra, message);
-    };
-}
-
-/**
- * kafkajs warns at every idempotent producer whose retries are bounded. Ours are bounded on purpose, so
- * that an outage surfaces instead of hanging a send forever, and nothing relies on unbounded retries for
- * exactly-once: the transactional producers abort a transaction whose send failed (nothing of it becomes
- * visible), and what the idempotent ones write is deduplicated by its reader (commands by commandId, dead
- * letters by source offset). Logged at debug, not once per producer at warn.
- */
-const BOUNDED_RETRIES_NOTICE = 'Limiting retries for the idempotent producer may invalidate EoS guarantees';
-
-/** kafkajs level matching a pino level, so kafkajs does not build lines pino would drop. */
-export function kafkajsLevel(logger: Logger): logLevel {
-  switch (logger.level) {
-    case 'debug':
-    case 'trace':
-      return logLevel.DEBUG;
-    case 'info':
-      return logLevel.INFO;
-    case 'warn':
-      return logLevel.WARN;
-    case 'silent':
-      return logLevel.NOTHING;
-    default:
-      return logLevel.ERROR;
-  }
 }

@@ -2,7 +2,7 @@ import type { EraseOutcome, Ledger } from '../client/ledger.js';
 import { isLedgerError, LedgerError } from '../errors.js';
 import type { LedgerLog } from './log.js';
 
-export { auditTopic } from '../kafka/topics.js';
+export { auditTopic } from '../kafka/index.js';
 export { ERASE_NEEDS_FORCE, erasureRecord, parseErasureRecord, type ErasureRecord } from './erasure-record.js';
 
 export interface EraseOptions {

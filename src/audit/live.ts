@@ -158,7 +158,7 @@ function payloadsOf(e: PlanEvent): Array<string | null> {
 async function checkPayloads(log: LedgerLog, planId: string, recs: readonly LoggedEvent[], verdict: PlanVerification): Promise<PlanVerification> {
   const refs = recs.flatMap((r) => payloadsOf(r.event).flatMap((json) => (parseRef(json) !== undefined ? [{ rec: r, json: json! }] : [])));
   if (!refs.length) return verdict;
-  const reader = new BlobReader({ kafka: log.kafka, admin: log.admin, topic: log.names.blobs, partitions: log.config.partitions, groupPrefix: `${log.config.topicPrefix}.verify-blobs`, cacheBytes: 0 });
+  const reader = new BlobReader({ kafka: log.kafka, admin: log.admin, topic: log.names.blobs, partitions: log.config.partitions, cacheBytes: 0 });
   for (const { rec, json } of refs) {
     try {
       await reader.resolve(planId, json);

@@ -1,11 +1,8 @@
 import { connect } from 'node:net';
-import type { Admin, Kafka } from 'kafkajs';
 import { codecFromConfig, readSchemaId, type LedgerCodec, type PlanSnapshot } from '../codec/index.js';
 import { topicNames, type LedgerConfig } from '../config.js';
 import { isLedgerError, LedgerError } from '../errors.js';
-import { createKafka } from '../kafka/client.js';
-import { fetchTopicOffsetsRetrying, readPlanRecords, readToEnd, type LogRecord, type ReadStats, type ReadToEndOptions } from '../kafka/log-reader.js';
-import { parseEventKey, partitionFor } from '../kafka/partitioner.js';
+import { createKafka, parseEventKey, partitionFor, readPlanRecords, type KafkaClient, type LedgerAdmin, type LogRecord, type ReadStats, type ReadToEndOptions } from '../kafka/index.js';
 import type { Logger } from '../logging.js';
 import type { PositionedEvent } from './timeline.js';
 import type { SnapshotAt } from './verify.js';
@@ -17,7 +14,7 @@ export interface LoggedEvent extends PositionedEvent {
 }
 
 /**
- * Fails fast, with one line, when none of the brokers accepts a TCP connection: kafkajs would otherwise
+ * Fails fast, with one line, when none of the brokers accepts a TCP connection: the client would otherwise
  * retry for many seconds before giving up.
  */
 export async function assertBrokersReachable(config: LedgerConfig, timeoutMs = 3000): Promise<void> {
@@ -48,12 +45,11 @@ export class LedgerLog {
   readonly names;
   private constructor(
     readonly config: LedgerConfig,
-    readonly kafka: Kafka,
-    readonly admin: Admin,
+    readonly kafka: KafkaClient,
+    readonly admin: LedgerAdmin,
     readonly codec: LedgerCodec,
-    private readonly readerGroup: string,
-    /** Whether {@link close} disconnects the admin (false when the connections belong to someone else). */
-    private readonly ownsConnections: boolean,
+    /** What {@link close} releases: the connections it opened (none when they belong to someone else). */
+    private readonly release: (() => Promise<void>) | null,
     /** Where a plan's events start on its partition (undefined: read it from the start). */
     private readonly planStart?: (planId: string) => Promise<string | undefined>,
     private readonly stats?: ReadStats,
@@ -66,34 +62,35 @@ export class LedgerLog {
     await assertBrokersReachable(config);
     const kafka = createKafka(config, logger, 'cli');
     const admin = kafka.admin();
-    await admin.connect().catch((e: unknown) => {
+    const release = async () => {
+      await admin.disconnect().catch(() => {});
+      await kafka.close();
+    };
+    await admin.connect().catch(async (e: unknown) => {
+      await release();
       if (isLedgerError(e)) throw e; // refused credentials: already one line naming mechanism and user
       throw new LedgerError('UNAVAILABLE', `cannot reach Kafka at ${config.brokers.join(',')}: ${(e as Error).message}`, {}, { cause: e });
     });
     try {
       const codec = await codecFromConfig(config, { logger, registryTimeoutMs: 5000 });
-      return new LedgerLog(config, kafka, admin, codec, `${config.topicPrefix}.cli`, true);
+      return new LedgerLog(config, kafka, admin, codec, release);
     } catch (e) {
-      await admin.disconnect().catch(() => {});
+      await release();
       throw e;
     }
   }
 
-  /**
-   * A log over connections the caller owns (the ledger client's): {@link close} leaves them open.
-   * `readerGroup` prefixes the throw-away consumer groups of its reads.
-   */
+  /** A log over connections the caller owns (the ledger client's): {@link close} leaves them open. */
   static over(opts: {
     config: LedgerConfig;
-    kafka: Kafka;
-    admin: Admin;
+    kafka: KafkaClient;
+    admin: LedgerAdmin;
     codec: LedgerCodec;
-    readerGroup: string;
     /** Where a plan's events start (the client's index knows); without it a plan is read from its partition's start. */
     planStart?: (planId: string) => Promise<string | undefined>;
     stats?: ReadStats;
   }): LedgerLog {
-    return new LedgerLog(opts.config, opts.kafka, opts.admin, opts.codec, opts.readerGroup, false, opts.planStart, opts.stats);
+    return new LedgerLog(opts.config, opts.kafka, opts.admin, opts.codec, null, opts.planStart, opts.stats);
   }
 
   partitionOf(planId: string): number {
@@ -115,11 +112,9 @@ export class LedgerLog {
     const from = await this.planStart?.(planId);
     const records = await readPlanRecords({
       kafka: this.kafka,
-      admin: this.admin,
       topic: this.names.events,
       partition,
       planId,
-      groupPrefix: this.readerGroup,
       ...(from !== undefined ? { from } : {}),
       ...(this.stats ? { stats: this.stats } : {}),
     });
@@ -144,7 +139,7 @@ export class LedgerLog {
     onProgress?: (done: number, total: number) => void,
   ): Promise<void> {
     if (!(await this.topicExists(this.names.events))) return;
-    const offsets = await fetchTopicOffsetsRetrying(this.admin, this.names.events);
+    const offsets = await this.admin.fetchTopicOffsets(this.names.events);
     const total = 2 * offsets.reduce((n, o) => n + Number(o.high) - Number(o.low), 0);
     let done = 0;
     onProgress?.(0, total);
@@ -161,7 +156,7 @@ export class LedgerLog {
       };
       // Both passes read the same span of the partition.
       const pass = (onRecords: ReadToEndOptions['onRecords']) =>
-        readToEnd({ kafka: this.kafka, admin: this.admin, topic: this.names.events, partitions: [partition], until, groupPrefix: this.readerGroup, timeoutMs: 600_000, ...(this.stats ? { stats: this.stats } : {}), onRecords });
+        this.kafka.readToEnd({ topic: this.names.events, partitions: [partition], until, timeoutMs: 600_000, ...(this.stats ? { stats: this.stats } : {}), onRecords });
       // 1. The offset of each plan's last record (key only, nothing decoded).
       const lastOf = new Map<string, string>();
       await pass((records) => {
@@ -174,7 +169,7 @@ export class LedgerLog {
       const open = new Map<string, Map<string, LoggedEvent>>();
       // A record that does not decode is the plan's (its key names it): reported with it, never skipped.
       const poisoned = new Map<string, LedgerError>();
-      await pass(async (records, { heartbeat }) => {
+      await pass(async (records) => {
         for (const r of records) {
           const plan = streamKey(r.key);
           let keys = open.get(plan);
@@ -196,7 +191,6 @@ export class LedgerLog {
           const byPlan = byEventPlan(keys.values());
           if (poison && byPlan.size === 0) await onPlan(plan, [], poison);
           for (const [planId, list] of byPlan) await onPlan(planId, list.sort(bySeq), planId === plan ? poison : undefined);
-          await heartbeat();
         }
         progress(records);
       });
@@ -233,14 +227,11 @@ export class LedgerLog {
     }
     const out: SnapshotAt[] = [];
     const chunks = new SnapshotChunks();
-    await readToEnd({
-      kafka: this.kafka,
-      admin: this.admin,
+    await this.kafka.readToEnd({
       topic,
       partitions: [partition],
       ...(from !== undefined ? { from: new Map([[partition, from]]) } : {}),
       ...(this.stats ? { stats: this.stats } : {}),
-      groupPrefix: this.readerGroup,
       onRecords: async (records) => {
         for (const r of records) {
           const key = r.key?.toString();
@@ -269,7 +260,7 @@ export class LedgerLog {
   }
 
   async close(): Promise<void> {
-    if (this.ownsConnections) await this.admin.disconnect().catch(() => {});
+    await this.release?.();
   }
 }
 

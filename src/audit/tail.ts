@@ -3,8 +3,7 @@
 // the offsets the history read started at. Each plan's events come out once, in seq order.
 import { readSchemaId } from '../codec/index.js';
 import { LedgerError } from '../errors.js';
-import { fetchTopicOffsetsRetrying, readToEnd, type LogRecord } from '../kafka/log-reader.js';
-import { parseEventKey } from '../kafka/partitioner.js';
+import { parseEventKey, type LogRecord } from '../kafka/index.js';
 import type { PlanEvent } from '../plan/index.js';
 import { readPlanHistory } from './live.js';
 import type { LedgerLog, LoggedEvent } from './log.js';
@@ -47,7 +46,7 @@ export async function tailEvents(log: LedgerLog, o: TailOptions, emit: (r: TailR
   const partitions = o.planId === undefined ? undefined : [log.partitionOf(o.planId)];
   // Where live reading starts: the end as of now, before the history is read, so nothing falls in between
   // (what both see is sent once: by seq, below).
-  const ends = await fetchTopicOffsetsRetrying(log.admin, log.names.events);
+  const ends = await log.admin.fetchTopicOffsets(log.names.events);
   const from = new Map(ends.filter((e) => !partitions || partitions.includes(e.partition)).map((e) => [e.partition, e.high]));
 
   const lastSeq = new Map<string, number>();
@@ -83,13 +82,10 @@ export async function tailEvents(log: LedgerLog, o: TailOptions, emit: (r: TailR
   }
 
   if (!o.follow) return;
-  await readToEnd({
-    kafka: log.kafka,
-    admin: log.admin,
+  await log.kafka.readToEnd({
     topic: log.names.events,
-    partitions,
+    ...(partitions ? { partitions } : {}),
     from,
-    groupPrefix: `${log.config.topicPrefix}.cli-tail`,
     follow: o.follow,
     onRecords: async (records: LogRecord[]) => {
       for (const rec of records) {

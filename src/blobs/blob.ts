@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Message } from 'kafkajs';
+import type { OutRecord } from '../kafka/index.js';
 import { LedgerError } from '../errors.js';
 
 /**
@@ -87,11 +87,11 @@ export function chunkKey(planId: string, sha256: string, index: number): string 
  * Stores `json` by reference: its chunk records (for the plan's partition of the blobs topic) and the
  * reference to put in the event. `at` becomes the records' timestamp and the reference's.
  */
-export function toBlob(planId: string, json: string, at: number, partition?: number): { ref: BlobRef; refJson: string; messages: Message[] } {
+export function toBlob(planId: string, json: string, at: number, partition?: number): { ref: BlobRef; refJson: string; messages: OutRecord[] } {
   const data = Buffer.from(json, 'utf8');
   const chunks = Math.max(1, Math.ceil(data.length / CHUNK_BYTES));
   const ref: BlobRef = { sha256: sha256Hex(data), bytes: data.length, chunks, at };
-  const messages: Message[] = [];
+  const messages: OutRecord[] = [];
   for (let i = 0; i < chunks; i++) {
     messages.push({
       key: chunkKey(planId, ref.sha256, i),
@@ -104,7 +104,7 @@ export function toBlob(planId: string, json: string, at: number, partition?: num
 }
 
 /** Tombstones for every chunk of a plan's blob (erasure). */
-export function blobTombstones(planId: string, ref: BlobRef, partition: number): Message[] {
+export function blobTombstones(planId: string, ref: BlobRef, partition: number): OutRecord[] {
   return Array.from({ length: ref.chunks }, (_, i) => ({ key: chunkKey(planId, ref.sha256, i), value: null, partition }));
 }
 

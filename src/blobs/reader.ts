@@ -1,16 +1,13 @@
-import type { Admin, Kafka } from 'kafkajs';
 import { isLedgerError, LedgerError } from '../errors.js';
-import { readToEnd } from '../kafka/log-reader.js';
-import { partitionFor } from '../kafka/partitioner.js';
+import { partitionFor, type KafkaClient, type LedgerAdmin } from '../kafka/index.js';
 import { chunkKey, parseRef, sha256Hex, type BlobRef } from './blob.js';
 
 export interface BlobReaderOptions {
-  readonly kafka: Kafka;
-  readonly admin: Admin;
+  readonly kafka: KafkaClient;
+  readonly admin: LedgerAdmin;
   /** `<prefix>.plan-blobs`. */
   readonly topic: string;
   readonly partitions: number;
-  readonly groupPrefix: string;
   /** Bytes of resolved payloads kept for the next read (default 64 MiB). */
   readonly cacheBytes?: number;
 }
@@ -50,13 +47,10 @@ export class BlobReader {
     const chunks: Array<Buffer | undefined> = new Array<Buffer | undefined>(ref.chunks).fill(undefined);
     let have = 0;
     const wanted = new Map(Array.from({ length: ref.chunks }, (_, i) => [chunkKey(planId, ref.sha256, i), i] as const));
-    await readToEnd({
-      kafka: this.o.kafka,
-      admin: this.o.admin,
+    await this.o.kafka.readToEnd({
       topic: this.o.topic,
       partitions: [partition],
       from: new Map([[partition, from]]),
-      groupPrefix: this.o.groupPrefix,
       isComplete: () => have === ref.chunks,
       onRecords: (records) => {
         for (const r of records) {

@@ -7,6 +7,6 @@ import { keyringFor } from '../crypto/index.js';
  * destroyed; undefined without a master key (envelopes are shown as stored).
  */
 export async function openerOf(log: LedgerLog, planId: string): Promise<((json: string) => string) | undefined> {
-  const keys = keyringFor({ kafka: log.kafka, admin: log.admin, config: log.config, groupPrefix: `${log.config.topicPrefix}.cli-keys` });
+  const keys = keyringFor({ kafka: log.kafka, config: log.config });
   return keys ? keys.opener(planId) : undefined;
 }

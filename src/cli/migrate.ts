@@ -3,17 +3,13 @@
 // safe way is to copy every plan's events, in order, to a new prefix whose topics have the new count, then
 // verify each plan's hash chain there. README "Choosing the partition count" says when and how.
 import type { Command } from 'commander';
-import type { Admin, Message, Producer } from 'kafkajs';
 import { LedgerLog } from '../audit/log.js';
 import { verifyAll } from '../audit/live.js';
 import type { PlanVerification } from '../audit/verify.js';
 import { codecFromConfig, type LedgerCodec } from '../codec/index.js';
 import { loadConfig, topicNames, type LedgerConfig } from '../config.js';
 import { LedgerError } from '../errors.js';
-import { createKafka } from '../kafka/client.js';
-import { fetchTopicOffsetsRetrying, readToEnd, type LogRecord } from '../kafka/log-reader.js';
-import { parseEventKey, partitionFor } from '../kafka/partitioner.js';
-import { ensurePlanTopics } from '../kafka/topics.js';
+import { createKafka, ensurePlanTopics, parseEventKey, partitionFor, type LedgerAdmin, type LogRecord, type OutRecord, type RecordWriter } from '../kafka/index.js';
 import type { Logger } from '../logging.js';
 import { cliLogger } from './connect.js';
 import { json, out } from './output.js';
@@ -55,30 +51,30 @@ export interface MigrationReport {
 /** Largest produce request the copy sends (under the broker's default 1 MiB batch limit). */
 const MAX_SEND_BYTES = 512 * 1024;
 
-async function partitionCount(admin: Admin, topic: string): Promise<number> {
-  const meta = await admin.fetchTopicMetadata({ topics: [topic] });
-  return meta.topics[0]?.partitions.length ?? 0;
+async function partitionCount(admin: LedgerAdmin, topic: string): Promise<number> {
+  const meta = await admin.fetchTopicMetadata([topic]);
+  return meta[0]?.partitions.length ?? 0;
 }
 
-async function hasRecords(admin: Admin, topic: string): Promise<boolean> {
+async function hasRecords(admin: LedgerAdmin, topic: string): Promise<boolean> {
   if (!(await admin.listTopics()).includes(topic)) return false;
-  return (await fetchTopicOffsetsRetrying(admin, topic)).some((o) => BigInt(o.high) > BigInt(o.low));
+  return (await admin.fetchTopicOffsets(topic)).some((o) => BigInt(o.high) > BigInt(o.low));
 }
 
 /**
  * Refuses to copy a ledger that is still changing: executors in its group (their later events would be
  * left behind), or commands the executors have not decided yet (they would be lost with the old prefix).
  */
-async function assertQuiet(admin: Admin, from: LedgerConfig, force: boolean): Promise<void> {
+async function assertQuiet(admin: LedgerAdmin, from: LedgerConfig, force: boolean): Promise<void> {
   const group = `${from.topicPrefix}.executors`;
-  const described = (await admin.describeGroups([group])).groups[0];
+  const described = (await admin.describeGroups([group]))[0];
   if (!force && described && described.members.length > 0) {
     throw new LedgerError('CONFLICT', `${described.members.length} executor(s) still run on prefix "${from.topicPrefix}" (group ${group}): stop them first, so no event is written after the copy (or pass --force)`, { group });
   }
   const commands = topicNames(from.topicPrefix).commands;
   if (!(await admin.listTopics()).includes(commands)) return;
-  const ends = await fetchTopicOffsetsRetrying(admin, commands);
-  const committed = (await admin.fetchOffsets({ groupId: group, topics: [commands] }))[0]?.partitions ?? [];
+  const ends = await admin.fetchTopicOffsets(commands);
+  const committed = await admin.fetchOffsets(group, commands);
   let pending = 0n;
   for (const o of ends) {
     const c = committed.find((x) => x.partition === o.partition)?.offset;
@@ -90,13 +86,13 @@ async function assertQuiet(admin: Admin, from: LedgerConfig, force: boolean): Pr
   }
 }
 
-/** Sends messages in order, a few hundred KiB per request, waiting for each (so per-partition order holds). */
-async function sendInOrder(producer: Producer, topic: string, messages: Message[]): Promise<void> {
-  let batch: Message[] = [];
+/** Sends records in order, a few hundred KiB per request, waiting for each (so per-partition order holds). */
+async function sendInOrder(writer: RecordWriter, topic: string, messages: OutRecord[]): Promise<void> {
+  let batch: OutRecord[] = [];
   let bytes = 0;
   const flush = async () => {
     if (!batch.length) return;
-    await producer.send({ topic, acks: -1, messages: batch });
+    await writer.send(topic, batch);
     batch = [];
     bytes = 0;
   };
@@ -114,7 +110,7 @@ async function sendInOrder(producer: Producer, topic: string, messages: Message[
  * chunks by it) and headers; the value decoded and encoded again under the new prefix's subject. A value
  * that does not decode is copied as it is, so the new ledger reports it exactly as the old one does.
  */
-async function copyOfEvent(r: LogRecord, from: LedgerCodec, to: LedgerCodec, partitions: number): Promise<Message> {
+async function copyOfEvent(r: LogRecord, from: LedgerCodec, to: LedgerCodec, partitions: number): Promise<OutRecord> {
   const key = r.key?.toString('utf8') ?? '';
   const planId = parseEventKey(key)?.planId ?? key;
   let value: Buffer | null = r.value;
@@ -129,7 +125,7 @@ async function copyOfEvent(r: LogRecord, from: LedgerCodec, to: LedgerCodec, par
 }
 
 /** A payload chunk keyed `planId:sha256:index` goes to its plan's new partition. */
-function copyOfChunk(r: LogRecord, partitions: number): Message {
+function copyOfChunk(r: LogRecord, partitions: number): OutRecord {
   const key = r.key?.toString('utf8') ?? '';
   const parts = key.split(':');
   const planId = parts.length >= 3 ? parts.slice(0, -2).join(':') : key;
@@ -169,49 +165,41 @@ export async function migratePrefix(opts: MigrateOptions): Promise<MigrationRepo
   const dst = topicNames(to.topicPrefix);
   const kafka = createKafka(from, logger, 'migrate');
   const admin = kafka.admin();
-  await admin.connect();
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  const writer = kafka.writer();
   try {
+    await admin.connect();
     if (!(await admin.listTopics()).includes(src.events)) throw new LedgerError('NOT_FOUND', `no ledger on prefix "${from.topicPrefix}" (${src.events} does not exist)`);
     const fromPartitions = await partitionCount(admin, src.events);
     if (await hasRecords(admin, dst.events)) throw new LedgerError('CONFLICT', `${dst.events} already holds events: migrate into a new prefix`, { topic: dst.events });
     await assertQuiet(admin, from, opts.force === true);
     await ensurePlanTopics(admin, to);
     const [fromCodec, toCodec] = await Promise.all([codecFromConfig(from, { logger }), codecFromConfig(to, { logger })]);
-    await producer.connect();
+    await writer.connect();
 
-    const total = (await fetchTopicOffsetsRetrying(admin, src.events)).reduce((n, o) => n + Number(BigInt(o.high) - BigInt(o.low)), 0);
+    const total = (await admin.fetchTopicOffsets(src.events)).reduce((n, o) => n + Number(BigInt(o.high) - BigInt(o.low)), 0);
     let events = 0;
     // Partition by partition, in offset order: a plan lives on one source partition, so its events reach
     // its new partition in the order they were appended.
     for (let p = 0; p < fromPartitions; p++) {
-      await readToEnd({
-        kafka,
-        admin,
+      await kafka.readToEnd({
         topic: src.events,
         partitions: [p],
-        groupPrefix: `${from.topicPrefix}.migrate`,
-        onRecords: async (records, { heartbeat }) => {
-          const messages: Message[] = [];
+        onRecords: async (records) => {
+          const messages: OutRecord[] = [];
           for (const r of records) messages.push(await copyOfEvent(r, fromCodec, toCodec, opts.partitions));
-          await sendInOrder(producer, dst.events, messages);
+          await sendInOrder(writer, dst.events, messages);
           events += records.length;
           opts.onProgress?.(events, total);
-          await heartbeat();
         },
       });
     }
     let blobs = 0;
     if ((await admin.listTopics()).includes(src.blobs)) {
-      await readToEnd({
-        kafka,
-        admin,
+      await kafka.readToEnd({
         topic: src.blobs,
-        groupPrefix: `${from.topicPrefix}.migrate`,
-        onRecords: async (records, { heartbeat }) => {
-          await sendInOrder(producer, dst.blobs, records.map((r) => copyOfChunk(r, opts.partitions)));
+        onRecords: async (records) => {
+          await sendInOrder(writer, dst.blobs, records.map((r) => copyOfChunk(r, opts.partitions)));
           blobs += records.length;
-          await heartbeat();
         },
       });
     }
@@ -230,8 +218,9 @@ export async function migratePrefix(opts: MigrateOptions): Promise<MigrationRepo
     for (const planId of after.keys()) if (!before.has(planId)) mismatches.push({ planId, reason: 'on the new topics only' });
     return { fromPrefix: from.topicPrefix, toPrefix: to.topicPrefix, fromPartitions, toPartitions: opts.partitions, events, blobs, plans: after.size, mismatches, ok: mismatches.length === 0 };
   } finally {
-    await producer.disconnect().catch(() => {});
+    await writer.disconnect().catch(() => {});
     await admin.disconnect().catch(() => {});
+    await kafka.close();
   }
 }
 

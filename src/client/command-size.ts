@@ -1,6 +1,4 @@
-import type { Admin } from 'kafkajs';
 import { LedgerError } from '../errors.js';
-import { describeTopicConfig } from '../kafka/topics.js';
 import type { PlanCommand } from '../plan/index.js';
 
 /**
@@ -8,15 +6,6 @@ import type { PlanCommand } from '../plan/index.js';
  * (61 bytes) and the record's own varints and attributes (at most 5 × 5 + 1 with no headers), rounded up.
  */
 export const RECORD_OVERHEAD_BYTES = 100;
-
-/** The broker's default `max.message.bytes` (1 MiB + the batch overhead), used when the topic does not say. */
-const BROKER_DEFAULT_MAX_MESSAGE_BYTES = 1_048_588;
-
-/** A topic's `max.message.bytes`, read from its config (the broker's default when the topic has none). */
-export async function maxMessageBytes(admin: Admin, topic: string): Promise<number> {
-  const n = Number((await describeTopicConfig(admin, topic, ['max.message.bytes']))['max.message.bytes']);
-  return Number.isSafeInteger(n) && n > 0 ? n : BROKER_DEFAULT_MAX_MESSAGE_BYTES;
-}
 
 /** The client's name for a command field: the domain's `inputJson` is the `input` the caller gave. */
 function callerName(key: string): string {

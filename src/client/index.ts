@@ -12,7 +12,7 @@ export {
   type AllPlans,
   type ConnectOptions,
 } from './ledger.js';
-export { newReadStats, type ReadStats } from '../kafka/log-reader.js';
+export { newReadStats, type ReadStats } from '../kafka/index.js';
 export type { PlanFilter, PlanStatusFilter } from './list-plans.js';
 export type { PlanPage, PlanSummary, PlanProgress } from '../projection/query.js';
 export type { PlanAudit, PlanReplay, ReplayFailure } from '../audit/live.js';

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import type { Admin, Consumer, Kafka, Producer } from 'kafkajs';
 import { parseErasureRecord, type ErasureRecord } from '../audit/erasure-record.js';
 import { auditPlan, replayAll, replayPlan, verifyAll, verifyPlanInLog, type PlanAudit, type PlanReplay, type ReplayFailure } from '../audit/live.js';
 import { LedgerLog } from '../audit/log.js';
@@ -10,16 +9,28 @@ import { BlobReader, payloadLimitsFromEnv, payloadPlacement, resolvePayloads, to
 import { codecFromConfig, type LedgerCodec } from '../codec/index.js';
 import { loadConfig, topicNames, type LedgerConfig, type LedgerConfigInput } from '../config.js';
 import { isLedgerError, LedgerError } from '../errors.js';
-import { createKafka } from '../kafka/client.js';
-import { fetchTopicOffsetsRetrying, lastStableOffset, readPlanRecords, readToEnd, type ReadStats } from '../kafka/log-reader.js';
-import { parseEventKey, partitionFor } from '../kafka/partitioner.js';
-import { auditTopic, ensurePlanTopics } from '../kafka/topics.js';
+import {
+  auditTopic,
+  createKafka,
+  ensurePlanTopics,
+  lastStableOffset,
+  MAX_RECORD_BYTES,
+  parseEventKey,
+  partitionFor,
+  readPlanRecords,
+  type KafkaClient,
+  type LedgerAdmin,
+  type LogRecord,
+  type PartitionTail,
+  type ReadStats,
+  type RecordWriter,
+} from '../kafka/index.js';
 import { silentLogger, type Logger } from '../logging.js';
 import { evolveAll, evolveInPlace, isValidId, type ItemSpec, type CommandPayloads, type CommandType, type PlanCommand, type PlanEvent, type PlanMode, type PlanState, type PlanStatus } from '../plan/index.js';
 import { toItemSpec, type ItemInput } from '../plan-input.js';
 import { traceHeaders } from '../trace-context.js';
 import type { PlanPage } from '../projection/query.js';
-import { assertCommandFits, maxMessageBytes } from './command-size.js';
+import { assertCommandFits } from './command-size.js';
 import { FollowedPlans } from './followed.js';
 import { listPlansFromIndex, type PlanFilter } from './list-plans.js';
 import { PlanIndex } from './plan-index.js';
@@ -235,26 +246,32 @@ export async function connectLedger(input?: LedgerConfigInput, opts: ConnectOpti
   const logger = (opts.logger ?? silentLogger()).child({ component: 'client' });
   const kafka = createKafka(config, logger, 'client');
   const admin = kafka.admin();
-  await admin.connect().catch((e: unknown) => {
+  await admin.connect().catch(async (e: unknown) => {
+    await kafka.close();
     if (isLedgerError(e)) throw e; // refused credentials: already one line naming mechanism and user
     throw new LedgerError('UNAVAILABLE', `cannot reach Kafka at ${config.brokers.join(',')}: ${(e as Error).message}`, {}, { cause: e });
   });
+  let client: LedgerClient | undefined;
   try {
     await ensurePlanTopics(admin, config);
     const codec = await codecFromConfig(config, { logger });
-    const keys = keyringFor({ kafka, admin, config, groupPrefix: `${config.topicPrefix}.client-keys`, ...(opts.masterKey ? { master: opts.masterKey } : {}) });
-    const client = new LedgerClient(kafka, admin, codec, config, logger, opts.readStats, keys);
+    const keys = keyringFor({ kafka, config, ...(opts.masterKey ? { master: opts.masterKey } : {}) });
+    client = new LedgerClient(kafka, admin, codec, config, logger, opts.readStats, keys);
     await client.start();
     return client;
   } catch (e) {
-    await admin.disconnect().catch(() => {});
+    if (client) await client.close();
+    else {
+      await admin.disconnect().catch(() => {});
+      await kafka.close();
+    }
     throw e;
   }
 }
 
 class LedgerClient implements Ledger {
-  private producer!: Producer;
-  private tail!: Consumer;
+  private writer!: RecordWriter;
+  private tail!: PartitionTail;
   private readonly listeners = new Map<string, Set<Listener>>();
   private readonly tombstoneListeners = new Map<string, Set<TombstoneListener>>();
   /** Plans this client created, followed on the tail from their first event (see {@link waitFor}). */
@@ -271,12 +288,10 @@ class LedgerClient implements Ledger {
   /** Next offset of the events tail per partition: every record below it has reached the listeners. */
   private readonly tailNext = new Map<number, bigint>();
   private tailWaiters: Array<{ partition: number; offset: bigint; resolve: () => void }> = [];
-  /** The commands topic's `max.message.bytes`, read once. */
-  private commandLimit: Promise<number> | undefined;
 
   constructor(
-    private readonly kafka: Kafka,
-    private readonly admin: Admin,
+    private readonly kafka: KafkaClient,
+    private readonly admin: LedgerAdmin,
     private readonly codec: LedgerCodec,
     readonly config: LedgerConfig,
     private readonly logger: Logger,
@@ -285,11 +300,10 @@ class LedgerClient implements Ledger {
     private readonly keys?: PlanKeyring,
   ) {
     this.topics = topicNames(config.topicPrefix);
-    const groupPrefix = `${config.topicPrefix}.${this.clientId}`;
-    this.index = new PlanIndex(createKafka(config, logger, 'client-index', 'service'), admin, codec, config, `${groupPrefix}.index`, logger, stats);
-    this.reads = { kafka, admin, codec, config, index: this.index, groupPrefix, ...(stats ? { stats } : {}) };
-    this.log = LedgerLog.over({ config, kafka, admin, codec, readerGroup: groupPrefix, planStart: (planId) => planStartOffset(this.reads, planId), ...(stats ? { stats } : {}) });
-    this.blobs = new BlobReader({ kafka, admin, topic: this.topics.blobs, partitions: config.partitions, groupPrefix: `${config.topicPrefix}.${this.clientId}.blobs` });
+    this.index = new PlanIndex(kafka, admin, codec, config, logger, stats);
+    this.reads = { kafka, admin, codec, config, index: this.index, ...(stats ? { stats } : {}) };
+    this.log = LedgerLog.over({ config, kafka, admin, codec, planStart: (planId) => planStartOffset(this.reads, planId), ...(stats ? { stats } : {}) });
+    this.blobs = new BlobReader({ kafka, admin, topic: this.topics.blobs, partitions: config.partitions });
   }
 
   /**
@@ -307,7 +321,7 @@ class LedgerClient implements Ledger {
     const messages = out.flatMap((o) => o.blob?.messages ?? []);
     // One chunk per produce request (a chunk is half the default record limit); acknowledged by all
     // in-sync replicas before the command that refers to it is sent.
-    for (const m of messages) await this.producer.send({ topic: this.topics.blobs, acks: -1, messages: [m] });
+    for (const m of messages) await this.writer.send(this.topics.blobs, [m]);
     return out.map(({ it, blob }) => (blob ? { ...it, inputJson: blob.refJson } : it));
   }
 
@@ -321,7 +335,7 @@ class LedgerClient implements Ledger {
     let seal: ((json: string) => string) | undefined;
     if (create) {
       const { key, message } = await this.keys.create(planId);
-      if (message) await this.producer.send({ topic: this.keys.topic, acks: -1, messages: [message] });
+      if (message) await this.writer.send(this.keys.topic, [message]);
       this.keys.remember(planId, key);
       seal = await this.keys.sealer(planId);
     } else {
@@ -341,49 +355,40 @@ class LedgerClient implements Ledger {
   }
 
   async start(): Promise<void> {
-    this.producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-    await this.producer.connect();
+    this.writer = this.kafka.writer();
+    await this.writer.connect();
     // A tail of the events topic, positioned at the end as of now, so every outcome of a command sent
-    // after connect is seen. Its throw-away group never commits.
-    const ends = await fetchTopicOffsetsRetrying(this.admin, this.topics.events);
-    // The tail lives as long as the client: it rides out a broker outage like a service does and
-    // notices the broker's return within 2 s (one-shot calls keep the short retry budget).
-    this.tail = createKafka(this.config, this.logger, 'client-tail', 'service').consumer({ groupId: `${this.config.topicPrefix}.${this.clientId}`, maxWaitTimeInMs: 50, sessionTimeout: 30_000 });
-    let joined!: () => void;
-    const ready = new Promise<void>((r) => (joined = r));
+    // after connect is seen.
+    const ends = await this.admin.fetchTopicOffsets(this.topics.events);
     for (const o of ends) this.tailNext.set(o.partition, BigInt(o.high));
-    this.tail.on(this.tail.events.GROUP_JOIN, () => {
-      for (const o of ends) this.tail.seek({ topic: this.topics.events, partition: o.partition, offset: o.high });
-      joined();
+    this.tail = await this.kafka.tail({
+      topic: this.topics.events,
+      onRecords: (partition, records) => this.onTail(partition, records),
+      // Past a batch (transaction markers included), every record below it reached the listeners.
+      onPosition: (partition, next) => this.tailAdvanced(partition, next),
     });
-    // After a batch (control records only included), every record below its last offset reached the listeners.
-    this.tail.on(this.tail.events.END_BATCH_PROCESS, (ev) => this.tailAdvanced(ev.payload.partition, BigInt(ev.payload.lastOffset) + 1n));
-    await this.tail.connect();
-    await this.tail.subscribe({ topic: this.topics.events, fromBeginning: false });
-    await this.tail.run({
-      autoCommit: false,
-      eachBatch: async ({ batch }) => {
-        for (const m of batch.messages) {
-          const planId = parseEventKey(m.key)?.planId;
-          if (planId === undefined) continue;
-          const key = m.key!.toString();
-          if (!m.value) {
-            for (const l of [...(this.tombstoneListeners.get(planId) ?? [])]) l(key);
-            continue;
-          }
-          const ls = this.listeners.get(planId);
-          if (!ls?.size) continue;
-          try {
-            const e = await this.codec.decodeEvent(m.value);
-            const at = { partition: batch.partition, offset: m.offset };
-            for (const l of [...ls]) l(e, at);
-          } catch (err) {
-            this.logger.warn({ err, offset: m.offset }, 'undecodable event on the tail');
-          }
-        }
-      },
-    });
-    await ready;
+    await Promise.all(ends.map((o) => this.tail.add(o.partition, o.high)));
+  }
+
+  private async onTail(partition: number, records: LogRecord[]): Promise<void> {
+    for (const m of records) {
+      const planId = parseEventKey(m.key)?.planId;
+      if (planId === undefined) continue;
+      const key = m.key!.toString();
+      if (!m.value) {
+        for (const l of [...(this.tombstoneListeners.get(planId) ?? [])]) l(key);
+        continue;
+      }
+      const ls = this.listeners.get(planId);
+      if (!ls?.size) continue;
+      try {
+        const e = await this.codec.decodeEvent(m.value);
+        const at = { partition, offset: m.offset };
+        for (const l of [...ls]) l(e, at);
+      } catch (err) {
+        this.logger.warn({ err, offset: m.offset }, 'undecodable event on the tail');
+      }
+    }
   }
 
   private tailAdvanced(partition: number, next: bigint): void {
@@ -430,16 +435,8 @@ class LedgerClient implements Ledger {
   /** Sends a command; inside an active span, its `traceparent` goes along as a record header (the executor's span continues it). */
   private async produce(command: PlanCommand): Promise<void> {
     const value = this.codec.encodeCommand(command);
-    this.commandLimit ??= maxMessageBytes(this.admin, this.topics.commands).catch((e: unknown) => {
-      this.commandLimit = undefined;
-      throw e;
-    });
-    assertCommandFits(command, command.planId, value, await this.commandLimit);
-    await this.producer.send({
-      topic: this.topics.commands,
-      acks: -1,
-      messages: [{ key: command.planId, value, partition: partitionFor(command.planId, this.config.partitions), ...traceHeaders() }],
-    });
+    assertCommandFits(command, command.planId, value, MAX_RECORD_BYTES);
+    await this.writer.send(this.topics.commands, [{ key: command.planId, value, partition: partitionFor(command.planId, this.config.partitions), ...traceHeaders() }]);
   }
 
   private timeout(type: string, planId: string, commandId: string, timeoutMs: number): LedgerError {
@@ -596,12 +593,9 @@ class LedgerClient implements Ledger {
     const topic = auditTopic(this.config.topicPrefix);
     for (let attempt = 0; attempt < 20; attempt++) {
       let found: ErasureRecord | undefined;
-      const next = await readToEnd({
-        kafka: this.kafka,
-        admin: this.admin,
+      const next = await this.kafka.readToEnd({
         topic,
         ...(from ? { from } : {}),
-        groupPrefix: `${this.config.topicPrefix}.${this.clientId}`,
         onRecords: (records) => {
           for (const r of records) {
             const rec = parseErasureRecord(r.value);
@@ -622,11 +616,9 @@ class LedgerClient implements Ledger {
     const from = await planStartOffset(this.reads, planId);
     const records = await readPlanRecords({
       kafka: this.kafka,
-      admin: this.admin,
       topic: this.topics.events,
       partition,
       planId,
-      groupPrefix: this.reads.groupPrefix,
       ...(from !== undefined ? { from } : {}),
       ...(this.stats ? { stats: this.stats } : {}),
     });
@@ -644,7 +636,7 @@ class LedgerClient implements Ledger {
   }
 
   listPlans(filter?: PlanFilter): Promise<PlanPage> {
-    return listPlansFromIndex({ kafka: this.kafka, admin: this.admin, codec: this.codec, config: this.config, logger: this.logger, index: this.index, groupPrefix: this.reads.groupPrefix, ...(this.stats ? { stats: this.stats } : {}) }, filter);
+    return listPlansFromIndex({ kafka: this.kafka, codec: this.codec, config: this.config, logger: this.logger, index: this.index, ...(this.stats ? { stats: this.stats } : {}) }, filter);
   }
 
   async audit(planId: string, opts: AuditOptions = {}): Promise<PlanAudit> {
@@ -726,8 +718,9 @@ class LedgerClient implements Ledger {
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled([this.tail?.disconnect(), this.producer?.disconnect(), this.index.close()]);
+    await Promise.allSettled([this.tail?.close(), this.writer?.disconnect(), this.index.close()]);
     await this.admin.disconnect().catch(() => {});
+    await this.kafka.close();
   }
 }
 

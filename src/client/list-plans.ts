@@ -1,8 +1,7 @@
-import type { Admin, Kafka } from 'kafkajs';
 import type { LedgerCodec } from '../codec/index.js';
 import { topicNames, type LedgerConfig } from '../config.js';
 import { LedgerError } from '../errors.js';
-import { readRecordAt, readToEnd, type LogRecord, type ReadStats } from '../kafka/log-reader.js';
+import { readRecordAt, type KafkaClient, type LogRecord, type ReadStats } from '../kafka/index.js';
 import type { Logger } from '../logging.js';
 import type { PlanStatus } from '../plan/index.js';
 import { PartitionProjection } from '../projection/partition.js';
@@ -28,13 +27,11 @@ export interface PlanFilter {
 }
 
 export interface ListPlansDeps {
-  kafka: Kafka;
-  admin: Admin;
+  kafka: KafkaClient;
   codec: LedgerCodec;
   config: LedgerConfig;
   logger: Logger;
   index: PlanIndex;
-  groupPrefix: string;
   stats?: ReadStats;
 }
 
@@ -70,19 +67,16 @@ async function changesSinceSnapshots(deps: ListPlansDeps): Promise<{ overrides: 
     else from.set(p, (BigInt(w) + 1n).toString());
   }
   const restored = await Promise.all(
-    [...rebuilt].map((partition) => restorePartition({ kafka: deps.kafka, admin: deps.admin, codec: deps.codec, config, partition, logger: deps.logger })),
+    [...rebuilt].map((partition) => restorePartition({ kafka: deps.kafka, codec: deps.codec, config, partition, logger: deps.logger })),
   );
   for (const r of restored) for (const view of r.projection.plans.values()) overrides.set(view.planId, summarize(view));
 
   const tails = new Map<number, LogRecord[]>();
   if (from.size) {
-    await readToEnd({
-      kafka: deps.kafka,
-      admin: deps.admin,
+    await deps.kafka.readToEnd({
       topic: names.events,
       partitions: [...from.keys()],
       from,
-      groupPrefix: deps.groupPrefix,
       ...(deps.stats ? { stats: deps.stats } : {}),
       onRecords: (records) => {
         for (const r of records) {
@@ -103,7 +97,7 @@ async function changesSinceSnapshots(deps: ListPlansDeps): Promise<{ overrides: 
     for (const planId of touched) {
       const entry = index.get(planId);
       if (!entry) continue;
-      const state = await index.stateOf(entry, async (offset) => (await readRecordAt({ kafka: deps.kafka, admin: deps.admin, topic: names.archive, partition: p, offset, groupPrefix: deps.groupPrefix, ...(deps.stats ? { stats: deps.stats } : {}) }))?.value ?? undefined);
+      const state = await index.stateOf(entry, async (offset) => (await readRecordAt({ kafka: deps.kafka, topic: names.archive, partition: p, offset, ...(deps.stats ? { stats: deps.stats } : {}) }))?.value ?? undefined);
       if (state) projection.seed(state);
     }
     for (const d of letters) projection.stall(d.planId, stallOf(d.cause, d.cause.sourceOffset, d.seq));

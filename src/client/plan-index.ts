@@ -1,13 +1,12 @@
 // The ledger client's index of plans: where each plan's latest snapshot is, a summary of it for
 // listPlans, and each partition's watermark. It is built from the projector's own topics — the compacted
 // `<prefix>.plan-snapshots` (live plans, keyed by planId, and the `__watermark` record) and
-// `<prefix>.plan-archive` (finished plans) — by one long-lived consumer that follows them, so a read
+// `<prefix>.plan-archive` (finished plans) — by long-lived readers that follow them, so a read
 // locates a plan's snapshot in memory and reads only the events after the watermark. Its size follows the
 // number of plans (a summary each; the raw snapshot only for live plans), never the number of events.
-import type { Consumer, Kafka } from 'kafkajs';
 import type { LedgerCodec } from '../codec/index.js';
 import { topicNames, type LedgerConfig } from '../config.js';
-import { fetchTopicOffsetsRetrying, type LogRecord, type ReadStats } from '../kafka/log-reader.js';
+import type { KafkaClient, LedgerAdmin, LogRecord, PartitionTail, ReadStats } from '../kafka/index.js';
 import type { Logger } from '../logging.js';
 import type { PlanState } from '../plan/index.js';
 import { summarize, type PlanSummary } from '../projection/query.js';
@@ -64,8 +63,8 @@ interface Waiter {
 
 export class PlanIndex {
   private readonly names;
-  private consumer: Consumer | undefined;
-  private starting: Promise<void> | undefined;
+  /** One reader per topic of {@link topics}, in that order. */
+  private starting: Promise<PartitionTail[]> | undefined;
   /** Latest snapshot record per plan in the snapshots topic (live plans). */
   private readonly live = new Map<string, IndexedPlan>();
   /** Latest archive record per plan (finished plans). */
@@ -83,23 +82,20 @@ export class PlanIndex {
   private readonly watermarks = new Map<number, string>();
   /** Dead letters of events records, per events partition: the plans they stall. */
   private readonly deadLetters = new Map<number, Array<{ planId: string; seq: number; cause: DeadLetterCause }>>();
-  /** Next offset the index consumer will read, per `topic/partition`. */
+  /** Next offset the index readers will read, per `topic/partition`. */
   private readonly positions = new Map<string, bigint>();
   private waiters: Waiter[] = [];
-  private failure: unknown;
   /**
-   * Partitions a read has asked for: the index reads only these (the others stay paused), so a one-shot
-   * caller's first getPlan reads one partition of the snapshots, archive and DLQ topics, not all of them.
+   * Partitions a read has asked for: the index reads only these, so a one-shot caller's first getPlan
+   * reads one partition of the snapshots, archive and DLQ topics, not all of them.
    */
   private readonly wanted = new Set<number>();
-  private joined = false;
 
   constructor(
-    private readonly kafka: Kafka,
-    private readonly admin: Parameters<typeof fetchTopicOffsetsRetrying>[0],
+    private readonly kafka: KafkaClient,
+    private readonly admin: LedgerAdmin,
     private readonly codec: Pick<LedgerCodec, 'decodeSnapshot'>,
     private readonly config: LedgerConfig,
-    private readonly groupId: string,
     private readonly logger: Logger,
     /** Counts the records the index reads, per `topic/partition` (in `indexed`). */
     private readonly stats?: ReadStats,
@@ -111,59 +107,44 @@ export class PlanIndex {
     return [this.names.snapshots, this.names.archive, this.names.dlq];
   }
 
-  /** Starts following the snapshots and archive topics (once; later calls share the start). */
-  start(): Promise<void> {
-    this.starting ??= this.run().catch((e: unknown) => {
+  /** Opens the readers of the snapshots, archive and DLQ topics (once; later calls share them). */
+  private start(): Promise<PartitionTail[]> {
+    this.starting ??= this.open().catch((e: unknown) => {
       this.starting = undefined;
       throw e;
     });
     return this.starting;
   }
 
-  private async run(): Promise<void> {
-    const topics = this.topics;
-    this.positions.clear();
-    for (const topic of topics) {
-      for (const o of await fetchTopicOffsetsRetrying(this.admin, topic)) this.positions.set(`${topic}/${o.partition}`, BigInt(o.low));
+  private async open(): Promise<PartitionTail[]> {
+    const tails: PartitionTail[] = [];
+    try {
+      for (const topic of this.topics) {
+        tails.push(
+          await this.kafka.tail({
+            topic,
+            onRecords: (partition, records) => this.read(topic, partition, records),
+            onPosition: (partition, next) => this.advance(topic, partition, next),
+          }),
+        );
+      }
+    } catch (e) {
+      await Promise.allSettled(tails.map((t) => t.close()));
+      throw e;
     }
-    const consumer = this.kafka.consumer({ groupId: this.groupId, maxWaitTimeInMs: 50, sessionTimeout: 30_000, readUncommitted: false });
-    this.joined = false;
-    consumer.on(consumer.events.GROUP_JOIN, () => {
-      const unwanted = Array.from({ length: this.config.partitions }, (_, p) => p).filter((p) => !this.wanted.has(p));
-      if (unwanted.length) consumer.pause(topics.map((topic) => ({ topic, partitions: unwanted })));
-      this.joined = true;
-    });
-    consumer.on(consumer.events.END_BATCH_PROCESS, (ev) => {
-      this.advance(ev.payload.topic, ev.payload.partition, BigInt(ev.payload.lastOffset) + 1n);
-    });
-    consumer.on(consumer.events.CRASH, (ev) => {
-      if (ev.payload.restart) return;
-      // The reads waiting now fail with the cause; the next read starts the index again from the topics'
-      // start (records applied twice leave the same index: each is the latest of its key).
-      this.failure = ev.payload.error;
-      for (const w of this.waiters) w.resolve();
-      this.waiters = [];
-      this.starting = undefined;
-      if (this.consumer === consumer) this.consumer = undefined;
-      void consumer.disconnect().catch(() => {});
-    });
-    await consumer.connect();
-    this.consumer = consumer;
-    for (const topic of topics) await consumer.subscribe({ topic, fromBeginning: true });
-    await consumer.run({
-      autoCommit: false,
-      eachBatch: async ({ batch }) => {
-        if (this.stats) {
-          const indexed = (this.stats.indexed ??= {});
-          const key = `${batch.topic}/${batch.partition}`;
-          indexed[key] = (indexed[key] ?? 0) + batch.messages.length;
-        }
-        for (const m of batch.messages) {
-          if (batch.topic === this.names.dlq) this.deadLetter(m.key, m.headers);
-          else await this.apply({ topic: batch.topic, partition: batch.partition, offset: m.offset, key: m.key, value: m.value, timestamp: m.timestamp, headers: {} });
-        }
-      },
-    });
+    return tails;
+  }
+
+  private async read(topic: string, partition: number, records: LogRecord[]): Promise<void> {
+    if (this.stats) {
+      const indexed = (this.stats.indexed ??= {});
+      const key = `${topic}/${partition}`;
+      indexed[key] = (indexed[key] ?? 0) + records.length;
+    }
+    for (const r of records) {
+      if (topic === this.names.dlq) this.deadLetter(r.key, r.headers);
+      else await this.apply(r);
+    }
   }
 
   private advance(topic: string, partition: number, next: bigint): void {
@@ -178,10 +159,8 @@ export class PlanIndex {
   }
 
   /** A DLQ record whose source is an events record stalls that record's plan (see `restorePartition`). */
-  private deadLetter(key: Buffer | null, headers: Record<string, Buffer | string | (Buffer | string)[] | undefined> | undefined): void {
-    const h: Record<string, string> = {};
-    for (const [k, v] of Object.entries(headers ?? {})) if (v !== undefined) h[k] = (Array.isArray(v) ? v.at(-1) : v)?.toString() ?? '';
-    const cause = causeFromHeaders(h);
+  private deadLetter(key: Buffer | null, headers: Readonly<Record<string, string>>): void {
+    const cause = causeFromHeaders(headers);
     if (cause === null || cause.sourceTopic !== this.names.events) return;
     const k = parseEventKey(key);
     if (k === null) return;
@@ -276,19 +255,30 @@ export class PlanIndex {
    * now (the given partitions, or all): then every snapshot and watermark committed before the call is in.
    */
   async sync(partitions?: readonly number[]): Promise<void> {
-    if (this.failure !== undefined && this.starting === undefined) this.failure = undefined; // a new start
-    const fresh = (partitions ?? Array.from({ length: this.config.partitions }, (_, p) => p)).filter((p) => !this.wanted.has(p));
-    for (const p of fresh) this.wanted.add(p);
-    await this.start();
-    if (this.failure !== undefined) throw this.failure;
+    const asked = partitions ?? Array.from({ length: this.config.partitions }, (_, p) => p);
+    const tails = await this.start();
     const topics = this.topics;
-    // Joined already: the group paused these; read them from now on (a join to come leaves them running).
-    if (fresh.length && this.joined) this.consumer?.resume(topics.map((topic) => ({ topic, partitions: fresh })));
+    const offsets = await Promise.all(topics.map((topic) => this.admin.fetchTopicOffsets(topic)));
+    // Partitions asked for the first time: read from their log start on.
+    const fresh = asked.filter((p) => !this.wanted.has(p));
+    for (const p of fresh) this.wanted.add(p);
+    try {
+      await Promise.all(
+        topics.flatMap((topic, i) =>
+          offsets[i]!.filter((o) => fresh.includes(o.partition)).map((o) => {
+            this.positions.set(`${topic}/${o.partition}`, BigInt(o.low));
+            return tails[i]!.add(o.partition, o.low);
+          }),
+        ),
+      );
+    } catch (e) {
+      for (const p of fresh) this.wanted.delete(p);
+      throw e;
+    }
     const targets: Array<readonly [string, bigint]> = [];
-    const offsets = await Promise.all(topics.map((topic) => fetchTopicOffsetsRetrying(this.admin, topic)));
     for (const [i, topic] of topics.entries()) {
       for (const o of offsets[i]!) {
-        if (partitions && !partitions.includes(o.partition)) continue;
+        if (!asked.includes(o.partition)) continue;
         const key = `${topic}/${o.partition}`;
         // Nothing left to read below the log start (a partition emptied by retention or deletion).
         if ((this.positions.get(key) ?? 0n) < BigInt(o.low)) this.advance(topic, o.partition, BigInt(o.low));
@@ -297,7 +287,6 @@ export class PlanIndex {
     }
     if (targets.every(([k, o]) => (this.positions.get(k) ?? 0n) >= o)) return;
     await new Promise<void>((resolve) => this.waiters.push({ targets, resolve }));
-    if (this.failure !== undefined) throw this.failure;
   }
 
   /** The plan's latest snapshot, if the index has one it trusts. */
@@ -357,8 +346,7 @@ export class PlanIndex {
   async close(): Promise<void> {
     const starting = this.starting;
     this.starting = undefined;
-    await starting?.catch(() => {});
-    await this.consumer?.disconnect().catch(() => {});
-    this.consumer = undefined;
+    const tails = await starting?.catch(() => undefined);
+    await Promise.allSettled((tails ?? []).map((t) => t.close()));
   }
 }

@@ -1,11 +1,9 @@
 // A plan read from its latest snapshot plus the events after it, located by offset: the cost follows the
 // tail after the partition's watermark (and, for every event of a plan, the history since the plan was
 // created), not the history of the topic.
-import type { Admin, Kafka } from 'kafkajs';
 import type { LedgerCodec } from '../codec/index.js';
 import { topicNames, type LedgerConfig } from '../config.js';
-import { fetchTopicOffsetsRetrying, readPlanRecords, readRecordAt, type LogRecord, type ReadStats } from '../kafka/log-reader.js';
-import { partitionFor } from '../kafka/partitioner.js';
+import { partitionFor, readPlanRecords, readRecordAt, type KafkaClient, type LedgerAdmin, type LogRecord, type ReadStats } from '../kafka/index.js';
 import { evolveAll, type PlanEvent, type PlanState } from '../plan/index.js';
 import type { PlanIndex } from './plan-index.js';
 
@@ -18,12 +16,11 @@ import type { PlanIndex } from './plan-index.js';
 export const PLAN_START_MARGIN_MS = 60_000;
 
 export interface PlanReads {
-  readonly kafka: Kafka;
-  readonly admin: Admin;
+  readonly kafka: KafkaClient;
+  readonly admin: LedgerAdmin;
   readonly codec: Pick<LedgerCodec, 'decodeEvent' | 'decodeSnapshot'>;
   readonly config: LedgerConfig;
   readonly index: PlanIndex;
-  readonly groupPrefix: string;
   readonly stats?: ReadStats;
 }
 
@@ -38,7 +35,7 @@ export interface PlanRead {
 
 function readArchived(r: PlanReads, partition: number) {
   return async (offset: string) =>
-    (await readRecordAt({ kafka: r.kafka, admin: r.admin, topic: topicNames(r.config.topicPrefix).archive, partition, offset, groupPrefix: r.groupPrefix, ...(r.stats ? { stats: r.stats } : {}) }))?.value ?? undefined;
+    (await readRecordAt({ kafka: r.kafka, topic: topicNames(r.config.topicPrefix).archive, partition, offset, ...(r.stats ? { stats: r.stats } : {}) }))?.value ?? undefined;
 }
 
 /**
@@ -73,11 +70,9 @@ async function readFromStart(r: PlanReads, planId: string, partition: number): P
 function planRecords(r: PlanReads, planId: string, partition: number, from?: string) {
   return readPlanRecords({
     kafka: r.kafka,
-    admin: r.admin,
     topic: topicNames(r.config.topicPrefix).events,
     partition,
     planId,
-    groupPrefix: r.groupPrefix,
     ...(from !== undefined ? { from } : {}),
     ...(r.stats ? { stats: r.stats } : {}),
   });
@@ -115,6 +110,6 @@ export async function planStartOffset(r: PlanReads, planId: string): Promise<str
   const byTime = await r.admin.fetchTopicOffsetsByTimestamp(events, Math.max(0, createdAt - PLAN_START_MARGIN_MS));
   const at = byTime.find((o) => o.partition === partition)?.offset;
   if (at === undefined || BigInt(at) < 0n) return undefined;
-  const low = (await fetchTopicOffsetsRetrying(r.admin, events)).find((o) => o.partition === partition)?.low;
+  const low = (await r.admin.fetchTopicOffsets(events)).find((o) => o.partition === partition)?.low;
   return low !== undefined && BigInt(low) > BigInt(at) ? low : at;
 }

@@ -1,5 +1,5 @@
-import type { Admin, Kafka } from 'kafkajs';
 import { topicNames, type LedgerConfig } from '../config.js';
+import type { KafkaClient } from '../kafka/index.js';
 import { masterKeyFromEnv } from './envelope.js';
 import { PlanKeyring } from './plan-keys.js';
 
@@ -11,17 +11,15 @@ export { rewrapPlanKeys, type RewrapResult } from './rotate.js';
  * The keyring of a process, when a master key is configured (`PLAN_LEDGER_MASTER_KEY_FILE` or
  * `PLAN_LEDGER_MASTER_KEY`, or `master` given); undefined otherwise (payloads are stored as given).
  */
-export function keyringFor(o: { kafka: Kafka; admin: Admin; config: LedgerConfig; groupPrefix: string; master?: Buffer; env?: NodeJS.ProcessEnv }): PlanKeyring | undefined {
+export function keyringFor(o: { kafka: KafkaClient; config: LedgerConfig; master?: Buffer; env?: NodeJS.ProcessEnv }): PlanKeyring | undefined {
   const master = o.master ?? masterKeyFromEnv(o.env);
   if (master === undefined) return undefined;
   // During a rotation (see SECURITY.md), the previous master key still unwraps records not re-wrapped yet.
   const previous = masterKeyFromEnv(o.env, 'PLAN_LEDGER_MASTER_KEY_PREVIOUS');
   return new PlanKeyring({
     kafka: o.kafka,
-    admin: o.admin,
     topic: topicNames(o.config.topicPrefix).planKeys,
     partitions: o.config.partitions,
-    groupPrefix: o.groupPrefix,
     master,
     ...(previous ? { previous: [previous] } : {}),
   });

@@ -1,17 +1,13 @@
-import type { Admin, Kafka, Message } from 'kafkajs';
 import { LedgerError } from '../errors.js';
-import { readToEnd } from '../kafka/log-reader.js';
-import { partitionFor } from '../kafka/partitioner.js';
+import { partitionFor, type KafkaClient, type OutRecord } from '../kafka/index.js';
 import { ERASED_MARK } from '../secrets/redact.js';
 import { newDataKey, openPayload, parseEnvelope, sealPayload, unwrapDataKey, wrapDataKey } from './envelope.js';
 
 export interface PlanKeyringOptions {
-  readonly kafka: Kafka;
-  readonly admin: Admin;
+  readonly kafka: KafkaClient;
   /** `<prefix>.plan-keys`. */
   readonly topic: string;
   readonly partitions: number;
-  readonly groupPrefix: string;
   /** The master key (32 bytes): wraps and unwraps the plans' data keys. */
   readonly master: Buffer;
   /** Earlier master keys, during a rotation: they only unwrap (records not re-wrapped yet). */
@@ -88,7 +84,7 @@ export class PlanKeyring {
    * A new data key for a plan and the plan-keys record that stores it (to write, acknowledged, before
    * anything encrypted with it). A plan that has a key keeps it: payloads sealed before stay readable.
    */
-  async create(planId: string): Promise<{ key: Buffer; message?: Message & { partition: number } }> {
+  async create(planId: string): Promise<{ key: Buffer; message?: OutRecord & { partition: number } }> {
     const existing = await this.lookup(planId);
     if (existing.key !== undefined) return { key: existing.key };
     const key = newDataKey();
@@ -96,7 +92,7 @@ export class PlanKeyring {
   }
 
   /** The plan-keys record of a key: key planId, value the wrapped key, on the plan's partition. */
-  record(planId: string, key: Buffer): Message & { partition: number } {
+  record(planId: string, key: Buffer): OutRecord & { partition: number } {
     return { key: planId, value: wrapDataKey(this.o.master, planId, key), partition: this.partitionOf(planId) };
   }
 
@@ -108,7 +104,7 @@ export class PlanKeyring {
   }
 
   /** The tombstone that destroys a plan's key (erasure). */
-  tombstone(planId: string): Message & { partition: number } {
+  tombstone(planId: string): OutRecord & { partition: number } {
     return { key: planId, value: null, partition: this.partitionOf(planId) };
   }
 
@@ -161,13 +157,10 @@ export class PlanKeyring {
 
   private async read(partition: number): Promise<void> {
     const from = this.next.get(partition);
-    const next = await readToEnd({
-      kafka: this.o.kafka,
-      admin: this.o.admin,
+    const next = await this.o.kafka.readToEnd({
       topic: this.o.topic,
       partitions: [partition],
       ...(from !== undefined ? { from: new Map([[partition, from]]) } : {}),
-      groupPrefix: this.o.groupPrefix,
       onRecords: (records) => {
         for (const r of records) {
           const planId = r.key?.toString('utf8');

@@ -1,5 +1,4 @@
-import type { Admin, Kafka } from 'kafkajs';
-import { readToEnd } from '../kafka/log-reader.js';
+import type { KafkaClient } from '../kafka/index.js';
 import { wrapDataKey } from './envelope.js';
 import { unwrapWithAny } from './plan-keys.js';
 
@@ -21,13 +20,10 @@ export interface RewrapResult {
  * first read (its tombstone lies before the re-wrapped record) gets its tombstone written again, so an
  * erased key never comes back.
  */
-export async function rewrapPlanKeys(o: { kafka: Kafka; admin: Admin; topic: string; from: readonly Buffer[]; to: Buffer; groupPrefix: string }): Promise<RewrapResult> {
+export async function rewrapPlanKeys(o: { kafka: KafkaClient; topic: string; from: readonly Buffer[]; to: Buffer }): Promise<RewrapResult> {
   const latest = new Map<string, { partition: number; value: string | null }>();
-  const ends = await readToEnd({
-    kafka: o.kafka,
-    admin: o.admin,
+  const ends = await o.kafka.readToEnd({
     topic: o.topic,
-    groupPrefix: o.groupPrefix,
     onRecords: (rs) => {
       for (const r of rs) if (r.key) latest.set(r.key.toString('utf8'), { partition: r.partition, value: r.value === null ? null : r.value.toString('utf8') });
     },
@@ -51,20 +47,17 @@ export async function rewrapPlanKeys(o: { kafka: Kafka; admin: Admin; topic: str
       unreadable.push(planId);
     }
   }
-  const producer = o.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-  await producer.connect();
+  const writer = o.kafka.writer();
+  await writer.connect();
   try {
-    for (let i = 0; i < messages.length; i += 500) await producer.send({ topic: o.topic, acks: -1, messages: messages.slice(i, i + 500) });
+    for (let i = 0; i < messages.length; i += 500) await writer.send(o.topic, messages.slice(i, i + 500));
     // Any tombstone of a re-wrapped plan since the first read is written again, after our record (a
     // tombstone that already came after it is repeated harmlessly).
     const rewritten = new Set(messages.map((m) => m.key));
     const erased = new Map<string, number>();
-    await readToEnd({
-      kafka: o.kafka,
-      admin: o.admin,
+    await o.kafka.readToEnd({
       topic: o.topic,
       from: ends,
-      groupPrefix: o.groupPrefix,
       onRecords: (rs) => {
         for (const r of rs) {
           const planId = r.key?.toString('utf8');
@@ -73,9 +66,9 @@ export async function rewrapPlanKeys(o: { kafka: Kafka; admin: Admin; topic: str
       },
     });
     const again = [...erased].map(([planId, partition]) => ({ key: planId, value: null, partition }));
-    if (again.length) await producer.send({ topic: o.topic, acks: -1, messages: again });
+    if (again.length) await writer.send(o.topic, again);
     return { rewrapped: messages.length, current, unreadable, erasedMeanwhile: again.map((m) => m.key) };
   } finally {
-    await producer.disconnect();
+    await writer.disconnect();
   }
 }

@@ -1,7 +1,7 @@
 import { isLedgerError } from '../errors.js';
 import { isPlanError } from '../plan/index.js';
 
-export { parseEventKey, type EventKey } from '../kafka/partitioner.js';
+export { parseEventKey, type EventKey } from '../kafka/index.js';
 
 /** What to do with a record that failed to decode or apply. */
 export type FailureDecision =
@@ -68,7 +68,7 @@ export function dlqHeaders(c: DeadLetterCause): Record<string, string> {
   };
 }
 
-/** Reads the cause back from DLQ headers (kafkajs gives header values as Buffers). */
+/** Reads the cause back from DLQ headers (strings as read from the log; Buffer values are taken too). */
 export function causeFromHeaders(headers: Record<string, unknown> | undefined): DeadLetterCause | null {
   if (!headers) return null;
   const get = (k: string): string | undefined => {

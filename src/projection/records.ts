@@ -8,7 +8,7 @@ export interface RetryOptions {
   readonly logger?: Logger;
   /** Stops retrying (the caller is shutting down): the last error is thrown. */
   readonly signal?: AbortSignal;
-  /** Called before each wait; e.g. to heartbeat a consumer group while the registry is down. */
+  /** Called before each wait; e.g. to count the retries while the registry is down. */
   readonly onRetry?: (attempt: number, error: unknown) => void | Promise<void>;
   readonly initialDelayMs?: number;
   readonly maxDelayMs?: number;
@@ -45,7 +45,7 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-/** The record shape this module needs (kafkajs messages and log-reader records both fit). */
+/** The record shape this module needs (a `LogRecord` fits). */
 export interface EventRecord {
   readonly offset: string;
   readonly key: Buffer | null;

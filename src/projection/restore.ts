@@ -1,7 +1,6 @@
-import type { Admin, Kafka } from 'kafkajs';
 import type { LedgerCodec } from '../codec/index.js';
 import { topicNames, type LedgerConfig } from '../config.js';
-import { readToEnd, type LogRecord } from '../kafka/log-reader.js';
+import type { KafkaClient, LogRecord } from '../kafka/index.js';
 import type { Logger } from '../logging.js';
 import type { PlanState, PlanStatus } from '../plan/index.js';
 import { PartitionProjection, type RecordOutcome } from './partition.js';
@@ -24,8 +23,7 @@ import type { SnapshotPolicyOptions } from './snapshot-policy.js';
 import { TRACEPARENT_HEADER } from '../trace-context.js';
 
 export interface RestorePartitionOptions {
-  readonly kafka: Kafka;
-  readonly admin: Admin;
+  readonly kafka: KafkaClient;
   readonly codec: Pick<LedgerCodec, 'decodeEvent' | 'decodeKnownEvent' | 'decodeSnapshot'>;
   readonly config: LedgerConfig;
   readonly partition: number;
@@ -134,7 +132,7 @@ export interface ArchiveLoader {
   readonly read: boolean;
 }
 
-type ArchiveReadOptions = Pick<RestorePartitionOptions, 'kafka' | 'admin' | 'config' | 'partition' | 'timeoutMs'>;
+type ArchiveReadOptions = Pick<RestorePartitionOptions, 'kafka' | 'config' | 'partition' | 'timeoutMs'>;
 
 /**
  * Reads one archive partition to its end: the latest record per key. Keeps the values only when asked
@@ -145,12 +143,9 @@ async function readArchive(opts: ArchiveReadOptions, keepValues: boolean): Promi
   const latest = new Map<string, { offset: string; value: Buffer | null; tombstone: boolean; headers: Readonly<Record<string, string>> }>();
   const chunks = new SnapshotChunks();
   const chunkOffsets = new Map<string, string>(); // planId -> lowest offset of its latest chunks
-  await readToEnd({
-    kafka: opts.kafka,
-    admin: opts.admin,
+  await opts.kafka.readToEnd({
     topic: names.archive,
     partitions: [opts.partition],
-    groupPrefix: `${names.projectorGroup}.archive`,
     timeoutMs: opts.timeoutMs ?? 600_000,
     onRecords: (records) => {
       for (const r of records) {
@@ -199,14 +194,11 @@ async function readArchiveRecord(opts: ArchiveReadOptions, planId: string, offse
   let found: LogRecord | undefined;
   const chunks = new SnapshotChunks();
   const from = chunksFrom !== undefined && BigInt(chunksFrom) < BigInt(offset) ? chunksFrom : offset;
-  await readToEnd({
-    kafka: opts.kafka,
-    admin: opts.admin,
+  await opts.kafka.readToEnd({
     topic: names.archive,
     partitions: [opts.partition],
     from: new Map([[opts.partition, from]]),
     until: new Map([[opts.partition, (BigInt(offset) + 1n).toString()]]),
-    groupPrefix: `${names.projectorGroup}.archive`,
     timeoutMs: opts.timeoutMs ?? 600_000,
     onRecords: (records) => {
       for (const r of records) {
@@ -274,7 +266,7 @@ function archiveLoader(opts: ArchiveReadOptions, keepValues: boolean): ArchiveLo
  * an unreachable registry is retried with backoff until `signal` aborts.
  *
  * @example
- * const r = await restorePartition({ kafka, admin, codec, config, partition: 2, logger });
+ * const r = await restorePartition({ kafka, codec, config, partition: 2, logger });
  * // r.plans.get('plan-7')?.status, r.eventsReplayed (events after the watermark), r.nextOffset (consume from here)
  */
 export async function restorePartition(opts: RestorePartitionOptions): Promise<RestoredPartition> {
@@ -283,19 +275,15 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
   const log = opts.logger?.child({ component: 'restore', partition: p });
   const retry = { logger: log, signal: opts.signal };
   const timeoutMs = opts.timeoutMs ?? 600_000;
-  const groupPrefix = `${names.projectorGroup}.restore`;
   const projection = new PartitionProjection(p, opts.snapshotPolicy);
   const warnings: string[] = [];
 
   // 1. Latest snapshot per key.
   const latest = new Map<string, { value: Buffer | null; status: string | undefined; maxFencingToken: number | null; headers?: Readonly<Record<string, string>>; traceparent?: string }>();
   const chunks = new SnapshotChunks();
-  await readToEnd({
-    kafka: opts.kafka,
-    admin: opts.admin,
+  await opts.kafka.readToEnd({
     topic: names.snapshots,
     partitions: [p],
-    groupPrefix,
     timeoutMs,
     onRecords: (records) => {
       for (const r of records) {
@@ -419,7 +407,7 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
   // 2. Stalls already dead-lettered.
   const deadLettered = new Set<string>();
   if (opts.readDeadLetters ?? true) {
-    const letters = await readDeadLetters({ kafka: opts.kafka, admin: opts.admin, topic: names.dlq, partition: p, groupPrefix, timeoutMs });
+    const letters = await readDeadLetters({ kafka: opts.kafka, topic: names.dlq, partition: p, timeoutMs });
     for (const d of letters) {
       if (d.cause === null || d.cause.sourceTopic !== names.events || d.cause.sourcePartition !== p) continue;
       deadLettered.add(d.cause.sourceOffset);
@@ -434,13 +422,10 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
   let eventsReplayed = 0;
   let distrusted = false;
   const inTail = new Set<string>();
-  const next = await readToEnd({
-    kafka: opts.kafka,
-    admin: opts.admin,
+  const next = await opts.kafka.readToEnd({
     topic: names.events,
     partitions: [p],
-    from: replayFrom === null ? undefined : new Map([[p, replayFrom.toString()]]),
-    groupPrefix,
+    ...(replayFrom === null ? {} : { from: new Map([[p, replayFrom.toString()]]) }),
     timeoutMs,
     onRecords: async (records) => {
       if (distrusted) return;

@@ -95,7 +95,7 @@ export function maxFencingTokenOf(state: PlanState): number {
   return max;
 }
 
-/** A record for the snapshots topic (kafkajs `Message` shape). */
+/** A record for the snapshots topic (an `OutRecord`). */
 export interface SnapshotMessage {
   readonly key: string;
   readonly value: Buffer;
@@ -265,7 +265,7 @@ export function isArchivedStatus(status: string | undefined): boolean {
   return status !== undefined && (ARCHIVED_STATUSES as readonly string[]).includes(status);
 }
 
-/** Records for one topic of the snapshot writer (kafkajs `TopicMessages` shape). */
+/** Records for one topic of the snapshot writer (a `TopicRecords`). */
 export interface SnapshotTopicRecords {
   readonly topic: string;
   readonly messages: Array<{ key: string; value: Buffer | null; partition: number; headers?: Record<string, string> }>;
