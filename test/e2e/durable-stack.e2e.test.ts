@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectLedger } from '../../src/client/index.js';
 import { createCodec } from '../../src/codec/codec.js';
 import { loadConfig, topicNames, type LedgerConfig } from '../../src/config.js';
-import { createKafka } from '../../src/kafka/client.js';
+import { createKafka } from '../../src/kafka/index.js';
 import { stateDigest, verifyChain } from '../../src/plan/index.js';
 import { stackDown, stackReset, stackStatus, stackUp } from '../../src/stack/stack.js';
 import { startExecutor } from '../../executor/index.js';
