@@ -113,7 +113,8 @@ function defaultText(opt: Option, sentinel: Option | undefined): string {
 function afterHelp(cmd: Command): string {
   let text = '';
   const write = (s: string) => void (text += s);
-  for (const listener of cmd.listeners('afterHelp')) (listener as (ctx: unknown) => void)({ error: false, command: cmd, write });
+  // Command is an EventEmitter at run time (addHelpText registers listeners), not in its typings.
+  for (const listener of (cmd as unknown as NodeJS.EventEmitter).listeners('afterHelp')) (listener as (ctx: unknown) => void)({ error: false, command: cmd, write });
   return text.replace(/^\n+/, '').replace(/\s+$/, '');
 }
 
