@@ -9,7 +9,8 @@
  * Checked (`--check`, run by `npm run docs:check` and `.ci/run`):
  * - the generated pages are what the code says now;
  * - every relative link in README.md, SECURITY.md, RELIABILITY.md and docs/**\/*.md resolves to a file, and
- *   a `#anchor` into a Markdown file to one of its headings;
+ *   a `#anchor` into a Markdown file to one of its headings; every repository path those pages name in
+ *   code (`test/e2e/crash.e2e.test.ts`) exists;
  * - every `docs/….md` path (with its anchor) and every `examples/…` file that code cites exists (comments,
  *   and the examples of the CLI's help);
  * - no code comment cites a design document outside the repository ("DESIGN §…").
@@ -303,7 +304,15 @@ function checkTarget(fromFile: string, target: string): string | undefined {
   return undefined;
 }
 
-/** Relative links of the Markdown pages that must resolve. */
+/** A repository path a page names in code (`test/e2e/crash.e2e.test.ts`, `test/hostile/*.e2e.test.ts`). */
+function repoPathExists(path: string): boolean {
+  if (!path.includes('*')) return existsSync(join(root, path));
+  const dir = join(root, dirname(path));
+  const name = new RegExp(`^${path.slice(path.lastIndexOf('/') + 1).replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*')}$`);
+  return existsSync(dir) && readdirSync(dir).some((f) => name.test(f));
+}
+
+/** Relative links of the Markdown pages that must resolve, and the repository files they name in code. */
 export function brokenLinks(): string[] {
   const pages = [
     ...['README.md', 'SECURITY.md', 'RELIABILITY.md'].map((p) => join(root, p)).filter(existsSync),
@@ -317,6 +326,9 @@ export function brokenLinks(): string[] {
       .forEach((line, i) => {
         if (/^\s*```/.test(line)) fenced = !fenced;
         if (fenced) return;
+        for (const m of line.matchAll(/`((?:src|test|executor|projector|bench|chaos|demo|scripts|examples|schemas|stack|bin|docs)\/[\w./*-]+)`/g)) {
+          if (!repoPathExists(m[1]!)) problems.push(`${relative(root, page)}:${i + 1}: names ${m[1]}: no such file`);
+        }
         const plain = line.replace(/`[^`]*`/g, '');
         for (const m of plain.matchAll(/!?\[[^\]]*\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)) {
           const target = m[1]!;
