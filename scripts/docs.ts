@@ -8,9 +8,9 @@
  *
  * Checked (`--check`, run by `npm run docs:check` and `.ci/run`):
  * - the generated pages are what the code says now;
- * - every relative link in README.md, SECURITY.md, RELIABILITY.md and docs/**\/*.md resolves to a file, and
- *   a `#anchor` into a Markdown file to one of its headings; every repository path those pages name in
- *   code (`test/e2e/crash.e2e.test.ts`) exists;
+ * - every relative link in README.md, SECURITY.md, RELIABILITY.md, schemas/README.md, bench/README.md and
+ *   docs/**\/*.md resolves to a file, and a `#anchor` into a Markdown file to one of its headings; every
+ *   repository path those pages name in code (`test/e2e/crash.e2e.test.ts`) exists;
  * - every `docs/….md` path (with its anchor) and every `examples/…` file that code cites exists (comments,
  *   and the examples of the CLI's help);
  * - no code comment cites a design document outside the repository ("DESIGN §…").
@@ -315,7 +315,7 @@ function repoPathExists(path: string): boolean {
 /** Relative links of the Markdown pages that must resolve, and the repository files they name in code. */
 export function brokenLinks(): string[] {
   const pages = [
-    ...['README.md', 'SECURITY.md', 'RELIABILITY.md'].map((p) => join(root, p)).filter(existsSync),
+    ...['README.md', 'SECURITY.md', 'RELIABILITY.md', 'schemas/README.md', 'bench/README.md'].map((p) => join(root, p)).filter(existsSync),
     ...walk(join(root, 'docs'), (p) => p.endsWith('.md')),
   ];
   const problems: string[] = [];
