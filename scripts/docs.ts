@@ -13,7 +13,8 @@
  *   repository path those pages name in code (`test/e2e/crash.e2e.test.ts`) exists;
  * - every `docs/….md` path (with its anchor) and every `examples/…` file that code cites exists (comments,
  *   and the examples of the CLI's help);
- * - no code comment cites a design document outside the repository ("DESIGN §…").
+ * - no code comment cites a design document outside the repository ("DESIGN §…");
+ * - README.md stays under 200 lines.
  *
  * Usage: `npm run docs` writes the generated pages; `npm run docs:check` exits 1 on any problem.
  */
@@ -375,6 +376,9 @@ export function badCitations(): string[] {
   return problems;
 }
 
+/** The README is read in five minutes: what it is, the two commands, an example, the links. */
+const README_MAX_LINES = 200;
+
 async function generatedContent(): Promise<Record<string, string>> {
   return { [generatedPages.cli]: await generateCliReference(), [generatedPages.schemas]: generateSchemaReference() };
 }
@@ -393,6 +397,8 @@ async function main(argv: string[]): Promise<number> {
     const full = join(root, path);
     if (!existsSync(full) || readFileSync(full, 'utf8') !== content) problems.push(`${path}: stale; run npm run docs`);
   }
+  const readmeLines = readFileSync(join(root, 'README.md'), 'utf8').split('\n').length - 1;
+  if (readmeLines >= README_MAX_LINES) problems.push(`README.md: ${readmeLines} lines; keep it under ${README_MAX_LINES} (move detail into docs/)`);
   problems.push(...brokenLinks(), ...badCitations());
   for (const p of problems) process.stderr.write(`docs: ${p}\n`);
   if (problems.length === 0) process.stdout.write('docs: generated pages current, links resolve, citations exist\n');
