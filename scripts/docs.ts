@@ -345,11 +345,7 @@ export function brokenLinks(): string[] {
 const CODE_DIRS = ['src', 'executor', 'projector', 'test', 'bench', 'chaos', 'demo', 'scripts', 'bin', 'examples', 'stack', '.ci'];
 const CODE_FILE = /\.(ts|js|mjs|cjs|sh|yaml|yml)$|\/run$/;
 
-/**
- * A file that still cites the design outside the repository, and why it may for now: src/kafka/ is being
- * rewritten for the new Kafka client, and its comments are brought along with that change.
- */
-const DESIGN_CITATION_PENDING = new Set(['src/kafka/topics.ts']);
+
 
 /** `docs/….md` and `examples/…` paths cited in code that do not exist, and citations of a design outside the repository. */
 export function badCitations(): string[] {
@@ -368,7 +364,7 @@ export function badCitations(): string[] {
         for (const m of line.matchAll(/(?<![\w/.-])examples\/[\w./-]+\.(?:yaml|yml|json|ts)\b/g)) {
           if (!existsSync(join(root, m[0]))) problems.push(`${rel}:${i + 1}: cites ${m[0]}: no such file`);
         }
-        if (/\bDESIGN\b\s*(§|:)/.test(line) && !DESIGN_CITATION_PENDING.has(rel)) {
+        if (/\bDESIGN\b\s*(§|:)/.test(line)) {
           problems.push(`${rel}:${i + 1}: cites a design document outside the repository; cite a section of docs/design.md`);
         }
       });
