@@ -2,6 +2,9 @@ import { isLedgerError, LedgerError } from '../errors.js';
 import { partitionFor, type KafkaClient, type LedgerAdmin } from '../kafka/index.js';
 import { chunkKey, parseRef, sha256Hex, type BlobRef } from './blob.js';
 
+/** Reads of a payload that end short of a chunk, before it counts as missing (about 1 s in all). */
+const READ_AFTER_COMMIT_TRIES = 8;
+
 export interface BlobReaderOptions {
   readonly kafka: KafkaClient;
   readonly admin: LedgerAdmin;
@@ -41,6 +44,20 @@ export class BlobReader {
       this.cache.set(cacheKey, hit);
       return hit;
     }
+    // A payload written in a transaction that just committed can be a few milliseconds ahead of the
+    // partition's last stable offset (the coordinator writes the commit markers after it answers), so a read
+    // that ends short of a chunk tries again briefly before calling it missing.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.readOnce(planId, ref, cacheKey);
+      } catch (e) {
+        if (!isLedgerError(e, 'NOT_FOUND') || attempt >= READ_AFTER_COMMIT_TRIES) throw e;
+        await new Promise((r) => setTimeout(r, 25 * attempt));
+      }
+    }
+  }
+
+  private async readOnce(planId: string, ref: BlobRef, cacheKey: string): Promise<string> {
     const partition = partitionFor(planId, this.o.partitions);
     const found = await this.o.admin.fetchTopicOffsetsByTimestamp(this.o.topic, ref.at);
     const from = found.find((f) => f.partition === partition)?.offset ?? '0';
