@@ -8,7 +8,6 @@
 // `npm test`, `npm run demo` and `npm run native` run this; it returns at once when the addon loads.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 

@@ -130,11 +130,11 @@ export class ConfluentAdmin implements LedgerAdmin {
     return n;
   }
 
-  private async listOffsetsOnce(topic: string, spec: unknown, partitions: number): Promise<Array<{ partition: number; offset: number }>> {
+  private async listOffsetsOnce(topic: string, spec: unknown, partitions: number, committed = true): Promise<Array<{ partition: number; offset: number }>> {
     const { IsolationLevel } = confluent();
     const req = Array.from({ length: partitions }, (_, partition) => ({ topic, partition, offset: spec }));
     type Listed = { topic: string; partition: number; offset: number; error?: unknown };
-    const out = await call<Listed[]>((cb) => this.a.listOffsets(req as never, { timeout: REQUEST_TIMEOUT_MS, isolationLevel: IsolationLevel.READ_COMMITTED } as never, cb as never));
+    const out = await call<Listed[]>((cb) => this.a.listOffsets(req as never, { timeout: REQUEST_TIMEOUT_MS, isolationLevel: committed ? IsolationLevel.READ_COMMITTED : IsolationLevel.READ_UNCOMMITTED } as never, cb as never));
     const failed = out.find((o) => o.error);
     if (failed) throw failed.error;
     return out.map((o) => ({ partition: o.partition, offset: Number(o.offset) }));
@@ -150,6 +150,28 @@ export class ConfluentAdmin implements LedgerAdmin {
         .map((h) => ({ partition: h.partition, high: String(h.offset), low: String(low.find((l) => l.partition === h.partition)?.offset ?? 0) }))
         .sort((a, b) => a.partition - b.partition);
     });
+  }
+
+  /**
+   * End offsets for a read that must see what was committed before it started. A transaction that has just
+   * committed has its records below the high watermark but its commit marker still on the way (the
+   * coordinator writes markers after it answers EndTxn), so the last stable offset trails for a few
+   * milliseconds: while it is below the high watermark, ask again briefly. A transaction that stays open
+   * (another writer's) holds it back for good; after about 150 ms the read goes on with what is stable.
+   */
+  async fetchStableEnds(topic: string, partitions?: readonly number[]): Promise<PartitionOffsets[]> {
+    const n = await retrying(() => this.partitionCount(topic));
+    const { OffsetSpec } = confluent();
+    const hw = await retrying(() => this.listOffsetsOnce(topic, OffsetSpec.LATEST, n, false));
+    const wanted = (p: number) => partitions === undefined || partitions.includes(p);
+    let offsets = await this.fetchTopicOffsets(topic);
+    for (let delay = 10; delay <= 80; delay *= 2) {
+      const behind = offsets.some((o) => wanted(o.partition) && BigInt(o.high) < BigInt(hw.find((h) => h.partition === o.partition)?.offset ?? 0));
+      if (!behind) break;
+      await new Promise((r) => setTimeout(r, delay));
+      offsets = await this.fetchTopicOffsets(topic);
+    }
+    return offsets;
   }
 
   fetchTopicOffsetsByTimestamp(topic: string, timestamp: number): Promise<Array<{ partition: number; offset: string }>> {

@@ -101,7 +101,7 @@ export function kafkaErrorName(e: unknown): string | undefined {
  * librdkafka handle of its own; the admin it uses for its own reads (end offsets) is made once and shared.
  */
 class ConfluentKafka implements KafkaClient {
-  private sharedAdmin: Promise<LedgerAdmin> | undefined;
+  private sharedAdmin: Promise<ConfluentAdmin> | undefined;
 
   constructor(
     readonly clientId: string,
@@ -126,9 +126,9 @@ class ConfluentKafka implements KafkaClient {
     return new NativeFencedWriter(this.rd(), this.logger, transactionalId, this.config);
   }
 
-  private readerAdmin(): Promise<LedgerAdmin> {
+  private readerAdmin(): Promise<ConfluentAdmin> {
     this.sharedAdmin ??= (async () => {
-      const a = this.admin();
+      const a = new ConfluentAdmin(this.rd(), this.logger, this.config);
       await a.connect();
       return a;
     })();

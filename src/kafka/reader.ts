@@ -1,7 +1,8 @@
 import type { Logger } from '../logging.js';
 import { routeLogs, type RdConfig } from './client.js';
 import { confluent } from './native.js';
-import type { LedgerAdmin, LogRecord, PartitionTail, PartitionTailOptions, ReadToEndOptions } from './port.js';
+import type { ConfluentAdmin } from './admin.js';
+import type { LogRecord, PartitionTail, PartitionTailOptions, ReadToEndOptions } from './port.js';
 
 type TopicPartitionOffset = { topic: string; partition: number; offset?: number };
 /** librdkafka's consumer; the binding has these methods (lib/kafka-consumer.js) but its typings leave them out. */
@@ -97,8 +98,8 @@ function byPartition(messages: NativeMessage[]): Map<number, NativeMessage[]> {
  * the next offset to read reaches the end — known from the records read and from librdkafka's
  * end-of-partition events, which also cover a tail of markers — never by counting records.
  */
-export async function readToEnd(ctx: ReaderContext, admin: LedgerAdmin, opts: ReadToEndOptions): Promise<Map<number, string>> {
-  const offsets = await admin.fetchTopicOffsets(opts.topic);
+export async function readToEnd(ctx: ReaderContext, admin: ConfluentAdmin, opts: ReadToEndOptions): Promise<Map<number, string>> {
+  const offsets = opts.follow ? await admin.fetchTopicOffsets(opts.topic) : await admin.fetchStableEnds(opts.topic, opts.partitions);
   const wanted = new Set(opts.partitions ?? offsets.map((o) => o.partition));
   const end = new Map<number, bigint>();
   const next = new Map<number, bigint>();
