@@ -134,7 +134,15 @@ export class ConfluentAdmin implements LedgerAdmin {
     const { IsolationLevel } = confluent();
     const req = Array.from({ length: partitions }, (_, partition) => ({ topic, partition, offset: spec }));
     type Listed = { topic: string; partition: number; offset: number; error?: unknown };
-    const out = await call<Listed[]>((cb) => this.a.listOffsets(req as never, { timeout: REQUEST_TIMEOUT_MS, isolationLevel: committed ? IsolationLevel.READ_COMMITTED : IsolationLevel.READ_UNCOMMITTED } as never, cb as never));
+    let out: Listed[];
+    try {
+      out = await call<Listed[]>((cb) => this.a.listOffsets(req as never, { timeout: REQUEST_TIMEOUT_MS, isolationLevel: committed ? IsolationLevel.READ_COMMITTED : IsolationLevel.READ_UNCOMMITTED } as never, cb as never));
+    } catch (e) {
+      // ListOffsets finds leaders in the client's metadata cache, which an admin client refreshes only for
+      // topics it is asked about: a topic created a moment ago stays unknown (_NOENT) until a describe.
+      if (SETTLING.has(kafkaErrorName(e) ?? '')) await call<unknown>((cb) => this.a.describeTopics([topic], { timeout: REQUEST_TIMEOUT_MS }, cb as never)).catch(() => {});
+      throw e;
+    }
     const failed = out.find((o) => o.error);
     if (failed) throw failed.error;
     return out.map((o) => ({ partition: o.partition, offset: Number(o.offset) }));
