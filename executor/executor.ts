@@ -446,6 +446,7 @@ class Executor {
       this.owners.clear();
       await this.member?.close().catch(() => {});
       await this.admin.disconnect().catch(() => {});
+      await this.kafka.close();
       await this.telemetry?.shutdown();
       this.logger.info('executor stopped');
     })();

@@ -1,6 +1,6 @@
 import type { LedgerConfig } from '../config.js';
 import type { Logger } from '../logging.js';
-import { authenticationFailure, isRetriableKafkaError, kafkaErrorName, type RdConfig } from './client.js';
+import { connectWatched, isRetriableKafkaError, kafkaErrorName, routeLogs, type RdConfig } from './client.js';
 import { confluent } from './native.js';
 import type { GroupDescription, LedgerAdmin, PartitionMetadata, PartitionOffsets, TopicSpec } from './port.js';
 
@@ -55,19 +55,19 @@ export class ConfluentAdmin implements LedgerAdmin {
   async connect(): Promise<void> {
     if (this.admin) return;
     const { AdminClient } = confluent();
-    const a = AdminClient.create({ ...this.rd } as never, {
-      'event.log': ((ev: { severity: number; fac: string; message: string }) => {
-        if (ev.severity <= 4) this.logger.warn({ fac: ev.fac }, ev.message);
-      }) as never,
-    });
+    const a = AdminClient.create({ ...this.rd } as never);
+    // The factory connects at once, but its events come on later turns of the loop: routed from here.
+    const errors = routeLogs(a as never, this.logger, this.config.sasl?.password);
     this.admin = a;
     // The admin connects lazily; one metadata round trip proves the brokers answer (and the login works).
+    const connecting = retrying(() => call<string[]>((cb) => a.listTopics({ timeout: REQUEST_TIMEOUT_MS }, cb as never)), 30_000);
     try {
-      await retrying(() => call<string[]>((cb) => a.listTopics({ timeout: REQUEST_TIMEOUT_MS }, cb as never)), 30_000);
+      await connectWatched(errors, connecting, this.config);
     } catch (e) {
       this.admin = undefined;
-      a.disconnect();
-      throw authenticationFailure(e, this.config) ?? e;
+      // Closing a handle waits for its requests in flight: close it once the connect has given up, not now.
+      void connecting.catch(() => {}).finally(() => a.disconnect());
+      throw e;
     }
   }
 

@@ -73,18 +73,74 @@ export function connectionConfig(config: LedgerConfig, clientId: string, logger:
   return rd;
 }
 
-/** Routes a librdkafka handle's logs and client-level errors into the logger. */
-export function routeLogs(handle: { on(ev: string, fn: (...a: never[]) => void): unknown }, logger: Logger, password?: string): void {
+/** What a librdkafka handle reported on its error channel: the last error, and a refused login. */
+export interface HandleErrors {
+  last?: unknown;
+  auth?: unknown;
+  /** When the first sign of a refused login came. */
+  authAt?: number;
+}
+
+const AUTH_CODES = new Set([-169, 58]); // _AUTHENTICATION, SASL_AUTHENTICATION_FAILED
+/** The broker's reason for the last refused login this process saw (see {@link connectWatched}). */
+let lastRefusal: string | undefined;
+
+/** librdkafka's log line of a refused login, with the broker's reason. */
+const SASL_REFUSED = /SASL authentication error: (.*?)(?: \(after \d+ms in state [A-Z_]+.*\))?$/;
+
+/** Routes a librdkafka handle's logs and client-level errors into the logger; returns what it saw. */
+export function routeLogs(handle: { on(ev: string, fn: (...a: never[]) => void): unknown }, logger: Logger, password?: string): HandleErrors {
+  const seen: HandleErrors = {};
   const redact = (s: string) => (password ? s.split(password).join('***') : s);
   handle.on('event.log', ((ev: { severity: number; fac: string; message: string }) => {
     const msg = redact(ev.message);
+    const refused = SASL_REFUSED.exec(ev.message);
+    if (refused) {
+      lastRefusal = `SASL authentication error: ${refused[1]}`;
+      seen.auth = { message: lastRefusal };
+      seen.authAt ??= Date.now();
+    }
     if (ev.severity <= 4) logger.warn({ fac: ev.fac }, msg);
     else if (ev.severity <= 6) logger.debug({ fac: ev.fac }, msg);
     else logger.trace({ fac: ev.fac }, msg);
   }) as never);
   handle.on('event.error', ((err: { message?: string; code?: number }) => {
+    seen.last = err;
+    if ((typeof err.code === 'number' && AUTH_CODES.has(err.code)) || /^authentication failure/i.test(err.message ?? '')) {
+      seen.auth ??= err;
+      seen.authAt ??= Date.now();
+    }
     logger.debug({ code: err.code }, redact(err.message ?? String(err)));
   }) as never);
+  return seen;
+}
+
+/**
+ * Waits for a handle to connect, but not through a refused login: librdkafka reports that on the handle's
+ * error channel and goes on retrying, so `connect` alone would wait out its whole timeout. A refused
+ * login ends the wait at once with {@link authenticationFailure}.
+ */
+export async function connectWatched(errors: HandleErrors, connect: Promise<unknown>, config: LedgerConfig): Promise<void> {
+  connect.catch(() => {}); // when the login check wins the race, the connect's own failure has no one to hear it
+  let timer: NodeJS.Timeout | undefined;
+  const refused = new Promise<never>((_, reject) => {
+    timer = setInterval(() => {
+      if (errors.auth === undefined) return;
+      // The error event says only "authentication failure"; the log line that follows says why: wait for it briefly.
+      const reasoned = SASL_REFUSED.test(String((errors.auth as { message?: unknown }).message ?? ''));
+      if (!reasoned && Date.now() - (errors.authAt ?? 0) < 500) return;
+      // librdkafka suppresses a log line it has just printed: the reason an earlier handle was given is the same.
+      if (!reasoned && lastRefusal !== undefined) errors.auth = { message: lastRefusal };
+      reject(authenticationFailure(errors.auth, config) ?? new LedgerError('UNAUTHENTICATED', `Kafka refused the login at ${config.brokers.join(',')}`, {}));
+    }, 20);
+  });
+  try {
+    await Promise.race([connect, refused]);
+  } catch (e) {
+    throw authenticationFailure(errors.auth ?? e, config) ?? e;
+  } finally {
+    clearInterval(timer);
+  }
 }
 
 /** A librdkafka error's symbolic name (`PRODUCER_FENCED`, `_TRANSPORT`, …), from the binding's code table. */
@@ -149,7 +205,7 @@ class ConfluentKafka implements KafkaClient {
   }
 
   private readerContext() {
-    return { rd: this.rd(), logger: this.logger, groupId: `${this.config.topicPrefix}.reader`, password: this.config.sasl?.password };
+    return { rd: this.rd(), logger: this.logger, groupId: `${this.config.topicPrefix}.reader`, config: this.config };
   }
 
   /** Closes the shared admin (readers' end offsets); handles the caller made close on their own. */
@@ -184,11 +240,12 @@ export function authenticationFailure(e: unknown, config: LedgerConfig): LedgerE
   if (!config.sasl) return undefined;
   const name = kafkaErrorName(e);
   const message = String((e as { message?: unknown } | undefined)?.message ?? '');
-  if (name !== '_AUTHENTICATION' && name !== 'SASL_AUTHENTICATION_FAILED' && !/authentication failed|SASL authentication error/i.test(message)) return undefined;
+  if (name !== '_AUTHENTICATION' && name !== 'SASL_AUTHENTICATION_FAILED' && !/authentication failed|authentication failure|SASL authentication error/i.test(message)) return undefined;
   const { mechanism, username, password } = config.sasl;
   const reason = message
     .split(password)
     .join('***')
+    .replace(/^authentication failure$/i, '')
     .replace(/^.*?(SASL|Authentication) (authentication )?(error|failed):?\s*/i, '')
     .replace(/\s*\(after \d+ms in state [A-Z_]+\)\s*$/, '');
   return new LedgerError(

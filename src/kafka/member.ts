@@ -1,6 +1,6 @@
 import type { LedgerConfig } from '../config.js';
 import type { Logger } from '../logging.js';
-import { authenticationFailure, routeLogs, type RdConfig } from './client.js';
+import { connectWatched, routeLogs, type RdConfig } from './client.js';
 import { confluent } from './native.js';
 import type { GroupMember, GroupMemberOptions, LogRecord } from './port.js';
 import { consumeBatch, disconnectConsumer, toLogRecord, type NativeConsumer, type NativeMessage } from './reader.js';
@@ -226,11 +226,14 @@ export async function joinGroup(ctx: { rd: RdConfig; logger: Logger; config: Led
     { 'auto.offset.reset': 'earliest' } as never,
   ) as NativeConsumer;
   member.c = c;
-  routeLogs(c as never, ctx.logger, ctx.config.sasl?.password);
+  const errors = routeLogs(c as never, ctx.logger, ctx.config.sasl?.password);
+  const connecting = new Promise<void>((resolve, reject) => c.connect({ timeout: 30_000 } as never, (err) => (err ? reject(err) : resolve())));
   try {
-    await new Promise<void>((resolve, reject) => c.connect({ timeout: 30_000 } as never, (err) => (err ? reject(err) : resolve())));
+    await connectWatched(errors, connecting, ctx.config);
   } catch (e) {
-    throw authenticationFailure(e, ctx.config) ?? e;
+    // Closing a handle waits for its connect in flight: close it once that has given up, not now.
+    void connecting.then(() => disconnectConsumer(c), () => {});
+    throw e;
   }
   c.setDefaultConsumeTimeout(100);
   c.subscribe([o.topic]);

@@ -1,5 +1,6 @@
 import type { Logger } from '../logging.js';
-import { routeLogs, type RdConfig } from './client.js';
+import type { LedgerConfig } from '../config.js';
+import { connectWatched, routeLogs, type RdConfig } from './client.js';
 import { confluent } from './native.js';
 import type { ConfluentAdmin } from './admin.js';
 import type { LogRecord, PartitionTail, PartitionTailOptions, ReadToEndOptions } from './port.js';
@@ -28,7 +29,7 @@ export interface ReaderContext {
   readonly logger: Logger;
   /** librdkafka wants a group id on every consumer; readers never join it, subscribe or commit. */
   readonly groupId: string;
-  readonly password?: string | undefined;
+  readonly config: LedgerConfig;
 }
 
 /** Records fetched per consume call. */
@@ -65,8 +66,15 @@ export async function openAssignedConsumer(ctx: ReaderContext): Promise<NativeCo
     } as never,
     { 'auto.offset.reset': 'earliest' } as never,
   ) as NativeConsumer;
-  routeLogs(c as never, ctx.logger, ctx.password);
-  await new Promise<void>((resolve, reject) => c.connect({ timeout: 30_000 } as never, (err) => (err ? reject(err) : resolve())));
+  const errors = routeLogs(c as never, ctx.logger, ctx.config.sasl?.password);
+  const connecting = new Promise<void>((resolve, reject) => c.connect({ timeout: 30_000 } as never, (err) => (err ? reject(err) : resolve())));
+  try {
+    await connectWatched(errors, connecting, ctx.config);
+  } catch (e) {
+    // Closing a handle waits for its connect in flight: close it once that has given up, not now.
+    void connecting.then(() => disconnectConsumer(c), () => {});
+    throw e;
+  }
   c.setDefaultConsumeTimeout(CONSUME_WAIT_MS);
   return c;
 }

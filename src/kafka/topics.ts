@@ -88,7 +88,7 @@ export async function ensureTopics(admin: LedgerAdmin, specs: readonly TopicSpec
     } catch (e) {
       if (kafkaErrorName(e) === 'TOPIC_AUTHORIZATION_FAILED' || kafkaErrorName(e) === 'CLUSTER_AUTHORIZATION_FAILED') {
         // A principal under ACLs may not create topics (SECURITY.md): say which are missing and who makes them.
-        const topics = missing.map((m) => m.topic);
+        const topics = missing.map((m) => m.topic).sort();
         throw new LedgerError(
           'FORBIDDEN',
           `topics ${topics.join(', ')} do not exist and Kafka does not let this principal create them: create them as an admin (on the local SASL stack: plan-ledger stack acls --prefix <prefix>)`,

@@ -1,6 +1,6 @@
 import type { LedgerConfig } from '../config.js';
 import type { Logger } from '../logging.js';
-import { authenticationFailure, routeLogs, type RdConfig } from './client.js';
+import { connectWatched, routeLogs, type HandleErrors, type RdConfig } from './client.js';
 import { nativeConsumerOf } from './member.js';
 import { confluent } from './native.js';
 import type { Delivered, FencedTransaction, FencedWriter, GroupMember, OutRecord, RecordWriter } from './port.js';
@@ -18,6 +18,9 @@ interface Waiting {
  */
 const CLIENT_MAX_REQUEST_BYTES = 64 * 1024 * 1024;
 
+/** Delivery errors that stand for another: _PURGE_QUEUE, _PURGE_INFLIGHT, _FATAL. */
+const PURGED = new Set([-152, -151, -150]);
+
 function promised<T = void>(fn: (cb: (err: unknown, value?: T) => void) => void): Promise<T> {
   return new Promise<T>((resolve, reject) => fn((err, value) => (err ? reject(err) : resolve(value as T))));
 }
@@ -31,6 +34,7 @@ function promised<T = void>(fn: (cb: (err: unknown, value?: T) => void) => void)
  */
 abstract class NativeWriter {
   protected producer: NativeProducer | undefined;
+  protected errors: HandleErrors = {};
   private readonly waiting = new Map<number, Waiting>();
   private nextId = 1;
 
@@ -51,19 +55,40 @@ abstract class NativeWriter {
       dr_cb: true,
       ...extra,
     } as never);
-    routeLogs(p as never, this.logger, this.config.sasl?.password);
+    const errors = routeLogs(p as never, this.logger, this.config.sasl?.password);
+    this.errors = errors;
     p.on('delivery-report', (err, report) => {
       const id = report?.opaque as number | undefined;
       const w = id !== undefined ? this.waiting.get(id) : undefined;
       if (!w) return;
       this.waiting.delete(id!);
-      if (err) w.reject(err);
-      else w.resolve({ topic: report.topic, partition: report.partition, offset: String(report.offset) });
+      // A record purged from the queue (a fatal producer error, a disconnect) says nothing of why: the
+      // handle's own last error does (e.g. CLUSTER_AUTHORIZATION_FAILED for a refused producer id).
+      if (!err) {
+        w.resolve({ topic: report.topic, partition: report.partition, offset: String(report.offset) });
+      } else if (PURGED.has(err.code)) {
+        // The error that made librdkafka purge (e.g. a refused InitProducerId) may reach its error channel
+        // just after the purged records' reports: give it a moment.
+        const since = Date.now();
+        const wait = setInterval(() => {
+          if (errors.last === undefined && Date.now() - since < 250) return;
+          clearInterval(wait);
+          w.reject(errors.last ?? err);
+        }, 10);
+      } else {
+        w.reject(err);
+      }
     });
+    const connecting = promised((cb) => p.connect({ timeout: 30_000 } as never, cb as never));
     try {
-      await promised((cb) => p.connect({ timeout: 30_000 } as never, cb as never));
+      await connectWatched(errors, connecting, this.config);
     } catch (e) {
-      throw authenticationFailure(e, this.config) ?? e;
+      // Closing a handle waits for its connect in flight: close it once that has given up, not now.
+      void connecting.then(
+        () => promised((cb) => p.disconnect(2_000, cb as never)).catch(() => {}),
+        () => {},
+      );
+      throw e;
     }
     p.setPollInBackground(true);
     this.producer = p;

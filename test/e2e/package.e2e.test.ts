@@ -10,10 +10,11 @@ import { configToEnv } from '../../src/config.js';
 import { freePortBlock, testConfig, waitFor } from '../support/helpers.js';
 
 const root = resolve(import.meta.dirname, '../..');
-const npm = (args: string[], cwd: string) => execFileSync('npm', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' } });
+const npm = (args: string[], cwd: string, env: Record<string, string> = {}) =>
+  execFileSync('npm', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false', ...env } });
 
 describe('the installed package', () => {
-  it('installs from its tarball; its CLI serves the projector API and dashboard from dist; its entry exports the library', async () => {
+  it('installs from its tarball; its CLI serves the projector API and dashboard from dist; its entry exports the library', { timeout: 600_000 }, async () => {
     const work = mkdtempSync(join(tmpdir(), 'plan-ledger-pkg-'));
     onTestFinished(() => rmSync(work, { recursive: true, force: true }));
     npm(['run', 'build'], root);
@@ -23,7 +24,9 @@ describe('the installed package', () => {
     const app = join(work, 'app');
     execFileSync('mkdir', ['-p', app]);
     writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true, type: 'module' }));
-    npm(['install', '--no-package-lock', join(work, tarball!)], app);
+    // As a user without the internet installs it: the Kafka client's prebuilt binary cannot be downloaded,
+    // so its install builds the bundled librdkafka against the system's OpenSSL and zlib (docs/guides/kafka-client.md).
+    npm(['install', '--no-package-lock', join(work, tarball!)], app, { CKJS_LINKING: 'dynamic' });
     const bin = join(app, 'node_modules', '.bin', 'plan-ledger');
 
     // The CLI runs from dist (the package ships no src/ and no tsx).
