@@ -12,6 +12,7 @@ Exit status 0 when the chain verifies and nothing was found, 1 otherwise, 2 on a
 from __future__ import annotations
 
 import argparse
+import base64
 import hashlib
 import io
 import json
@@ -354,7 +355,12 @@ class Registry:
     def writer(self, sid: int) -> Any:
         if sid not in self.cache:
             if self.url:
-                with urllib.request.urlopen(f"{self.url}/schemas/ids/{sid}", timeout=10) as r:
+                req = urllib.request.Request(f"{self.url}/schemas/ids/{sid}")
+                user = os.environ.get("PLAN_LEDGER_REGISTRY_USERNAME")
+                if user:
+                    token = base64.b64encode(f"{user}:{os.environ.get('PLAN_LEDGER_REGISTRY_PASSWORD', '')}".encode()).decode()
+                    req.add_header("Authorization", f"Basic {token}")
+                with urllib.request.urlopen(req, timeout=10) as r:
                     schema = json.loads(json.loads(r.read())["schema"])
             else:
                 schema = load_contract(self.schemas_dir)
@@ -396,11 +402,20 @@ def verify_live(conf: dict, prefix: str, plan_id: str, registry: Registry, contr
     reader = parse(contract)
     findings: list[dict] = []
     copies: dict[int, list] = {}
+    erased: set[int] = set()
     for m in read_partition(conf, topic, partition, OFFSET_BEGINNING):
         k = parse_key(m.key())
         if k is None or k[0] != plan_id:
             continue
+        if m.value() is None:  # a tombstone (erasure, spec §12): the key's record is gone once compacted
+            erased.add(k[1])
+            continue
+        erased.discard(k[1])
         copies.setdefault(k[1], []).append(m)
+    for seq in erased:
+        copies.pop(seq, None)
+    if erased:
+        findings.append({"kind": "erased", "seq": min(erased), "detail": f"{len(erased)} event(s) tombstoned (compare the chain head with the erasure record)"})
     events: list[dict] = []
     for seq in sorted(copies):
         ms = copies[seq]
@@ -467,6 +482,26 @@ def verdict_line(r: dict) -> str:
     return line + (f"; {len(r['findings'])} finding(s)" if r["findings"] else "")
 
 
+def kafka_conf(brokers: str, env: dict) -> dict:
+    """librdkafka settings from the ledger's PLAN_LEDGER_* connection variables (SASL and TLS optional)."""
+    conf = {"bootstrap.servers": brokers}
+    tls = env.get("PLAN_LEDGER_SSL") == "true"
+    if env.get("PLAN_LEDGER_SASL_MECHANISM"):
+        conf["security.protocol"] = "SASL_SSL" if tls else "SASL_PLAINTEXT"
+        conf["sasl.mechanism"] = env["PLAN_LEDGER_SASL_MECHANISM"].upper()
+        conf["sasl.username"] = env.get("PLAN_LEDGER_SASL_USERNAME", "")
+        password = env.get("PLAN_LEDGER_SASL_PASSWORD")
+        if password is None and env.get("PLAN_LEDGER_SASL_PASSWORD_FILE"):
+            with open(env["PLAN_LEDGER_SASL_PASSWORD_FILE"], encoding="utf-8") as fh:
+                password = fh.read().strip()
+        conf["sasl.password"] = password or ""
+    elif tls:
+        conf["security.protocol"] = "SSL"
+    if tls and env.get("PLAN_LEDGER_SSL_CA_FILE"):
+        conf["ssl.ca.location"] = env["PLAN_LEDGER_SSL_CA_FILE"]
+    return conf
+
+
 def main(argv: list[str] | None = None) -> int:
     here = os.path.dirname(os.path.abspath(__file__))
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -490,7 +525,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             if not a.brokers:
                 p.error("live needs --brokers (or PLAN_LEDGER_BROKERS)")
-            conf = {"bootstrap.servers": a.brokers}
+            conf = kafka_conf(a.brokers, os.environ)
             result = verify_live(conf, a.prefix, a.plan, Registry(a.registry, a.schemas), contract, check_blobs=not a.no_blobs)
     except (OSError, ValueError, KeyError, RuntimeError, TimeoutError) as err:
         print(f"error: {err}", file=sys.stderr)
