@@ -6,6 +6,10 @@ import { defineConfig } from 'vitest/config';
 //   *.e2e.test.ts   processes, the CLI, a browser
 // int and e2e share a global setup that uses PLAN_LEDGER_BROKERS / PLAN_LEDGER_REGISTRY_URL when set and
 // otherwise brings the local stack up (and takes it down again only if it started it).
+// Test workers inherit this: each runs executors, projectors and clients side by side, whose librdkafka
+// readers wait on libuv's thread pool (4 threads by default).
+process.env.UV_THREADPOOL_SIZE ??= '16';
+
 export default defineConfig({
   test: {
     reporters: ['default', 'json'],

@@ -1,5 +1,5 @@
-// Append throughput and single-append latency of the item protocol vs raw transactional kafkajs with the
-// same payloads.
+// Append throughput and single-append latency of the item protocol vs raw transactional writes (the Kafka
+// port's FencedWriter, librdkafka) with the same payloads.
 //
 //   npm run bench -- executor [--quick] [--rounds 5] [--plans 50] [--items 20] [--chain 30]
 //
@@ -10,23 +10,20 @@
 //    plan — i.e. the PlanCompleted events are committed and visible to a read_committed consumer, never
 //    the executor's in-memory state. → items/s and appended events/s.
 //  - chain: one plan of `chain` items, each depending on the previous → ms per item, client-timed.
-// Baseline (raw kafkajs, same run): after each protocol round its appended records (the same encoded
+// Baseline (raw transactions, same run): after each protocol round its appended records (the same encoded
 // events: keys, values, partitions) are read back from the events topic and grouped into the
 // transactions the executor committed (a commit marker takes an offset, so a gap in the offsets of one
 // partition's records is a transaction boundary). The raw side replays exactly those transactions with
-// one transactional producer per partition (warmed: each has committed a transaction before any clock
+// one transactional writer per partition (warmed: each has committed a transaction before any clock
 // starts, so the producer-id set-up is excluded on both sides) onto a topic with the same partitions;
-// its clock stops when a read_committed consumer (subscribed before) has received every record.
+// its clock stops when a read_committed tail (reading before) has received every record.
 //  - throughput: partitions in parallel, each partition's transactions one after another → events/s.
-//  - chain: the chain's transactions one at a time, each visible to the consumer before the next is
+//  - chain: the chain's transactions one at a time, each visible to the tail before the next is
 //    sent → ms per item.
-import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import type { Consumer, Kafka, Producer } from 'kafkajs';
 import { connectLedger, type Ledger } from '../src/client/index.js';
 import { configToEnv, topicNames, type LedgerConfig } from '../src/config.js';
-import type { LogRecord } from '../src/kafka/log-reader.js';
-import { readToEnd } from '../src/kafka/log-reader.js';
+import type { FencedWriter, KafkaClient, LogRecord, PartitionTail } from '../src/kafka/index.js';
 import { benchArgs, metric, paired, until, writeResult } from './lib/harness.js';
 import { benchConfig, benchKafka, dropTopics, spawnTs, stopProc, waitLine } from './lib/ledger.js';
 
@@ -60,19 +57,13 @@ class Protocol {
   constructor(
     readonly config: LedgerConfig,
     readonly ledger: Ledger,
-    readonly kafka: Kafka,
+    readonly kafka: KafkaClient,
   ) {}
 
   /** Records appended to the events topic since the last call. */
   async appended(): Promise<LogRecord[]> {
-    const admin = this.kafka.admin();
-    await admin.connect();
     const out: LogRecord[] = [];
-    try {
-      this.offsets = await readToEnd({ kafka: this.kafka, admin, topic: topicNames(this.config.topicPrefix).events, from: this.offsets, groupPrefix: `${this.config.topicPrefix}.bench`, onRecords: (rs) => void out.push(...rs) });
-    } finally {
-      await admin.disconnect();
-    }
+    this.offsets = await this.kafka.readToEnd({ topic: topicNames(this.config.topicPrefix).events, from: this.offsets, onRecords: (rs) => void out.push(...rs) });
     return out;
   }
 
@@ -111,43 +102,37 @@ class Raw {
   private seen = 0;
   private constructor(
     readonly topic: string,
-    readonly producers: Producer[],
-    readonly consumer: Consumer,
+    readonly producers: FencedWriter[],
+    private watch?: PartitionTail,
   ) {}
 
-  static async start(kafka: Kafka, config: LedgerConfig): Promise<Raw> {
+  static async start(kafka: KafkaClient, config: LedgerConfig): Promise<Raw> {
     const topic = `${config.topicPrefix}.raw-events`;
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: PARTITIONS, replicationFactor: config.replicationFactor }], waitForLeaders: true });
+    await admin.createTopics([{ topic, numPartitions: PARTITIONS, replicationFactor: config.replicationFactor }]);
     await admin.disconnect();
-    // The same producer settings as the executor's owners (transactionalProducer): idempotent, one in
-    // flight, CONCURRENT_TRANSACTIONS retried from 20 ms.
+    // The same writers as the executor's owners: one FencedWriter per partition.
     const producers = await Promise.all(
       Array.from({ length: PARTITIONS }, async (_, p) => {
-        const pr = kafka.producer({ transactionalId: `${config.topicPrefix}.raw.p${p}`, idempotent: true, maxInFlightRequests: 1, retry: { initialRetryTime: 20, maxRetryTime: 2_000, retries: 30 } });
-        await pr.connect();
-        return pr;
+        const w = kafka.fencedWriter(`${config.topicPrefix}.raw.p${p}`);
+        await w.connect();
+        return w;
       }),
     );
-    const consumer = kafka.consumer({ groupId: `${config.topicPrefix}.raw-watch-${randomBytes(4).toString('hex')}`, readUncommitted: false, maxWaitTimeInMs: 100 });
-    const raw = new Raw(topic, producers, consumer);
-    let joined = false;
-    consumer.on(consumer.events.GROUP_JOIN, () => (joined = true));
-    await consumer.connect();
-    await consumer.subscribe({ topic, fromBeginning: true });
-    await consumer.run({ eachBatch: async ({ batch }) => void (raw.seen += batch.messages.length) });
-    await until(() => (joined ? true : undefined), 60_000, 'raw watcher joined');
-    // Warm every producer: InitProducerId and the first transaction's coordinator look-up happen here.
+    const raw = new Raw(topic, producers);
+    raw.watch = await kafka.tail({ topic, onRecords: (_p, records) => void (raw.seen += records.length) });
+    for (let p = 0; p < PARTITIONS; p++) await raw.watch.add(p, '0');
+    // Warm every writer: InitProducerId and the first transaction's coordinator look-up happen here.
     await Promise.all(producers.map((pr, p) => raw.send(pr, [{ key: Buffer.from('warm'), value: Buffer.from('warm'), partition: p } as LogRecord])));
     await raw.visible(PARTITIONS);
     return raw;
   }
 
-  private async send(pr: Producer, tx: Tx): Promise<void> {
+  private async send(pr: FencedWriter, tx: Tx): Promise<void> {
     const t = await pr.transaction();
     try {
-      await t.send({ topic: this.topic, acks: -1, messages: tx.map((r) => ({ key: r.key, value: r.value, partition: r.partition, headers: r.headers })) });
+      await t.send(this.topic, tx.map((r) => ({ key: r.key, value: r.value, partition: r.partition, headers: r.headers })));
       await t.commit();
     } catch (e) {
       await t.abort().catch(() => {});
@@ -182,7 +167,7 @@ class Raw {
   }
 
   async stop(): Promise<void> {
-    await this.consumer.disconnect().catch(() => {});
+    await this.watch?.close().catch(() => {});
     await Promise.all(this.producers.map((p) => p.disconnect().catch(() => {})));
   }
 }
@@ -231,17 +216,17 @@ try {
 
   writeResult({
     name: 'executor',
-    title: 'Append throughput and single-append latency: the item protocol vs raw transactional kafkajs, same payloads',
+    title: 'Append throughput and single-append latency: the item protocol vs raw transactions (the port’s FencedWriter), same payloads',
     quick: args.quick,
     settings: { plans, itemsPerPlan, chain, concurrency: CONCURRENCY, partitions: PARTITIONS, rounds: args.rounds },
     metrics: [
-      metric(rounds, { key: 'eventsPerSecond', label: `append throughput (${plans} plans × ${itemsPerPlan} items at once)`, unit: 'events/s', better: 'higher', baselineLabel: 'raw transactional kafkajs, same transactions' }),
+      metric(rounds, { key: 'eventsPerSecond', label: `append throughput (${plans} plans × ${itemsPerPlan} items at once)`, unit: 'events/s', better: 'higher', baselineLabel: 'raw transactions, same transactions' }),
       metric(rounds, { key: 'chainMsPerItem', label: `${chain}-item chain, per item`, unit: 'ms', better: 'lower', baselineLabel: 'raw, the same transactions one at a time, each visible before the next' }),
     ],
     rounds,
     notes: [
-      'Both clocks stop at read_committed visibility: plan-ledger at waitFor(completed) for every plan, raw when its consumer has every record.',
-      'The raw side replays the very records (keys, values, partitions) and transaction boundaries the executor produced in the round before; its producers are warmed.',
+      'Both clocks stop at read_committed visibility: plan-ledger at waitFor(completed) for every plan, raw when its tail has every record.',
+      'The raw side replays the very records (keys, values, partitions) and transaction boundaries the executor produced in the round before; its writers are warmed.',
     ],
     extra: {
       itemsPerSecond: rounds.map((r) => r.subject.itemsPerSecond),
@@ -252,6 +237,7 @@ try {
 } finally {
   await raw?.stop();
   await ledger.close();
+  await kafka.close();
   await stopProc(executor);
   await dropTopics(config, [`${config.topicPrefix}.raw-events`]);
 }

@@ -1,5 +1,5 @@
-// Failover and graceful handover of a partition's owner, vs a raw kafkajs consumer group with the same
-// session and heartbeat settings, in the same run.
+// Failover and graceful handover of a partition's owner, vs a raw consumer group (the Kafka port's group
+// member, librdkafka) with the same session and heartbeat settings, in the same run.
 //
 //   npm run bench -- failover [--quick] [--rounds 5]    kill -9 of the owner
 //   npm run bench -- handover [--quick] [--rounds 5]    SIGTERM of the owner (executor.stop(): running
@@ -8,18 +8,17 @@
 // plan-ledger: two executors (`startExecutor`, bench/procs/executor.ts) on a one-partition ledger (so the
 // owner is certain), session timeout 6 s, heartbeat 0.5 s; the owner runs a long chain of no-op items.
 // Clock: from the signal to the owner → the survivor's first appended event (its executorId as actor),
-// seen by a read_committed consumer. Today's takeover includes fencing (InitProducerId of the owner's
-// transactional id) and the restore read. Baseline: two raw kafkajs consumers in one group
-// (bench/raw-consumer.ts, same session/heartbeat), a producer sending a record every 10 ms; from the
+// seen by a read_committed tail. Today's takeover includes fencing (InitProducerId of the owner's
+// transactional id) and the restore read. Baseline: two raw group members in one group
+// (bench/raw-consumer.ts, same session/heartbeat), a writer sending a record every 10 ms; from the
 // signal to the owner → the survivor's first consumed record.
 // Each round: a fresh standby joins (the group is Stable with two members), then the owner is signalled;
 // the survivor is the next round's owner. Writes bench/results/failover.json or handover.json.
-import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import type { Admin } from 'kafkajs';
 import { connectLedger } from '../src/client/index.js';
 import { createCodec } from '../src/codec/index.js';
 import { configToEnv, topicNames, type LedgerConfig } from '../src/config.js';
+import type { LedgerAdmin } from '../src/kafka/index.js';
 import { benchArgs, metric, paired, sleep, until, writeResult } from './lib/harness.js';
 import { benchConfig, benchKafka, dropTopics, spawnJson, spawnTs, type Proc } from './lib/ledger.js';
 
@@ -30,9 +29,9 @@ const args = benchArgs();
 const signal: NodeJS.Signals = handover ? 'SIGTERM' : 'SIGKILL';
 const name = handover ? 'handover' : 'failover';
 
-async function stableWith(admin: Admin, group: string, members: number): Promise<void> {
+async function stableWith(admin: LedgerAdmin, group: string, members: number): Promise<void> {
   await until(async () => {
-    const d = (await admin.describeGroups([group])).groups[0];
+    const d = (await admin.describeGroups([group]))[0];
     return d && d.state === 'Stable' && d.members.length === members ? true : undefined;
   }, 120_000, `group ${group} stable with ${members} members`, 100);
 }
@@ -72,16 +71,19 @@ async function ledgerPair(config: LedgerConfig): Promise<Pair> {
   // Every appended event's actor and the time it was seen (the survivor's first after the signal counts).
   const seen: Array<{ actor: string; at: number }> = [];
   const after = (actor: string, from: number, t: number) => seen.slice(from).find((x) => x.actor === actor && x.at >= t)?.at;
-  const watch = kafka.consumer({ groupId: `${config.topicPrefix}.watch-${randomBytes(3).toString('hex')}`, maxWaitTimeInMs: 20 });
-  await watch.connect();
-  await watch.subscribe({ topic: topicNames(config.topicPrefix).events, fromBeginning: false });
-  await watch.run({
-    eachMessage: async ({ message }) => {
-      if (!message.value) return;
-      const e = await codec.decodeEvent(message.value);
-      seen.push({ actor: e.actor, at: Date.now() });
+  const events = topicNames(config.topicPrefix).events;
+  const watch = await kafka.tail({
+    topic: events,
+    onRecords: async (_p, records) => {
+      for (const r of records) {
+        if (!r.value) continue;
+        const e = await codec.decodeEvent(r.value);
+        seen.push({ actor: e.actor, at: Date.now() });
+      }
     },
   });
+  // From the end: only what is appended from now on.
+  for (const o of await admin.fetchTopicOffsets(events)) await watch.add(o.partition, o.high);
   const pair: Pair = {
     owner: start(false),
     async round() {
@@ -115,10 +117,11 @@ async function ledgerPair(config: LedgerConfig): Promise<Pair> {
       return at - t0;
     },
     async close() {
-      await watch.disconnect();
+      await watch.close();
       for (const p of [pair.owner, pair.standby]) if (p) p.p.kill('SIGKILL');
       await ledger.close();
       await admin.disconnect();
+      await kafka.close();
     },
   };
   await until(() => (owns(pair.owner) ? true : undefined), 120_000, 'the first executor to own the partition');
@@ -131,19 +134,19 @@ async function rawPair(config: LedgerConfig): Promise<Pair> {
   const admin = kafka.admin();
   await admin.connect();
   const topic = `${config.topicPrefix}.raw-records`;
-  await admin.createTopics({ topics: [{ topic, numPartitions: 1, replicationFactor: config.replicationFactor }], waitForLeaders: true });
+  await admin.createTopics([{ topic, numPartitions: 1, replicationFactor: config.replicationFactor }]);
   const group = `${config.topicPrefix}.raw-group`;
   let n = 0;
   const start = () => {
     const label = `raw-${++n}`;
-    return spawnJson(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./raw-consumer.ts', import.meta.url)), config.brokers.join(','), topic, group, label, String(SESSION), String(HEARTBEAT)], label);
+    return spawnJson(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./raw-consumer.ts', import.meta.url)), topic, group, label, String(SESSION), String(HEARTBEAT)], label, configToEnv(config));
   };
-  const producer = kafka.producer();
+  const producer = kafka.writer();
   await producer.connect();
   let producing = true;
   const pump = (async () => {
     while (producing) {
-      await producer.send({ topic, messages: [{ value: String(Date.now()) }] });
+      await producer.send(topic, [{ value: String(Date.now()), partition: 0 }]);
       await sleep(10);
     }
   })();
@@ -173,6 +176,7 @@ async function rawPair(config: LedgerConfig): Promise<Pair> {
       for (const p of [pair.owner, pair.standby]) if (p) p.p.kill('SIGKILL');
       await producer.disconnect();
       await admin.disconnect();
+      await kafka.close();
     },
   };
   await until(() => (owns(pair.owner) ? true : undefined), 120_000, 'the first raw consumer to own the partition');
@@ -195,10 +199,10 @@ try {
   });
   writeResult({
     name,
-    title: handover ? 'Graceful handover (SIGTERM of the owner) → the new owner’s first event, vs a raw kafkajs group' : 'Failover (kill -9 of the owner) → the survivor’s first event, vs a raw kafkajs group with the same timeouts',
+    title: handover ? 'Graceful handover (SIGTERM of the owner) → the new owner’s first event, vs a raw consumer group' : 'Failover (kill -9 of the owner) → the survivor’s first event, vs a raw consumer group with the same timeouts',
     quick: args.quick,
     settings: { signal, sessionTimeoutMs: SESSION, heartbeatIntervalMs: HEARTBEAT, partitions: 1, rounds: args.rounds, warmupRounds: args.quick ? 0 : 1 },
-    metrics: [metric(rounds, { key: 'ms', label: handover ? 'graceful handover' : 'failover after kill -9', unit: 'ms', better: 'lower', baselineLabel: 'raw kafkajs group, same session/heartbeat', ...(handover ? {} : { aim: '≤ 1.1×' }) })],
+    metrics: [metric(rounds, { key: 'ms', label: handover ? 'graceful handover' : 'failover after kill -9', unit: 'ms', better: 'lower', baselineLabel: 'raw consumer group, same session/heartbeat', ...(handover ? {} : { aim: '≤ 1.1×' }) })],
     rounds,
     notes: [
       handover

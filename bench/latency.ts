@@ -1,4 +1,5 @@
-// Command → ItemCompleted visible in the projector, p50 / p99, vs the same Kafka path in raw kafkajs.
+// Command → ItemCompleted visible in the projector, p50 / p99, vs the same Kafka path done raw (the Kafka port's
+// writers and tails, no ledger on top).
 //
 //   npm run bench -- latency [--quick] [--rounds 5] [--samples 30]
 //
@@ -6,15 +7,15 @@
 // (`startProjector`) and the client (`connectLedger`) here. One sample: createPlan of one item, then the
 // clock stops when the projector's read model (`projector.plan(id)`, polled every millisecond) shows the
 // item completed. Samples one after another.
-// Baseline, the Kafka hops that path cannot avoid, in raw kafkajs: a record produced (idempotent, acks
-// all, as the client sends a command) → a consumer receives it (the executor's command consumer) → two
-// transactions, one after the other (intent; result + completion) → a read_committed consumer receives
-// the second (the projector). Same number of samples, same rounds.
+// Baseline, the Kafka hops that path cannot avoid, done raw: a record written (idempotent, acks all, as
+// the client sends a command) → a read_committed tail receives it (the executor's command consumer) → two
+// transactions, one after the other (intent; result + completion) → a read_committed tail receives the
+// second (the projector). Same number of samples, same rounds.
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import type { Consumer, Kafka, Producer } from 'kafkajs';
 import { connectLedger } from '../src/client/index.js';
 import { configToEnv, type LedgerConfig } from '../src/config.js';
+import type { FencedWriter, KafkaClient, PartitionTail, RecordWriter } from '../src/kafka/index.js';
 import { silentLogger } from '../src/logging.js';
 import { startProjector } from '../projector/index.js';
 import { benchArgs, median, metric, paired, quantile, until, writeResult } from './lib/harness.js';
@@ -27,48 +28,49 @@ class RawPath {
   private received = new Map<string, () => void>();
   private constructor(
     private readonly commandTopic: string,
-    private readonly eventTopic: string,
-    private readonly client: Producer,
-    private readonly relayProducer: Producer,
-    private readonly consumers: Consumer[],
+    private readonly client: RecordWriter,
+    private readonly relayWriter: FencedWriter,
+    private readonly tails: PartitionTail[],
   ) {}
 
-  static async start(kafka: Kafka, config: LedgerConfig): Promise<RawPath> {
+  static async start(kafka: KafkaClient, config: LedgerConfig): Promise<RawPath> {
     const commandTopic = `${config.topicPrefix}.raw-commands`;
     const eventTopic = `${config.topicPrefix}.raw-events`;
     const admin = kafka.admin();
     await admin.connect();
-    await admin.createTopics({ topics: [commandTopic, eventTopic].map((topic) => ({ topic, numPartitions: 1, replicationFactor: config.replicationFactor })), waitForLeaders: true });
+    await admin.createTopics([commandTopic, eventTopic].map((topic) => ({ topic, numPartitions: 1, replicationFactor: config.replicationFactor })));
     await admin.disconnect();
-    const client = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-    const relayProducer = kafka.producer({ transactionalId: `${config.topicPrefix}.raw-relay`, idempotent: true, maxInFlightRequests: 1, retry: { initialRetryTime: 20, maxRetryTime: 2_000, retries: 30 } });
-    await Promise.all([client.connect(), relayProducer.connect()]);
-    const relay = kafka.consumer({ groupId: `${config.topicPrefix}.raw-relay-${randomBytes(3).toString('hex')}`, readUncommitted: false, maxWaitTimeInMs: 100 });
-    const watcher = kafka.consumer({ groupId: `${config.topicPrefix}.raw-watch-${randomBytes(3).toString('hex')}`, readUncommitted: false, maxWaitTimeInMs: 100 });
-    const raw = new RawPath(commandTopic, eventTopic, client, relayProducer, [relay, watcher]);
-    const joined = new Set<Consumer>();
-    for (const c of [relay, watcher]) c.on(c.events.GROUP_JOIN, () => joined.add(c));
-    await Promise.all([relay.connect(), watcher.connect()]);
-    await relay.subscribe({ topic: commandTopic, fromBeginning: true });
-    await watcher.subscribe({ topic: eventTopic, fromBeginning: true });
-    await relay.run({
-      eachMessage: async ({ message }) => {
-        for (const step of ['intent', 'settle']) {
-          const tx = await relayProducer.transaction();
-          await tx.send({ topic: eventTopic, acks: -1, messages: [{ key: message.key, value: Buffer.concat([Buffer.from(step), message.value ?? Buffer.alloc(0)]) }] });
-          await tx.commit();
+    const client = kafka.writer();
+    const relayWriter = kafka.fencedWriter(`${config.topicPrefix}.raw-relay`);
+    await Promise.all([client.connect(), relayWriter.connect()]);
+    const received = new Map<string, () => void>();
+    const relay = await kafka.tail({
+      topic: commandTopic,
+      onRecords: async (_p, records) => {
+        for (const r of records) {
+          for (const step of ['intent', 'settle']) {
+            const tx = await relayWriter.transaction();
+            await tx.send(eventTopic, [{ key: r.key, value: Buffer.concat([Buffer.from(step), r.value ?? Buffer.alloc(0)]), partition: 0 }]);
+            await tx.commit();
+          }
         }
       },
     });
-    await watcher.run({
-      eachMessage: async ({ message }) => {
-        if (!message.value?.subarray(0, 6).equals(Buffer.from('settle'))) return;
-        const k = message.key?.toString() ?? '';
-        raw.received.get(k)?.();
-        raw.received.delete(k);
+    const watcher = await kafka.tail({
+      topic: eventTopic,
+      onRecords: (_p, records) => {
+        for (const r of records) {
+          if (!r.value?.subarray(0, 6).equals(Buffer.from('settle'))) continue;
+          const k = r.key?.toString() ?? '';
+          received.get(k)?.();
+          received.delete(k);
+        }
       },
     });
-    await until(() => (joined.size === 2 ? true : undefined), 60_000, 'raw consumers joined');
+    await relay.add(0, '0');
+    await watcher.add(0, '0');
+    const raw = new RawPath(commandTopic, client, relayWriter, [relay, watcher]);
+    raw.received = received;
     return raw;
   }
 
@@ -76,14 +78,14 @@ class RawPath {
     const key = randomBytes(8).toString('hex');
     const seen = new Promise<void>((r) => this.received.set(key, r));
     const t0 = performance.now();
-    await this.client.send({ topic: this.commandTopic, acks: -1, messages: [{ key, value: Buffer.alloc(300, 1) }] });
+    await this.client.send(this.commandTopic, [{ key, value: Buffer.alloc(300, 1), partition: 0 }]);
     await seen;
     return performance.now() - t0;
   }
 
   async stop(): Promise<void> {
-    await Promise.all(this.consumers.map((c) => c.disconnect().catch(() => {})));
-    await Promise.all([this.client.disconnect(), this.relayProducer.disconnect()].map((p) => p.catch(() => {})));
+    await Promise.all(this.tails.map((t) => t.close().catch(() => {})));
+    await Promise.all([this.client.disconnect(), this.relayWriter.disconnect()].map((p) => p.catch(() => {})));
   }
 }
 
@@ -92,11 +94,12 @@ const ledger = await connectLedger(config);
 const executor = spawnTs(fileURLToPath(new URL('./procs/executor.ts', import.meta.url)), 'executor', { ...configToEnv(config), BENCH_CONCURRENCY: '20' });
 const projector = await startProjector({ config, port: 0, logger: silentLogger(), apiToken: null, defaultMetrics: false });
 let raw: RawPath | undefined;
+const rawKafka = benchKafka(config);
 const all = { subject: [] as number[], baseline: [] as number[] };
 try {
   await waitLine(executor, 'ready', 120_000);
   await projector.caughtUp();
-  raw = await RawPath.start(benchKafka(config), config);
+  raw = await RawPath.start(rawKafka, config);
 
   const ledgerOnce = async (): Promise<number> => {
     const t0 = performance.now();
@@ -124,11 +127,11 @@ try {
 
   writeResult({
     name: 'latency',
-    title: 'Command → ItemCompleted visible in the projector vs the same Kafka hops in raw kafkajs',
+    title: 'Command → ItemCompleted visible in the projector vs the same Kafka hops done raw',
     quick: args.quick,
     settings: { samplesPerRound: samples, rounds: args.rounds, partitions: config.partitions },
     metrics: [
-      metric(rounds, { key: 'p50', label: 'command → ItemCompleted in the projector, p50', unit: 'ms', better: 'lower', baselineLabel: 'raw: produce → consume → 2 transactions → read_committed consume' }),
+      metric(rounds, { key: 'p50', label: 'command → ItemCompleted in the projector, p50', unit: 'ms', better: 'lower', baselineLabel: 'raw: write → read → 2 transactions → read_committed read' }),
       metric(rounds, { key: 'p99', label: `command → ItemCompleted in the projector, p99 of ${samples}`, unit: 'ms', better: 'lower', baselineLabel: 'raw, same path' }),
     ],
     rounds,
@@ -142,6 +145,7 @@ try {
   });
 } finally {
   await raw?.stop();
+  await rawKafka.close();
   await projector.stop();
   await ledger.close();
   await stopProc(executor);

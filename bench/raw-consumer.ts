@@ -1,20 +1,35 @@
-// A raw kafkajs group member for the failover / handover baselines: prints one JSON line per assignment
-// and per consumed record; on SIGTERM it leaves the group (disconnect) and exits.
-import { Kafka, logLevel } from 'kafkajs';
+// A raw group member (the Kafka port's, no ledger on top) for the failover / handover baselines: prints one
+// JSON line per assignment change (the partitions it holds now) and per consumed record; on SIGTERM it
+// leaves the group and exits. The cluster comes from the PLAN_LEDGER_* environment.
+import { loadConfig } from '../src/config.js';
+import { createKafka } from '../src/kafka/index.js';
+import { silentLogger } from '../src/logging.js';
 
-const [brokers, topic, groupId, label, session, heartbeat] = process.argv.slice(2) as [string, string, string, string, string, string];
-const kafka = new Kafka({ brokers: brokers.split(','), clientId: label, logLevel: logLevel.NOTHING });
-const consumer = kafka.consumer({ groupId, sessionTimeout: Number(session), heartbeatInterval: Number(heartbeat), maxWaitTimeInMs: 100 });
-consumer.on(consumer.events.GROUP_JOIN, (e) => console.log(JSON.stringify({ msg: 'assignment', partitions: e.payload.memberAssignment[topic] ?? [] })));
-await consumer.connect();
-await consumer.subscribe({ topic, fromBeginning: false });
-await consumer.run({
-  eachMessage: async ({ message }) => {
-    console.log(JSON.stringify({ msg: 'consumed', offset: message.offset, at: Date.now() }));
+const [topic, groupId, label, session, heartbeat] = process.argv.slice(2) as [string, string, string, string, string];
+const kafka = createKafka(loadConfig({ clientId: label }), silentLogger(), undefined, 'service');
+const held = new Set<number>();
+const assignment = () => console.log(JSON.stringify({ msg: 'assignment', partitions: [...held].sort((a, b) => a - b) }));
+const member = await kafka.join({
+  groupId,
+  topic,
+  sessionTimeoutMs: Number(session),
+  heartbeatIntervalMs: Number(heartbeat),
+  rebalanceTimeoutMs: Number(session),
+  onAssigned: (ps) => {
+    for (const p of ps) held.add(p);
+    assignment();
+  },
+  onRevoked: (ps) => {
+    for (const p of ps) held.delete(p);
+    assignment();
+  },
+  onRecords: async (_p, records) => {
+    for (const r of records) console.log(JSON.stringify({ msg: 'consumed', offset: r.offset, at: Date.now() }));
+    return undefined;
   },
 });
 process.once('SIGTERM', () => {
-  void consumer.disconnect().finally(() => {
+  void member.close().finally(() => {
     console.log(JSON.stringify({ msg: 'stopped', at: Date.now() }));
     process.exit(0);
   });

@@ -18,14 +18,10 @@ import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import type { Admin, Kafka, Message, Producer } from 'kafkajs';
 import { connectLedger, type Ledger } from '../src/client/index.js';
 import { createCodec, type LedgerCodec } from '../src/codec/index.js';
 import { loadConfig, topicNames, type LedgerConfig } from '../src/config.js';
-import { createKafka } from '../src/kafka/client.js';
-import { newReadStats } from '../src/kafka/log-reader.js';
-import { eventKey } from '../src/kafka/partitioner.js';
-import { ensurePlanTopics } from '../src/kafka/topics.js';
+import { createKafka, ensurePlanTopics, eventKey, newReadStats, type KafkaClient, type LedgerAdmin, type OutRecord, type RecordWriter } from '../src/kafka/index.js';
 import { silentLogger } from '../src/logging.js';
 import { decide, evolve, type AnyCommand, type PlanEvent, type PlanState } from '../src/plan/index.js';
 import { maxFencingTokenOf, planSnapshotRecords, watermarkMessage } from '../src/projection/index.js';
@@ -87,10 +83,10 @@ function planLog(planId: string, items: number, done: number, labels: Record<str
 
 interface Env {
   config: LedgerConfig;
-  kafka: Kafka;
-  admin: Admin;
+  kafka: KafkaClient;
+  admin: LedgerAdmin;
   codec: LedgerCodec;
-  producer: Producer;
+  producer: RecordWriter;
   t: ReturnType<typeof topicNames>;
 }
 
@@ -101,7 +97,7 @@ async function open(label: string): Promise<Env> {
   await admin.connect();
   await ensurePlanTopics(admin, config);
   const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix });
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  const producer = kafka.writer();
   await producer.connect();
   return { config, kafka, admin, codec, producer, t: topicNames(config.topicPrefix) };
 }
@@ -110,15 +106,16 @@ async function dispose(env: Env, ledger?: Ledger): Promise<void> {
   await ledger?.close();
   await env.producer.disconnect();
   const mine = (await env.admin.listTopics()).filter((x) => x.startsWith(`${env.config.topicPrefix}.`));
-  await env.admin.deleteTopics({ topics: mine }).catch(() => {});
+  await env.admin.deleteTopics(mine).catch(() => {});
   await env.admin.disconnect();
+  await env.kafka.close();
 }
 
-async function sendAll(env: Env, topic: string, messages: Message[], per = 500): Promise<void> {
-  for (let i = 0; i < messages.length; i += per) await env.producer.send({ topic, acks: -1, messages: messages.slice(i, i + per) });
+async function sendAll(env: Env, topic: string, messages: OutRecord[], per = 500): Promise<void> {
+  for (let i = 0; i < messages.length; i += per) await env.producer.send(topic, messages.slice(i, i + per));
 }
 
-const eventMessage = (env: Env, e: PlanEvent): Message => ({ key: eventKey(e.planId, e.seq), value: env.codec.encodeEvent(e), partition: 0, timestamp: String(e.occurredAt) });
+const eventMessage = (env: Env, e: PlanEvent): OutRecord => ({ key: eventKey(e.planId, e.seq), value: env.codec.encodeEvent(e), partition: 0, timestamp: String(e.occurredAt) });
 
 async function timed<T>(fn: () => Promise<T>): Promise<number> {
   const s = performance.now();
@@ -130,13 +127,13 @@ async function timed<T>(fn: () => Promise<T>): Promise<number> {
 async function historyEnv(size: number) {
   const t0 = Date.now();
   const env = await open('hist');
-  let batch: Message[] = [];
+  let batch: OutRecord[] = [];
   const flush = async () => {
-    if (batch.length) await env.producer.send({ topic: env.t.events, acks: -1, messages: batch });
+    if (batch.length) await env.producer.send(env.t.events, batch);
     batch = [];
   };
-  const snapshots: Message[] = [];
-  const archived: Message[] = [];
+  const snapshots: OutRecord[] = [];
+  const archived: OutRecord[] = [];
   let offset = 0;
   let plans = 0;
   let maxToken = 0;
@@ -197,7 +194,7 @@ for (let r = 0; r < rounds; r++) {
     let st: PlanState | undefined = h.target;
     for (const c of itemSteps('live-0', h.nextItem++)) st = step(st, c, evs);
     h.target = st!;
-    await h.env.producer.send({ topic: h.env.t.events, acks: -1, messages: evs.map((e) => eventMessage(h.env, e)) });
+    await h.env.producer.send(h.env.t.events, evs.map((e) => eventMessage(h.env, e)));
     await waiting;
     h.waitFollow.push(performance.now() - started);
     h.calls += 1;
@@ -228,8 +225,8 @@ for (const h of histories) {
 async function listEnv(count: number) {
   const t0 = Date.now();
   const env = await open('list');
-  const snapshots: Message[] = [];
-  const archived: Message[] = [];
+  const snapshots: OutRecord[] = [];
+  const archived: OutRecord[] = [];
   clock = Date.now() - 3600_000;
   for (let p = 0; p < count; p++) {
     const running = p % 10 === 0;

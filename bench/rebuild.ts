@@ -1,4 +1,4 @@
-// Full-log rebuild vs a raw kafkajs eachBatch consumer that decodes the same records, in the same run.
+// Full-log rebuild vs a raw read (the Kafka port's readToEnd) that decodes the same records, in the same run.
 //
 //   npm run bench -- rebuild [--quick] [--rounds 5] [--plans 3000]
 //   PROFILE=/tmp/rebuild.cpuprofile ...   (a CPU profile of the rebuild rounds only, for Chrome DevTools)
@@ -6,22 +6,19 @@
 // The log: `plans` plans × 10 items decided by the domain (45 events each), steps interleaved across
 // plans as an executor appends them, on 3 partitions. plan-ledger: `restorePartition` on every partition
 // in parallel (what the projector runs for its assignment with no snapshots yet): read_committed read,
-// codec decode, fold; every rebuilt state digest is checked. Baseline: a raw kafkajs consumer with
-// `eachBatch` that decodes every value with raw avsc (the same writer schema, the 5-byte header skipped)
-// and keeps nothing. Both timed from connect to the end offsets (group join included). Also, once: the
+// codec decode, fold; every rebuilt state digest is checked. Baseline: a raw `readToEnd` of every
+// partition that decodes every value with raw avsc (the same writer schema, the 5-byte header skipped)
+// and keeps nothing. Both timed from the start of the read to the end offsets. Also, once: the
 // live projector's catch-up from nothing and its restart from the snapshots it wrote. Writes
 // bench/results/rebuild.json.
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import avsc from 'avsc';
-import type { Kafka } from 'kafkajs';
 import { ProjectionService } from '../projector/projector.js';
 import { createCodec } from '../src/codec/index.js';
 import { loadConfig, topicNames } from '../src/config.js';
-import { createKafka } from '../src/kafka/client.js';
-import { eventKey, partitionFor } from '../src/kafka/partitioner.js';
-import { ensurePlanTopics } from '../src/kafka/topics.js';
+import { createKafka, ensurePlanTopics, eventKey, partitionFor, type KafkaClient } from '../src/kafka/index.js';
 import { silentLogger } from '../src/logging.js';
 import { planEventSchema, stateDigest, type PlanState } from '../src/plan/index.js';
 import { restorePartition } from '../src/projection/index.js';
@@ -35,32 +32,22 @@ const avro = avsc.Type.forSchema(planEventSchema as unknown as avsc.Schema, { wr
 
 // ---------------------------------------------------------------------------------------------------
 
-async function rawConsume(kafka: Kafka, topic: string, ends: Map<number, bigint>): Promise<{ ms: number; records: number }> {
+async function rawConsume(kafka: KafkaClient, topic: string, ends: Map<number, bigint>): Promise<{ ms: number; records: number }> {
   const started = performance.now();
-  const consumer = kafka.consumer({ groupId: `bench-raw-${randomBytes(4).toString('hex')}`, maxWaitTimeInMs: 100, maxBytesPerPartition: 4 * 1024 * 1024 });
   let records = 0;
-  const next = new Map([...ends.keys()].map((p) => [p, 0n]));
-  let done!: () => void;
-  const finished = new Promise<void>((r) => (done = r));
-  consumer.on(consumer.events.END_BATCH_PROCESS, (e) => {
-    next.set(e.payload.partition, BigInt(e.payload.lastOffset) + 1n);
-    if ([...ends].every(([p, end]) => (next.get(p) ?? 0n) >= end)) done();
-  });
-  await consumer.connect();
-  await consumer.subscribe({ topic, fromBeginning: true });
-  await consumer.run({
-    autoCommit: false,
-    eachBatch: async ({ batch }) => {
-      for (const m of batch.messages) {
+  await kafka.readToEnd({
+    topic,
+    partitions: [...ends.keys()],
+    until: new Map([...ends].map(([p, end]) => [p, end.toString()])),
+    timeoutMs: 600_000,
+    onRecords: (batch) => {
+      for (const m of batch) {
         if (!m.value) continue;
         if ((avro.fromBuffer(m.value.subarray(5)) as { seq: number }).seq > 0) records += 1;
       }
     },
   });
-  await finished;
-  const ms = performance.now() - started;
-  await consumer.disconnect();
-  return { ms, records };
+  return { ms: performance.now() - started, records };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -73,7 +60,7 @@ async function main() {
   await admin.connect();
   await ensurePlanTopics(admin, config);
   const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix });
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  const producer = kafka.writer();
   await producer.connect();
 
   try {
@@ -86,11 +73,10 @@ async function main() {
     for (let r = 0; r < steps; r++) {
       const events = decideAll(lifecycles.flatMap((l) => l[r] ?? []), states, 1_700_000_000_000 + r * 10);
       for (let i = 0; i < events.length; i += 5000) {
-        await producer.send({
-          topic: names.events,
-          acks: -1,
-          messages: events.slice(i, i + 5000).map((e) => ({ key: eventKey(e.planId, e.seq), value: codec.encodeEvent(e), partition: partitionFor(e.planId, config.partitions) })),
-        });
+        await producer.send(
+          names.events,
+          events.slice(i, i + 5000).map((e) => ({ key: eventKey(e.planId, e.seq), value: codec.encodeEvent(e), partition: partitionFor(e.planId, config.partitions) })),
+        );
       }
       total += events.length;
     }
@@ -99,7 +85,7 @@ async function main() {
     const expected = new Map([...states].map(([id, s]) => [id, stateDigest(s)]));
     console.log(`${total} events on ${config.partitions} partitions`);
 
-    // 2. Rounds: raw eachBatch consumer vs restorePartition on every partition (in parallel, as the
+    // 2. Rounds: raw readToEnd + decode vs restorePartition on every partition (in parallel, as the
     //    projector restores its assignment), no snapshots: the full-log rebuild. Alternating order.
     const profiler = process.env.PROFILE ? new Session() : null;
     const profiles: object[] = [];
@@ -109,13 +95,13 @@ async function main() {
     }
     const runRaw = async () => {
       const raw = await rawConsume(kafka, names.events, ends);
-      if (raw.records !== total) throw new Error(`raw consumer decoded ${raw.records} of ${total}`);
+      if (raw.records !== total) throw new Error(`raw read decoded ${raw.records} of ${total}`);
       return { eventsPerSecond: total / (raw.ms / 1000), ms: raw.ms };
     };
     const runRebuild = async () => {
       if (profiler) await profiler.post('Profiler.start');
       const t = performance.now();
-      const results = await Promise.all([...ends.keys()].map((partition) => restorePartition({ kafka, admin, codec, config, partition, logger })));
+      const results = await Promise.all([...ends.keys()].map((partition) => restorePartition({ kafka, codec, config, partition, logger })));
       const ms = performance.now() - t;
       if (profiler) profiles.push((await profiler.post('Profiler.stop')).profile);
       const replayed = results.reduce((n, x) => n + x.eventsReplayed, 0);
@@ -157,10 +143,10 @@ async function main() {
 
     writeResult({
       name: 'rebuild',
-      title: 'Full-log rebuild (restorePartition: read, decode, fold) vs raw kafkajs eachBatch + raw avsc decode',
+      title: 'Full-log rebuild (restorePartition: read, decode, fold) vs raw readToEnd + raw avsc decode',
       quick: args.quick,
       settings: { plans: PLANS, itemsPerPlan: ITEMS, events: total, partitions: config.partitions, eventsPerPlan: total / PLANS, rounds: args.rounds },
-      metrics: [metric(rounds, { key: 'eventsPerSecond', label: `rebuild of ${total.toLocaleString('en-US')} events`, unit: 'events/s', better: 'higher', baselineLabel: 'raw eachBatch + avsc decode' })],
+      metrics: [metric(rounds, { key: 'eventsPerSecond', label: `rebuild of ${total.toLocaleString('en-US')} events`, unit: 'events/s', better: 'higher', baselineLabel: 'raw readToEnd + avsc decode' })],
       rounds,
       notes: ['Decode on both sides; the rebuild also folds every event into plan states (the baseline keeps nothing) and checks every digest.'],
       extra: {
@@ -176,8 +162,9 @@ async function main() {
   } finally {
     await producer.disconnect();
     const mine = (await admin.listTopics()).filter((t) => t.startsWith(`${config.topicPrefix}.`));
-    await admin.deleteTopics({ topics: mine }).catch(() => {});
+    await admin.deleteTopics(mine).catch(() => {});
     await admin.disconnect();
+    await kafka.close();
   }
 }
 

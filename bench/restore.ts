@@ -15,13 +15,10 @@
 import { randomBytes } from 'node:crypto';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import type { Message } from 'kafkajs';
 import { createCodec } from '../src/codec/index.js';
 import { loadConfig, topicNames } from '../src/config.js';
-import { createKafka } from '../src/kafka/client.js';
-import { readToEnd } from '../src/kafka/log-reader.js';
-import { eventKey } from '../src/kafka/partitioner.js';
-import { compactPromptly, ensurePlanTopics } from '../src/kafka/topics.js';
+import { createKafka, ensurePlanTopics, eventKey, promptCompactionConfig, type OutRecord } from '../src/kafka/index.js';
+import { alterTopicConfig } from '../src/stack/jvm-admin.js';
 import { silentLogger } from '../src/logging.js';
 import { decide, evolve, type AnyCommand, type PlanEvent, type PlanState } from '../src/plan/index.js';
 import { maxFencingTokenOf, planSnapshotRecords, WATERMARK_KEY, watermarkMessage } from '../src/projection/index.js';
@@ -77,16 +74,16 @@ async function prepare(historyEvents: number) {
   await ensurePlanTopics(admin, config);
   const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix });
   const t = topicNames(config.topicPrefix);
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  const producer = kafka.writer();
   await producer.connect();
   let offset = 0;
-  let batch: Message[] = [];
+  let batch: OutRecord[] = [];
   const flush = async () => {
-    if (batch.length) await producer.send({ topic: t.events, acks: -1, messages: batch });
+    if (batch.length) await producer.send(t.events, batch);
     batch = [];
   };
-  const snapshots: Message[] = [];
-  const archived: Message[] = [];
+  const snapshots: OutRecord[] = [];
+  const archived: OutRecord[] = [];
   let plans = 0;
   let maxToken = 0;
   while (offset < historyEvents) {
@@ -107,8 +104,8 @@ async function prepare(historyEvents: number) {
   await flush();
   const watermark = watermarkMessage(codec, 0, String(offset - 1), maxToken, clock);
   snapshots.push(watermark);
-  for (let i = 0; i < archived.length; i += 100) await producer.send({ topic: t.archive, acks: -1, messages: archived.slice(i, i + 100) });
-  for (let i = 0; i < snapshots.length; i += 100) await producer.send({ topic: t.snapshots, acks: -1, messages: snapshots.slice(i, i + 100) });
+  for (let i = 0; i < archived.length; i += 100) await producer.send(t.archive, archived.slice(i, i + 100));
+  for (let i = 0; i < snapshots.length; i += 100) await producer.send(t.snapshots, snapshots.slice(i, i + 100));
   // The tail: live plans after the watermark, half-way through their items.
   let tail = 0;
   for (let p = 0; p < livePlans; p++) {
@@ -120,16 +117,19 @@ async function prepare(historyEvents: number) {
   }
   await flush();
   const end = (await admin.fetchTopicOffsets(t.events))[0]!;
-  /** Lets the log cleaner remove the snapshots topic's tombstones (as it does once delete.retention.ms passed). */
+  /**
+   * Lets the log cleaner remove the snapshots topic's tombstones (as it does once delete.retention.ms
+   * passed): prompt cleaner settings, set with Kafka's own admin tool (librdkafka's binding has no AlterConfigs).
+   */
   const compactSnapshots = async () => {
-    await compactPromptly(admin, t.snapshots);
+    alterTopicConfig({ brokers: config.brokers }, t.snapshots, Object.fromEntries(promptCompactionConfig().map((e) => [e.name, e.value])));
     const deadline = Date.now() + 180_000;
     for (;;) {
       // The cleaner only cleans closed segments: the projector rewrites its watermark, which rolls them.
-      await producer.send({ topic: t.snapshots, acks: -1, messages: [{ ...watermark, value: watermark.value }] });
+      await producer.send(t.snapshots, [{ ...watermark, value: watermark.value }]);
       await new Promise((r) => setTimeout(r, 500));
       let left = 0;
-      await readToEnd({ kafka, admin, topic: t.snapshots, partitions: [0], groupPrefix: `${config.topicPrefix}.bench`, onRecords: (rs) => rs.forEach((x) => (left += x.key?.toString() === WATERMARK_KEY ? 0 : 1)) });
+      await kafka.readToEnd({ topic: t.snapshots, partitions: [0], onRecords: (rs) => rs.forEach((x) => (left += x.key?.toString() === WATERMARK_KEY ? 0 : 1)) });
       if (left === 0) return;
       if (Date.now() > deadline) throw new Error(`the cleaner left ${left} tombstones in ${t.snapshots}`);
     }
@@ -150,7 +150,7 @@ const details: Array<Record<string, number | string>> = [];
 /** One restore of the partition, as a new owner runs it; then the archive index read it starts in the background. */
 async function restoreOnce(env: Env, phase: string) {
   const s = performance.now();
-  const restored = await restoreOwnedPartition({ kafka: env.kafka, admin: env.admin, codec: env.codec, config: env.config, partition: 0, logger });
+  const restored = await restoreOwnedPartition({ kafka: env.kafka, codec: env.codec, config: env.config, partition: 0, logger });
   const restoreMs = performance.now() - s;
   const before = heapAfterGc();
   const a = performance.now();
@@ -178,8 +178,9 @@ for (const env of envs) await env.compactSnapshots();
 const compacted = await compare('compacted');
 for (const env of envs) {
   await env.producer.disconnect();
-  await env.admin.deleteTopics({ topics: Object.values(topicNames(env.config.topicPrefix)).filter((x) => x.includes('.plan-')) }).catch(() => {});
+  await env.admin.deleteTopics(Object.values(topicNames(env.config.topicPrefix)).filter((x) => x.includes('.plan-'))).catch(() => {});
   await env.admin.disconnect();
+  await env.kafka.close();
 }
 const k = (n: number) => (n >= 1_000_000 ? `${n / 1_000_000}M` : `${Math.round(n / 1000)}k`);
 writeResult({

@@ -1,56 +1,47 @@
-// Sequential transactions of one 200-byte record, the shape of an executor's chain step, by what the
-// executor does about kafkajs's waits: the first retry of CONCURRENT_TRANSACTIONS (kafkajs retries it after
-// `initialRetryTime`), one producer or two taking turns, and — with `--cache` — the transaction
-// coordinator remembered instead of looked up before every AddPartitionsToTxn and EndTxn
-// (src/kafka/coordinator-cache.ts). Variants alternate over rounds; medians of ms per transaction.
+// Sequential transactions of one 200-byte record, the shape of an executor's chain step, through the
+// Kafka port's FencedWriter: one writer, or two taking turns (as a partition owner's two transactional
+// ids do, so one transaction can start while the other's commit markers are written). Variants alternate
+// over rounds; medians of ms per transaction.
 //
-//   npx tsx bench/tx-retry.ts            kafkajs as it comes
-//   npx tsx bench/tx-retry.ts --cache    with the coordinator cache
-import { Kafka, logLevel, type Producer } from 'kafkajs';
+//   npx tsx bench/tx-retry.ts            (PLAN_LEDGER_BROKERS, N=200 transactions, ROUNDS=3)
 import { randomBytes } from 'node:crypto';
-import { installCoordinatorCache } from '../src/kafka/coordinator-cache.js';
+import { loadConfig } from '../src/config.js';
+import { createKafka, type FencedWriter } from '../src/kafka/index.js';
+import { silentLogger } from '../src/logging.js';
 
-const cache = process.argv.includes('--cache');
-if (cache) installCoordinatorCache();
-const brokers = (process.env.PLAN_LEDGER_BROKERS ?? '127.0.0.1:9092').split(',');
-const kafka = new Kafka({ clientId: 'tx-retry', brokers, logLevel: logLevel.NOTHING });
-const topic = `txb-${randomBytes(3).toString('hex')}`;
+const config = loadConfig({ topicPrefix: `txb-${randomBytes(3).toString('hex')}`, clientId: 'tx-retry' });
+const kafka = createKafka(config, silentLogger(), undefined, 'service');
+const topic = `${config.topicPrefix}.tx`;
 const admin = kafka.admin();
 await admin.connect();
-await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+await admin.createTopics([{ topic, numPartitions: 1, replicationFactor: config.replicationFactor }]);
 const n = Number(process.env.N ?? 200);
 const rounds = Number(process.env.ROUNDS ?? 3);
-const variants = [
-  { producers: 1, initialRetryTime: 20 },
-  { producers: 1, initialRetryTime: 2 },
-  { producers: 2, initialRetryTime: 2 },
-];
+const variants = [{ writers: 1 }, { writers: 2 }];
 const samples = new Map<string, number[]>();
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+const once = async (w: FencedWriter, value: string) => {
+  const tx = await w.transaction();
+  await tx.send(topic, [{ value, partition: 0 }]);
+  await tx.commit();
+};
 for (let r = 0; r < rounds; r++) {
   for (const v of r % 2 ? [...variants].reverse() : variants) {
-    const ps: Producer[] = [];
-    for (let j = 0; j < v.producers; j++) {
-      const p = kafka.producer({ transactionalId: `${topic}-${randomBytes(3).toString('hex')}`, idempotent: true, maxInFlightRequests: 1, retry: { initialRetryTime: v.initialRetryTime, maxRetryTime: 2000, retries: 40 } });
-      await p.connect();
-      ps.push(p);
+    const ws: FencedWriter[] = [];
+    for (let j = 0; j < v.writers; j++) {
+      const w = kafka.fencedWriter(`${topic}-${randomBytes(3).toString('hex')}`);
+      await w.connect();
+      ws.push(w);
     }
-    for (let i = 0; i < 6; i++) {
-      const tx = await ps[i % v.producers]!.transaction();
-      await tx.send({ topic, messages: [{ value: 'warm' }] });
-      await tx.commit();
-    }
+    for (let i = 0; i < 6; i++) await once(ws[i % v.writers]!, 'warm');
     const t0 = performance.now();
-    for (let i = 0; i < n; i++) {
-      const tx = await ps[i % v.producers]!.transaction();
-      await tx.send({ topic, messages: [{ value: 'x'.repeat(200) }] });
-      await tx.commit();
-    }
-    const key = `producers=${v.producers} initialRetryTime=${v.initialRetryTime}`;
+    for (let i = 0; i < n; i++) await once(ws[i % v.writers]!, 'x'.repeat(200));
+    const key = `writers=${v.writers}`;
     samples.set(key, [...(samples.get(key) ?? []), (performance.now() - t0) / n]);
-    for (const p of ps) await p.disconnect();
+    for (const w of ws) await w.disconnect();
   }
 }
-await admin.deleteTopics({ topics: [topic] });
+await admin.deleteTopics([topic]);
 await admin.disconnect();
-console.log(JSON.stringify({ coordinatorCache: cache, transactions: n, rounds, msPerTransaction: Object.fromEntries([...samples].map(([k, xs]) => [k, Number(median(xs).toFixed(2))])) }, null, 1));
+await kafka.close();
+console.log(JSON.stringify({ transactions: n, rounds, msPerTransaction: Object.fromEntries([...samples].map(([k, xs]) => [k, Number(median(xs).toFixed(2))])) }, null, 1));

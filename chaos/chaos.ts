@@ -8,10 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connectLedger, type Ledger } from '../src/client/index.js';
 import { loadConfig, topicNames, type LedgerConfig } from '../src/config.js';
-import { createKafka } from '../src/kafka/client.js';
-import { readToEnd } from '../src/kafka/log-reader.js';
-import { partitionFor } from '../src/kafka/partitioner.js';
-import { ensurePlanTopics } from '../src/kafka/topics.js';
+import { createKafka, ensurePlanTopics, partitionFor } from '../src/kafka/index.js';
 import { silentLogger } from '../src/logging.js';
 import type { PlanState } from '../src/plan/index.js';
 import { restartRegistry, stackDown, stackReset, stackUp, startBroker, stopBroker } from '../src/stack/stack.js';
@@ -142,6 +139,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   const admin = kafka.admin();
   await admin.connect();
   cleanups.push(() => admin.disconnect());
+  cleanups.push(() => kafka.close());
   await ensurePlanTopics(admin, config);
 
   const effects = await new EffectsService().start();
@@ -189,13 +187,13 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
 
   // Deliberate poison: undecodable command records. They must end in the DLQ, and nothing else may.
   const poisonKeys = ['poison-0', 'poison-1', 'poison-2'];
-  const producer = kafka.producer();
-  await producer.connect();
-  await producer.send({
-    topic: topics.commands,
-    messages: poisonKeys.map((key, i) => ({ key, value: Buffer.from(`not a command ${i}`), partition: partitionFor(key, partitions) })),
-  });
-  await producer.disconnect();
+  const writer = kafka.writer();
+  await writer.connect();
+  await writer.send(
+    topics.commands,
+    poisonKeys.map((key, i) => ({ key, value: Buffer.from(`not a command ${i}`), partition: partitionFor(key, partitions) })),
+  );
+  await writer.disconnect();
 
   const ledger: Ledger = await connectLedger(config);
   cleanups.push(() => ledger.close());
@@ -463,11 +461,8 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   // bytes; the fold ignores it and compaction removes it); a second record under a key with other bytes
   // would be two different facts at one position.
   const byKey = new Map<string, Array<{ offset: string; partition: number; value: string }>>();
-  await readToEnd({
-    kafka,
-    admin,
+  await kafka.readToEnd({
     topic: topics.events,
-    groupPrefix: `${runId}.resend-check`,
     onRecords: (records) => {
       for (const r of records) {
         const key = r.key?.toString() ?? '(null)';
@@ -502,11 +497,8 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
 
   // DLQ: exactly the poison, nothing else.
   const dlqKeys: string[] = [];
-  await readToEnd({
-    kafka,
-    admin,
+  await kafka.readToEnd({
     topic: topics.dlq,
-    groupPrefix: `${runId}.dlq-check`,
     onRecords: (records) => {
       for (const r of records) dlqKeys.push(r.key?.toString() ?? '(null)');
     },

@@ -46,7 +46,7 @@ interface Pending {
 }
 
 /**
- * Group commit for one owned partition (DESIGN §8): every append request that is ready — decided
+ * Group commit for one owned partition (docs/design.md#performance-principles): every append request that is ready — decided
  * commands with their offsets, intents, results, completions of many items and plans — rides in one
  * Kafka transaction, bounded by `maxBatch` and a short linger. Each request's promise resolves when
  * its transaction has committed, so a caller that awaits it knows its events are durable and visible.

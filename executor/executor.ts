@@ -58,7 +58,7 @@ export interface ExecutorOptions {
    */
   readonly policy?: ApprovalPolicy | string;
   /**
-   * Where the executor's spans go (command decisions, item attempts, tool calls; see the README's Tracing).
+   * Where the executor's spans go (command decisions, item attempts, tool calls; see docs/guides/tracing.md).
    * Default: a provider built from the standard `OTEL_*` variables when they ask for traces (OTLP over HTTP,
    * shut down with the executor), else none — tracing off, at no cost.
    */

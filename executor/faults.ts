@@ -1,5 +1,5 @@
 /**
- * Fault injection for the crash tests (DESIGN §6.2): with PLAN_LEDGER_FAULT=<point>[:<itemId>] the
+ * Fault injection for the crash tests (docs/design.md#the-item-protocol): with PLAN_LEDGER_FAULT=<point>[:<itemId>] the
  * executor process kills itself with SIGKILL at that protocol boundary — no cleanup, no flush, exactly
  * like `kill -9`. Points: after_intent (intent committed, tool not returned), after_tool (tool returned,
  * result not recorded), after_result (the step's one transaction — result, completion and the intents it

@@ -48,7 +48,7 @@ export interface OwnerDeps {
   readonly readPlan?: (partition: number, planId: string, since: number | null) => Promise<PlanState | undefined>;
 }
 
-/** The bounds an owner keeps every step within (see the README's Limits). */
+/** The bounds an owner keeps every step within (see docs/reference/limits.md). */
 export interface OwnerLimits {
   /** Largest record the events topic takes (its max.message.bytes); a bigger event is refused before it is appended. */
   readonly maxRecordBytes: number;

@@ -162,7 +162,7 @@ export class AttemptTrace {
       'plan_ledger.executor_id': executorId,
       'plan_ledger.tool': a.tool,
       'plan_ledger.recovering': a.recovering,
-      // False: the plan's trace context was not found (see the README's Tracing): this span starts a new trace.
+      // False: the plan's trace context was not found (see docs/guides/tracing.md): this span starts a new trace.
       'plan_ledger.plan_trace': planTraceparent !== undefined,
     };
     const parent = planTraceparent === undefined ? ROOT_CONTEXT : contextFromTraceparent(planTraceparent);

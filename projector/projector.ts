@@ -106,7 +106,7 @@ interface PartitionRun {
   readonly projection: PartitionProjection;
   /** Next events offset to apply. */
   nextOffset: bigint;
-  /** The offset we asked the group member to read on from, so a gap after it (markers, compaction) is not sought again. */
+  /** Where the first batch after the restore was sent to read on from (null until then). */
   seekedTo: bigint | null;
   /** lastOffset of the projection when the last watermark was written. */
   watermarkedAt: string | null;
@@ -383,14 +383,15 @@ export class ProjectionService {
     }
     const first = BigInt(records[0]!.offset);
     const last = BigInt(records[records.length - 1]!.offset);
-    if (last < run.nextOffset || (first > run.nextOffset && run.seekedTo !== run.nextOffset)) {
-      // Committed offsets trail the restore (they follow the watermark): go on from where the projection is.
-      if (run.seekedTo !== run.nextOffset) {
-        run.seekedTo = run.nextOffset;
-        return run.nextOffset.toString();
-      }
-      if (last < run.nextOffset) return undefined;
+    // The first batch after a restore starts where the group's committed offset is, which need not be
+    // where the projection is (committed offsets follow the watermark): read on from the projection's
+    // next offset, once. After that a gap before a batch is only transaction markers or compacted records:
+    // the member delivers every record from where it reads.
+    if (run.seekedTo === null) {
+      run.seekedTo = run.nextOffset;
+      if (first !== run.nextOffset) return run.nextOffset.toString();
     }
+    if (last < run.nextOffset) return undefined;
     const projection = run.projection;
     const label = { partition: String(p) };
     let applied = 0;

@@ -1,4 +1,4 @@
-// Master key rotation (SECURITY.md "Rotating the master key"): re-wraps every live data key in
+// Master key rotation (docs/guides/security.md#rotating-the-master-key): re-wraps every live data key in
 // <prefix>.plan-keys with the new master key. The cluster comes from PLAN_LEDGER_* as for every component.
 //
 //   npx tsx scripts/rotate-master-key.ts --from old.key --to new.key

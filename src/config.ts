@@ -179,7 +179,7 @@ function stripUndefined(o: object): Record<string, unknown> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
 }
 
-/** Topic and group names derived from the prefix (DESIGN §3). */
+/** Topic and group names derived from the prefix (docs/design.md#topics-and-ownership). */
 export function topicNames(prefix: string) {
   return {
     commands: `${prefix}.plan-commands`,

@@ -85,8 +85,8 @@ export interface ToolContext {
    */
   evidence(name: string, value: unknown): Promise<void>;
   /**
-   * The W3C trace context of this tool call (its `plan-ledger.tool` span) when the executor traces (see the
-   * README's Tracing); undefined otherwise. Send it as the `traceparent` header of an outgoing HTTP call and
+   * The W3C trace context of this tool call (its `plan-ledger.tool` span) when the executor traces (see
+   * docs/guides/tracing.md); undefined otherwise. Send it as the `traceparent` header of an outgoing HTTP call and
    * the service's spans join the plan's trace.
    *
    * @example

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { configToEnv, loadConfig } from '../src/config.js';
 import { isLedgerError } from '../src/errors.js';
-import { authenticationFailure } from '../src/kafka/client.js';
+import { authenticationFailure } from '../src/kafka/index.js';
 
 describe('config', () => {
   it('round-trips through the environment a child process inherits, SASL and registry auth included', () => {
@@ -68,8 +68,9 @@ describe('config', () => {
 
     it('turns a refused login into one UNAUTHENTICATED line naming mechanism and user, never the password', () => {
       const config = loadConfig({}, { ...base, PLAN_LEDGER_SASL_PASSWORD: 'hunter2' });
-      const kafkajsError = Object.assign(new Error('SASL SCRAM SHA512 authentication failed: bad password hunter2'), { name: 'KafkaJSSASLAuthenticationError' });
-      const e = authenticationFailure(kafkajsError, config);
+      // librdkafka's error (ERR__AUTHENTICATION): the broker's reason between the broker's name and how long the state lasted.
+      const refused = Object.assign(new Error('sasl_plaintext://a:1/bootstrap: SASL authentication error: bad password hunter2 (after 3ms in state AUTH_REQ)'), { code: -169 });
+      const e = authenticationFailure(refused, config);
       expect(isLedgerError(e, 'UNAUTHENTICATED')).toBe(true);
       expect(e?.message).toBe('Kafka refused SASL SCRAM-SHA-512 login of user "executor" at a:1: bad password ***');
       expect(e?.details).toEqual({ mechanism: 'SCRAM-SHA-512', username: 'executor' });

@@ -1,7 +1,7 @@
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import type { KafkaMessage, Message } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
 import { PlanTraces } from '../executor/tracing.js';
+import type { LogRecord, OutRecord } from '../src/kafka/index.js';
 import type { PlanCommand } from '../src/plan/index.js';
 import { tracerProviderFromEnv } from '../src/telemetry.js';
 import { contextFromTraceparent, spanContextFromTraceparent, traceHeaders, tracingRequested } from '../src/trace-context.js';
@@ -12,7 +12,7 @@ function inMemory() {
   return { exporter, tracer: provider.getTracer('plan-ledger'), provider };
 }
 
-const message = (headers: KafkaMessage['headers'] = {}): KafkaMessage => ({ key: Buffer.from('p'), value: Buffer.from('x'), offset: '7', timestamp: '0', attributes: 0, headers }) as KafkaMessage;
+const message = (headers: LogRecord['headers'] = {}): LogRecord => ({ topic: 'commands', partition: 0, key: Buffer.from('p'), value: Buffer.from('x'), offset: '7', timestamp: '0', headers });
 const create = { type: 'CreatePlan', planId: 'p-1', commandId: 'c-1' } as PlanCommand;
 const VALID = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
 
@@ -38,7 +38,7 @@ describe('PlanTraces', () => {
   it('off (no tracer): no span objects, the same record array back, no client header', () => {
     const t = new PlanTraces(undefined, 'ex');
     t.seed(new Map([['p-1', VALID]]));
-    const msgs: Message[] = [{ key: 'p-1:1', value: Buffer.from('e') }];
+    const msgs: OutRecord[] = [{ key: 'p-1:1', value: Buffer.from('e') }];
     expect(t.command(message())).toBeUndefined();
     expect(t.attempt({ planId: 'p-1', itemId: 'a', attempt: 1, idempotencyKey: 'p-1/a/1', tool: 't', recovering: false })).toBeUndefined();
     expect(t.get('p-1')).toBeUndefined();
@@ -51,7 +51,7 @@ describe('PlanTraces', () => {
     const t = new PlanTraces(tracer, 'ex');
     for (const bad of ['garbage', '00-00000000000000000000000000000000-b7ad6b7169203331-01', `${VALID}-extra`, 'x'.repeat(10_000)]) {
       expect(spanContextFromTraceparent(bad)).toBeUndefined();
-      const c = t.command(message({ traceparent: Buffer.from(bad) }))!;
+      const c = t.command(message({ traceparent: bad }))!;
       c.start(create);
       c.accepted(create.planId);
       await c.end(Promise.resolve());
@@ -106,7 +106,7 @@ describe('PlanTraces', () => {
     const { tracer } = inMemory();
     const t = new PlanTraces(tracer, 'ex');
     t.seed(new Map([['p-1', VALID]]));
-    const input: Message[] = [
+    const input: OutRecord[] = [
       { key: 'p-1:1', value: Buffer.from('e'), headers: { other: 'kept' } },
       { key: 'p-1:2', value: null },
     ];

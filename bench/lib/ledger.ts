@@ -3,11 +3,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
-import type { Kafka } from 'kafkajs';
 import { loadConfig, topicNames, type LedgerConfig, type LedgerConfigInput } from '../../src/config.js';
-import { createKafka } from '../../src/kafka/client.js';
-import { readToEnd, type LogRecord } from '../../src/kafka/log-reader.js';
-import { auditTopic } from '../../src/kafka/topics.js';
+import { auditTopic, createKafka, type KafkaClient, type LogRecord } from '../../src/kafka/index.js';
 import { silentLogger } from '../../src/logging.js';
 import { until } from './harness.js';
 
@@ -15,20 +12,18 @@ export function benchConfig(name: string, input: LedgerConfigInput = {}): Ledger
   return loadConfig({ ...input, topicPrefix: `bench-${name}-${randomBytes(4).toString('hex')}` });
 }
 
-export function benchKafka(config: LedgerConfig, suffix = 'bench'): Kafka {
+export function benchKafka(config: LedgerConfig, suffix = 'bench'): KafkaClient {
   return createKafka(config, silentLogger(), suffix);
 }
 
 /** Every committed record of a topic (read_committed), in offset order per partition. */
 export async function readAll(config: LedgerConfig, topic: string): Promise<LogRecord[]> {
   const kafka = benchKafka(config, 'bench-reader');
-  const admin = kafka.admin();
-  await admin.connect();
   const out: LogRecord[] = [];
   try {
-    await readToEnd({ kafka, admin, topic, groupPrefix: `${config.topicPrefix}.bench`, onRecords: (rs) => void out.push(...rs), timeoutMs: 120_000 });
+    await kafka.readToEnd({ topic, onRecords: (rs) => void out.push(...rs), timeoutMs: 120_000 });
   } finally {
-    await admin.disconnect();
+    await kafka.close();
   }
   return out;
 }
@@ -42,7 +37,7 @@ export async function dropTopics(config: LedgerConfig, extra: string[] = []): Pr
     const names = new Set(await admin.listTopics());
     const t = topicNames(config.topicPrefix);
     const mine = [t.commands, t.events, t.snapshots, t.archive, t.dlq, auditTopic(config.topicPrefix), ...extra].filter((n) => names.has(n));
-    if (mine.length) await admin.deleteTopics({ topics: mine }).catch(() => {});
+    if (mine.length) await admin.deleteTopics(mine).catch(() => {});
   } finally {
     await admin.disconnect();
   }

@@ -96,7 +96,7 @@ function findCycle(items: readonly { id: string; dependsOn?: string[] | undefine
  * `plan.yaml: items[2].dependsOn[0]: unknown item "charge"`.
  *
  * @example
- * const plan = parsePlanFile(readFileSync('refund.yaml', 'utf8'), 'refund.yaml');
+ * const plan = parsePlanFile(readFileSync('examples/refund.yaml', 'utf8'), 'examples/refund.yaml');
  * await ledger.createPlan({ ...plan, mode: plan.mode ?? 'execute' });
  */
 export function parsePlanFile(text: string, fileName = 'plan file'): PlanFile {

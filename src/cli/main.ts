@@ -5,7 +5,7 @@ import { registerMigrateCommand } from './migrate.js';
 import { registerStackCommands } from './stack.js';
 import { registerAuditCommands, registerPlanCommands, registerServiceCommands } from './verbs.js';
 
-/** Exit codes, documented in `plan-ledger --help` and docs/cli.md. */
+/** Exit codes, documented in `plan-ledger --help` and docs/reference/cli-walkthrough.md#exit-codes. */
 export const ExitCode = { ok: 0, failure: 1, usage: 2, notFound: 3 } as const;
 
 export function buildProgram(): Command {

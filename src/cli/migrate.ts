@@ -1,7 +1,7 @@
 // `plan-ledger migrate --to-prefix <new> --partitions N`: moves a ledger to topics with another partition
 // count. A plan's partition is fixed by its id (hash(planId) % P), so a new count re-maps plans: the only
 // safe way is to copy every plan's events, in order, to a new prefix whose topics have the new count, then
-// verify each plan's hash chain there. README "Choosing the partition count" says when and how.
+// verify each plan's hash chain there. docs/guides/partitions-and-migration.md says when and how.
 import type { Command } from 'commander';
 import { LedgerLog } from '../audit/log.js';
 import { verifyAll } from '../audit/live.js';

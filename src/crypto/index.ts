@@ -14,7 +14,7 @@ export { rewrapPlanKeys, type RewrapResult } from './rotate.js';
 export function keyringFor(o: { kafka: KafkaClient; config: LedgerConfig; master?: Buffer; env?: NodeJS.ProcessEnv }): PlanKeyring | undefined {
   const master = o.master ?? masterKeyFromEnv(o.env);
   if (master === undefined) return undefined;
-  // During a rotation (see SECURITY.md), the previous master key still unwraps records not re-wrapped yet.
+  // During a rotation (see docs/guides/security.md#rotating-the-master-key), the previous master key still unwraps records not re-wrapped yet.
   const previous = masterKeyFromEnv(o.env, 'PLAN_LEDGER_MASTER_KEY_PREVIOUS');
   return new PlanKeyring({
     kafka: o.kafka,

@@ -30,6 +30,8 @@ interface PartitionRun {
   paused: boolean;
   /** Paused because the backlog is full. */
   flowPaused: boolean;
+  /** Records below this offset are not to be handed over (the handler read on past them). */
+  skipBelow: bigint;
 }
 
 /**
@@ -82,7 +84,7 @@ class NativeMember implements GroupMember {
       if (err.code === ASSIGN_PARTITIONS) {
         if (cooperative) this.c.incrementalAssign(assignment as never);
         else this.c.assign(assignment as never);
-        for (const p of partitions) this.parts.set(p, { backlog: [], busy: false, epoch: 0, paused: false, flowPaused: false });
+        for (const p of partitions) this.parts.set(p, { backlog: [], busy: false, epoch: 0, paused: false, flowPaused: false, skipBelow: -1n });
         // Also when empty: a member with nothing to own has still joined (an executor's `started` waits for it).
         this.o.onAssigned(partitions);
       } else if (err.code === REVOKE_PARTITIONS) {
@@ -124,7 +126,7 @@ class NativeMember implements GroupMember {
         // Revoked meanwhile, or fetched before a seek: not the records this member should see now. A
         // partition assigned during the fetch (the rebalance callback runs inside it) was fetched afresh.
         const was = before.get(m.partition);
-        if (!run || (was !== undefined && was.run === run && was.epoch !== run.epoch)) continue;
+        if (!run || (was !== undefined && was.run === run && was.epoch !== run.epoch) || BigInt(m.offset) < run.skipBelow) continue;
         run.backlog.push(toLogRecord(m));
       }
       for (const [p, run] of this.parts) {
@@ -144,22 +146,16 @@ class NativeMember implements GroupMember {
         const batch = run.backlog.splice(0, MAX_BATCH);
         let again: string | undefined;
         try {
-          again = await this.o.onRecords(p, batch);
+          const t0 = Date.now();
+          const w = process.env.PL_DEBUG_KAFKA ? setInterval(() => process.stderr.write(`[kafka-debug] ${this.o.groupId} p${p} onRecords pending ${Date.now() - t0} ms\n`), 5000) : undefined;
+          again = await this.o.onRecords(p, batch).finally(() => clearInterval(w));
+          if (process.env.PL_DEBUG_KAFKA) process.stderr.write(`[kafka-debug] ${this.o.groupId} p${p} ${batch.length} records ${batch[0]!.offset}..${batch.at(-1)!.offset} -> ${again ?? 'ok'}\n`);
         } catch (e) {
           this.logger.error({ err: e, partition: p, group: this.o.groupId }, 'records handler failed; reading the batch again in 1 s');
           await new Promise((r) => setTimeout(r, 1000));
           again = batch[0]!.offset;
         }
-        if (again !== undefined && this.parts.get(p) === run) {
-          run.backlog = [];
-          run.epoch++;
-          await new Promise<void>((resolve) =>
-            this.c.seek({ topic: this.o.topic, partition: p, offset: Number(again) }, 0, (err) => {
-              if (err) this.logger.warn({ err, partition: p, offset: again }, 'seek failed');
-              resolve();
-            }),
-          );
-        }
+        if (again !== undefined && this.parts.get(p) === run) await this.readOnFrom(p, run, batch, BigInt(again));
       }
     } finally {
       run.busy = false;
@@ -167,6 +163,33 @@ class NativeMember implements GroupMember {
         run.flowPaused = false;
         if (!run.paused) this.c.resume([this.tp(p)]);
       }
+    }
+  }
+
+  /**
+   * Reading goes on from `from`. Records this member holds already are handed over again from memory (no
+   * seek, so nothing fetched is lost between a seek and the next fetch); records below `from` that are still
+   * on their way are dropped as they arrive. Only a start before what is held needs a seek, retried until
+   * librdkafka takes it (it refuses one for a partition whose fetch has not started yet).
+   */
+  private async readOnFrom(p: number, run: PartitionRun, batch: LogRecord[], from: bigint): Promise<void> {
+    run.skipBelow = from;
+    const held = [...batch, ...run.backlog];
+    run.backlog = held.filter((r) => BigInt(r.offset) >= from);
+    // A long skip ahead is a seek too: not worth fetching what would be dropped.
+    const farAhead = held.length > 0 && from > BigInt(held.at(-1)!.offset) + 1000n;
+    if (held.length && from >= BigInt(held[0]!.offset) && !farAhead) {
+      // Handing the same records straight back would spin: give the event loop (and the handler's timers) a turn.
+      if (run.backlog.length) await new Promise((r) => setTimeout(r, 10));
+      return;
+    }
+    run.backlog = [];
+    run.epoch++;
+    for (let attempt = 0; this.parts.get(p) === run && !this.closing; attempt++) {
+      const err = await new Promise<unknown>((resolve) => this.c.seek({ topic: this.o.topic, partition: p, offset: Number(from) }, 0, (e) => resolve(e ?? undefined)));
+      if (!err) return;
+      if (attempt % 20 === 0) this.logger.warn({ err, partition: p, offset: from.toString() }, 'seek refused; trying again');
+      await new Promise((r) => setTimeout(r, 50));
     }
   }
 

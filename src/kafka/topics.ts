@@ -18,7 +18,7 @@ export function auditTopic(prefix: string): string {
 }
 
 /**
- * The plan topics (DESIGN §3): co-partitioned commands/events/snapshots/archive, events compacted with no
+ * The plan topics (docs/design.md#topics-and-ownership): co-partitioned commands/events/snapshots/archive, events compacted with no
  * time retention (their keys are unique, so compaction removes only exact re-sends and erasures);
  * plus the single-partition ledger-audit topic, which must exist before an executor's erasure
  * transaction writes to it.

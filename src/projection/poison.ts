@@ -55,7 +55,7 @@ export interface DeadLetterCause {
   readonly message: string;
 }
 
-/** DLQ record headers (DESIGN: original key and value, cause in headers). */
+/** DLQ record headers: the original key and value stay, the cause goes in headers (docs/design.md#topics-and-ownership). */
 export function dlqHeaders(c: DeadLetterCause): Record<string, string> {
   return {
     'source-topic': c.sourceTopic,

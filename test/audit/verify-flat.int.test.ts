@@ -3,7 +3,7 @@
 // older plans costs nothing more, and the plan's own snapshot is still found and checked.
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { connectLedger } from '../../src/client/index.js';
-import { newReadStats } from '../../src/kafka/log-reader.js';
+import { newReadStats } from '../../src/kafka/index.js';
 import { snapshotMessage } from '../../src/projection/snapshot.js';
 import { commands, items, LedgerWriter, testLedger } from '../projector/support.js';
 import { testConfig, testLogger } from '../support/helpers.js';
@@ -21,8 +21,8 @@ describe('verify of one plan', () => {
       writer.decide([commands.create(`old-${i}`, items(2))]);
       return { ...snapshotMessage(l.codec, writer.states.get(`old-${i}`)!, 0, '0', writer.now), timestamp: old };
     });
-    await l.producer.send({ topic: l.topics.snapshots, acks: -1, messages: pads });
-    await l.producer.send({ topic: l.topics.archive, acks: -1, messages: pads });
+    await l.writer.send(l.topics.snapshots, pads);
+    await l.writer.send(l.topics.archive, pads);
 
     // Now: the plan, run two steps, and its snapshot at its last event.
     writer.now = Date.now();
@@ -31,7 +31,7 @@ describe('verify of one plan', () => {
     await writer.run([commands.commit('v', 'it-0', 1)]);
     const end = await l.admin.fetchTopicOffsets(l.topics.events);
     const lastOffset = String(BigInt(end.find((o) => o.partition === 0)!.high) - 1n);
-    await l.producer.send({ topic: l.topics.snapshots, acks: -1, messages: [snapshotMessage(l.codec, writer.states.get('v')!, 0, lastOffset, Date.now())] });
+    await l.writer.send(l.topics.snapshots, [snapshotMessage(l.codec, writer.states.get('v')!, 0, lastOffset, Date.now())]);
 
     const stats = newReadStats();
     const ledger = await connectLedger(l.config, { logger: testLogger, readStats: stats });

@@ -3,7 +3,6 @@
 // decisions share the transaction), an oversized command fails before anything is sent, and waitFor
 // follows the live tail across a rebalance of executors.
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import type { Admin } from 'kafkajs';
 import { startExecutor, type ExecutorHandle } from '../../executor/index.js';
 import { connectLedger, type Ledger } from '../../src/client/index.js';
 import { topicNames, type LedgerConfig } from '../../src/config.js';
@@ -12,13 +11,12 @@ import type { ItemInput } from '../../src/plan-input.js';
 import { EffectsService } from '../fixtures/effects-service.js';
 import { tools } from '../fixtures/tools.js';
 import { createCodec } from '../../src/codec/index.js';
-import { newReadStats } from '../../src/kafka/log-reader.js';
-import { partitionFor } from '../../src/kafka/partitioner.js';
+import { newReadStats, partitionFor, type LedgerAdmin } from '../../src/kafka/index.js';
 import { watermarkMessage } from '../../src/projection/index.js';
 import { testConfig, testKafka, testLogger, waitFor } from '../support/helpers.js';
 
 let config: LedgerConfig;
-let admin: Admin;
+let admin: LedgerAdmin;
 let executor: ExecutorHandle;
 let ledger: Ledger;
 
@@ -137,11 +135,11 @@ describe('the client index', () => {
   it('reads only the partitions a read asks for: a getPlan reads its plan\'s partition of the index topics, listPlans all', async () => {
     // A watermark before the first event in every partition (it vouches for nothing: reads start at offset 0).
     const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix });
-    const producer = testKafka(config).producer();
-    await producer.connect();
-    onTestFinished(() => producer.disconnect());
+    const writer = testKafka(config).writer();
+    await writer.connect();
+    onTestFinished(() => writer.disconnect());
     const topics = topicNames(config.topicPrefix);
-    await producer.send({ topic: topics.snapshots, acks: -1, messages: [0, 1, 2].map((p) => watermarkMessage(codec, p, '-1', 0, Date.now())) });
+    await writer.send(topics.snapshots, [0, 1, 2].map((p) => watermarkMessage(codec, p, '-1', 0, Date.now())));
 
     const stats = newReadStats();
     const fresh = await connectLedger(config, { logger: testLogger, readStats: stats });

@@ -2,20 +2,19 @@
 // of plans an in-process executor ran to completion, from the log alone (no projector), and a forged
 // record on a plan's events partition named by verify.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Admin, Kafka } from 'kafkajs';
 import { startExecutor, type ExecutorHandle } from '../../executor/index.js';
 import { connectLedger, type Ledger, type PlanStatusFilter } from '../../src/client/index.js';
 import { createCodec } from '../../src/codec/index.js';
 import { topicNames, type LedgerConfig } from '../../src/config.js';
 import { isLedgerError, type LedgerError } from '../../src/errors.js';
-import { eventKey, partitionFor } from '../../src/kafka/partitioner.js';
+import { eventKey, partitionFor, type KafkaClient, type LedgerAdmin } from '../../src/kafka/index.js';
 import { evolveAll, stateDigest, type PlanEvent, type PlanState } from '../../src/plan/index.js';
 import { tools } from '../fixtures/tools.js';
 import { testConfig, testKafka } from '../support/helpers.js';
 
 let config: LedgerConfig;
-let kafka: Kafka;
-let admin: Admin;
+let kafka: KafkaClient;
+let admin: LedgerAdmin;
 let executor: ExecutorHandle;
 let ledger: Ledger;
 
@@ -88,7 +87,7 @@ afterAll(async () => {
   await executor?.stop();
   if (admin) {
     const topics = (await admin.listTopics()).filter((t) => t.startsWith(`${config.topicPrefix}.`));
-    await admin.deleteTopics({ topics, timeout: 10_000 }).catch(() => {});
+    await admin.deleteTopics(topics).catch(() => {});
     await admin.disconnect();
   }
 });
@@ -290,18 +289,14 @@ describe('verify', () => {
     // Same key, same hash and prevHash, another output: what an edit of the stored event would look like.
     const forged = { ...original, data: { ...original.data, outputJson: '{"echo":"forged"}' } } as PlanEvent;
     const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix });
-    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-    await producer.connect();
+    const writer = kafka.writer();
+    await writer.connect();
     let offset: string;
     try {
-      const [meta] = await producer.send({
-        topic: topicNames(config.topicPrefix).events,
-        acks: -1,
-        messages: [{ key: eventKey(p, 8), value: codec.encodeEvent(forged), partition: partitionFor(p, config.partitions) }],
-      });
-      offset = meta!.baseOffset!;
+      const [delivered] = await writer.send(topicNames(config.topicPrefix).events, [{ key: eventKey(p, 8), value: codec.encodeEvent(forged), partition: partitionFor(p, config.partitions) }]);
+      offset = delivered!.offset;
     } finally {
-      await producer.disconnect();
+      await writer.disconnect();
     }
 
     const v = await ledger.verify(p);

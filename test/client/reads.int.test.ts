@@ -5,16 +5,14 @@
 // proves they do not read the partition from its start.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectLedger, type Ledger } from '../../src/client/index.js';
-import { newReadStats, readToEnd, type ReadStats } from '../../src/kafka/log-reader.js';
-import { eventKey, partitionFor } from '../../src/kafka/partitioner.js';
+import { ensurePlanTopics, eventKey, newReadStats, partitionFor, type ReadStats } from '../../src/kafka/index.js';
 import { stateDigest, type AnyCommand, type PlanEvent, type PlanState } from '../../src/plan/index.js';
 import { WATERMARK_KEY } from '../../src/projection/index.js';
 import { startProjector } from '../../projector/index.js';
 import { createCodec } from '../../src/codec/index.js';
 import { topicNames } from '../../src/config.js';
-import { ensurePlanTopics } from '../../src/kafka/topics.js';
 import { commands, items, LedgerWriter, type TestLedger } from '../projector/support.js';
-import { randomPrefix, testConfig, testKafka, testLogger, waitFor } from '../support/helpers.js';
+import { testConfig, testKafka, testLogger, waitFor } from '../support/helpers.js';
 
 let l: TestLedger;
 let writer: LedgerWriter;
@@ -28,11 +26,10 @@ let cancelledWaveStart = 0;
 /** Appends events as an owner does: each record stamped with its event's occurredAt. */
 async function append(evs: PlanEvent[]): Promise<void> {
   if (!evs.length) return;
-  await l.producer.send({
-    topic: l.topics.events,
-    acks: -1,
-    messages: evs.map((e) => ({ key: eventKey(e.planId, e.seq), value: l.codec.encodeEvent(e), partition: partitionFor(e.planId, l.config.partitions), timestamp: String(e.occurredAt) })),
-  });
+  await l.writer.send(
+    l.topics.events,
+    evs.map((e) => ({ key: eventKey(e.planId, e.seq), value: l.codec.encodeEvent(e), partition: partitionFor(e.planId, l.config.partitions), timestamp: String(e.occurredAt) })),
+  );
 }
 
 async function run(cmds: AnyCommand[]): Promise<number> {
@@ -59,11 +56,8 @@ const eventsRead = () => stats.records[l.topics.events] ?? 0;
 
 async function watermark(): Promise<number> {
   let at = -1;
-  await readToEnd({
-    kafka: l.kafka,
-    admin: l.admin,
+  await l.kafka.readToEnd({
     topic: l.topics.snapshots,
-    groupPrefix: randomPrefix('wm'),
     onRecords: async (records) => {
       for (const r of records) if (r.key?.toString() === WATERMARK_KEY && r.value) at = (await l.codec.decodeSnapshot(r.value)).eventsOffset;
     },
@@ -77,10 +71,10 @@ beforeAll(async () => {
   const admin = kafka.admin();
   await admin.connect();
   await ensurePlanTopics(admin, config);
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-  await producer.connect();
+  const recordWriter = kafka.writer();
+  await recordWriter.connect();
   const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix });
-  l = { config, kafka, admin: Object.assign(admin, { track: () => {} }), codec, producer, topics: topicNames(config.topicPrefix) };
+  l = { config, kafka, admin: Object.assign(admin, { track: () => {} }), codec, writer: recordWriter, topics: topicNames(config.topicPrefix) };
   writer = new LedgerWriter(l);
   // History two hours ago, in waves 10 minutes apart (record timestamps = occurredAt, as an owner writes them).
   writer.now = Date.now() - 2 * 3600_000;
@@ -115,9 +109,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await ledger?.close();
-  await l?.producer.disconnect();
+  await l?.writer.disconnect();
   const mine = (await l.admin.listTopics()).filter((t) => t.startsWith(`${l.config.topicPrefix}.`));
-  await l.admin.deleteTopics({ topics: mine, timeout: 10_000 }).catch(() => {});
+  await l.admin.deleteTopics(mine).catch(() => {});
   await l.admin.disconnect();
 });
 

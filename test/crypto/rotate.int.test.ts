@@ -4,8 +4,8 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { topicNames } from '../../src/config.js';
 import { openPayload, parseEnvelope, PlanKeyring, rewrapPlanKeys, sealPayload } from '../../src/crypto/index.js';
-import { ensurePlanTopics } from '../../src/kafka/topics.js';
-import { randomPrefix, testAdmin, testConfig, testKafka } from '../support/helpers.js';
+import { ensurePlanTopics } from '../../src/kafka/index.js';
+import { testAdmin, testConfig, testKafka } from '../support/helpers.js';
 
 describe('master key rotation', () => {
   it('re-wraps every live key; payloads sealed before open with the new master key; erased keys stay destroyed', async () => {
@@ -16,24 +16,24 @@ describe('master key rotation', () => {
     const topic = topicNames(config.topicPrefix).planKeys;
     const oldKey = randomBytes(32);
     const newKey = randomBytes(32);
-    const ring = (master: Buffer, previous?: Buffer) => new PlanKeyring({ kafka, admin, topic, partitions: config.partitions, groupPrefix: randomPrefix('k'), master, ...(previous ? { previous: [previous] } : {}) });
-    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-    await producer.connect();
+    const ring = (master: Buffer, previous?: Buffer) => new PlanKeyring({ kafka, topic, partitions: config.partitions, master, ...(previous ? { previous: [previous] } : {}) });
+    const writer = kafka.writer();
+    await writer.connect();
     const before = ring(oldKey);
     const plans = ['plan-a', 'plan-b', 'plan-c'];
     const sealed = new Map<string, string>();
     for (const p of plans) {
       const { key, message } = await before.create(p);
-      await producer.send({ topic, acks: -1, messages: [message!] });
+      await writer.send(topic, [message!]);
       sealed.set(p, sealPayload(key, p, `{"secret":"${p}"}`));
     }
-    await producer.send({ topic, acks: -1, messages: [before.tombstone('plan-c')] });
+    await writer.send(topic, [before.tombstone('plan-c')]);
 
     // During the roll, a process with the new key and the previous one reads both kinds of record.
     expect((await ring(newKey, oldKey).lookup('plan-a')).key).toBeDefined();
     expect((await ring(newKey).lookup('plan-a')).key).toBeUndefined();
 
-    const r = await rewrapPlanKeys({ kafka, admin, topic, from: [oldKey], to: newKey, groupPrefix: randomPrefix('rot') });
+    const r = await rewrapPlanKeys({ kafka, topic, from: [oldKey], to: newKey });
     expect(r).toEqual({ rewrapped: 2, current: 0, unreadable: [], erasedMeanwhile: [] });
     const after = ring(newKey);
     for (const p of ['plan-a', 'plan-b']) {
@@ -42,8 +42,8 @@ describe('master key rotation', () => {
     }
     expect(await after.lookup('plan-c')).toMatchObject({ key: undefined, destroyed: true });
     // A second run has nothing to do.
-    expect(await rewrapPlanKeys({ kafka, admin, topic, from: [oldKey], to: newKey, groupPrefix: randomPrefix('rot') })).toEqual({ rewrapped: 0, current: 2, unreadable: [], erasedMeanwhile: [] });
-    await producer.disconnect();
+    expect(await rewrapPlanKeys({ kafka, topic, from: [oldKey], to: newKey })).toEqual({ rewrapped: 0, current: 2, unreadable: [], erasedMeanwhile: [] });
+    await writer.disconnect();
     for (const t of await admin.listTopics()) if (t.startsWith(`${config.topicPrefix}.`)) admin.track(t);
   });
 });

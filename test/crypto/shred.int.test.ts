@@ -11,13 +11,11 @@ import { topicNames } from '../../src/config.js';
 import { openPayload, parseEnvelope, PlanKeyring, unwrapDataKey } from '../../src/crypto/index.js';
 import { startExecutor } from '../../executor/index.js';
 import { connectLedger } from '../../src/client/index.js';
-import { readToEnd, type LogRecord } from '../../src/kafka/log-reader.js';
-import { partitionFor } from '../../src/kafka/partitioner.js';
-import { PLAN_KEYS_SEGMENT_MS } from '../../src/kafka/topics.js';
+import { partitionFor, PLAN_KEYS_SEGMENT_MS } from '../../src/kafka/index.js';
 import { createLogger } from '../../src/logging.js';
 import { canonicalJson } from '../../src/plan/index.js';
 import { defineTool } from '../../src/tools.js';
-import { randomPrefix, testAdmin, testConfig, testKafka, waitFor } from '../support/helpers.js';
+import { readAll, testAdmin, testConfig, testKafka, waitFor, type TestAdmin } from '../support/helpers.js';
 
 const TOKEN = 'shred-test-token-0123456789';
 
@@ -36,14 +34,12 @@ interface Seen {
 }
 
 /** Every record of every topic under the prefix, committed or not yet compacted: raw, and decoded where it is Avro. */
-async function readEverything(kafka: ReturnType<typeof testKafka>, admin: Awaited<ReturnType<typeof testAdmin>>, prefix: string, codec: LedgerCodec): Promise<Seen[]> {
+async function readEverything(kafka: ReturnType<typeof testKafka>, admin: TestAdmin, prefix: string, codec: LedgerCodec): Promise<Seen[]> {
   const t = topicNames(prefix);
   const topics = (await admin.listTopics()).filter((n) => n.startsWith(`${prefix}.`)).sort();
   const out: Seen[] = [];
   for (const topic of topics) {
-    const records: LogRecord[] = [];
-    await readToEnd({ kafka, admin, topic, groupPrefix: randomPrefix('raw'), onRecords: (rs) => void records.push(...rs) });
-    for (const r of records) {
+    for (const r of await readAll(kafka, topic)) {
       const texts: string[] = [];
       if (r.value !== null) {
         texts.push(r.value.toString('utf8'), r.value.toString('latin1'));
@@ -143,7 +139,7 @@ describe('secret fields and crypto-shredding erase (real stack)', () => {
     const codec = await codecFromConfig(config);
     const keysTopic = topicNames(config.topicPrefix).planKeys;
     const partition = partitionFor(planId, config.partitions);
-    const keyring = () => new PlanKeyring({ kafka, admin, topic: keysTopic, partitions: config.partitions, groupPrefix: randomPrefix('keys'), master });
+    const keyring = () => new PlanKeyring({ kafka, topic: keysTopic, partitions: config.partitions, master });
 
     // Before the erase: ciphertext only anywhere in the log, and the control — with the key the payloads open.
     const before = await readEverything(kafka, admin, config.topicPrefix, codec);
@@ -166,11 +162,7 @@ describe('secret fields and crypto-shredding erase (real stack)', () => {
     // The old key record is still physically in plan-keys until its segment closes and the cleaner runs:
     // the executor writes one more record there just past segment.ms (no write from the test), and the
     // cleaner removes the old value.
-    const keyRecords = async () => {
-      const recs: LogRecord[] = [];
-      await readToEnd({ kafka, admin, topic: keysTopic, partitions: [partition], groupPrefix: randomPrefix('pk'), onRecords: (rs) => void recs.push(...rs) });
-      return recs;
-    };
+    const keyRecords = () => readAll(kafka, keysTopic, [partition]);
     expect((await keyRecords()).some((r) => r.key?.toString() === planId && r.value !== null)).toBe(true); // still there right after the erase
     await waitFor(async () => (await keyRecords()).every((r) => !(r.key?.toString() === planId && r.value !== null)), {
       timeoutMs: 90_000,

@@ -1,4 +1,4 @@
-// Guarantee 4 (DESIGN §6): a broker outage is a pause. The broker of a private local stack is killed
+// Guarantee 4 (docs/design.md#guarantees): a broker outage is a pause. The broker of a private local stack is killed
 // (SIGKILL) mid-plan and started again on the same storage; the executor and the client ride it out,
 // the plan completes with one effect per item, and no accepted event is lost (chain intact, seq contiguous).
 import { mkdtempSync } from 'node:fs';

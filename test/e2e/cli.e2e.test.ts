@@ -5,16 +5,14 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Admin, Kafka } from 'kafkajs';
 import type { ExportBundle } from '../../src/audit/bundle.js';
 import type { AuditRow, PlanAsOf } from '../../src/audit/timeline.js';
 import { configToEnv, topicNames, type LedgerConfig } from '../../src/config.js';
-import { readToEnd } from '../../src/kafka/log-reader.js';
-import { planTopicSpecs, promptCompactionConfig } from '../../src/kafka/topics.js';
+import { planTopicSpecs, type KafkaClient, type LedgerAdmin } from '../../src/kafka/index.js';
 import { connectLedger } from '../../src/client/index.js';
 import { isLedgerError } from '../../src/errors.js';
 import type { PlanState } from '../../src/plan/index.js';
-import { testConfig, testKafka, waitFor } from '../support/helpers.js';
+import { readAll, testConfig, testKafka, waitFor, withPromptCompaction } from '../support/helpers.js';
 
 interface Result {
   code: number | null;
@@ -23,8 +21,8 @@ interface Result {
 }
 
 let config: LedgerConfig;
-let kafka: Kafka;
-let admin: Admin;
+let kafka: KafkaClient;
+let admin: LedgerAdmin;
 let executor: ChildProcess;
 const dir = mkdtempSync(join(tmpdir(), 'plan-ledger-cli-'));
 
@@ -107,8 +105,8 @@ beforeAll(async () => {
   await admin.connect();
   const names = topicNames(config.topicPrefix);
   // Events compacted promptly, so the erasure test can watch compaction remove a plan.
-  const specs = planTopicSpecs(config).map((s) => (s.topic === names.events ? { ...s, configEntries: promptCompactionConfig() } : s));
-  await admin.createTopics({ topics: specs, waitForLeaders: true });
+  const specs = planTopicSpecs(config).map((s) => (s.topic === names.events ? withPromptCompaction(s) : s));
+  await admin.createTopics(specs);
 
   executor = spawn(process.execPath, ['bin/plan-ledger.js', 'executor', '--tools', 'test/fixtures/tools.ts', '--id', 'cli-exec'], {
     env: {
@@ -349,7 +347,7 @@ describe('erase', () => {
       await ledger.close();
     }
     const lastByKey = new Map<string, Buffer | null>();
-    await readToEnd({ kafka, admin, topic: topicNames(config.topicPrefix).events, groupPrefix: `${config.topicPrefix}.t`, onRecords: (rs) => rs.forEach((r) => lastByKey.set(r.key!.toString(), r.value)) });
+    for (const r of await readAll(kafka, topicNames(config.topicPrefix).events)) lastByKey.set(r.key!.toString(), r.value);
     const goneKeys = [...lastByKey.keys()].filter((k) => k.startsWith(`${gone}:`));
     // (The cleaner of this topic runs within seconds, so some tombstones may already be gone too.)
     expect(goneKeys.length).toBeGreaterThan(0);
@@ -360,8 +358,7 @@ describe('erase', () => {
     expect(verified.code, verified.stdout + verified.stderr).toBe(0);
 
     // The erasure itself is on the ledger-audit topic.
-    const audit: string[] = [];
-    await readToEnd({ kafka, admin, topic: `${config.topicPrefix}.ledger-audit`, groupPrefix: `${config.topicPrefix}.t`, onRecords: (rs) => void audit.push(...rs.map((r) => r.value!.toString())) });
+    const audit = (await readAll(kafka, `${config.topicPrefix}.ledger-audit`)).map((r) => r.value!.toString());
     expect(audit.map((v) => JSON.parse(v) as { planId: string; by: string; reason: string }).find((r) => r.planId === gone)).toMatchObject({ by: 'dpo', reason: 'GDPR request 481' });
 
     // The cleaner only compacts closed segments: keep appending real plans (segment.ms is 200) until
@@ -370,14 +367,7 @@ describe('erase', () => {
     await waitFor(
       async () => {
         await completedPlan();
-        const left: string[] = [];
-        await readToEnd({
-          kafka,
-          admin,
-          topic: events,
-          groupPrefix: `${config.topicPrefix}.t`,
-          onRecords: (rs) => void left.push(...rs.filter((r) => r.key?.toString().startsWith(`${gone}:`) && r.value !== null).map((r) => r.key!.toString())),
-        });
+        const left = (await readAll(kafka, events)).filter((r) => r.key?.toString().startsWith(`${gone}:`) && r.value !== null);
         return left.length === 0;
       },
       { timeoutMs: 90_000, intervalMs: 1000, message: 'compaction removed the erased events' },

@@ -1,4 +1,4 @@
-// Guarantee 2 (DESIGN §6): killing an executor at every protocol boundary never makes an idempotent
+// Guarantee 2 (docs/design.md#guarantees): killing an executor at every protocol boundary never makes an idempotent
 // external service perform an effect twice, and the plan still completes. Executors are real child
 // processes (`plan-ledger executor`), killed with SIGKILL; one partition makes the owner certain.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// Guarantee 7 (DESIGN §6): the local stack is durable. A private stack runs a plan, goes down and comes
+// Guarantee 7 (docs/design.md#guarantees): the local stack is durable. A private stack runs a plan, goes down and comes
 // up again: the topics are still there, every subject keeps its schema id (Apicurio's KafkaSQL journal
 // is replayed), the client reads the plan back with the same digests, `verify` passes, and a new plan
 // runs. Then `reset --yes` wipes it and the next `up` starts from empty storage.
@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectLedger } from '../../src/client/index.js';
 import { createCodec } from '../../src/codec/codec.js';
 import { loadConfig, topicNames, type LedgerConfig } from '../../src/config.js';
-import { createKafka } from '../../src/kafka/client.js';
+import { createKafka } from '../../src/kafka/index.js';
 import { stateDigest, verifyChain } from '../../src/plan/index.js';
 import { stackDown, stackReset, stackStatus, stackUp } from '../../src/stack/stack.js';
 import { startExecutor } from '../../executor/index.js';

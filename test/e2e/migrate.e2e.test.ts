@@ -69,8 +69,8 @@ describe('plan-ledger migrate', () => {
 
     const to = loadConfig({ ...from, topicPrefix: toPrefix, partitions: 7 });
     const names = topicNames(toPrefix);
-    const meta = await admin.fetchTopicMetadata({ topics: [names.commands, names.events, names.snapshots, names.blobs] });
-    expect(meta.topics.map((t) => t.partitions.length)).toEqual([7, 7, 7, 7]);
+    const meta = await admin.fetchTopicMetadata([names.commands, names.events, names.snapshots, names.blobs]);
+    expect(meta.map((t) => t.partitions.length)).toEqual([7, 7, 7, 7]);
 
     // Same events, same order, each plan on its new partition.
     const oldLedger = await connectLedger(from);

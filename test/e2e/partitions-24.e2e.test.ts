@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectLedger } from '../../src/client/index.js';
 import { topicNames } from '../../src/config.js';
 import { partitionFor } from '../../src/kafka/partitioner.js';
-import { ensurePlanTopics } from '../../src/kafka/topics.js';
+import { ensurePlanTopics } from '../../src/kafka/index.js';
 import { EffectsService } from '../fixtures/effects-service.js';
 import { testAdmin, testConfig, testKafka, waitFor } from '../support/helpers.js';
 import { spawnExecutor, type ExecutorProcess } from '../support/processes.js';
@@ -32,8 +32,8 @@ describe('24 partitions, 3 executors', () => {
     const admin = await testAdmin(testKafka(config));
     await ensurePlanTopics(admin, config);
     const names = topicNames(config.topicPrefix);
-    const meta = await admin.fetchTopicMetadata({ topics: [names.commands, names.events, names.snapshots, names.archive] });
-    expect(meta.topics.map((t) => t.partitions.length)).toEqual([PARTITIONS, PARTITIONS, PARTITIONS, PARTITIONS]);
+    const meta = await admin.fetchTopicMetadata([names.commands, names.events, names.snapshots, names.archive]);
+    expect(meta.map((t) => t.partitions.length)).toEqual([PARTITIONS, PARTITIONS, PARTITIONS, PARTITIONS]);
 
     const env = { EFFECTS_URL: effects.url };
     const execs = ['x-A', 'x-B', 'x-C'].map((label) => spawnExecutor(config, { label, env }));

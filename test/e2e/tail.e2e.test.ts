@@ -2,20 +2,20 @@
 // seq order; a live follow that sees a new plan's events and stops on SIGINT with exit 0; the seam
 // between history and live (no event twice, none lost); its errors and a closed output pipe.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import type { Admin } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startExecutor, type ExecutorHandle } from '../../executor/index.js';
 import type { AuditRow } from '../../src/audit/timeline.js';
 import { connectLedger, type Ledger } from '../../src/client/index.js';
-import { configToEnv, type LedgerConfig } from '../../src/config.js';
-import { ensurePlanTopics } from '../../src/kafka/topics.js';
+import { configToEnv, topicNames, type LedgerConfig } from '../../src/config.js';
+import { ensurePlanTopics, eventKey, partitionFor, type LedgerAdmin, type RecordWriter } from '../../src/kafka/index.js';
 import { defineTool } from '../../src/tools.js';
-import { testConfig, testKafka, testLogger, waitFor } from '../support/helpers.js';
+import { randomPrefix, testConfig, testKafka, testLogger, waitFor } from '../support/helpers.js';
 
 type TailRow = AuditRow & { planId: string };
 
 let config: LedgerConfig;
-let admin: Admin;
+let admin: LedgerAdmin;
+let writer: RecordWriter;
 let executor: ExecutorHandle;
 let ledger: Ledger;
 
@@ -66,16 +66,24 @@ const rows = (stdout: string): TailRow[] =>
     .filter(Boolean)
     .map((l) => JSON.parse(l) as TailRow);
 
-/** The live reader has joined its throw-away group: its start offsets were taken before. */
-async function following(): Promise<void> {
+const PROBE = 'tail-probe-';
+/** Rows of the test's plans, without the probes' erasure rows. */
+const planRows = (stdout: string): TailRow[] => rows(stdout).filter((r) => !r.planId.startsWith(PROBE));
+
+/**
+ * A tail of every plan (`--follow`, no plan) reads live: its start offsets, taken before anything else,
+ * are behind what is written from now on. Proved with probes: a tombstone of an unknown plan, which the
+ * live reader prints as an erasure, written until one is printed (one written before the start offsets
+ * were taken is never printed).
+ */
+async function following(t: { stdout: () => string }): Promise<void> {
   await waitFor(
     async () => {
-      const groups = (await admin.listGroups()).groups.filter((g) => g.groupId.startsWith(`${config.topicPrefix}.cli-tail.reader-`));
-      if (groups.length === 0) return false;
-      const described = await admin.describeGroups(groups.map((g) => g.groupId));
-      return described.groups.some((g) => g.state === 'Stable' && g.members.length === 1);
+      const probe = randomPrefix(PROBE.slice(0, -1));
+      await writer.send(topicNames(config.topicPrefix).events, [{ key: eventKey(probe, 1), value: null, partition: partitionFor(probe, config.partitions) }]);
+      return waitFor(() => t.stdout().includes(probe), { timeoutMs: 2000, intervalMs: 50 }).catch(() => false);
     },
-    { timeoutMs: 60_000, message: 'tail --follow joined its reader group' },
+    { timeoutMs: 60_000, intervalMs: 0, message: 'tail --follow prints what is written now' },
   );
 }
 
@@ -86,9 +94,12 @@ async function runPlan(mode: 'execute' | 'propose' = 'execute'): Promise<{ planI
 
 beforeAll(async () => {
   config = testConfig({ partitions: 2 });
-  admin = testKafka(config).admin();
+  const kafka = testKafka(config);
+  admin = kafka.admin();
   await admin.connect();
   await ensurePlanTopics(admin, config);
+  writer = kafka.writer();
+  await writer.connect();
   executor = await startExecutor({ tools: [step], config, concurrency: 4, logger: testLogger, sessionTimeoutMs: 6000, heartbeatIntervalMs: 500 });
   await executor.started;
   ledger = await connectLedger(config, { logger: testLogger });
@@ -97,8 +108,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await ledger?.close();
   await executor?.stop();
+  await writer?.disconnect();
   const mine = (await admin.listTopics()).filter((t) => t.startsWith(`${config.topicPrefix}.`));
-  await admin.deleteTopics({ topics: mine, timeout: 10_000 }).catch(() => {});
+  await admin.deleteTopics(mine).catch(() => {});
   await admin.disconnect();
 });
 
@@ -139,7 +151,7 @@ describe('plan-ledger tail', () => {
     await ledger.waitFor(before.planId, 'completed', { timeoutMs: 60_000 });
 
     const t = tail(['--follow', '--json']);
-    await following();
+    await following(t);
     const { planId } = await runPlan();
     await ledger.waitFor(planId, 'completed', { timeoutMs: 60_000 });
     await waitFor(() => rows(t.stdout()).some((r) => r.planId === planId && r.type === 'PlanCompleted'), { timeoutMs: 30_000, message: 'tail printed PlanCompleted' });
@@ -147,7 +159,7 @@ describe('plan-ledger tail', () => {
     expect(await t.exit).toBe(0);
     expect(t.stderr()).toBe('');
 
-    const got = rows(t.stdout());
+    const got = planRows(t.stdout());
     expect(new Set(got.map((r) => r.planId))).toEqual(new Set([planId])); // nothing of the plan before it started
     expect(got.map((r) => r.seq)).toEqual(RUN_TYPES.map((_, i) => i + 1));
     expect(got.map((r) => r.type)).toEqual(RUN_TYPES);
@@ -157,8 +169,8 @@ describe('plan-ledger tail', () => {
     const { planId, digest } = await runPlan('propose');
     await ledger.propose(planId);
     const t = tail([planId, '--follow', '--json']);
-    await waitFor(() => rows(t.stdout()).length === 4, { timeoutMs: 60_000, message: 'history printed' }); // created, 2 added, proposed
-    await following();
+    // Created, 2 added, proposed. The live read starts where the history read did: behind what follows.
+    await waitFor(() => rows(t.stdout()).length === 4, { timeoutMs: 60_000, message: 'history printed' });
     await ledger.approve(planId, digest, { by: 'tail-test' });
     await ledger.waitFor(planId, 'completed', { timeoutMs: 60_000 });
     await waitFor(() => rows(t.stdout()).some((r) => r.type === 'PlanCompleted'), { timeoutMs: 30_000, message: 'tail printed PlanCompleted' });
@@ -178,7 +190,7 @@ describe('plan-ledger tail', () => {
   });
 
   it('every plan from the beginning, a closed pipe, and its errors', async () => {
-    const all = rows((await tailOnce(['--from-beginning', '--json'])).stdout);
+    const all = planRows((await tailOnce(['--from-beginning', '--json'])).stdout);
     const plans = [...new Set(all.map((r) => r.planId))];
     // One plan in the first test, two in the second; the third test's plan was erased: none of it shows.
     expect(plans).toHaveLength(3);
@@ -189,7 +201,7 @@ describe('plan-ledger tail', () => {
 
     // The reader goes away (`| head -1` after its line): the next event written ends the tail, exit 0.
     const t = tail(['--follow']);
-    await following();
+    await following(t);
     t.proc.stdout.destroy();
     await runPlan();
     expect(await t.exit).toBe(0);

@@ -5,18 +5,17 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import kafkajs from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectLedger } from '../../src/client/index.js';
 import { loadConfig, topicNames, type LedgerConfig } from '../../src/config.js';
-import { createKafka } from '../../src/kafka/client.js';
-import { partitionFor } from '../../src/kafka/partitioner.js';
+import { createKafka, partitionFor } from '../../src/kafka/index.js';
 import { verifyChain } from '../../src/plan/index.js';
 import { startBroker, stackReset, stackUp, stopBroker, type StackInfo } from '../../src/stack/stack.js';
 import { startExecutor } from '../../executor/index.js';
 import { EffectsService } from '../fixtures/effects-service.js';
 import { tools } from '../fixtures/tools.js';
 import { freePortBlock, randomPrefix, testLogger, waitFor } from '../support/helpers.js';
+import { topicConfig } from '../../src/stack/jvm-admin.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'plan-ledger-3b-'));
 let info: StackInfo;
@@ -51,13 +50,12 @@ describe('3-broker local cluster', () => {
     try {
       await executor.started;
       const t = topicNames(config.topicPrefix);
-      const meta = await admin.fetchTopicMetadata({ topics: [t.commands, t.events, t.snapshots] });
-      for (const topic of meta.topics) for (const p of topic.partitions) expect(p.replicas).toHaveLength(3);
-      const cfg = await admin.describeConfigs({
-        includeSynonyms: false,
-        resources: [t.commands, t.events, t.snapshots].map((name) => ({ type: kafkajs.ConfigResourceTypes.TOPIC, name, configNames: ['min.insync.replicas'] })),
-      });
-      expect(cfg.resources.map((r) => r.configEntries[0]?.configValue)).toEqual(['2', '2', '2']);
+      const meta = await admin.fetchTopicMetadata([t.commands, t.events, t.snapshots]);
+      expect(meta).toHaveLength(3);
+      for (const topic of meta) for (const p of topic.partitions) expect(p.replicas).toHaveLength(3);
+      const minIsr = [];
+      for (const topic of [t.commands, t.events, t.snapshots]) minIsr.push(topicConfig({ brokers: info.brokers }, topic, ['min.insync.replicas'])['min.insync.replicas']);
+      expect(minIsr).toEqual(['2', '2', '2']);
 
       const items = Array.from({ length: 10 }, (_, i) => ({
         id: `s${i}`,
@@ -72,8 +70,8 @@ describe('3-broker local cluster', () => {
 
       // The broker leading the plan's events partition goes down hard, stays down a while, comes back.
       const partition = partitionFor(planId, config.partitions);
-      const events = await admin.fetchTopicMetadata({ topics: [t.events] });
-      const leader = events.topics[0]!.partitions.find((p) => p.partitionId === partition)!.leader;
+      const events = await admin.fetchTopicMetadata([t.events]);
+      const leader = events[0]!.partitions.find((p) => p.partitionId === partition)!.leader;
       await admin.disconnect();
       await stopBroker({ dir, node: leader, hard: true });
       await waitFor(() => effects.calls.some((c) => c.key === `${planId}/s5/1`), { message: 'the plan moved on with a broker down', timeoutMs: 120_000 });

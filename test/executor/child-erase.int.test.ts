@@ -3,15 +3,13 @@
 // commandId a finishing child uses, so a child that had finished already sends nothing new, and a
 // duplicate ChildPlanFinished is a no-op for the parent.
 import { describe, expect, it } from 'vitest';
-import type { Kafka } from 'kafkajs';
 import { topicNames, type LedgerConfig } from '../../src/config.js';
 import { createCodec, type LedgerCodec } from '../../src/codec/index.js';
-import { readToEnd, type LogRecord } from '../../src/kafka/log-reader.js';
-import { partitionFor } from '../../src/kafka/partitioner.js';
+import { partitionFor, type KafkaClient, type LogRecord } from '../../src/kafka/index.js';
 import { canonicalJson, type PlanCommand } from '../../src/plan/index.js';
 import { defineTool, type FollowUpItem } from '../../src/tools.js';
 import { tools } from '../fixtures/tools.js';
-import { closeAfter, randomPrefix, testAdmin, testKafka, waitFor } from '../support/helpers.js';
+import { closeAfter, readAll, testAdmin, testKafka, waitFor } from '../support/helpers.js';
 import { ledgerWithExecutor } from './support.js';
 
 /** Idempotency keys of the `block` invocations running now. */
@@ -55,29 +53,25 @@ function parentPlan(childItems: FollowUpItem[]) {
 }
 
 /** Every record of one commands-topic partition, to the stable end (read_committed). */
-async function commandsOn(kafka: Kafka, config: LedgerConfig, partition: number): Promise<LogRecord[]> {
-  const admin = await testAdmin(kafka);
-  const out: LogRecord[] = [];
-  await readToEnd({ kafka, admin, topic: topicNames(config.topicPrefix).commands, partitions: [partition], groupPrefix: randomPrefix('r'), onRecords: (rs) => void out.push(...rs) });
-  return out;
+function commandsOn(kafka: KafkaClient, config: LedgerConfig, partition: number): Promise<LogRecord[]> {
+  return readAll(kafka, topicNames(config.topicPrefix).commands, [partition]);
 }
 
 /**
  * Produces a command (non-transactionally, as a redelivery would look) and waits until the executors'
  * group committed an offset past it, i.e. the owner decided it and everything before it.
  */
-async function sendDecided(kafka: Kafka, config: LedgerConfig, codec: LedgerCodec, command: PlanCommand): Promise<void> {
+async function sendDecided(kafka: KafkaClient, config: LedgerConfig, codec: LedgerCodec, command: PlanCommand): Promise<void> {
   const t = topicNames(config.topicPrefix);
   const partition = partitionFor(command.planId, config.partitions);
-  const producer = closeAfter(kafka.producer());
-  await producer.connect();
-  const [meta] = await producer.send({ topic: t.commands, acks: -1, messages: [{ key: command.planId, value: codec.encodeCommand(command), partition }] });
-  const offset = BigInt(meta!.baseOffset!);
+  const writer = closeAfter(kafka.writer());
+  await writer.connect();
+  const [delivered] = await writer.send(t.commands, [{ key: command.planId, value: codec.encodeCommand(command), partition }]);
+  const offset = BigInt(delivered!.offset);
   const admin = await testAdmin(kafka);
   await waitFor(
     async () => {
-      const [topic] = await admin.fetchOffsets({ groupId: t.executorsGroup, topics: [t.commands] });
-      const committed = topic?.partitions.find((p) => p.partition === partition)?.offset ?? '-1';
+      const committed = (await admin.fetchOffsets(t.executorsGroup, t.commands)).find((p) => p.partition === partition)?.offset ?? '-1';
       return BigInt(committed) > offset;
     },
     { message: `the executors committed past offset ${offset} of partition ${partition}` },
@@ -160,8 +154,7 @@ describe('erasing a delegated child plan (real broker and registry)', () => {
     expect(await ledger.getPlan(childId)).toBeUndefined();
     expect(executor.planState(childId)).toBeUndefined();
     const last = new Map<string, Buffer | null>();
-    const admin = await testAdmin(kafka);
-    await readToEnd({ kafka, admin, topic: t.events, partitions: [partitionFor(childId, config.partitions)], groupPrefix: randomPrefix('r'), onRecords: (rs) => rs.forEach((r) => last.set(r.key!.toString(), r.value)) });
+    for (const r of await readAll(kafka, t.events, [partitionFor(childId, config.partitions)])) last.set(r.key!.toString(), r.value);
     const childKeys = [...last.keys()].filter((k) => k.startsWith(`${childId}:`));
     expect(childKeys).toHaveLength(child.seq);
     expect(childKeys.every((k) => last.get(k) === null)).toBe(true);

@@ -7,7 +7,7 @@ import { startExecutor, type ExecutorHandle } from '../../executor/index.js';
 import { restoreOwnedPartition } from '../../executor/restore.js';
 import { createCodec } from '../../src/codec/index.js';
 import { isLedgerError } from '../../src/errors.js';
-import { readToEnd, type LogRecord } from '../../src/kafka/log-reader.js';
+import type { LogRecord } from '../../src/kafka/index.js';
 import { topicNames } from '../../src/config.js';
 import { startProjector } from '../../projector/index.js';
 import { stateDigest, verifyChain, type PlanEvent, type PlanState } from '../../src/plan/index.js';
@@ -15,7 +15,7 @@ import { MAX_FENCING_TOKEN_HEADER, PLAN_STATUS_HEADER, restorePartition, WATERMA
 import type { Ledger } from '../../src/client/index.js';
 import type { LedgerConfig } from '../../src/config.js';
 import { tools } from '../fixtures/tools.js';
-import { randomPrefix, testAdmin, testConfig, testKafka, testLogger, waitFor } from '../support/helpers.js';
+import { readAll, testConfig, testKafka, testLogger, waitFor } from '../support/helpers.js';
 import { chainOfItems, ledgerWithExecutor } from './support.js';
 
 async function executor(config: LedgerConfig, executorId: string): Promise<ExecutorHandle> {
@@ -71,11 +71,10 @@ describe('dormant finished plans (real broker and registry)', () => {
     // The projector archived the finished plans (a tombstone in the snapshots topic, the full snapshot
     // with its status in the archive); the live one stays; the watermark carries the partition's top token.
     const kafka = testKafka(config);
-    const admin = await testAdmin(kafka);
     const names = topicNames(config.topicPrefix);
     const lastOf = async (topic: string) => {
       const last = new Map<string, LogRecord>();
-      await readToEnd({ kafka, admin, topic, groupPrefix: randomPrefix('r'), onRecords: (rs) => rs.forEach((r) => last.set(r.key!.toString(), r)) });
+      for (const r of await readAll(kafka, topic)) last.set(r.key!.toString(), r);
       return last;
     };
     const snaps = await lastOf(names.snapshots);
@@ -92,7 +91,7 @@ describe('dormant finished plans (real broker and registry)', () => {
     // Loading the archive (the projector, the CLI) gives every plan; deferring it (an executor) gives the
     // live plans only, with the archived ones raw, on demand.
     const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix });
-    const base = { kafka, admin, codec, config, partition: 0, logger: testLogger };
+    const base = { kafka, codec, config, partition: 0, logger: testLogger };
     const full = await restorePartition(base);
     const lean = await restorePartition({ ...base, dormantStatuses: ['completed', 'cancelled'], archive: 'defer' });
     expect(full.plans).toEqual(new Map([[done, completed], [dropped, cancelled], [waiting, proposed]]));
@@ -165,9 +164,8 @@ describe('dormant finished plans (real broker and registry)', () => {
     await snapshotEverything(config, new Map([[first, stateDigest(firstState)]]));
 
     const kafka = testKafka(config);
-    const admin = await testAdmin(kafka);
     const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix });
-    const r = await restoreOwnedPartition({ kafka, admin, codec, config, partition: 0, logger: testLogger });
+    const r = await restoreOwnedPartition({ kafka, codec, config, partition: 0, logger: testLogger });
     expect(r.plans.size).toBe(0); // nothing live: the only plan is archived
     expect([...(await r.archived!.load()).offsets.keys()]).toEqual([first]);
     expect(r.maxFencingToken).toBe(before);

@@ -2,14 +2,11 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { isLedgerError } from '../../src/errors.js';
 import { topicNames } from '../../src/config.js';
 import { createCodec } from '../../src/codec/index.js';
-import { readToEnd, type LogRecord } from '../../src/kafka/log-reader.js';
-import { partitionFor } from '../../src/kafka/partitioner.js';
-import { eventKey } from '../../src/kafka/partitioner.js';
-import { auditTopic } from '../../src/kafka/topics.js';
+import { auditTopic, eventKey, partitionFor } from '../../src/kafka/index.js';
 import { stateDigest, verifyChain } from '../../src/plan/index.js';
 import { startExecutor } from '../../executor/index.js';
 import { tools } from '../fixtures/tools.js';
-import { closeAfter, randomPrefix, testAdmin, testKafka } from '../support/helpers.js';
+import { closeAfter, readAll, testKafka } from '../support/helpers.js';
 import { chainOfItems, ledgerWithExecutor } from './support.js';
 
 describe('executor (in-process, real broker and registry)', () => {
@@ -117,27 +114,25 @@ describe('executor (in-process, real broker and registry)', () => {
   it('dead-letters an undecodable and a misrouted command with the cause, and keeps serving the partition', async () => {
     const { ledger, config } = await ledgerWithExecutor();
     const kafka = testKafka(config);
-    const admin = await testAdmin(kafka);
     const t = topicNames(config.topicPrefix);
     const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix });
-    const producer = closeAfter(kafka.producer());
-    await producer.connect();
+    const writer = closeAfter(kafka.writer());
+    await writer.connect();
     const planId = 'misrouted-plan';
     const wrong = (partitionFor(planId, config.partitions) + 1) % config.partitions;
     const misrouted = codec.encodeCommand({
       type: 'CreatePlan', commandId: 'c-misrouted', planId, issuedAt: 1, actor: 'test', correlationId: 'c-misrouted',
       data: { goal: 'x', mode: 'execute', labels: {}, parent: null, items: [] },
     });
-    await producer.send({ topic: t.commands, messages: [
+    await writer.send(t.commands, [
       { key: 'garbage', value: Buffer.from('definitely not avro'), partition: 0 },
       { key: planId, value: misrouted, partition: wrong },
-    ] });
+    ]);
     // The partitions keep working: a plan created afterwards completes.
     const { planId: ok } = await ledger.createPlan({ goal: 'after the poison', mode: 'execute', items: chainOfItems(2) });
     await ledger.waitFor(ok, 'completed', { timeoutMs: 30_000 });
 
-    const dlq: LogRecord[] = [];
-    await readToEnd({ kafka, admin, topic: t.dlq, groupPrefix: randomPrefix('dlq'), onRecords: (r) => void dlq.push(...r) });
+    const dlq = await readAll(kafka, t.dlq);
     const byKey = Object.fromEntries(dlq.map((r) => [r.key?.toString(), r.headers]));
     expect(Object.keys(byKey).sort()).toEqual(['garbage', planId]);
     expect(byKey.garbage).toMatchObject({ 'source-topic': t.commands, 'source-partition': '0', 'error-code': 'SCHEMA', 'error-reason': 'bad_magic' });
@@ -150,7 +145,6 @@ describe('executor (in-process, real broker and registry)', () => {
   it('erases a plan through its owner: refused while running without force, done with force in one transaction; the owner forgets it', async () => {
     const { ledger, executor, config } = await ledgerWithExecutor();
     const kafka = testKafka(config);
-    const admin = await testAdmin(kafka);
     const t = topicNames(config.topicPrefix);
     // Attempt 1 fails and the retry waits ten minutes: the plan stays running.
     const { planId } = await ledger.createPlan({
@@ -190,15 +184,13 @@ describe('executor (in-process, real broker and registry)', () => {
     // rejections above were tombstoned in their own transaction), nothing past the erased seq.
     const partition = partitionFor(planId, config.partitions);
     const last = new Map<string, Buffer | null>();
-    await readToEnd({ kafka, admin, topic: t.events, partitions: [partition], groupPrefix: randomPrefix('r'), onRecords: (rs) => rs.forEach((r) => last.set(r.key!.toString(), r.value)) });
+    for (const r of await readAll(kafka, t.events, [partition])) last.set(r.key!.toString(), r.value);
     const keys = [...last.keys()].filter((k) => k.startsWith(`${planId}:`));
     expect(keys.sort()).toEqual(Array.from({ length: before.seq }, (_, i) => eventKey(planId, i + 1)).sort());
     expect(keys.every((k) => last.get(k) === null)).toBe(true);
-    const snapshots: LogRecord[] = [];
-    await readToEnd({ kafka, admin, topic: t.snapshots, partitions: [partition], groupPrefix: randomPrefix('r'), onRecords: (rs) => void snapshots.push(...rs) });
+    const snapshots = await readAll(kafka, t.snapshots, [partition]);
     expect(snapshots.filter((r) => r.key?.toString() === planId).at(-1)?.value).toBeNull();
-    const audit: LogRecord[] = [];
-    await readToEnd({ kafka, admin, topic: auditTopic(config.topicPrefix), groupPrefix: randomPrefix('r'), onRecords: (rs) => void audit.push(...rs) });
+    const audit = await readAll(kafka, auditTopic(config.topicPrefix));
     expect(audit.map((r) => JSON.parse(r.value!.toString()) as { commandId: string }).map((r) => r.commandId)).toEqual([erased.commandId]);
 
     // CreatePlan starts the id afresh, from seq 1.

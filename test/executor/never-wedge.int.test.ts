@@ -1,13 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { connectLedger } from '../../src/client/index.js';
 import { topicNames } from '../../src/config.js';
-import { readToEnd } from '../../src/kafka/log-reader.js';
-import { eventKey, partitionFor } from '../../src/kafka/partitioner.js';
+import { eventKey, partitionFor } from '../../src/kafka/index.js';
 import { isLedgerError } from '../../src/errors.js';
 import { verifyChain } from '../../src/plan/index.js';
 import { defineTool } from '../../src/tools.js';
 import { tools as fixtureTools } from '../fixtures/tools.js';
-import { randomGroupId, testAdmin, testKafka, testConfig } from '../support/helpers.js';
+import { testKafka, testConfig } from '../support/helpers.js';
 import { ledgerWithExecutor } from './support.js';
 
 // Issue 9's cases against the real broker: every bad thing a tool or a client does ends in a recorded
@@ -245,14 +244,10 @@ describe('never wedged, never looping (issue 9)', () => {
     expect((err as { details: { rejection: string } }).details.rejection).toBe('PLAN_NOT_FOUND');
 
     const kafka = testKafka(config);
-    const admin = await testAdmin(kafka);
     const records: Array<{ key: string; value: Buffer | null }> = [];
-    await readToEnd({
-      kafka,
-      admin,
+    await kafka.readToEnd({
       topic: topicNames(config.topicPrefix).events,
       partitions: [partitionFor(planId, config.partitions)],
-      groupPrefix: randomGroupId(),
       onRecords: (rs) => {
         for (const r of rs) if (r.key?.toString() === eventKey(planId, 1)) records.push({ key: r.key.toString(), value: r.value });
       },

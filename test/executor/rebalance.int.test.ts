@@ -1,11 +1,11 @@
-// kafkajs rebalances eagerly: every member gives up every partition on each rebalance. An executor
-// that gets a partition back keeps its owner (no second restore, its running tool goes on); a partition
-// that moves is restored by the new owner, which re-invokes in-flight items with the same key.
+// A second executor joins the group: a partition that stays with the first keeps its owner (no second
+// restore, its running tool goes on, whether the rebalance revoked and returned it or left it alone); a
+// partition that moves is restored by the new owner, which re-invokes in-flight items with the same key.
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { connectLedger } from '../../src/client/index.js';
-import { partitionFor } from '../../src/kafka/partitioner.js';
+import { partitionFor } from '../../src/kafka/index.js';
 import { startExecutor } from '../../executor/index.js';
 import { EffectsService } from '../fixtures/effects-service.js';
 import { tools } from '../fixtures/tools.js';

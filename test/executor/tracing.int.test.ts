@@ -12,11 +12,11 @@ import { startExecutor } from '../../executor/index.js';
 import { connectLedger } from '../../src/client/index.js';
 import { topicNames } from '../../src/config.js';
 import { isLedgerError } from '../../src/errors.js';
-import { readPlanRecords, readToEnd, type LogRecord } from '../../src/kafka/log-reader.js';
+import { readPlanRecords } from '../../src/kafka/index.js';
 import { defineTool } from '../../src/tools.js';
 import { tools as fixtureTools } from '../fixtures/tools.js';
 import { startProjector } from '../../projector/index.js';
-import { testAdmin, testConfig, testKafka, testLogger, waitFor } from '../support/helpers.js';
+import { readAll, testConfig, testKafka, testLogger, waitFor } from '../support/helpers.js';
 
 const contextManager = new AsyncLocalStorageContextManager();
 beforeAll(() => {
@@ -162,8 +162,7 @@ describe('tracing', () => {
     // Every event record of the plan carries the plan's trace context as a header — metadata outside the
     // event: the hash chain verifies, event by event, as without it.
     const kafka = testKafka(config);
-    const admin = await testAdmin(kafka);
-    const records = await readPlanRecords({ kafka, admin, topic: topicNames(config.topicPrefix).events, partition: 0, planId, groupPrefix: `${config.topicPrefix}.test` });
+    const records = await readPlanRecords({ kafka, topic: topicNames(config.topicPrefix).events, partition: 0, planId });
     const planTrace = `00-${traceId}-${create.spanContext().spanId}-01`;
     expect(records.length).toBeGreaterThan(8);
     expect(records.map((r) => r.headers.traceparent)).toEqual(records.map(() => planTrace));
@@ -171,8 +170,7 @@ describe('tracing', () => {
     expect(verification).toMatchObject({ planId, ok: true, events: records.length, firstBroken: null });
     if (snapshotted) {
       // The snapshot record the projector wrote carries the plan's trace context too.
-      const snaps: LogRecord[] = [];
-      await readToEnd({ kafka, admin, topic: topicNames(config.topicPrefix).snapshots, groupPrefix: `${config.topicPrefix}.snap`, onRecords: (rs) => void snaps.push(...rs) });
+      const snaps = await readAll(kafka, topicNames(config.topicPrefix).snapshots);
       const ofPlan = snaps.filter((r) => r.key?.toString() === planId && r.value !== null);
       expect(ofPlan.length).toBeGreaterThan(0);
       expect(ofPlan.map((r) => r.headers.traceparent)).toEqual(ofPlan.map(() => planTrace));

@@ -1,14 +1,14 @@
-// Hostile records produced with kafkajs straight onto the commands and events topics: garbage bytes
+// Hostile records written raw straight onto the commands and events topics: garbage bytes
 // (fast-check), an unknown schema id (magic byte + 999999), a known id with bytes of another schema, a
 // truncated Avro record, an oversized record, a command misrouted to another partition. The property for
-// each: a DLQ record carrying its cause headers (or, for the oversized one, the broker's own refusal); the
+// each: a DLQ record carrying its cause headers (or, for the oversized one, Kafka's own refusal); the
 // same partition then serves a normal plan (executor in a child process; the projector projects it too),
 // time recorded in test-results/hostile.json; no attempt key invoked twice.
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startProjector, type ProjectorHandle } from '../../projector/index.js';
 import { isLedgerError } from '../../src/errors.js';
-import { eventKey, partitionFor } from '../../src/kafka/partitioner.js';
+import { eventKey, partitionFor } from '../../src/kafka/index.js';
 import type { PlanCommand, PlanEvent } from '../../src/plan/index.js';
 import { testLogger, waitFor } from '../support/helpers.js';
 import { cleanup } from '../projector/support.js';
@@ -42,11 +42,12 @@ async function endingOfRecord(s: HostileStack, c: RawCase): Promise<Ending> {
   const topic = c.topic === 'commands' ? s.topics.commands : s.topics.events;
   let offset: string;
   try {
-    const [meta] = await s.producer.send({ topic, acks: -1, messages: [{ key: c.key, value: c.value, partition: c.partition }] });
-    offset = meta!.baseOffset!;
+    const [delivered] = await s.writer.send(topic, [{ key: c.key, value: c.value, partition: c.partition }]);
+    offset = delivered!.offset;
   } catch (e) {
     const msg = e instanceof Error ? e.message : String(e);
-    return /larger than the max message size/.test(msg) ? { kind: 'broker', message: msg } : { kind: 'violation', message: `produce failed: ${msg}` };
+    // The broker's refusal, or the client's own before sending (its limit is the topics' max.message.bytes).
+    return /larger than the max message size|message size too large|MSG_SIZE_TOO_LARGE/i.test(msg) ? { kind: 'broker', message: msg } : { kind: 'violation', message: `produce failed: ${msg}` };
   }
   try {
     const d = await deadLetterOf(s, { topic, partition: c.partition, offset });

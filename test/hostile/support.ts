@@ -1,17 +1,16 @@
 // Shared by the hostile-input tier: a real stack on a fresh prefix with an executor in a child process
-// (test/hostile/tools.ts), a counting EffectsService, a ledger client, a raw producer; a probe that proves
+// (test/hostile/tools.ts), a counting EffectsService, a ledger client, a raw record writer; a probe that proves
 // a partition still serves a normal plan and measures how long that took; the DLQ; and the results file
 // test-results/hostile.json (one section per test file, one row per case).
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connectLedger, type Ledger } from '../../src/client/index.js';
 import type { LedgerConfig } from '../../src/config.js';
 import { isLedgerError } from '../../src/errors.js';
-import { readToEnd, type LogRecord } from '../../src/kafka/log-reader.js';
-import { partitionFor } from '../../src/kafka/partitioner.js';
+import { partitionFor, type LogRecord } from '../../src/kafka/index.js';
 import type { PlanState } from '../../src/plan/index.js';
 import { EffectsService } from '../fixtures/effects-service.js';
 import { cleanup, testLedger, type TestLedger } from '../projector/support.js';
-import { randomPrefix, testConfig, testLogger, waitFor } from '../support/helpers.js';
+import { randomPrefix, readAll, testConfig, testLogger, waitFor } from '../support/helpers.js';
 import { spawnExecutor } from '../support/processes.js';
 
 export interface ExecutorChild {
@@ -100,10 +99,8 @@ export function maxInvocationsPerAttempt(...services: EffectsService[]): { max: 
 }
 
 /** Every record of the DLQ topic so far. */
-export async function deadLetters(s: TestLedger): Promise<LogRecord[]> {
-  const out: LogRecord[] = [];
-  await readToEnd({ kafka: s.kafka, admin: s.admin, topic: s.topics.dlq, groupPrefix: randomPrefix('dlq'), onRecords: (r) => void out.push(...r) });
-  return out;
+export function deadLetters(s: TestLedger): Promise<LogRecord[]> {
+  return readAll(s.kafka, s.topics.dlq);
 }
 
 /** The DLQ record whose cause names this source record; waits for it. */

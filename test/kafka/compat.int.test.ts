@@ -1,16 +1,15 @@
-// Proof that kafkajs 2.2.4 and @kafkajs/confluent-schema-registry work against the pinned broker and
-// registry for everything plan-ledger relies on. Each test asserts values, not "did not throw".
+// Proof that the Kafka port (src/kafka, over librdkafka) and @kafkajs/confluent-schema-registry work
+// against the pinned broker and registry for everything plan-ledger relies on. Each test asserts values,
+// not "did not throw".
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
-import type { Kafka } from 'kafkajs';
 import { topicNames } from '../../src/config.js';
-import { connectFenced } from '../../src/kafka/client.js';
-import { describeTopicConfig, ensurePlanTopics, ensureTopics } from '../../src/kafka/topics.js';
-import { readToEnd, type LogRecord } from '../../src/kafka/log-reader.js';
+import { ensurePlanTopics, ensureTopics, isFencingError, MAX_RECORD_BYTES, type FencedWriter, type KafkaClient, type LogRecord } from '../../src/kafka/index.js';
 import { closeAfter, randomGroupId, randomPrefix, testAdmin, testConfig, testKafka, waitFor } from '../support/helpers.js';
+import { topicConfig } from '../support/kafka-tools.js';
 
-async function newTopic(kafka: Kafka, configEntries: Record<string, string> = {}, numPartitions = 1) {
+async function newTopic(kafka: KafkaClient, configEntries: Record<string, string> = {}, numPartitions = 1) {
   const admin = await testAdmin(kafka);
   const topic = randomPrefix('topic');
   await ensureTopics(admin, [
@@ -20,16 +19,36 @@ async function newTopic(kafka: Kafka, configEntries: Record<string, string> = {}
   return { admin, topic };
 }
 
-async function readAll(kafka: Kafka, admin: Awaited<ReturnType<typeof testAdmin>>, topic: string) {
+async function readAll(kafka: KafkaClient, topic: string) {
   const records: LogRecord[] = [];
-  const next = await readToEnd({ kafka, admin, topic, groupPrefix: randomPrefix('r'), onRecords: (r) => void records.push(...r) });
+  const next = await kafka.readToEnd({ topic, onRecords: (r) => void records.push(...r) });
   return { records, next };
 }
 
-const txProducer = (kafka: Kafka, transactionalId: string) =>
-  closeAfter(kafka.producer({ transactionalId, idempotent: true, maxInFlightRequests: 1 }));
+/**
+ * One transaction of one record, carried on past a failed send (a fenced writer's records may fail as
+ * purged, its commit with the fencing error): whether it committed, and every error met on the way.
+ */
+async function attempt(writer: FencedWriter, topic: string, value: string): Promise<{ committed: boolean; errors: unknown[] }> {
+  const errors: unknown[] = [];
+  const tx = await writer.transaction().catch((e: unknown) => void errors.push(e));
+  if (!tx) return { committed: false, errors };
+  await tx.send(topic, [{ value, partition: 0 }]).catch((e: unknown) => errors.push(e));
+  const committed = await tx.commit().then(
+    () => true,
+    (e: unknown) => (errors.push(e), false),
+  );
+  return { committed, errors };
+}
 
-describe('kafkajs against the real broker', () => {
+/** The error `p` rejects with (undefined when it resolves). */
+const failure = (p: Promise<unknown>) =>
+  p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+
+describe('the Kafka port against the real broker', () => {
   it('creates the plan topics idempotently, compacted events with explicit configs', async () => {
     const config = testConfig();
     const kafka = testKafka(config);
@@ -39,48 +58,68 @@ describe('kafkajs against the real broker', () => {
     await ensurePlanTopics(admin, config);
     await ensurePlanTopics(admin, config); // second call is a no-op, not an error
 
-    const events = await describeTopicConfig(admin, t.events, ['cleanup.policy', 'retention.ms', 'min.compaction.lag.ms']);
-    expect(events).toEqual({ 'cleanup.policy': 'compact', 'retention.ms': '-1', 'min.compaction.lag.ms': '0' });
-    const commands = await describeTopicConfig(admin, t.commands, ['cleanup.policy', 'retention.ms']);
+    const events = await topicConfig(t.events, ['cleanup.policy', 'retention.ms', 'min.compaction.lag.ms', 'max.message.bytes']);
+    expect(events).toEqual({ 'cleanup.policy': 'compact', 'retention.ms': '-1', 'min.compaction.lag.ms': '0', 'max.message.bytes': String(MAX_RECORD_BYTES) });
+    const commands = await topicConfig(t.commands, ['cleanup.policy', 'retention.ms']);
     expect(commands).toEqual({ 'cleanup.policy': 'delete', 'retention.ms': String(7 * 24 * 3600 * 1000) });
     // Snapshots hold live plans only: cleaned often, tombstones (finished plans moved to the archive) soon gone.
-    const snapshots = await describeTopicConfig(admin, t.snapshots, ['cleanup.policy', 'segment.ms', 'min.cleanable.dirty.ratio', 'delete.retention.ms']);
+    const snapshots = await topicConfig(t.snapshots, ['cleanup.policy', 'segment.ms', 'min.cleanable.dirty.ratio', 'delete.retention.ms']);
     expect(snapshots).toEqual({ 'cleanup.policy': 'compact', 'segment.ms': '3600000', 'min.cleanable.dirty.ratio': '0.1', 'delete.retention.ms': '600000' });
-    expect(await describeTopicConfig(admin, t.archive, ['cleanup.policy', 'retention.ms'])).toEqual({ 'cleanup.policy': 'compact', 'retention.ms': '-1' });
-    const meta = await admin.fetchTopicMetadata({ topics: [t.commands, t.events, t.snapshots, t.archive] });
-    expect(meta.topics.map((m) => m.partitions.length)).toEqual([3, 3, 3, 3]);
+    expect(await topicConfig(t.archive, ['cleanup.policy', 'retention.ms'])).toEqual({ 'cleanup.policy': 'compact', 'retention.ms': '-1' });
+    const meta = await admin.fetchTopicMetadata([t.commands, t.events, t.snapshots, t.archive]);
+    expect(meta.map((m) => m.name).sort()).toEqual([t.commands, t.events, t.snapshots, t.archive].sort());
+    expect(meta.map((m) => m.partitions.length)).toEqual([3, 3, 3, 3]);
 
     await expect(ensurePlanTopics(admin, { ...config, partitions: 5 })).rejects.toMatchObject({ code: 'CONFLICT' });
   });
 
-  it('produces idempotently: every record lands once, offsets contiguous', async () => {
+  it('writes idempotently: every record lands once, offsets contiguous', async () => {
     const kafka = testKafka();
-    const { admin, topic } = await newTopic(kafka);
-    const producer = closeAfter(kafka.producer({ idempotent: true, maxInFlightRequests: 1 }));
-    await producer.connect();
+    const { topic } = await newTopic(kafka);
+    const writer = closeAfter(kafka.writer());
+    await writer.connect();
     const sent = Array.from({ length: 50 }, (_, i) => ({ key: `k${i}`, value: `v${i}`, partition: 0 }));
-    const acks = await producer.send({ topic, messages: sent, acks: -1 });
-    expect(acks[0]?.errorCode).toBe(0);
-    const { records, next } = await readAll(kafka, admin, topic);
+    const delivered = await writer.send(topic, sent);
+    expect(delivered.map((d) => [d.topic, d.partition, Number(d.offset)])).toEqual(sent.map((_, i) => [topic, 0, i]));
+    const { records, next } = await readAll(kafka, topic);
     expect(records.map((r) => r.value?.toString())).toEqual(sent.map((m) => m.value));
+    expect(records.map((r) => r.key?.toString())).toEqual(sent.map((m) => m.key));
     expect(records.map((r) => Number(r.offset))).toEqual(sent.map((_, i) => i));
     expect(next.get(0)).toBe('50');
   });
 
-  it('a consumer group consumes every record of every partition', async () => {
+  it('a group member gets every partition and reads every record of each, in order', async () => {
     const kafka = testKafka();
     const { topic } = await newTopic(kafka, {}, 3);
-    const producer = closeAfter(kafka.producer());
-    await producer.connect();
-    await producer.send({ topic, messages: Array.from({ length: 30 }, (_, i) => ({ value: `m${i}`, partition: i % 3 })) });
-    const consumer = closeAfter(kafka.consumer({ groupId: randomGroupId() }));
-    await consumer.connect();
-    await consumer.subscribe({ topic, fromBeginning: true });
+    const writer = closeAfter(kafka.writer());
+    await writer.connect();
+    await writer.send(topic, Array.from({ length: 30 }, (_, i) => ({ value: `m${i}`, partition: i % 3 })));
+    const assigned = new Set<number>();
     const seen = new Map<string, number>();
-    await consumer.run({ eachMessage: async ({ message, partition }) => void seen.set(message.value!.toString(), partition) });
-    await waitFor(() => seen.size === 30, { message: 'all 30 consumed' });
+    const order = new Map<number, string[]>();
+    const member = await kafka.join({
+      groupId: randomGroupId(),
+      topic,
+      sessionTimeoutMs: 10_000,
+      heartbeatIntervalMs: 1000,
+      rebalanceTimeoutMs: 10_000,
+      onAssigned: (ps) => ps.forEach((p) => assigned.add(p)),
+      onRevoked: (ps) => ps.forEach((p) => assigned.delete(p)),
+      onRecords: async (partition, records) => {
+        for (const r of records) {
+          seen.set(r.value!.toString(), partition);
+          order.set(partition, [...(order.get(partition) ?? []), r.value!.toString()]);
+        }
+        return undefined;
+      },
+    });
+    closeAfter({ disconnect: () => member.close() });
+    await waitFor(() => seen.size === 30, { message: 'all 30 read' });
+    expect([...assigned].sort()).toEqual([0, 1, 2]);
+    expect(member.assigned().sort()).toEqual([0, 1, 2]);
     expect([...seen.keys()].sort()).toEqual(Array.from({ length: 30 }, (_, i) => `m${i}`).sort());
     expect(seen.get('m4')).toBe(1);
+    expect(order.get(1)).toEqual(Array.from({ length: 10 }, (_, i) => `m${i * 3 + 1}`));
   });
 
   it('commits output and input offsets in one transaction; an aborted one is invisible', async () => {
@@ -88,98 +127,97 @@ describe('kafkajs against the real broker', () => {
     const { admin, topic: input } = await newTopic(kafka);
     const { topic: output } = await newTopic(kafka);
     const groupId = randomGroupId();
-    const plain = closeAfter(kafka.producer());
-    await plain.connect();
-    await plain.send({ topic: input, messages: [{ value: 'a' }, { value: 'b' }, { value: 'c' }] });
+    const writer = closeAfter(kafka.writer());
+    await writer.connect();
+    await writer.send(input, [{ value: 'a' }, { value: 'b' }, { value: 'c' }].map((r) => ({ ...r, partition: 0 })));
 
-    const tx = txProducer(kafka, `${groupId}.tx`);
+    // Offsets go in with the member's group metadata (KIP-447): the member must hold the partition.
+    const read: string[] = [];
+    const member = await kafka.join({
+      groupId,
+      topic: input,
+      sessionTimeoutMs: 10_000,
+      heartbeatIntervalMs: 1000,
+      rebalanceTimeoutMs: 10_000,
+      onAssigned: () => {},
+      onRevoked: () => {},
+      onRecords: async (_p, records) => {
+        read.push(...records.map((r) => r.value!.toString()));
+        return undefined;
+      },
+    });
+    closeAfter({ disconnect: () => member.close() });
+    await waitFor(() => read.length === 3, { message: 'the member read the input' });
+
+    const tx = closeAfter(kafka.fencedWriter(`${groupId}.tx`));
     await tx.connect();
     const t1 = await tx.transaction();
-    await t1.send({ topic: output, messages: [{ value: 'A' }, { value: 'B' }] });
-    await t1.sendOffsets({ consumerGroupId: groupId, topics: [{ topic: input, partitions: [{ partition: 0, offset: '2' }] }] });
+    await t1.send(output, [{ value: 'A', partition: 0 }, { value: 'B', partition: 0 }]);
+    await t1.sendOffsets(member, [{ topic: input, partition: 0, offset: '2' }]);
     await t1.commit();
 
     const t2 = await tx.transaction();
-    await t2.send({ topic: output, messages: [{ value: 'C' }] });
-    await t2.sendOffsets({ consumerGroupId: groupId, topics: [{ topic: input, partitions: [{ partition: 0, offset: '3' }] }] });
+    await t2.send(output, [{ value: 'C', partition: 0 }]);
+    await t2.sendOffsets(member, [{ topic: input, partition: 0, offset: '3' }]);
     await t2.abort();
 
-    const committed = await admin.fetchOffsets({ groupId, topics: [input] });
-    expect(committed[0]?.partitions[0]?.offset).toBe('2');
-    const { records } = await readAll(kafka, admin, output);
+    expect(await admin.fetchOffsets(groupId, input)).toEqual([{ partition: 0, offset: '2' }]);
+    const { records } = await readAll(kafka, output);
     expect(records.map((r) => r.value?.toString())).toEqual(['A', 'B']);
   });
 
-  it('fences the older of two producers with the same transactionalId', async () => {
+  it('fences the older of two writers with the same transactional id: its open transaction aborts', async () => {
     const kafka = testKafka();
-    const { admin, topic } = await newTopic(kafka);
+    const { topic } = await newTopic(kafka);
     const id = `${randomPrefix('fence')}.executor.p0`;
-    const older = txProducer(kafka, id);
+    const older = closeAfter(kafka.fencedWriter(id));
     await older.connect();
     const zombie = await older.transaction();
-    await zombie.send({ topic, messages: [{ value: 'from-older' }] });
+    await zombie.send(topic, [{ value: 'from-older', partition: 0 }]);
 
-    const newer = txProducer(kafka, id);
-    await newer.connect(); // InitProducerId bumps the epoch: the older one is fenced, its open transaction aborted
+    const newer = closeAfter(kafka.fencedWriter(id));
+    await newer.connect(); // the older one is fenced, its open transaction aborted
     const t = await newer.transaction();
-    await t.send({ topic, messages: [{ value: 'from-newer' }] });
+    await t.send(topic, [{ value: 'from-newer', partition: 0 }]);
     await t.commit();
 
-    const err = await zombie.commit().then(
-      () => undefined,
-      (e: unknown) => e as Error & { type?: string },
-    );
-    expect(err).toBeDefined();
-    expect(`${err?.name} ${err?.type} ${err?.message}`).toMatch(/fenc|epoch|INVALID_PRODUCER_EPOCH|PRODUCER_FENCED/i);
-    // EndTxn returns before the broker has written the markers: a read that starts at once may find the
-    // last stable offset still below them, so read until the committed record is stable.
+    const err = await failure(zombie.commit());
+    expect(isFencingError(err)).toBe(true);
+    // The commit marker may land a moment after commit() returns: read until the committed record is stable.
     let records: LogRecord[] = [];
-    await waitFor(async () => (records = (await readAll(kafka, admin, topic)).records).length > 0, { timeoutMs: 15_000, message: 'the committed record is stable' });
+    await waitFor(async () => (records = (await readAll(kafka, topic)).records).length > 0, { timeoutMs: 15_000, message: 'the committed record is stable' });
     expect(records.map((r) => r.value?.toString())).toEqual(['from-newer']);
   });
 
-  it('kafkajs connect() alone does not fence an older producer of the same transactionalId; connectFenced does, at once', async () => {
+  it('connect() fences at once: an older writer between transactions commits nothing more', async () => {
     const kafka = testKafka();
-    const { admin, topic } = await newTopic(kafka);
+    const { topic } = await newTopic(kafka);
     const id = `${randomPrefix('fence')}.projector.p0`;
-    const older = txProducer(kafka, id);
+    const older = closeAfter(kafka.fencedWriter(id));
     await older.connect();
     const first = await older.transaction();
-    await first.send({ topic, messages: [{ value: 'older-1' }] });
+    await first.send(topic, [{ value: 'older-1', partition: 0 }]);
     await first.commit();
 
-    // connect() initialises only an idempotent producer id: the older producer still commits.
-    const plain = txProducer(kafka, id);
-    await plain.connect();
-    const second = await older.transaction();
-    await second.send({ topic, messages: [{ value: 'older-2' }] });
-    await second.commit();
-
-    // connectFenced bumps the transactional epoch before it returns: the older producer is refused.
-    const fencer = txProducer(kafka, id);
-    await connectFenced(fencer);
-    const third = await older.transaction();
-    const err = await (async () => {
-      await third.send({ topic, messages: [{ value: 'older-3' }] });
-      await third.commit();
-    })().then(
-      () => undefined,
-      (e: unknown) => e as Error & { type?: string },
-    );
-    expect(err?.type).toBe('INVALID_PRODUCER_EPOCH');
-    const { records } = await readAll(kafka, admin, topic);
-    expect(records.map((r) => r.value?.toString())).toEqual(['older-1', 'older-2']);
+    // No transaction of the new writer yet: connecting alone fences the older one.
+    const fencer = closeAfter(kafka.fencedWriter(id));
+    await fencer.connect();
+    const second = await attempt(older, topic, 'older-2');
+    expect(second.committed).toBe(false);
+    expect(second.errors.some(isFencingError)).toBe(true);
+    const { records } = await readAll(kafka, topic);
+    expect(records.map((r) => r.value?.toString())).toEqual(['older-1']);
   });
 
   it('reads a partition to its end offset across transaction markers and aborted records, and stops', async () => {
     const kafka = testKafka();
     const { admin, topic } = await newTopic(kafka);
-    const tx = txProducer(kafka, `${randomPrefix('tx')}.p0`);
+    const tx = closeAfter(kafka.fencedWriter(`${randomPrefix('tx')}.p0`));
     await tx.connect();
     const expected: string[] = [];
     for (let i = 0; i < 6; i++) {
       const t = await tx.transaction();
-      await t.send({ topic, messages: [{ value: `v${i}-a` }, { value: `v${i}-b` }] });
+      await t.send(topic, [{ value: `v${i}-a`, partition: 0 }, { value: `v${i}-b`, partition: 0 }]);
       if (i % 3 === 1) {
         await t.abort();
       } else {
@@ -195,43 +233,44 @@ describe('kafkajs against the real broker', () => {
       return Number(o.high) === 18 ? o : undefined;
     }, { message: 'last stable offset reaches 18' });
     expect(Number(end.high)).toBe(18);
-    const { records, next } = await readAll(kafka, admin, topic);
+    const { records, next } = await readAll(kafka, topic);
     expect(records.map((r) => r.value?.toString())).toEqual(expected);
     expect(next.get(0)).toBe('18');
 
     // Reading again from the end returns nothing and does not hang.
     const again: LogRecord[] = [];
-    const next2 = await readToEnd({ kafka, admin, topic, from: new Map([[0, '18']]), groupPrefix: randomPrefix('r'), onRecords: (r) => void again.push(...r) });
+    const next2 = await kafka.readToEnd({ topic, from: new Map([[0, '18']]), onRecords: (r) => void again.push(...r) });
     expect(again).toHaveLength(0);
     expect(next2.get(0)).toBe('18');
 
     // An open transaction holds the stable end back: a read_committed read stops before it.
     const open = await tx.transaction();
-    await open.send({ topic, messages: [{ value: 'pending' }] });
-    const whileOpen = await readAll(kafka, admin, topic);
+    await open.send(topic, [{ value: 'pending', partition: 0 }]);
+    const whileOpen = await readAll(kafka, topic);
     expect(whileOpen.records.map((r) => r.value?.toString())).toEqual(expected);
+    expect(whileOpen.next.get(0)).toBe('18');
     await open.abort();
   });
 
   it('compaction collapses duplicate keys and a tombstone removes a key', async () => {
     const kafka = testKafka();
-    const { admin, topic } = await newTopic(kafka, {
+    const { topic } = await newTopic(kafka, {
       'cleanup.policy': 'compact',
       'segment.ms': '100',
       'min.cleanable.dirty.ratio': '0.01',
       'delete.retention.ms': '100',
       'min.compaction.lag.ms': '0',
     });
-    const producer = closeAfter(kafka.producer({ idempotent: true }));
-    await producer.connect();
-    await producer.send({ topic, messages: [{ key: 'a', value: '1' }, { key: 'a', value: '2' }, { key: 'b', value: 'x' }, { key: 'a', value: '3' }] });
-    await producer.send({ topic, messages: [{ key: 'b', value: null }] });
+    const writer = closeAfter(kafka.writer());
+    await writer.connect();
+    await writer.send(topic, [{ key: 'a', value: '1' }, { key: 'a', value: '2' }, { key: 'b', value: 'x' }, { key: 'a', value: '3' }].map((r) => ({ ...r, partition: 0 })));
+    await writer.send(topic, [{ key: 'b', value: null, partition: 0 }]);
     // The active segment is never cleaned and a time roll happens only on append: keep appending a
     // filler key past segment.ms until the cleaner has run over the older segments.
     const compacted = await waitFor(
       async () => {
-        await producer.send({ topic, messages: [{ key: 'filler', value: randomBytes(4).toString('hex') }] });
-        const { records } = await readAll(kafka, admin, topic);
+        await writer.send(topic, [{ key: 'filler', value: randomBytes(4).toString('hex'), partition: 0 }]);
+        const { records } = await readAll(kafka, topic);
         const keys = records.filter((r) => r.key?.toString() !== 'filler').map((r) => `${r.key}=${r.value?.toString() ?? 'null'}`);
         return keys.length === 1 ? keys : undefined;
       },

@@ -1,20 +1,17 @@
-// The executor's transactions against the real broker: the transaction coordinator is looked up once,
-// not before every request (and kept through its own answers, such as a fence); a new partition owner
-// fences every one of the partition's transactional ids, so a paused predecessor can commit on none.
-// Forgetting a coordinator that failed is in coordinator-cache.unit.test.ts; a broker restart mid-run
-// (test/e2e/broker-restart.e2e.test.ts) takes the remembered coordinator's connection down for real.
+// Fenced writers against the real broker: one writer's transactions land in order, each once; connecting
+// a new writer of a transactional id fences a paused predecessor that holds an open transaction (its
+// commit fails, none of its records is ever read), and a new partition owner fences every one of the
+// partition's transactional ids, so a paused predecessor can commit on none. A broker restart mid-run is
+// test/e2e/broker-restart.e2e.test.ts; overlapping aborted transactions and leader kills are
+// test/kafka/client-defects.e2e.test.ts.
 import { describe, expect, it } from 'vitest';
-import type { Kafka, Producer } from 'kafkajs';
 import { topicNames } from '../../src/config.js';
-import { connectFenced, isFencingError, transactionalProducer } from '../../src/kafka/client.js';
-import { coordinatorLookups } from '../../src/kafka/coordinator-cache.js';
-import { ensurePlanTopics, ensureTopics } from '../../src/kafka/topics.js';
-import { readToEnd, type LogRecord } from '../../src/kafka/log-reader.js';
+import { ensurePlanTopics, ensureTopics, isFencingError, type FencedWriter, type KafkaClient } from '../../src/kafka/index.js';
 import { partitionTransactionalIds } from '../../executor/partition-owner.js';
 import { ledgerWithExecutor, chainOfItems } from '../executor/support.js';
-import { closeAfter, randomPrefix, testAdmin, testConfig, testKafka } from '../support/helpers.js';
+import { closeAfter, randomPrefix, readAll, testAdmin, testConfig, testKafka } from '../support/helpers.js';
 
-async function newTopic(kafka: Kafka) {
+async function newTopic(kafka: KafkaClient) {
   const admin = await testAdmin(kafka);
   const topic = randomPrefix('tx');
   await ensureTopics(admin, [{ topic, numPartitions: 1, replicationFactor: -1 }]);
@@ -22,69 +19,81 @@ async function newTopic(kafka: Kafka) {
   return { admin, topic };
 }
 
-/** Counts the FindCoordinator requests (kafkajs names them GroupCoordinator) a producer sends. */
-function countLookups(producer: Producer): { count: number } {
-  const seen = { count: 0 };
-  producer.on(producer.events.REQUEST, (e) => {
-    if (e.payload.apiName === 'GroupCoordinator') seen.count++;
-  });
-  return seen;
+async function values(kafka: KafkaClient, topic: string): Promise<string[]> {
+  return (await readAll(kafka, topic)).map((r) => r.value?.toString() ?? '');
 }
 
-async function values(kafka: Kafka, admin: Awaited<ReturnType<typeof testAdmin>>, topic: string): Promise<string[]> {
-  const records: LogRecord[] = [];
-  await readToEnd({ kafka, admin, topic, groupPrefix: randomPrefix('r'), onRecords: (r) => void records.push(...r) });
-  return records.map((r) => r.value?.toString() ?? '');
+/**
+ * One transaction of one record, carried on past a failed send (a fenced writer's records may fail as
+ * purged, its commit with the fencing error): whether it committed, and every error met on the way.
+ */
+async function attempt(writer: FencedWriter, topic: string, value: string): Promise<{ committed: boolean; errors: unknown[] }> {
+  const errors: unknown[] = [];
+  const tx = await writer.transaction().catch((e: unknown) => void errors.push(e));
+  if (!tx) return { committed: false, errors };
+  await tx.send(topic, [{ value, partition: 0 }]).catch((e: unknown) => errors.push(e));
+  const committed = await tx.commit().then(
+    () => true,
+    (e: unknown) => (errors.push(e), false),
+  );
+  return { committed, errors };
 }
+
+/** The error `p` rejects with (undefined when it resolves). */
+const failure = (p: Promise<unknown>) =>
+  p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
 
 describe('transactions', () => {
-  it('look the transaction coordinator up once per transactional id, not before every request', async () => {
+  it("one writer's sequential transactions land in order, each exactly once", async () => {
     const kafka = testKafka();
     const { admin, topic } = await newTopic(kafka);
-    const producer = closeAfter(transactionalProducer(kafka, randomPrefix('tx-id')));
-    const lookups = countLookups(producer);
-    const before = coordinatorLookups.transaction;
-    await connectFenced(producer);
+    const writer = closeAfter(kafka.fencedWriter(randomPrefix('tx-id')));
+    await writer.connect();
     for (let i = 0; i < 20; i++) {
-      const tx = await producer.transaction();
-      await tx.send({ topic, messages: [{ value: `v${i}` }] });
+      const tx = await writer.transaction();
+      await tx.send(topic, [{ value: `v${i}`, partition: 0 }]);
       await tx.commit();
     }
-    // InitProducerId, then 20 × (AddPartitionsToTxn + EndTxn): kafkajs alone sends 41 FindCoordinator.
-    expect(lookups.count).toBe(1);
-    expect(coordinatorLookups.transaction - before).toBe(1);
-    expect(await values(kafka, admin, topic)).toEqual(Array.from({ length: 20 }, (_, i) => `v${i}`));
+    expect(await values(kafka, topic)).toEqual(Array.from({ length: 20 }, (_, i) => `v${i}`));
+    // 20 records and 20 commit markers, nothing else.
+    expect((await admin.fetchTopicOffsets(topic))[0]!.high).toBe('40');
   });
 
-  it('keep the coordinator through its answers about the transaction (fenced), and still fence', async () => {
+  it('a new writer of the id fences a paused predecessor holding an open transaction: its commit fails, none of its records is read', async () => {
     const kafka = testKafka();
     const { admin, topic } = await newTopic(kafka);
     const id = randomPrefix('tx-id');
-    const older = closeAfter(transactionalProducer(kafka, id));
-    await connectFenced(older);
-    const lookups = countLookups(older);
+    const older = closeAfter(kafka.fencedWriter(id));
+    await older.connect();
     const t1 = await older.transaction();
-    await t1.send({ topic, messages: [{ value: 'older-1' }] });
+    await t1.send(topic, [{ value: 'older-1', partition: 0 }]);
     await t1.commit();
 
-    const newer = closeAfter(transactionalProducer(kafka, id));
-    await connectFenced(newer); // bumps the epoch: the older producer is fenced
+    // The predecessor opens a transaction, writes into it, and pauses (a GC pause, SIGSTOP, a partition).
+    const open = await older.transaction();
+    await open.send(topic, [{ value: 'zombie-1', partition: 0 }, { value: 'zombie-2', partition: 0 }]);
 
-    const t2 = await older.transaction();
-    const err = await t2.send({ topic, messages: [{ value: 'older-2' }] }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect(isFencingError(err)).toBe(true);
-    expect(lookups.count).toBe(0); // the fencing answer came from the remembered coordinator itself
+    const newer = closeAfter(kafka.fencedWriter(id));
+    await newer.connect(); // aborts the open transaction before it returns
+    // The aborted records no longer hold the stable end back: it is past them already.
+    const stable = BigInt((await admin.fetchTopicOffsets(topic))[0]!.high);
+    expect(stable).toBeGreaterThanOrEqual(4n); // older-1, its marker, two aborted records (+ the abort marker)
+    const t2 = await newer.transaction();
+    await t2.send(topic, [{ value: 'newer', partition: 0 }]);
+    await t2.commit();
 
-    const t3 = await newer.transaction();
-    await t3.send({ topic, messages: [{ value: 'newer' }] });
-    await t3.commit();
-    expect(await values(kafka, admin, topic)).toEqual(['older-1', 'newer']);
+    // The predecessor wakes up: its commit fails as fenced, and so does any later transaction.
+    expect(isFencingError(await failure(open.commit()))).toBe(true);
+    const later = await attempt(older, topic, 'zombie-3');
+    expect(later.committed).toBe(false);
+    expect(later.errors.some(isFencingError)).toBe(true);
+    expect(await values(kafka, topic)).toEqual(['older-1', 'newer']);
   });
 
-  it("a new partition owner fences every transactional id of the partition: a paused predecessor commits on none", async () => {
+  it('a new partition owner fences every transactional id of the partition: a paused predecessor commits on none', async () => {
     const config = testConfig({ partitions: 1 });
     const kafka = testKafka(config);
     const admin = await testAdmin(kafka);
@@ -96,24 +105,19 @@ describe('transactions', () => {
     // transaction open at a time): the primary id is fenced as it always was; this proves the second is too.
     const ids = partitionTransactionalIds(config.topicPrefix, 0);
     expect(ids).toEqual([`${config.topicPrefix}.executor.p0`, `${config.topicPrefix}.executor.p0.b`]);
-    const zombie = closeAfter(transactionalProducer(kafka, ids[1]!));
-    await connectFenced(zombie);
+    const zombie = closeAfter(kafka.fencedWriter(ids[1]!));
+    await zombie.connect();
     const open = await zombie.transaction();
-    await open.send({ topic: names.events, messages: [{ key: 'zombie:open', value: 'not an event', partition: 0 }] });
+    await open.send(names.events, [{ key: 'zombie:open', value: 'not an event', partition: 0 }]);
 
-    // The new owner takes the partition over, then runs a plan through both of its producers.
+    // The new owner takes the partition over, then runs a plan through both of its writers.
     const { ledger } = await ledgerWithExecutor({ config, executorId: 'fencer' });
     const { planId } = await ledger.createPlan({ goal: 'after the fence', mode: 'execute', items: chainOfItems(6) });
     const state = await ledger.waitFor(planId, 'completed', { timeoutMs: 60_000 });
     expect(Object.values(state.items).map((i) => i.status)).toEqual(Array(6).fill('completed'));
 
-    const err = await open.commit().then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect(isFencingError(err)).toBe(true);
-    const keys: string[] = [];
-    await readToEnd({ kafka, admin, topic: names.events, groupPrefix: randomPrefix('r'), onRecords: (r) => void keys.push(...r.map((x) => x.key?.toString() ?? '')) });
+    expect(isFencingError(await failure(open.commit()))).toBe(true);
+    const keys = (await readAll(kafka, names.events)).map((x) => x.key?.toString() ?? '');
     expect(keys.filter((k) => k.startsWith('zombie:'))).toEqual([]);
     expect(keys.filter((k) => k.startsWith(`${planId}:`)).length).toBe(state.seq);
   });

@@ -1,7 +1,6 @@
 // Compaction of the events topic removes exact re-sends (keys are unique per event): projections are the
 // same before and after it has run — through restorePartition and through the projector's consumer.
 import { describe, expect, it } from 'vitest';
-import { compactPromptly } from '../../src/kafka/topics.js';
 import { startProjector } from '../../projector/index.js';
 import { stateDigest } from '../../src/plan/index.js';
 import { restorePartition } from '../../src/projection/index.js';
@@ -11,7 +10,7 @@ import { cleanup, commands, items, LedgerWriter, readAll, testLedger, type TestL
 async function restoreAll(l: TestLedger): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   for (let partition = 0; partition < l.config.partitions; partition++) {
-    const r = await restorePartition({ kafka: l.kafka, admin: l.admin, codec: l.codec, config: l.config, partition, logger: testLogger });
+    const r = await restorePartition({ kafka: l.kafka, codec: l.codec, config: l.config, partition, logger: testLogger });
     expect(r.stalled.size).toBe(0);
     for (const [id, s] of r.plans) out.set(id, stateDigest(s));
   }
@@ -21,8 +20,7 @@ async function restoreAll(l: TestLedger): Promise<Map<string, string>> {
 describe('projection and compaction', () => {
   it('gives the same digests before and after compaction removed re-sent events', async () => {
     const config = testConfig({ partitions: 1 });
-    const ledger = await testLedger(config);
-    await compactPromptly(ledger.admin, ledger.topics.events);
+    const ledger = await testLedger(config, { compactPromptly: ['events'] });
     const writer = new LedgerWriter(ledger);
     const history = [];
     for (const step of writer.lifecycle('compacted', 5, { failFirstTry: true })) history.push(...(await writer.run(step)));

@@ -3,9 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { startProjector } from '../../projector/index.js';
 import { topicNames } from '../../src/config.js';
-import { readToEnd, type LogRecord } from '../../src/kafka/log-reader.js';
-import { partitionFor } from '../../src/kafka/partitioner.js';
-import { randomPrefix, testAdmin, testKafka, testLogger, waitFor } from '../support/helpers.js';
+import { partitionFor } from '../../src/kafka/index.js';
+import { readAll, testKafka, testLogger, waitFor } from '../support/helpers.js';
 import { chainOfItems, ledgerWithExecutor } from '../executor/support.js';
 import { cleanup } from './support.js';
 
@@ -40,13 +39,8 @@ describe('projector and erasure', () => {
     // projector) straight into the archive — and the latest record under its key, on each topic that held
     // one, is a tombstone (whoever wrote last).
     const kafka = testKafka(config);
-    const admin = await testAdmin(kafka);
     const names = topicNames(config.topicPrefix);
-    const recordsOfGone = async (topic: string) => {
-      const rs: LogRecord[] = [];
-      await readToEnd({ kafka, admin, topic, partitions: [partitionFor(gone, config.partitions)], groupPrefix: randomPrefix('r'), onRecords: (x) => void rs.push(...x) });
-      return rs.filter((r) => r.key?.toString() === gone);
-    };
+    const recordsOfGone = async (topic: string) => (await readAll(kafka, topic, [partitionFor(gone, config.partitions)])).filter((r) => r.key?.toString() === gone);
     const [live, archived] = [await recordsOfGone(names.snapshots), await recordsOfGone(names.archive)];
     expect([...live, ...archived].some((r) => r.value !== null)).toBe(true);
     for (const ofGone of [live, archived]) if (ofGone.length) expect(ofGone.at(-1)?.value).toBeNull();

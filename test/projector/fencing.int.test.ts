@@ -2,8 +2,7 @@
 // paused or cut off (a zombie) cannot land a snapshot after the new owner's, against the real broker.
 import { describe, expect, it } from 'vitest';
 import { startProjector, type ProjectorHandle } from '../../projector/index.js';
-import { connectFenced } from '../../src/kafka/client.js';
-import { partitionFor } from '../../src/kafka/partitioner.js';
+import { partitionFor } from '../../src/kafka/index.js';
 import { stateDigest } from '../../src/plan/index.js';
 import { PLAN_STATUS_HEADER, stateFromSnapshot, type PlanSnapshot } from '../../src/projection/index.js';
 import { closeAfter, testConfig, testLogger, waitFor } from '../support/helpers.js';
@@ -53,8 +52,8 @@ describe('projector fencing', () => {
     const seqBeforeFence = Math.max(...beforeFence.map((s) => s.seq));
 
     // A new owner of partition pa (as another projector of the group would) initialises its writer id.
-    const usurper = closeAfter(ledger.kafka.producer({ transactionalId: `${ledger.topics.projectorGroup}.p${pa}`, idempotent: true, maxInFlightRequests: 1 }));
-    await connectFenced(usurper);
+    const usurper = closeAfter(ledger.kafka.fencedWriter(`${ledger.topics.projectorGroup}.p${pa}`));
+    await usurper.connect();
 
     // The rest of both plans: the fenced projector applies them, but only pb's snapshots may land.
     for (let i = half; i < stepsA.length; i++) await writer.run([...stepsA[i]!, ...(stepsB[i] ?? [])]);
@@ -94,7 +93,7 @@ describe('projector fencing', () => {
     const tx = await usurper.transaction();
     await expect(
       (async () => {
-        await tx.send({ topic: ledger.topics.snapshots, messages: [{ key: a, value: Buffer.from('stale'), partition: pa, headers: { [PLAN_STATUS_HEADER]: 'running' } }] });
+        await tx.send(ledger.topics.snapshots, [{ key: a, value: Buffer.from('stale'), partition: pa, headers: { [PLAN_STATUS_HEADER]: 'running' } }]);
         await tx.commit();
       })(),
     ).rejects.toThrow();

@@ -2,9 +2,9 @@
 // stalled, the service healthy, every other plan unaffected — also across a restart.
 import { describe, expect, it } from 'vitest';
 import { startProjector, type ProjectorHandle } from '../../projector/index.js';
-import { partitionFor } from '../../src/kafka/partitioner.js';
+import { partitionFor } from '../../src/kafka/index.js';
 import { readDeadLetters } from '../../src/projection/index.js';
-import { randomPrefix, testConfig, testLogger, waitFor } from '../support/helpers.js';
+import { testConfig, testLogger, waitFor } from '../support/helpers.js';
 import { cleanup, commands, items, LedgerWriter, testLedger, type TestLedger } from './support.js';
 
 async function projector(config: ReturnType<typeof testConfig>): Promise<ProjectorHandle> {
@@ -16,7 +16,7 @@ async function projector(config: ReturnType<typeof testConfig>): Promise<Project
 async function deadLetters(l: TestLedger) {
   const all = [];
   for (let partition = 0; partition < l.config.partitions; partition++) {
-    all.push(...(await readDeadLetters({ kafka: l.kafka, admin: l.admin, topic: l.topics.dlq, partition, groupPrefix: randomPrefix('dlq') })).map((d) => ({ ...d, partition })));
+    all.push(...(await readDeadLetters({ kafka: l.kafka, topic: l.topics.dlq, partition })).map((d) => ({ ...d, partition })));
   }
   return all;
 }

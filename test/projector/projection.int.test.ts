@@ -148,7 +148,7 @@ describe('projector projection', () => {
     let fromSnapshot = 0;
     const restored = new Map<string, string>();
     for (let partition = 0; partition < config.partitions; partition++) {
-      const r = await restorePartition({ kafka: ledger.kafka, admin: ledger.admin, codec: ledger.codec, config, partition, logger: testLogger });
+      const r = await restorePartition({ kafka: ledger.kafka, codec: ledger.codec, config, partition, logger: testLogger });
       expect(r.watermark).not.toBeNull();
       replayed += r.eventsReplayed;
       fromSnapshot += r.fromSnapshot;

@@ -17,7 +17,7 @@ import {
   stateFromSnapshot,
   WATERMARK_KEY,
 } from '../../src/projection/index.js';
-import type { LogRecord } from '../../src/kafka/log-reader.js';
+import type { LogRecord } from '../../src/kafka/index.js';
 import { testConfig, testLogger, waitFor } from '../support/helpers.js';
 import { cleanup, commands, readAll, testLedger, type TestLedger } from './support.js';
 
@@ -64,11 +64,10 @@ class BigWriter {
       out.push(...d.events);
     }
     for (let i = 0; i < out.length; i += 300) {
-      await this.l.producer.send({
-        topic: this.l.topics.events,
-        acks: -1,
-        messages: out.slice(i, i + 300).map((e) => ({ key: eventKey(e.planId, e.seq), value: this.l.codec.encodeEvent(e), partition: partitionFor(e.planId, this.l.config.partitions) })),
-      });
+      await this.l.writer.send(
+        this.l.topics.events,
+        out.slice(i, i + 300).map((e) => ({ key: eventKey(e.planId, e.seq), value: this.l.codec.encodeEvent(e), partition: partitionFor(e.planId, this.l.config.partitions) })),
+      );
     }
     return out;
   }
@@ -150,7 +149,7 @@ describe('chunked snapshots', () => {
     expect(latest.get(small!)?.headers[SNAPSHOT_CHUNKS_HEADER]).toBeUndefined(); // small plans stay one record
 
     // restorePartition (the executor's restore too) reads the plan back from its chunks, not from its events.
-    const r = await restorePartition({ kafka: ledger.kafka, admin: ledger.admin, codec: ledger.codec, config, partition: p, logger: testLogger });
+    const r = await restorePartition({ kafka: ledger.kafka, codec: ledger.codec, config, partition: p, logger: testLogger });
     expect(r.warnings).toEqual([]);
     expect(r.fromSnapshot).toBe(2);
     expect(r.eventsReplayed).toBe(0);
@@ -196,11 +195,11 @@ describe('chunked snapshots', () => {
     for (const [key, r] of live) if (parseSnapshotChunkKey(key)?.planId === big) expect(r.value, key).toBeNull();
 
     const expected = stateDigest(writer.states.get(big)!);
-    const loaded = await restorePartition({ kafka: ledger.kafka, admin: ledger.admin, codec: ledger.codec, config, partition: p, logger: testLogger });
+    const loaded = await restorePartition({ kafka: ledger.kafka, codec: ledger.codec, config, partition: p, logger: testLogger });
     expect(loaded.warnings).toEqual([]);
     expect(stateDigest(loaded.plans.get(big)!)).toBe(expected);
     // The executor's way: archive deferred, finished plans dormant; the raw value it decodes is whole.
-    const deferred = await restorePartition({ kafka: ledger.kafka, admin: ledger.admin, codec: ledger.codec, config, partition: p, logger: testLogger, archive: 'defer', dormantStatuses: ['completed', 'cancelled'] });
+    const deferred = await restorePartition({ kafka: ledger.kafka, codec: ledger.codec, config, partition: p, logger: testLogger, archive: 'defer', dormantStatuses: ['completed', 'cancelled'] });
     expect(deferred.plans.has(big)).toBe(false);
     const raw = await deferred.archived.value(big);
     const check = stateFromSnapshot(await ledger.codec.decodeSnapshot(raw!));
@@ -272,7 +271,7 @@ describe('chunked snapshots', () => {
     await failing.stop();
 
     // Readers replay the exceptions from their offset and trust the rest: every digest as a replay.
-    const r = await restorePartition({ kafka: ledger.kafka, admin: ledger.admin, codec: ledger.codec, config, partition: p, logger: testLogger });
+    const r = await restorePartition({ kafka: ledger.kafka, codec: ledger.codec, config, partition: p, logger: testLogger });
     expect(r.warnings).toEqual([]);
     expect(r.watermark).toBe(lastOffset);
     expect([...r.snapshotExceptions.keys()].sort()).toEqual([refused!, hooked!].sort());
@@ -295,7 +294,7 @@ describe('chunked snapshots', () => {
       },
       { timeoutMs: 60_000, intervalMs: 300, message: 'the exceptions clear once the plans are snapshotted' },
     );
-    const after = await restorePartition({ kafka: ledger.kafka, admin: ledger.admin, codec: ledger.codec, config, partition: p, logger: testLogger });
+    const after = await restorePartition({ kafka: ledger.kafka, codec: ledger.codec, config, partition: p, logger: testLogger });
     expect(after.fromSnapshot).toBe(onPartition.length);
     expect(after.eventsReplayed).toBe(0);
     expect(stateDigest(after.plans.get(refused!)!)).toBe(stateDigest(writer.states.get(refused!)!));

@@ -2,12 +2,9 @@
 // domain's own `decide` and appends them to the real events topic, encoded with the real codec, on the
 // plan's partition — what an executor does, minus the tools.
 import { onTestFinished } from 'vitest';
-import type { Kafka, Producer } from 'kafkajs';
 import { createCodec, type LedgerCodec } from '../../src/codec/index.js';
 import { topicNames, type LedgerConfig } from '../../src/config.js';
-import { readToEnd, type LogRecord } from '../../src/kafka/log-reader.js';
-import { eventKey, partitionFor } from '../../src/kafka/partitioner.js';
-import { ensurePlanTopics } from '../../src/kafka/topics.js';
+import { ensurePlanTopics, ensureTopics, eventKey, partitionFor, planTopicSpecs, type KafkaClient, type LogRecord, type RecordWriter } from '../../src/kafka/index.js';
 import {
   decide,
   evolve,
@@ -18,28 +15,33 @@ import {
   type PlanEvent,
   type PlanState,
 } from '../../src/plan/index.js';
-import { closeAfter, randomPrefix, testAdmin, testKafka } from '../support/helpers.js';
+import { closeAfter, readAll as readTopic, testAdmin, testKafka, withPromptCompaction, type TestAdmin } from '../support/helpers.js';
 
 export interface TestLedger {
   config: LedgerConfig;
-  kafka: Kafka;
-  admin: Awaited<ReturnType<typeof testAdmin>>;
+  kafka: KafkaClient;
+  admin: TestAdmin;
   codec: LedgerCodec;
-  producer: Producer;
+  writer: RecordWriter;
   topics: ReturnType<typeof topicNames>;
 }
 
-/** Topics (deleted when the test ends), a codec and an idempotent producer on a fresh prefix. */
-export async function testLedger(config: LedgerConfig): Promise<TestLedger> {
+/**
+ * Topics (deleted when the test ends), a codec and an idempotent writer on a fresh prefix. The topics
+ * named in `compactPromptly` are created first with cleaner settings that compact within a second or so.
+ */
+export async function testLedger(config: LedgerConfig, opts: { compactPromptly?: ReadonlyArray<keyof ReturnType<typeof topicNames>> } = {}): Promise<TestLedger> {
   const kafka = testKafka(config);
   const admin = await testAdmin(kafka);
   const topics = topicNames(config.topicPrefix);
+  const prompt = new Set<string>((opts.compactPromptly ?? []).map((k) => topics[k]));
+  if (prompt.size) await ensureTopics(admin, planTopicSpecs(config).filter((s) => prompt.has(s.topic)).map(withPromptCompaction));
   await ensurePlanTopics(admin, config);
   for (const t of await admin.listTopics()) if (t.startsWith(`${config.topicPrefix}.`)) admin.track(t);
   const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix });
-  const producer = closeAfter(kafka.producer({ idempotent: true, maxInFlightRequests: 1 }));
-  await producer.connect();
-  return { config, kafka, admin, codec, producer, topics };
+  const writer = closeAfter(kafka.writer());
+  await writer.connect();
+  return { config, kafka, admin, codec, writer, topics };
 }
 
 let n = 0;
@@ -124,20 +126,15 @@ export class LedgerWriter {
 
   async append(evs: PlanEvent[]): Promise<void> {
     if (evs.length === 0) return;
-    await this.l.producer.send({
-      topic: this.l.topics.events,
-      acks: -1,
-      messages: evs.map((e) => ({ key: eventKey(e.planId, e.seq), value: this.l.codec.encodeEvent(e), partition: partitionFor(e.planId, this.l.config.partitions) })),
-    });
+    await this.l.writer.send(
+      this.l.topics.events,
+      evs.map((e) => ({ key: eventKey(e.planId, e.seq), value: this.l.codec.encodeEvent(e), partition: partitionFor(e.planId, this.l.config.partitions) })),
+    );
   }
 
   /** Sends raw bytes as if they were an event of `planId` at `seq`. */
   async appendRaw(planId: string, seq: number, value: Buffer): Promise<void> {
-    await this.l.producer.send({
-      topic: this.l.topics.events,
-      acks: -1,
-      messages: [{ key: eventKey(planId, seq), value, partition: partitionFor(planId, this.l.config.partitions) }],
-    });
+    await this.l.writer.send(this.l.topics.events, [{ key: eventKey(planId, seq), value, partition: partitionFor(planId, this.l.config.partitions) }]);
   }
 
   /** The commands of a whole run of an execute-mode plan: every item through intent → result → settle. */
@@ -178,10 +175,8 @@ export async function interleave(writer: LedgerWriter, lifecycles: AnyCommand[][
   return appended;
 }
 
-export async function readAll(l: TestLedger, topic: string): Promise<LogRecord[]> {
-  const records: LogRecord[] = [];
-  await readToEnd({ kafka: l.kafka, admin: l.admin, topic, groupPrefix: randomPrefix('read'), onRecords: (r) => void records.push(...r) });
-  return records;
+export function readAll(l: TestLedger, topic: string): Promise<LogRecord[]> {
+  return readTopic(l.kafka, topic);
 }
 
 /** Runs `fn` when the test ends (e.g. stopping a projector). */

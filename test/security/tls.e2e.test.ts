@@ -8,7 +8,7 @@ import { connect as tlsConnect, type PeerCertificate } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectLedger, type Ledger } from '../../src/client/index.js';
 import { loadConfig, topicNames, type LedgerConfig } from '../../src/config.js';
-import { createKafka } from '../../src/kafka/client.js';
+import { createKafka, kafkaErrorName } from '../../src/kafka/index.js';
 import { provisionPrefix, stackDown, stackUp, type StackInfo, type StackUser } from '../../src/stack/stack.js';
 import { startExecutor, type ExecutorHandle } from '../../executor/index.js';
 import { tools } from '../fixtures/tools.js';
@@ -77,13 +77,13 @@ describe('stack up --sasl --tls', () => {
     const plan = await ledger.waitFor(planId, 'completed', { timeoutMs: 120_000 });
     expect(Object.values(plan.items).map((i) => i.status)).toEqual(['completed', 'completed']);
 
-    const producer = createKafka(configAs('client'), testLogger, 'tls-client-producer').producer({ retry: { retries: 0 } });
-    await producer.connect();
+    const writer = createKafka(configAs('client'), testLogger, 'tls-client-producer').writer();
+    await writer.connect();
     try {
-      const err = await producer.send({ topic: topicNames(prefix).events, acks: -1, messages: [{ key: 'forged', value: 'x', partition: 0 }] }).catch((e: unknown) => e);
-      expect((err as { type?: string }).type).toBe('TOPIC_AUTHORIZATION_FAILED');
+      const err = await writer.send(topicNames(prefix).events, [{ key: 'forged', value: 'x', partition: 0 }]).catch((e: unknown) => e);
+      expect(kafkaErrorName(err)).toBe('TOPIC_AUTHORIZATION_FAILED');
     } finally {
-      await producer.disconnect();
+      await writer.disconnect();
     }
   });
 });

@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { inject, onTestFinished } from 'vitest';
-import type { Admin, Kafka } from 'kafkajs';
+import { afterAll, inject, onTestFinished } from 'vitest';
 import { loadConfig, type LedgerConfig, type LedgerConfigInput } from '../../src/config.js';
-import { createKafka } from '../../src/kafka/client.js';
+import { createKafka, promptCompactionConfig, type KafkaClient, type LedgerAdmin, type LogRecord, type TopicSpec } from '../../src/kafka/index.js';
 import { createLogger, silentLogger, type Logger } from '../../src/logging.js';
 
 /** Silent; `TEST_LOG=debug` (or any pino level) shows what the services under test log. */
@@ -28,23 +27,52 @@ export function testConfig(overrides: LedgerConfigInput = {}): LedgerConfig {
   });
 }
 
-export function testKafka(config: LedgerConfig = testConfig()): Kafka {
-  return createKafka(config, testLogger, 'test');
+/** Clients made by {@link testKafka} in this test file: closed (their shared reader admin) when the file ends. */
+const clients = new Set<ReturnType<typeof createKafka>>();
+afterAll(async () => {
+  for (const k of clients) await k.close().catch(() => {});
+  clients.clear();
+});
+
+export function testKafka(config: LedgerConfig = testConfig()): KafkaClient {
+  const kafka = createKafka(config, testLogger, 'test');
+  clients.add(kafka);
+  return kafka;
 }
 
+export type TestAdmin = LedgerAdmin & { track(topic: string): void };
+
 /** An admin client that disconnects when the test ends, after deleting the topics it was told about. */
-export async function testAdmin(kafka: Kafka): Promise<Admin & { track(topic: string): void }> {
+export async function testAdmin(kafka: KafkaClient): Promise<TestAdmin> {
   const admin = kafka.admin();
   await admin.connect();
   const topics: string[] = [];
   onTestFinished(async () => {
-    if (topics.length) await admin.deleteTopics({ topics, timeout: 10_000 }).catch(() => {});
+    if (topics.length) await admin.deleteTopics(topics).catch(() => {});
     await admin.disconnect();
   });
   return Object.assign(admin, { track: (t: string) => void topics.push(t) });
 }
 
-/** Disconnects a client (producer, consumer, admin) when the test ends. */
+/** Every record of a topic (or of some of its partitions) up to its stable end, read_committed. */
+export async function readAll(kafka: KafkaClient, topic: string, partitions?: readonly number[]): Promise<LogRecord[]> {
+  const records: LogRecord[] = [];
+  await kafka.readToEnd({ topic, ...(partitions ? { partitions } : {}), onRecords: (r) => void records.push(...r) });
+  return records;
+}
+
+/**
+ * A topic spec with {@link promptCompactionConfig} over its own entries: the cleaner compacts it within a
+ * second or so of a segment roll. Create the topic with it before the ledger first ensures its topics
+ * (ensureTopics leaves an existing topic's config alone).
+ */
+export function withPromptCompaction(spec: TopicSpec): TopicSpec {
+  const entries = new Map((spec.configEntries ?? []).map((e) => [e.name, e.value]));
+  for (const e of promptCompactionConfig()) entries.set(e.name, e.value);
+  return { ...spec, configEntries: [...entries].map(([name, value]) => ({ name, value })) };
+}
+
+/** Disconnects a client (writer, admin) when the test ends. */
 export function closeAfter<T extends { disconnect(): Promise<void> }>(client: T): T {
   onTestFinished(async () => {
     await client.disconnect().catch(() => {});
