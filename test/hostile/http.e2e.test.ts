@@ -56,6 +56,8 @@ interface HttpCase {
 
 const badRequest: Expected = { kind: 'http', status: 400, errors: ['bad_request'] };
 const notFound: Expected = { kind: 'http', status: 404, errors: ['not_found'] };
+/** fastify's router answers before the API's handlers, in its own shape (`error` is the status text). */
+const routerRefused = (status: number): Expected => ({ kind: 'http', status, errors: ['Bad Request'] });
 
 /** Each stack gets its projector (the HTTP API under test). */
 const projectors = new WeakMap<HostileStack, ProjectorHandle>();
@@ -89,10 +91,12 @@ function httpCases(): HttpCase[] {
     const [segment, id] = ids[i % ids.length]!;
     const route = routes[i % routes.length]!;
     const body = JSON.stringify(b) ?? 'null';
-    // Every generated body breaks its route's schema (a record of digest, by and reason fits none of them;
-    // a bare JSON value is not an object of the route's fields), and the id is checked first: 400, or 404
-    // for a well-formed id no plan has.
-    out.push({ name: `POST /api/plans/${segment.slice(0, 40)}/${route} ${body.slice(0, 80)}`, path: () => `/api/plans/${segment}/${route}`, body, planId: null, partition: (n) => partitionFor(id, n), expected: [badRequest, notFound] });
+    // A path that is not UTF-8 is refused by the router (400 FST_ERR_BAD_URL), an id past the router's
+    // parameter length by it too (414); otherwise every generated body breaks its route's schema (a record
+    // of digest, by and reason fits none of them; a bare JSON value is not an object of the route's
+    // fields): 400, or 404 for a well-formed id no plan has.
+    const expected: Expected[] = segment.startsWith('%ED%A0%80') ? [routerRefused(400)] : id.length > 128 ? [routerRefused(414)] : [badRequest, notFound];
+    out.push({ name: `POST /api/plans/${segment.slice(0, 40)}/${route} ${body.slice(0, 80)}`, path: () => `/api/plans/${segment}/${route}`, body, planId: null, partition: (n) => partitionFor(id, n), expected });
   });
   // Raw bodies that are not JSON, or JSON of the wrong shape, or nested 5,000 levels.
   for (const raw of ['{', 'null', '[]', '"x"', '\u0000', '{"goal":"g","mode":"execute","items":[' + '['.repeat(5000) + ']'.repeat(5000) + ']}']) {
