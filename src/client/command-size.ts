@@ -12,6 +12,34 @@ function callerName(key: string): string {
   return key === 'inputJson' ? 'input' : key;
 }
 
+const wellFormed = (text: string): boolean => (text as string & { isWellFormed(): boolean }).isWellFormed();
+
+/**
+ * Where a command's data holds text with a lone surrogate (a string or an object key), or undefined. Such
+ * text has no UTF-8 form: Avro would write U+FFFD in its place and the ledger would record text other than
+ * the caller's, so the client refuses it before anything is sent.
+ */
+export function illFormedField(data: unknown): string | undefined {
+  const walk = (v: unknown, path: string): string | undefined => {
+    if (typeof v === 'string') return wellFormed(v) ? undefined : path;
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) {
+        const bad = walk(v[i], `${path}[${i}]`);
+        if (bad !== undefined) return bad;
+      }
+    } else if (typeof v === 'object' && v !== null) {
+      for (const [k, x] of Object.entries(v)) {
+        const at = path === '' ? callerName(k) : `${path}.${callerName(k)}`;
+        if (!wellFormed(k)) return at;
+        const bad = walk(x, at);
+        if (bad !== undefined) return bad;
+      }
+    }
+    return undefined;
+  };
+  return walk(data, '');
+}
+
 /** The largest string in a command's data and where it is (`items[3].input`), by UTF-8 bytes. */
 export function largestField(data: unknown): { field: string; bytes: number } {
   let best = { field: '', bytes: 0 };

@@ -30,7 +30,7 @@ import { evolveAll, evolveInPlace, isValidId, type ItemSpec, type CommandPayload
 import { toItemSpec, type ItemInput } from '../plan-input.js';
 import { traceHeaders } from '../trace-context.js';
 import type { PlanPage } from '../projection/query.js';
-import { assertCommandFits } from './command-size.js';
+import { assertCommandFits, illFormedField } from './command-size.js';
 import { FollowedPlans } from './followed.js';
 import { listPlansFromIndex, type PlanFilter } from './list-plans.js';
 import { PlanIndex } from './plan-index.js';
@@ -452,6 +452,8 @@ class LedgerClient implements Ledger {
    */
   private async send<K extends CommandType>(planId: string, type: K, data: CommandPayloads[K], opts: CommandOptions = {}): Promise<CommandOutcome> {
     checkPlanId(planId);
+    const illFormed = illFormedField(data);
+    if (illFormed !== undefined) throw new LedgerError('VALIDATION', `${illFormed}: must be well-formed Unicode (a lone surrogate has no UTF-8 form)`, { field: illFormed });
     const command = this.command(planId, type, data, opts.by);
     const { commandId } = command;
     const timeoutMs = opts.timeoutMs ?? 30_000;

@@ -1,6 +1,6 @@
 // Where a command too large for the commands topic is too large: the field named in PAYLOAD_TOO_LARGE.
 import { describe, expect, it } from 'vitest';
-import { assertCommandFits, largestField, RECORD_OVERHEAD_BYTES } from '../../src/client/command-size.js';
+import { assertCommandFits, illFormedField, largestField, RECORD_OVERHEAD_BYTES } from '../../src/client/command-size.js';
 import { isLedgerError } from '../../src/errors.js';
 import type { PlanCommand } from '../../src/plan/index.js';
 
@@ -33,5 +33,15 @@ describe('assertCommandFits', () => {
     const e = error as { details: Record<string, unknown>; message: string };
     expect(e.details).toMatchObject({ field: 'items[0].input', bytes: 1002, size: limit, limit: limit - 1, command: 'AddItems', planId: 'p' });
     expect(e.message).toBe(`AddItems for plan p is ${limit} bytes encoded, over the commands topic's max.message.bytes (${limit - 1}); its largest field is items[0].input (1002 bytes)`);
+  });
+});
+
+describe('illFormedField', () => {
+  it('names the first string or key holding a lone surrogate, and nothing for well-formed text', () => {
+    expect(illFormedField({ goal: 'ok 😀', labels: { team: 'مرحبا' }, items: [item('a', '{"k":"\\ud800"}')] })).toBeUndefined(); // escaped in canonical JSON: fine
+    expect(illFormedField({ goal: '\ud800' })).toBe('goal');
+    expect(illFormedField({ goal: 'g', items: [item('a', '{}'), item('b', '{}', 'tail \udfff')] })).toBe('items[1].why');
+    expect(illFormedField({ labels: { 'tail \udfff': 'v' } })).toBe('labels.tail \udfff');
+    expect(illFormedField({ labels: { k: 'mixed \ud83d\ude00 and \ud83d' } })).toBe('labels.k');
   });
 });

@@ -127,6 +127,49 @@ export type Ending =
   | { kind: 'broker'; message: string } // the broker refused the record itself (nothing to dead-letter)
   | { kind: 'violation'; message: string }; // none of the above: a bug
 
+/**
+ * An ending a case accepts, listed per case (test/hostile/commands.ts): a valid command completes; an
+ * invalid one is refused with one of the named codes, or accepted and then failed with one of the named
+ * item codes. Anything else — an invalid command that completes, a code not listed — is a violation.
+ */
+export type Expected =
+  | { readonly kind: 'completed' }
+  | { readonly kind: 'rejected'; readonly codes: readonly string[] } // CommandRejected codes
+  | { readonly kind: 'error'; readonly codes: readonly string[] } // LedgerError codes thrown before anything is appended
+  | { readonly kind: 'failed'; readonly codes: readonly string[] } // accepted; the plan failed, every failed item with one of these codes
+  | { readonly kind: 'http'; readonly status: number; readonly errors: readonly string[] }; // an HTTP 4xx answer with one of these `error`s
+
+function matches(ending: Ending, e: Expected): boolean {
+  switch (e.kind) {
+    case 'completed':
+      return ending.kind === 'plan' && ending.status === 'completed';
+    case 'rejected':
+      return ending.kind === 'rejected' && e.codes.includes(ending.code);
+    case 'error':
+      return ending.kind === 'error' && e.codes.includes(ending.code);
+    case 'failed':
+      return ending.kind === 'plan' && ending.status === 'failed' && ending.failedCodes.length > 0 && ending.failedCodes.every((c) => e.codes.includes(c));
+    case 'http':
+      return ending.kind === 'http' && ending.status === e.status && e.errors.includes(ending.error);
+  }
+}
+
+export function describeExpected(e: Expected): string {
+  return e.kind === 'completed' ? 'completed' : e.kind === 'http' ? `HTTP ${e.status} ${e.errors.join('|')}` : `${e.kind} ${e.codes.join('|')}`;
+}
+
+/**
+ * The ending as judged against the case's list: unchanged when it is one of them, else a violation that
+ * names what happened and what was accepted (an invalid command accepted and completed says so).
+ */
+export function judge(ending: Ending, expected: readonly Expected[]): Ending {
+  if (ending.kind === 'violation' || expected.some((e) => matches(ending, e))) return ending;
+  const completed = ending.kind === 'plan' && ending.status === 'completed';
+  const invalid = !expected.some((e) => e.kind === 'completed');
+  const what = completed && invalid ? 'an invalid command was accepted and completed' : `unexpected ending ${JSON.stringify(ending)}`;
+  return { kind: 'violation', message: `${what}; expected ${expected.map(describeExpected).join(' or ')}`.slice(0, 500) };
+}
+
 /** Errors a client may end with that are not a clear answer: the command went unanswered or blew up. */
 const UNCLEAR_CODES = new Set(['TIMEOUT', 'UNAVAILABLE', 'INTERNAL']);
 
