@@ -108,6 +108,10 @@ function outcomeOf(e: PlanEvent): string | null {
       return `checkpoint ${e.data.checkpoint}`;
     case 'EvidenceRecorded':
       return `evidence:${e.data.name}`;
+    case 'WaitStarted':
+      return `waiting:${e.data.signal}`;
+    case 'ItemSignalled':
+      return `signalled:${e.data.signal}`;
     case 'ItemAdded':
     case 'IntentRecorded':
       return null;

@@ -22,7 +22,10 @@ export const ADDED_PAYLOAD_FIELDS: Readonly<Partial<Record<PlanEvent['type'], re
  * ItemAdded was written.
  */
 export const ADDED_NESTED_FIELDS: Readonly<Partial<Record<PlanEvent['type'], readonly (readonly [string, string])[]>>> = Object.freeze({
-  ItemAdded: [['item', 'secret']],
+  ItemAdded: [
+    ['item', 'secret'],
+    ['item', 'wait'],
+  ],
 });
 
 function hasNull(o: unknown, key: string): boolean {

@@ -110,6 +110,10 @@ export function summarizeEvent(e: PlanEvent): string {
       return `item ${e.data.itemId} attempt ${e.data.attempt} checkpoint ${e.data.checkpoint}: ${preview(e.data.stateJson)}`;
     case 'EvidenceRecorded':
       return `item ${e.data.itemId} attempt ${e.data.attempt} evidence "${e.data.name}": ${preview(e.data.valueJson)}`;
+    case 'WaitStarted':
+      return `item ${e.data.itemId} attempt ${e.data.attempt} waits for signal ${e.data.signal} ${e.data.deadline === null ? 'no deadline' : `deadline ${new Date(e.data.deadline).toISOString()}`}, ${e.data.executorId}`;
+    case 'ItemSignalled':
+      return `item ${e.data.itemId} attempt ${e.data.attempt} signalled ${e.data.signal} by ${e.actor} (signal id ${e.data.signalId}): ${preview(e.data.dataJson)}`;
   }
 }
 

@@ -64,6 +64,16 @@ export interface RetryItem {
   itemId: string;
 }
 
+/** Deliver a named signal to the plan's items waiting for it. Rejected with NOT_WAITING when none waits, DUPLICATE_SIGNAL when signalId was delivered before. */
+export interface SignalItem {
+  /** The signal's name. */
+  signal: string;
+  /** The signal's own id (1..256 chars), its idempotency key within the plan. */
+  signalId: string;
+  /** The signal's data as canonical JSON. */
+  dataJson: string;
+}
+
 /** One approver approved the plan at this digest, but the policy needs more distinct approvers: the plan stays proposed. The approval that completes the count is PlanApproved. */
 export interface ApprovalRecorded {
   digest: string;
@@ -166,6 +176,19 @@ export interface ItemRetryScheduled {
   manual: boolean;
 }
 
+/** A signal arrived for a waiting item: the attempt succeeded with the signal's data as its output (ItemCompleted follows). */
+export interface ItemSignalled {
+  /** The item this event is about. */
+  itemId: string;
+  /** Attempt number, 1-based. */
+  attempt: number;
+  signal: string;
+  /** The signal's own id: a second delivery with the same id is DUPLICATE_SIGNAL. */
+  signalId: string;
+  /** The signal's data as canonical JSON; the item's output. */
+  dataJson: string;
+}
+
 /** An operator approved the plan at this digest. */
 export interface PlanApproved {
   digest: string;
@@ -232,6 +255,20 @@ export interface ResultCommitted {
   followUpIds: string[];
 }
 
+/** A wait item's attempt started waiting for its signal; no tool runs. The deadline is recorded, so whichever executor owns the plan fires the timeout. */
+export interface WaitStarted {
+  /** The item this event is about. */
+  itemId: string;
+  /** Attempt number, 1-based. */
+  attempt: number;
+  /** The signal the attempt waits for. */
+  signal: string;
+  /** Epoch ms after which the attempt fails with WAIT_TIMEOUT; null = none. */
+  deadline: number | null;
+  /** The executor that started the wait. */
+  executorId: string;
+}
+
 /** A plan's state as of one event. Topic <prefix>.plan-snapshots (compacted), key planId, written by the projector. Restore = this snapshot + the events after eventsOffset. */
 export interface PlanSnapshot {
   planId: string;
@@ -293,6 +330,8 @@ export interface ItemSpec {
   retry: RetryPolicy | null;
   /** Dotted paths into the input and output JSON whose values are secret (e.g. card.number): shown as "[secret]" in logs, the API, the dashboard and the CLI; the tool gets the real value. null = none. */
   secret?: string[] | null;
+  /** Set for a wait item: it completes when the named signal arrives (its data is the item's output); its tool is never invoked. null = a tool item. */
+  wait?: WaitSpec | null;
 }
 
 /** Result of one attempt. Terminal vs retryable is explicit. */
@@ -350,6 +389,8 @@ export const RejectionCode = {
   INVALID_STATE: 'INVALID_STATE',
   SELF_APPROVAL_FORBIDDEN: 'SELF_APPROVAL_FORBIDDEN',
   DUPLICATE_APPROVER: 'DUPLICATE_APPROVER',
+  NOT_WAITING: 'NOT_WAITING',
+  DUPLICATE_SIGNAL: 'DUPLICATE_SIGNAL',
 } as const;
 export type RejectionCode = (typeof RejectionCode)[keyof typeof RejectionCode];
 
@@ -360,6 +401,16 @@ export interface RetryPolicy {
   initialBackoffMs: number;
   backoffMultiplier: number;
   maxBackoffMs: number;
+}
+
+/** What a wait item waits for: a named signal (SignalItem), at most timeoutMs after its wait started. A wait item runs no tool and holds no tool slot while it waits. */
+export interface WaitSpec {
+  /** The signal's name (1..128 chars of [A-Za-z0-9._:-]). */
+  signal: string;
+  /** How long the wait may last; past it the attempt fails with WAIT_TIMEOUT (retryable: the item's retry policy applies). null = no timeout. */
+  timeoutMs: number | null;
+  /** What the wait asks for, shown to whoever answers it. */
+  prompt: string | null;
 }
 
 /** Metadata fields of the PlanEvent envelope (every field but the payload union). */
@@ -412,6 +463,8 @@ export interface EventPayloads {
   ApprovalRecorded: ApprovalRecorded;
   ItemCheckpointed: ItemCheckpointed;
   EvidenceRecorded: EvidenceRecorded;
+  WaitStarted: WaitStarted;
+  ItemSignalled: ItemSignalled;
 }
 export type EventType = keyof EventPayloads;
 
@@ -426,5 +479,6 @@ export interface CommandPayloads {
   RetryItem: RetryItem;
   ChildPlanFinished: ChildPlanFinished;
   ErasePlan: ErasePlan;
+  SignalItem: SignalItem;
 }
 export type CommandType = keyof CommandPayloads;
