@@ -81,4 +81,11 @@ export const createPlanBody = {
 export const approveBody = { type: 'object', required: ['digest'], additionalProperties: false, properties: { digest, by: actor, comment: text(10_000) } } as const;
 export const rejectBody = { type: 'object', required: ['reason'], additionalProperties: false, properties: { reason: text(10_000, 1), by: actor, digest } } as const;
 export const cancelBody = { type: 'object', required: ['reason'], additionalProperties: false, properties: { reason: text(10_000, 1), by: actor } } as const;
+export const signalParams = { type: 'object', required: ['id', 'name'], properties: { id, name: id } } as const;
+/** A signal's data (any JSON value, null when left out) and its own id (its idempotency key). */
+export const signalBody = {
+  type: ['object', 'null'],
+  additionalProperties: false,
+  properties: { data: {}, signalId: text(256, 1), by: actor },
+} as const;
 export const retryBody = { type: ['object', 'null'], additionalProperties: false, properties: { by: actor } } as const;

@@ -158,3 +158,42 @@ export const cancel = (planId: string, o: CommandOpts & { reason: string }) =>
 
 export const retry = (planId: string, itemId: string, o: CommandOpts) =>
   command(planId, o, (l) => l.retryItem(planId, itemId, { by: o.by, timeoutMs: o.timeout }), () => `item ${itemId} of plan ${planId} is pending again`);
+
+/** The signal data of `--data`: JSON text, `@file` read from a file, `@-` from stdin. */
+async function signalData(spec: string): Promise<unknown> {
+  let text = spec;
+  if (spec.startsWith('@')) {
+    const file = spec.slice(1);
+    try {
+      text = file === '-' ? await readStdin() : await readFile(file, 'utf8');
+    } catch (e) {
+      throw new LedgerError('VALIDATION', `cannot read signal data ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { field: 'data' });
+    }
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (e) {
+    throw new LedgerError('VALIDATION', `signal data is not JSON: ${(e as Error).message}`, { field: 'data' });
+  }
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+export const signal = async (planId: string, name: string, o: CommandOpts & { data: string; signalId?: string }) => {
+  const data = await signalData(o.data);
+  let completed: string[] = [];
+  await command(
+    planId,
+    o,
+    async (l) => {
+      const outcome = await l.signal(planId, name, data, { by: o.by, timeoutMs: o.timeout, ...(o.signalId ? { signalId: o.signalId } : {}) });
+      completed = outcome.events.flatMap((e) => (e.type === 'ItemSignalled' ? [e.data.itemId] : []));
+      return outcome;
+    },
+    () => `signal ${name} delivered to plan ${planId}: item${completed.length === 1 ? '' : 's'} ${completed.join(', ')} completed`,
+  );
+};

@@ -88,6 +88,19 @@ export function registerPlanCommands(program: Command): void {
     .addOption(json())
     .addHelpText('after', example('plan-ledger retry plan-mx1p8mq3-96272e4a refund-payment'))
     .action(async (planId: string, itemId: string, o) => (await import('./plan-actions.js')).retry(planId, itemId, o));
+
+  program
+    .command('signal')
+    .description('deliver a named signal to the items of a plan that wait for it (its data becomes their output)')
+    .argument('<planId>')
+    .argument('<name>', 'the signal name the wait items wait for')
+    .option('--data <json|@file>', 'the signal data: JSON text, or @file to read it from a file (- for stdin)', 'null')
+    .option('--signal-id <id>', "the signal's own id: a second delivery with the same id is rejected (DUPLICATE_SIGNAL)")
+    .option('--by <name>', 'who sends the signal, recorded in the ledger', process.env.USER || 'operator')
+    .addOption(timeout())
+    .addOption(json())
+    .addHelpText('after', example('plan-ledger signal plan-mx1p8mq3-96272e4a customer-reply --data @reply.json --signal-id mail-4411'))
+    .action(async (planId: string, name: string, o) => (await import('./plan-actions.js')).signal(planId, name, o));
 }
 
 export function registerAuditCommands(program: Command): void {

@@ -26,7 +26,7 @@ import {
   type RecordWriter,
 } from '../kafka/index.js';
 import { silentLogger, type Logger } from '../logging.js';
-import { evolveAll, evolveInPlace, isValidId, type ItemSpec, type CommandPayloads, type CommandType, type PlanCommand, type PlanEvent, type PlanMode, type PlanState, type PlanStatus } from '../plan/index.js';
+import { canonicalJson, evolveAll, evolveInPlace, isValidId, type ItemSpec, type CommandPayloads, type CommandType, type PlanCommand, type PlanEvent, type PlanMode, type PlanState, type PlanStatus } from '../plan/index.js';
 import { toItemSpec, type ItemInput } from '../plan-input.js';
 import { traceHeaders } from '../trace-context.js';
 import type { PlanPage } from '../projection/query.js';
@@ -107,6 +107,16 @@ export interface Ledger {
   reject(planId: string, reason: string, opts?: CommandOptions & { digest?: string }): Promise<CommandOutcome>;
   cancel(planId: string, reason?: string, opts?: CommandOptions): Promise<CommandOutcome>;
   retryItem(planId: string, itemId: string, opts?: CommandOptions): Promise<CommandOutcome>;
+  /**
+   * Delivers signal `name` with `data` (any JSON value; it becomes the output of each item waiting for the
+   * name) to a plan: its events are `ItemSignalled` + `ItemCompleted` per waiting item, the actor `by`.
+   * Idempotent by `signalId` (default: a fresh id): a second delivery with the same id is `REJECTED` with
+   * code `DUPLICATE_SIGNAL`; a signal no item waits for now is `REJECTED` with `NOT_WAITING`, an unknown plan
+   * `PLAN_NOT_FOUND` — each recorded in the plan's chain as a `CommandRejected`, never dropped.
+   *
+   * @example await ledger.signal(planId, 'customer-reply', { address: '1 Main St' }, { signalId: 'webhook-8121' });
+   */
+  signal(planId: string, name: string, data: unknown, opts?: CommandOptions & { signalId?: string }): Promise<CommandOutcome>;
   /**
    * Erases a plan through its owning executor (the only writer of its partition): in one transaction it
    * tombstones every event key `planId:1..seq` and the plan's snapshot and archive record, and records a
@@ -530,6 +540,17 @@ class LedgerClient implements Ledger {
 
   retryItem(planId: string, itemId: string, opts?: CommandOptions) {
     return this.send(planId, 'RetryItem', { itemId }, opts);
+  }
+
+  signal(planId: string, name: string, data: unknown, opts: CommandOptions & { signalId?: string } = {}) {
+    let dataJson: string;
+    try {
+      dataJson = canonicalJson(data === undefined ? null : data);
+    } catch (e) {
+      throw new LedgerError('VALIDATION', `signal data: ${(e as Error).message}`, { field: 'data' });
+    }
+    const signalId = opts.signalId ?? `signal-${Date.now().toString(36)}-${randomBytes(6).toString('hex')}`;
+    return this.send(planId, 'SignalItem', { signal: name, signalId, dataJson }, opts);
   }
 
   async erase(planId: string, opts: EraseOptions = {}): Promise<EraseOutcome> {

@@ -715,15 +715,16 @@ function waitingFor(s: PlanState, signal: string): ItemState[] {
 /**
  * A signal for the items waiting for it: each gets `ItemSignalled` (its attempt succeeded, the data its
  * output) and `ItemCompleted`, then the plan settles as after any completion. Idempotent by `signalId`
- * (DUPLICATE_SIGNAL names the first delivery); NOT_WAITING when no item waits for the name now (pending,
+ * (DUPLICATE_SIGNAL names the first delivery, also once the plan finished); NOT_WAITING when no item waits for the name now (pending,
  * already signalled, timed out, or no such wait) — a signal is never dropped silently.
  */
 function signalItem(out: Emitter, s: PlanState, data: SignalItem, limits: DecideLimits): void {
-  requireNotFinished(s, true);
   if (!isValidId(data.signal)) reject('INVALID_FIELD', 'data.signal must be 1..128 chars of [A-Za-z0-9._:-]', 'data.signal');
   if (data.signalId.trim() === '' || data.signalId.length > 256) reject('INVALID_FIELD', 'data.signalId must be 1..256 characters', 'data.signalId');
+  // Before PLAN_FINISHED: a redelivered signal is told it was delivered, even once the plan it finished is over.
   const first = s.signals !== undefined && Object.prototype.hasOwnProperty.call(s.signals, data.signalId) ? s.signals[data.signalId] : undefined;
   if (first !== undefined) reject('DUPLICATE_SIGNAL', `signal ${data.signalId} was delivered to plan ${s.planId} at seq ${first}`, 'data.signalId');
+  requireNotFinished(s, true);
   checkJson(data.dataJson, 'data.dataJson', limits);
   const items = waitingFor(s, data.signal);
   if (items.length === 0) {

@@ -154,6 +154,8 @@ describe('SignalItem', () => {
     const done = extend(waiting([reply]), [signal('customer-reply', 1, 's1')]);
     expect(stateOf(done).status).toBe('completed');
     given(done).when(signal('customer-reply', 1, 's2')).thenRejects('PLAN_FINISHED');
+    // A redelivery of the signal that finished the plan is still told it was delivered.
+    given(done).when(signal('customer-reply', 1, 's1')).thenRejects('DUPLICATE_SIGNAL', 'data.signalId');
   });
   it('the data is checked like any payload: canonical JSON, size; the ids like any id', () => {
     given(waiting()).when(command('SignalItem', { signal: 'customer-reply', signalId: 's', dataJson: '{ "a": 1 }' })).thenRejects('INVALID_FIELD', 'data.dataJson');

@@ -6,7 +6,7 @@ import type { Logger } from '../../../src/logging.js';
 import type { ProjectionService } from '../../projector.js';
 import type { CommandSubmitter } from '../index.js';
 import { notFound, sendOutcome } from '../errors.js';
-import { approveBody, cancelBody, createPlanBody, itemParams, planParams, rejectBody, retryBody } from '../schemas.js';
+import { approveBody, cancelBody, createPlanBody, itemParams, planParams, rejectBody, retryBody, signalBody, signalParams } from '../schemas.js';
 
 export interface PlanWriteOptions {
   readonly service: ProjectionService;
@@ -52,5 +52,15 @@ export const planWriteRoutes: FastifyPluginAsync<PlanWriteOptions> = async (app,
     }
     const by = actor(req);
     return submit(reply, (s) => s.retryItem(planId, itemId, { by }));
+  });
+
+  // A signal for the plan's items waiting for `name`; the token's principal is the recorded signaller. A plan
+  // or name that is not waiting is answered with the ledger's code (409 NOT_WAITING, DUPLICATE_SIGNAL).
+  app.post('/api/plans/:id/signals/:name', { schema: { params: signalParams, body: signalBody } }, async (req, reply) => {
+    const { id: planId, name } = req.params as { id: string; name: string };
+    if (!model.has(planId)) return notFound(reply, planId);
+    const body = (req.body ?? {}) as { data?: unknown; signalId?: string };
+    const by = actor(req);
+    return submit(reply, (s) => s.signal(planId, name, body.data ?? null, { by, ...(body.signalId ? { signalId: body.signalId } : {}) }));
   });
 };
