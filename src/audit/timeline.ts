@@ -112,6 +112,8 @@ function outcomeOf(e: PlanEvent): string | null {
       return `waiting:${e.data.signal}`;
     case 'ItemSignalled':
       return `signalled:${e.data.signal}`;
+    case 'ItemInherited':
+      return 'inherited';
     case 'ItemAdded':
     case 'IntentRecorded':
       return null;

@@ -197,3 +197,28 @@ export const signal = async (planId: string, name: string, o: CommandOpts & { da
     () => `signal ${name} delivered to plan ${planId}: item${completed.length === 1 ? '' : 's'} ${completed.join(', ')} completed`,
   );
 };
+
+/** `--set item.input=<json|@file>` pairs as the inputs they set, by item id. */
+async function forkInputs(pairs: readonly string[]): Promise<Record<string, unknown>> {
+  const out: Record<string, unknown> = {};
+  for (const pair of pairs) {
+    const m = /^([A-Za-z0-9._:-]{1,128})\.input=(.*)$/s.exec(pair);
+    if (!m) throw new LedgerError('VALIDATION', `--set must be <item>.input=<json|@file>, got ${JSON.stringify(pair.slice(0, 80))}`, { field: 'set' });
+    out[m[1]!] = await signalData(m[2]!);
+  }
+  return out;
+}
+
+export const fork = async (source: string, o: CommandOpts & { at: string; set: string[]; id?: string; mode?: 'propose' | 'execute' }) => {
+  const set = await forkInputs(o.set);
+  await withLedger(async (ledger) => {
+    const outcome = await ledger.fork(source, { at: o.at, set, by: o.by, timeoutMs: o.timeout, ...(o.id ? { planId: o.id } : {}), ...(o.mode ? { mode: o.mode } : {}) });
+    const s = await current(ledger, outcome.planId);
+    const inherited = outcome.events.filter((e) => e.type === 'ItemInherited').length;
+    if (o.json) json({ ...commandJson(outcome, s), forkedFrom: outcome.forkedFrom, inherited });
+    else
+      out(
+        `plan ${outcome.planId} forked from ${source} at seq ${outcome.forkedFrom.seq} (hash ${outcome.forkedFrom.chainHead.slice(0, 16)}): ${inherited} item${inherited === 1 ? '' : 's'} inherited, ${s.itemOrder.length - inherited} to run  (status ${paintStatus(painter(), s.status)}, seq ${s.seq})`,
+      );
+  });
+};

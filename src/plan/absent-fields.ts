@@ -8,7 +8,10 @@
  */
 export function dropNullItemFields(data: unknown): void {
   if (typeof data !== 'object' || data === null) return;
-  const d = data as { items?: unknown; followUps?: unknown; item?: unknown };
+  const d = data as { items?: unknown; followUps?: unknown; item?: unknown; forkedFrom?: unknown; inherited?: unknown };
+  // Likewise a plan's fork origin (PlanCreated, CreatePlan) and a CreatePlan's inherited outputs.
+  if (d.forkedFrom === null) delete d.forkedFrom;
+  if (d.inherited === null) delete d.inherited;
   if (hasNullAdded(d.item)) d.item = withoutNullAdded(d.item);
   for (const list of [d.items, d.followUps]) {
     if (!Array.isArray(list)) continue;

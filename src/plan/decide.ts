@@ -30,6 +30,8 @@ import type {
   CommandPayloads,
   CreatePlan,
   ErasePlan,
+  ForkOrigin,
+  InheritedOutput,
   ItemError,
   ItemSpec,
   ProposePlan,
@@ -397,12 +399,44 @@ function createPlan(out: Emitter, data: CreatePlan, limits: DecideLimits, policy
     if (!isValidId(data.parent.itemId)) reject('INVALID_FIELD', 'data.parent.itemId is not a valid id', 'data.parent.itemId');
   }
   validateItems(undefined, data.items, 'data.items', limits);
+  const forkedFrom = data.forkedFrom ?? null;
+  const inherited = data.inherited ?? [];
+  if (forkedFrom !== null) checkFork(forkedFrom, data, inherited, limits);
+  else if (inherited.length > 0) reject('INVALID_FIELD', 'data.inherited needs data.forkedFrom', 'data.inherited');
   const decision = policy === undefined ? null : evaluatePolicy(policy, { labels: data.labels, items: data.items, itemCount: data.items.length });
-  out.emit({ type: 'PlanCreated', data: { goal: data.goal, mode: data.mode, labels: data.labels, parent: data.parent, policy: decision } });
+  out.emit({ type: 'PlanCreated', data: { goal: data.goal, mode: data.mode, labels: data.labels, parent: data.parent, policy: decision, ...(forkedFrom !== null ? { forkedFrom } : {}) } });
   for (const item of data.items) out.emit({ type: 'ItemAdded', data: { item, followUpOf: null } });
+  // A fork's items finished before its fork point: completed with the source's outputs, never run again.
+  for (const i of inherited) out.emit({ type: 'ItemInherited', data: { itemId: i.itemId, outputJson: i.outputJson } });
   // An execute plan the policy covers does not run: it is proposed at once (the client's mode cannot bypass
   // the policy). A propose plan is proposed by its client, as always.
   if (decision?.required === true && data.mode === 'execute') proposeForPolicy(out, decision);
+}
+
+/**
+ * A fork's origin and inherited items: the origin names a valid plan (not the new one), a seq and a sha256
+ * hash; each inherited item is one of the fork's items, once, with every dependency inherited too (it
+ * finished, so they had), and at least one item is left to run.
+ */
+function checkFork(origin: ForkOrigin, data: CreatePlan, inherited: readonly InheritedOutput[], limits: DecideLimits): void {
+  if (!isValidId(origin.planId) || isReservedPlanId(origin.planId)) reject('INVALID_FIELD', 'data.forkedFrom.planId is not a valid plan id', 'data.forkedFrom.planId');
+  if (!Number.isSafeInteger(origin.seq) || origin.seq < 1) reject('INVALID_FIELD', 'data.forkedFrom.seq must be a seq (>= 1)', 'data.forkedFrom.seq');
+  if (!/^[0-9a-f]{64}$/.test(origin.chainHead)) reject('INVALID_FIELD', 'data.forkedFrom.chainHead must be a sha256 hash (64 hex digits)', 'data.forkedFrom.chainHead');
+  if (data.parent !== null) reject('INVALID_FIELD', 'a fork is not a child plan', 'data.parent');
+  const specs = new Map(data.items.map((it) => [it.id, it]));
+  const kept = new Set<string>();
+  inherited.forEach((i, n) => {
+    const f = `data.inherited[${n}]`;
+    if (!specs.has(i.itemId)) reject('ITEM_NOT_FOUND', `inherited item ${i.itemId} is not an item of the fork`, `${f}.itemId`);
+    if (kept.has(i.itemId)) reject('INVALID_FIELD', `${f} repeats ${i.itemId}`, `${f}.itemId`);
+    kept.add(i.itemId);
+    checkJson(i.outputJson, `${f}.outputJson`, limits);
+  });
+  inherited.forEach((i, n) => {
+    const open = specs.get(i.itemId)!.dependsOn.filter((d) => !kept.has(d));
+    if (open.length > 0) reject('INVALID_FIELD', `inherited item ${i.itemId} depends on ${open.join(', ')}, which the fork runs again`, `data.inherited[${n}].itemId`);
+  });
+  if (data.items.length > 0 && kept.size === data.items.length) reject('INVALID_FIELD', 'every item is inherited: the fork has nothing to run', 'data.inherited');
 }
 
 /** Pauses (or opens) the plan for review at the digest after the events so far: PlanProposed with the decision. */

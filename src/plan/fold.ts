@@ -72,6 +72,8 @@ function causedByClientCommand(event: PlanEvent, lookup: (id: string) => ItemSta
       return true; // SignalItem
     case 'WaitStarted':
       return false; // RecordIntent of a wait item
+    case 'ItemInherited':
+      return false; // follows its fork's PlanCreated
     case 'ResultCommitted': {
       // ChildPlanFinished commits the result of a delegated attempt; CommitResult is refused for those.
       const item = lookup(event.data.itemId);
@@ -224,6 +226,7 @@ export class Fold {
           s.createdBy = event.actor;
           s.policy = { ...event.data.policy, seq: event.seq };
         }
+        if (event.data.forkedFrom != null) s.forkedFrom = { planId: event.data.forkedFrom.planId, seq: event.data.forkedFrom.seq, chainHead: event.data.forkedFrom.chainHead };
         this.digestStale = this.aside === null;
         break;
       }
@@ -368,6 +371,13 @@ export class Fold {
         a.error = event.data.error;
         a.durationMs = event.data.durationMs;
         this.setStatus(it, 'result_committed');
+        break;
+      }
+      case 'ItemInherited': {
+        const it = this.changeItem(event, event.data.itemId);
+        if (s.forkedFrom === undefined || it.status !== 'pending' || it.attempts.length > 0) invalid(event, `item ${it.id} cannot be inherited`);
+        this.setStatus(it, 'completed');
+        it.outputJson = event.data.outputJson;
         break;
       }
       case 'ItemCompleted': {

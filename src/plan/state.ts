@@ -1,4 +1,4 @@
-import type { FailureReason, ItemError, ItemSpec, Outcome, ParentRef, PlanMode, PolicyDecision, RejectionCode } from './generated/types.js';
+import type { FailureReason, ForkOrigin, ItemError, ItemSpec, Outcome, ParentRef, PlanMode, PolicyDecision, RejectionCode } from './generated/types.js';
 
 /**
  * Plan status. `none` is a plan that does not exist yet but already has rejected commands in its chain
@@ -155,6 +155,8 @@ export interface PlanState {
    * the plan's first signal, so a plan without waits has the state (and digest) it had before waits existed.
    */
   signals?: Record<string, number>;
+  /** Set for a fork: the source plan, the fork point and the source's hash there (PlanCreated.forkedFrom). */
+  forkedFrom?: ForkOrigin;
   createdAt: number | null;
   updatedAt: number;
   /**

@@ -75,7 +75,9 @@ export function timelineEntry(e: PlanEvent): TimelineEntry {
 export function summarizeEvent(e: PlanEvent): string {
   switch (e.type) {
     case 'PlanCreated':
-      return `plan created (${e.data.mode}): ${e.data.goal}${e.data.policy ? `; policy ${describePolicyDecision(e.data.policy)}` : ''}`;
+      return `plan created (${e.data.mode}): ${e.data.goal}${e.data.policy ? `; policy ${describePolicyDecision(e.data.policy)}` : ''}${e.data.forkedFrom ? `; forked from ${e.data.forkedFrom.planId} at seq ${e.data.forkedFrom.seq} (hash ${e.data.forkedFrom.chainHead.slice(0, 12)})` : ''}`;
+    case 'ItemInherited':
+      return `item ${e.data.itemId} inherited from the fork's source: ${e.data.outputJson === null ? 'no output' : preview(e.data.outputJson)}`;
     case 'ItemAdded':
       return `item ${e.data.item.id} added${e.data.followUpOf ? ` as a follow-up of ${e.data.followUpOf}` : ''}: ${e.data.item.title}`;
     case 'PlanProposed':

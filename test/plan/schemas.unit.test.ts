@@ -28,6 +28,7 @@ describe('schemas and generated types are one truth', () => {
       'EvidenceRecorded',
       'WaitStarted',
       'ItemSignalled',
+      'ItemInherited',
     ]);
     expect(commandTypes).toEqual(['CreatePlan', 'AddItems', 'ProposePlan', 'ApprovePlan', 'RejectPlan', 'CancelPlan', 'RetryItem', 'ChildPlanFinished', 'ErasePlan', 'SignalItem']);
     const payload = planEventSchema.fields.find((f) => f.name === 'payload')!;

@@ -166,6 +166,37 @@ export const planEventSchema = {
               ],
               "default": null,
               "doc": "What the executor's approval policy decided for the new plan; null when the executor had no policy."
+            },
+            {
+              "name": "forkedFrom",
+              "type": [
+                "null",
+                {
+                  "type": "record",
+                  "name": "ForkOrigin",
+                  "namespace": "planledger",
+                  "doc": "Where a forked plan comes from: the source plan as of one event of its log, named by that event's hash.",
+                  "fields": [
+                    {
+                      "name": "planId",
+                      "type": "string",
+                      "doc": "The source plan."
+                    },
+                    {
+                      "name": "seq",
+                      "type": "long",
+                      "doc": "The fork point: the source's state after this event is what the fork starts from."
+                    },
+                    {
+                      "name": "chainHead",
+                      "type": "string",
+                      "doc": "The hash of the source's event at seq: its whole history up to the fork point."
+                    }
+                  ]
+                }
+              ],
+              "default": null,
+              "doc": "Set when the plan is a fork: its source plan, the fork point and the source's hash there."
             }
           ]
         },
@@ -877,6 +908,28 @@ export const planEventSchema = {
               "doc": "The signal's data as canonical JSON; the item's output."
             }
           ]
+        },
+        {
+          "type": "record",
+          "name": "ItemInherited",
+          "namespace": "planledger",
+          "doc": "A forked plan's item is completed with the output its source recorded before the fork point (PlanCreated.forkedFrom); it does not run.",
+          "fields": [
+            {
+              "name": "itemId",
+              "type": "string",
+              "doc": "The item this event is about."
+            },
+            {
+              "name": "outputJson",
+              "type": [
+                "null",
+                "string"
+              ],
+              "default": null,
+              "doc": "The source's recorded output, byte for byte."
+            }
+          ]
         }
       ]
     }
@@ -1098,6 +1151,69 @@ export const planCommandSchema = {
                 }
               },
               "default": []
+            },
+            {
+              "name": "forkedFrom",
+              "type": [
+                "null",
+                {
+                  "type": "record",
+                  "name": "ForkOrigin",
+                  "namespace": "planledger",
+                  "doc": "Where a forked plan comes from: the source plan as of one event of its log, named by that event's hash.",
+                  "fields": [
+                    {
+                      "name": "planId",
+                      "type": "string",
+                      "doc": "The source plan."
+                    },
+                    {
+                      "name": "seq",
+                      "type": "long",
+                      "doc": "The fork point: the source's state after this event is what the fork starts from."
+                    },
+                    {
+                      "name": "chainHead",
+                      "type": "string",
+                      "doc": "The hash of the source's event at seq: its whole history up to the fork point."
+                    }
+                  ]
+                }
+              ],
+              "default": null,
+              "doc": "Create the plan as a fork of this origin."
+            },
+            {
+              "name": "inherited",
+              "type": [
+                "null",
+                {
+                  "type": "array",
+                  "items": {
+                    "type": "record",
+                    "name": "InheritedOutput",
+                    "namespace": "planledger",
+                    "doc": "An item a fork takes over finished: its recorded output, not run again.",
+                    "fields": [
+                      {
+                        "name": "itemId",
+                        "type": "string"
+                      },
+                      {
+                        "name": "outputJson",
+                        "type": [
+                          "null",
+                          "string"
+                        ],
+                        "default": null,
+                        "doc": "The output the source recorded (byte for byte)."
+                      }
+                    ]
+                  }
+                }
+              ],
+              "default": null,
+              "doc": "With forkedFrom: the items that finished before the fork point, with their recorded outputs (not run again)."
             }
           ]
         },
@@ -1375,7 +1491,7 @@ export const planSnapshotSchema = {
 } as const;
 
 /** Event payload record names in union order (new ones are appended, never reordered). */
-export const eventTypes = ["PlanCreated","ItemAdded","PlanProposed","PlanApproved","PlanRejected","ItemDelegated","IntentRecorded","ResultCommitted","ItemCompleted","ItemRetryScheduled","ItemFailed","PlanCompleted","PlanFailed","PlanCancelled","CommandRejected","ApprovalRecorded","ItemCheckpointed","EvidenceRecorded","WaitStarted","ItemSignalled"] as const;
+export const eventTypes = ["PlanCreated","ItemAdded","PlanProposed","PlanApproved","PlanRejected","ItemDelegated","IntentRecorded","ResultCommitted","ItemCompleted","ItemRetryScheduled","ItemFailed","PlanCompleted","PlanFailed","PlanCancelled","CommandRejected","ApprovalRecorded","ItemCheckpointed","EvidenceRecorded","WaitStarted","ItemSignalled","ItemInherited"] as const;
 
 /** Command payload record names in union order (new ones are appended, never reordered). */
 export const commandTypes = ["CreatePlan","AddItems","ProposePlan","ApprovePlan","RejectPlan","CancelPlan","RetryItem","ChildPlanFinished","ErasePlan","SignalItem"] as const;

@@ -34,6 +34,10 @@ export interface CreatePlan {
   labels: Record<string, string>;
   parent: ParentRef | null;
   items: ItemSpec[];
+  /** Create the plan as a fork of this origin. */
+  forkedFrom?: ForkOrigin | null;
+  /** With forkedFrom: the items that finished before the fork point, with their recorded outputs (not run again). */
+  inherited?: InheritedOutput[] | null;
 }
 
 /** Erase the plan: the owning executor tombstones every event key planId:1..seq and the plan's snapshot, and records a PlanErased entry on <prefix>.ledger-audit, in one transaction. Decides no events. Refused while the plan is approved or running unless force. */
@@ -165,6 +169,14 @@ export interface ItemFailed {
   error: ItemError | null;
 }
 
+/** A forked plan's item is completed with the output its source recorded before the fork point (PlanCreated.forkedFrom); it does not run. */
+export interface ItemInherited {
+  /** The item this event is about. */
+  itemId: string;
+  /** The source's recorded output, byte for byte. */
+  outputJson: string | null;
+}
+
 /** The item is pending again and may run from retryAt. */
 export interface ItemRetryScheduled {
   /** The item this event is about. */
@@ -217,6 +229,8 @@ export interface PlanCreated {
   parent: ParentRef | null;
   /** What the executor's approval policy decided for the new plan; null when the executor had no policy. */
   policy: PolicyDecision | null;
+  /** Set when the plan is a fork: its source plan, the fork point and the source's hash there. */
+  forkedFrom?: ForkOrigin | null;
 }
 
 /** An item failed and nothing else can progress. */
@@ -303,6 +317,23 @@ export const FailureReason = {
   plan_cancelled: 'plan_cancelled',
 } as const;
 export type FailureReason = (typeof FailureReason)[keyof typeof FailureReason];
+
+/** Where a forked plan comes from: the source plan as of one event of its log, named by that event's hash. */
+export interface ForkOrigin {
+  /** The source plan. */
+  planId: string;
+  /** The fork point: the source's state after this event is what the fork starts from. */
+  seq: number;
+  /** The hash of the source's event at seq: its whole history up to the fork point. */
+  chainHead: string;
+}
+
+/** An item a fork takes over finished: its recorded output, not run again. */
+export interface InheritedOutput {
+  itemId: string;
+  /** The output the source recorded (byte for byte). */
+  outputJson: string | null;
+}
 
 /** An error reported by a tool or a child plan. */
 export interface ItemError {
@@ -465,6 +496,7 @@ export interface EventPayloads {
   EvidenceRecorded: EvidenceRecorded;
   WaitStarted: WaitStarted;
   ItemSignalled: ItemSignalled;
+  ItemInherited: ItemInherited;
 }
 export type EventType = keyof EventPayloads;
 
