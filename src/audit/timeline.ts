@@ -101,6 +101,7 @@ function outcomeOf(e: PlanEvent): string | null {
     case 'PlanCancelled':
       return 'cancelled';
     case 'PlanCreated':
+      if (e.data.forkedFrom != null) return `forked:${e.data.forkedFrom.planId}@${e.data.forkedFrom.seq}`;
       return e.data.policy?.required === true ? 'policy:review' : null;
     case 'PlanProposed':
       return e.data.policy ? `policy:${e.data.policy.rule ?? 'none'}` : null;
