@@ -88,4 +88,17 @@ export const signalBody = {
   additionalProperties: false,
   properties: { data: {}, signalId: text(256, 1), by: actor },
 } as const;
+/** A fork: its point (a seq or an item id; the ledger checks it and names `at` when it is bad), new inputs by item id, its id and mode. */
+export const forkBody = {
+  type: 'object',
+  required: ['at'],
+  additionalProperties: false,
+  properties: {
+    at: { type: ['string', 'integer'], maxLength: 128 },
+    set: { type: 'object', maxProperties: 1000 },
+    planId: id,
+    mode: { type: 'string', enum: ['propose', 'execute'] },
+    by: actor,
+  },
+} as const;
 export const retryBody = { type: ['object', 'null'], additionalProperties: false, properties: { by: actor } } as const;

@@ -18,8 +18,8 @@ function api(p: ProjectorHandle, token: string) {
   };
 }
 
-describe('POST /api/plans/:id/signals/:name', () => {
-  it("delivers a signal with a write token, the token's principal the recorded signaller; a second one or a wrong name is 409 with the code, an unknown plan 404, a read token 403", async () => {
+describe('POST /api/plans/:id/signals/:name and /api/plans/:id/fork', () => {
+  it("delivers a signal with a write token, the token's principal the recorded signaller; a second one or a wrong name is 409 with the code, an unknown plan 404, a read token 403; a fork of the plan through the API", async () => {
     const config = testConfig({ partitions: 1 });
     const executor = await startExecutor({ tools, config, concurrency: 4, logger: testLogger, sessionTimeoutMs: 6000, heartbeatIntervalMs: 500 });
     onTestFinished(() => executor.stop());
@@ -62,5 +62,17 @@ describe('POST /api/plans/:id/signals/:name', () => {
       ['alice', 'NOT_WAITING'],
       ['alice', 'DUPLICATE_SIGNAL'],
     ]);
+
+    // A fork through the API at the item after the wait: the answer is inherited, the principal records it.
+    const badAt = await alice('/api/plans/api-wait/fork', { at: '0' });
+    expect([badAt.status, badAt.json['field']]).toEqual([400, 'at']);
+    expect((await api(projector, GRAFANA.token)('/api/plans/api-wait/fork', { at: 'after' })).status).toBe(403);
+    const forked = await alice('/api/plans/api-wait/fork', { at: 'after', planId: 'api-wait-fork', set: { after: { again: true } } });
+    expect(forked.status).toBe(202);
+    expect((forked.json['events'] as Array<{ type: string }>).map((e) => e.type)).toEqual(['PlanCreated', 'ItemAdded', 'ItemAdded', 'ItemInherited']);
+    const fork = await ledger.waitFor('api-wait-fork', 'completed', { timeoutMs: 30_000 });
+    expect(fork.items['ask']!.outputJson).toBe('{"ship":true}');
+    expect(fork.forkedFrom?.planId).toBe('api-wait');
+    expect((await ledger.planEvents('api-wait-fork'))[0]!.event.actor).toBe('alice');
   });
 });

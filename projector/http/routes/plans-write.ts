@@ -6,7 +6,7 @@ import type { Logger } from '../../../src/logging.js';
 import type { ProjectionService } from '../../projector.js';
 import type { CommandSubmitter } from '../index.js';
 import { notFound, sendOutcome } from '../errors.js';
-import { approveBody, cancelBody, createPlanBody, itemParams, planParams, rejectBody, retryBody, signalBody, signalParams } from '../schemas.js';
+import { approveBody, cancelBody, createPlanBody, forkBody, itemParams, planParams, rejectBody, retryBody, signalBody, signalParams } from '../schemas.js';
 
 export interface PlanWriteOptions {
   readonly service: ProjectionService;
@@ -62,5 +62,14 @@ export const planWriteRoutes: FastifyPluginAsync<PlanWriteOptions> = async (app,
     const body = (req.body ?? {}) as { data?: unknown; signalId?: string };
     const by = actor(req);
     return submit(reply, (s) => s.signal(planId, name, body.data ?? null, { by, ...(body.signalId ? { signalId: body.signalId } : {}) }));
+  });
+
+  // A fork of a plan the projector knows; the token's principal creates it. A bad fork point is a 400 naming `at`.
+  app.post('/api/plans/:id/fork', { schema: { params: planParams, body: forkBody } }, async (req, reply) => {
+    const planId = (req.params as { id: string }).id;
+    if (!model.has(planId)) return notFound(reply, planId);
+    const b = req.body as { at: string | number; set?: Record<string, unknown>; planId?: string; mode?: 'propose' | 'execute' };
+    const by = actor(req);
+    return submit(reply, (s) => s.fork(planId, { at: b.at, by, ...(b.set ? { set: b.set } : {}), ...(b.planId ? { planId: b.planId } : {}), ...(b.mode ? { mode: b.mode } : {}) }));
   });
 };
