@@ -77,6 +77,8 @@ describe('plan-ledger fork', () => {
         .filter((row) => row.kind === 'event');
       expect(rows[0]).toMatchObject({ type: 'PlanCreated', outcome: `forked:${planId}@${out.forkedFrom.seq}` });
       expect(rows.filter((row) => row.type === 'ItemInherited').map((row) => [row.itemId, row.outcome])).toEqual([['fetch', 'inherited']]);
+      const shown = await cli(config, ['show', out.planId]);
+      expect(shown.stdout).toContain(`forked  from ${planId} at seq ${out.forkedFrom.seq} (hash ${out.forkedFrom.chainHead})`);
       expect((await cli(config, ['verify', planId])).code).toBe(0);
       exec.kill('SIGTERM');
     } finally {

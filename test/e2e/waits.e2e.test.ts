@@ -55,6 +55,11 @@ describe('a wait outlives kill -9 of its executor', () => {
       await b.waitForLog(ownsPartitions, 60_000);
       const held = await ledger.getPlan(planId);
       expect(held?.items['confirm']?.status).toBe('in_progress');
+      const shown = await cli(config, ['show', planId]);
+      expect(shown.code).toBe(0);
+      expect(shown.stdout).toContain('confirm waits for signal support-ok (until ');
+      expect(shown.stdout).toContain('Refund order 42?');
+      expect(shown.stdout).toContain(`plan-ledger signal ${planId} support-ok --data @answer.json`);
 
       const file = join(dir, 'answer.json');
       writeFileSync(file, JSON.stringify({ approved: true, note: 'customer is right' }));
