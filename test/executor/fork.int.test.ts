@@ -66,7 +66,9 @@ describe('forks (real broker and registry)', () => {
     expect((await eventsOf(ledger, source)).map((e) => e.hash)).toEqual(sourceEvents.map((e) => e.hash));
     expect((await ledger.getPlan(source))?.status).toBe('failed');
     expect((await ledger.verify(source)).ok).toBe(true);
-    expect((await ledger.verify(forked.planId)).ok).toBe(true);
+    const verified = await ledger.verify(forked.planId);
+    expect(verified.ok).toBe(true);
+    expect(verified.checks.find((c) => c.name === 'lineage')).toMatchObject({ ok: true, detail: expect.stringContaining('1 inherited output(s) equal the source') as unknown });
 
     // A fork of the fork, at its notify item: fetch and charge are inherited (fetch still the source's bytes).
     const second = await ledger.fork(forked.planId, { at: 'notify', set: { notify: { to: 'ops' } } });
@@ -77,7 +79,22 @@ describe('forks (real broker and registry)', () => {
     expect(again.items['charge']!.outputJson).toBe(done.items['charge']!.outputJson);
     expect(again.items['charge']!.attempts).toEqual([]);
     expect(JSON.parse(again.items['notify']!.outputJson!)).toEqual({ echo: { to: 'ops' } });
-    expect((await ledger.verify(second.planId)).ok).toBe(true);
+    const verified2 = await ledger.verify(second.planId);
+    expect(verified2.ok).toBe(true);
+    expect(verified2.checks.find((c) => c.name === 'lineage')).toMatchObject({ ok: true, detail: expect.stringContaining('2 inherited output(s)') as unknown });
+
+    // A forged origin (a client that sends its own CreatePlan naming a hash the source does not have, or an
+    // output it did not record) is decided like any CreatePlan, and verify names the lie.
+    const send = (ledger as unknown as { send: (planId: string, type: string, data: unknown) => Promise<unknown> }).send.bind(ledger);
+    const spec = (id: string, dependsOn: string[] = []) => ({ id, title: id, why: id, dependsOn, tool: 'noop', inputJson: '{}', retry: null });
+    await send('forged-head', 'CreatePlan', { goal: 'g', mode: 'propose', labels: {}, parent: null, items: [spec('fetch'), spec('charge', ['fetch'])], forkedFrom: { ...forked.forkedFrom, chainHead: 'ab'.repeat(32) }, inherited: [{ itemId: 'fetch', outputJson: failed.items['fetch']!.outputJson }] });
+    await send('forged-output', 'CreatePlan', { goal: 'g', mode: 'propose', labels: {}, parent: null, items: [spec('fetch'), spec('charge', ['fetch'])], forkedFrom: forked.forkedFrom, inherited: [{ itemId: 'fetch', outputJson: '{"echo":{"order":666}}' }] });
+    for (const [id, reason] of [['forged-head', /has hash .*, the fork names abababab/], ['forged-output', /item fetch \(seq 4\) is not what/]] as const) {
+      const v = await ledger.verify(id);
+      expect(v.ok, id).toBe(false);
+      expect(v.firstBroken, id).toMatchObject({ check: 'lineage', seq: 1 });
+      expect(v.firstBroken!.reason, id).toMatch(reason);
+    }
 
     // A fork by seq: the state after that event.
     const bySeq = await ledger.fork(source, { at: String(intentOfCharge.seq - 1), mode: 'propose' });
