@@ -97,6 +97,10 @@ describe('a wait outlives kill -9 of its executor', () => {
         .filter((r) => r.kind === 'event');
       expect(rows.map((r) => [r.type, r.outcome])).toContainEqual(['WaitStarted', 'waiting:support-ok']);
       expect(rows.map((r) => [r.type, r.actor, r.outcome])).toContainEqual(['ItemSignalled', 'agent-smith', 'signalled:support-ok']);
+      // The signal's row carries the wait's attempt key and the time waited, across the takeover.
+      const signalled = rows.find((r) => r.type === 'ItemSignalled')!;
+      expect(signalled.idempotencyKey).toBe(`${planId}/confirm/1`);
+      expect(signalled.sinceIntentMs).toBeGreaterThan(6000); // at least the session timeout before B took over
       const verify = await cli(config, ['verify', planId]);
       expect(verify.code).toBe(0);
     } finally {
