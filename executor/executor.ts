@@ -223,6 +223,7 @@ class Executor {
     private readonly telemetry: Telemetry | undefined,
   ) {
     this.slots = new Slots(opts.concurrency ?? 16);
+    this.metrics.trackSlots(() => this.slots);
     this.cacheBudget = new CacheBudget(Math.floor(cacheMib(opts) * 1024 * 1024));
     this.topics = topicNames(config.topicPrefix);
     this.blobs = new BlobReader({ kafka, admin, topic: this.topics.blobs, partitions: config.partitions });

@@ -120,7 +120,8 @@ export class ItemScheduler {
     this.fullScan.add(planId);
     for (const r of pendingRecoveries(state)) {
       const key = `${planId}/${r.itemId}`;
-      if (r.action.kind === 'await_child' || this.inFlight.has(key)) continue;
+      // A delegated item waits for its child plan, a wait item for its signal (its deadline is noted by the scan).
+      if (r.action.kind === 'await_child' || r.action.kind === 'await_signal' || this.inFlight.has(key)) continue;
       if (r.action.kind === 'settle') {
         this.track(key, planId, r.itemId, () => this.settle(planId, r.itemId, r.action.attempt));
       } else {
@@ -152,6 +153,8 @@ export class ItemScheduler {
     const state = this.book.plans.get(planId);
     // Undefined when no look was taken (no free slot): the plan's noted wake-up stays as it is.
     let scan: Pick<ItemScan, 'nextWakeUp' | 'complete'> | undefined;
+    // Waits started or timed out in this look: the plan is looked at again (fully) once it committed.
+    let waitsChanged = false;
     // Intents only for tool slots that are free: a plan with a step in flight gets none past them (its
     // steps come back here as they end), an idle one one, so no plan starves and none runs ahead of the
     // slots with intents that wait (and that a new owner would have to invoke again).
@@ -166,6 +169,7 @@ export class ItemScheduler {
       if (full && found.complete) this.fullScan.delete(planId);
       scan = full ? found : { nextWakeUp: found.nextWakeUp, complete: false };
       const ready = full ? found.ready : this.withCandidates(planId, state, now, found.ready, budget);
+      waitsChanged = this.expireWaits(planId, found.expired, events, messages);
       for (const item of ready) {
         if (intents.length >= budget) break;
         const key = `${planId}/${item.itemId}`;
@@ -175,6 +179,14 @@ export class ItemScheduler {
           false,
         );
         if (!recorded.events.length) continue;
+        if (recorded.events[0]?.type === 'WaitStarted') {
+          // A wait item: its attempt waits for a signal, no tool runs and no slot is taken; the plan is looked
+          // at again once this commits, for the items the look's budget left out and the wait's deadline.
+          events.push(...recorded.events);
+          messages.push(...recorded.messages);
+          waitsChanged = true;
+          continue;
+        }
         this.inFlight.add(key);
         events.push(...recorded.events);
         messages.push(...recorded.messages);
@@ -198,6 +210,31 @@ export class ItemScheduler {
     }
     if (scan) this.noteWakeUp(planId, scan);
     else if (!state || isPlanFinished(state.status)) this.retries.note(planId, null);
+    if (waitsChanged) {
+      this.fullScan.add(planId);
+      setImmediate(() => this.schedule(planId));
+    }
+  }
+
+  /**
+   * Times out the waits whose deadline passed: per attempt `ExpireWait` (a WAIT_TIMEOUT result) and its
+   * settlement (a retry that waits anew, or the item's failure), added to the look's append. Whether any was.
+   */
+  private expireWaits(planId: string, expired: ReadonlyArray<{ itemId: string; attempt: number }>, events: PlanEvent[], messages: OutRecord[]): boolean {
+    let any = false;
+    for (const w of expired) {
+      const key = this.key(planId, w.itemId, w.attempt);
+      const timedOut = this.book.decideAndApply(this.book.internal('ExpireWait', planId, `expire:${key}`, { itemId: w.itemId, attempt: w.attempt, executorId: this.d.executorId }), false);
+      if (!timedOut.events.length) continue;
+      const settled = this.book.decideAndApply(this.book.internal('SettleItem', planId, `settle:${key}`, { itemId: w.itemId }), false);
+      for (const d of [timedOut, settled]) {
+        events.push(...d.events);
+        messages.push(...d.messages);
+      }
+      this.d.metrics.attempts.inc({ outcome: 'failed_retryable', code: 'WAIT_TIMEOUT' });
+      any = true;
+    }
+    return any;
   }
 
   /** Stops keeping anything for a plan (finished, stalled, gone). */

@@ -1,4 +1,4 @@
-import { Counter, Registry } from 'prom-client';
+import { Counter, Gauge, Registry } from 'prom-client';
 
 /** The executor's Prometheus metrics, in a registry of its own (several executors may share a process in tests). */
 export function createExecutorMetrics() {
@@ -32,7 +32,23 @@ export function createExecutorMetrics() {
     labelNames: ['outcome', 'code'],
     registers: [registry],
   });
-  return { registry, partitionResets, deadLettered, decideFaults, toolTimeouts, attempts };
+  let slots: (() => { inUse: number; waitingCount: number; limit: number }) | undefined;
+  new Gauge({
+    name: 'plan_ledger_executor_tool_slots',
+    help: 'Tool slots (--concurrency) by state: in_use by a running tool, wanted by runs waiting for one, limit. A wait item holds none.',
+    labelNames: ['state'],
+    registers: [registry],
+    collect() {
+      const s = slots?.();
+      if (s === undefined) return;
+      this.set({ state: 'in_use' }, s.inUse);
+      this.set({ state: 'wanted' }, s.waitingCount);
+      this.set({ state: 'limit' }, s.limit);
+    },
+  });
+  /** Where the tool slots gauge reads the executor's slots from. */
+  const trackSlots = (source: () => { inUse: number; waitingCount: number; limit: number }) => (slots = source);
+  return { registry, partitionResets, deadLettered, decideFaults, toolTimeouts, attempts, trackSlots };
 }
 
 export type ExecutorMetrics = ReturnType<typeof createExecutorMetrics>;

@@ -1,6 +1,8 @@
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
 /**
- * One timer per owned partition for scheduled retries: it remembers per plan when that plan next has an
- * item to start, and fires at the earliest such time. Per plan, so an item step costs nothing for the
+ * One timer per owned partition for scheduled retries and wait deadlines: it remembers per plan when that
+ * plan next has an item to start or a wait to time out, and fires at the earliest such time. Per plan, so an item step costs nothing for the
  * other plans of the partition.
  */
 export class RetryTimer {
@@ -40,7 +42,9 @@ export class RetryTimer {
     if (this.stopped) return;
     if (this.timer) clearTimeout(this.timer);
     this.timerAt = at;
-    this.timer = setTimeout(() => this.fire(), Math.max(0, at - this.now()) + 5);
+    // Node fires a timeout past 2^31-1 ms (~24.8 days; a long wait's deadline) at once: arm at most that far,
+    // the fire re-arms for what is still ahead.
+    this.timer = setTimeout(() => this.fire(), Math.min(MAX_TIMEOUT_MS, Math.max(0, at - this.now()) + 5));
     this.timer.unref();
   }
 

@@ -170,7 +170,7 @@ function docComment(doc: Json | undefined, indent: string): string {
  * Fields added to a type that many callers build by hand (item specs): optional in TypeScript, absent
  * meaning null. The codec writes an absent field as its default, and a decoded value carries the null.
  */
-const OPTIONAL_IN_TS = new Set(['planledger.ItemSpec.secret']);
+const OPTIONAL_IN_TS = new Set(['planledger.ItemSpec.secret', 'planledger.ItemSpec.wait', 'planledger.PlanCreated.forkedFrom', 'planledger.CreatePlan.forkedFrom', 'planledger.CreatePlan.inherited']);
 
 function renderFields(fields: Json[], ns: string, named: Map<string, NamedSchema>, skip: Set<string>, owner = ''): string {
   return fields

@@ -22,9 +22,11 @@ export function toItemSpec(item: ItemInput, path = 'item'): ItemSpec {
     title: item.title ?? item.id,
     why: item.why ?? '',
     dependsOn: item.dependsOn ?? [],
-    tool: item.tool,
+    // A wait item runs no tool; 'wait' names it in listings when the planner gave none.
+    tool: item.tool ?? (item.wait ? 'wait' : ''),
     inputJson,
     retry: item.retry ? { ...DEFAULT_RETRY_POLICY, ...item.retry } : null,
     ...(item.secret !== undefined && item.secret !== null ? { secret: item.secret } : {}),
+    ...(item.wait !== undefined && item.wait !== null ? { wait: { signal: item.wait.signal, timeoutMs: item.wait.timeoutMs ?? null, prompt: item.wait.prompt ?? null } } : {}),
   };
 }

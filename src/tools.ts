@@ -6,7 +6,8 @@ export interface FollowUpItem {
   title: string;
   why: string;
   dependsOn?: string[];
-  tool: string;
+  /** The tool that runs the item; a wait item needs none (recorded as 'wait'). */
+  tool?: string;
   input?: unknown;
   retry?: Partial<RetryPolicyInput> | null;
   /**
@@ -15,6 +16,12 @@ export interface FollowUpItem {
    * the executor's and projector's logs, the API, the dashboard and the CLI; the tool gets the real value.
    */
   secret?: string[] | null;
+  /**
+   * Makes the item a wait item: it runs no tool and holds no tool slot; it completes when the signal
+   * `signal` arrives (`ledger.signal`, `plan-ledger signal`, the API), its data being the item's output.
+   * Past `timeoutMs` the attempt fails with WAIT_TIMEOUT and the retry policy applies (each retry waits anew).
+   */
+  wait?: { signal: string; timeoutMs?: number | null; prompt?: string | null } | null;
 }
 
 export interface RetryPolicyInput {

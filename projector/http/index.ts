@@ -20,7 +20,7 @@ import { streamRoutes } from './routes/stream.js';
  * What the write routes need to submit commands: the ledger client (`connectLedger`) satisfies it.
  * Each call resolves once the owning executor decided the command.
  */
-export type CommandSubmitter = Pick<Ledger, 'createPlan' | 'approve' | 'reject' | 'cancel' | 'retryItem'>;
+export type CommandSubmitter = Pick<Ledger, 'createPlan' | 'approve' | 'reject' | 'cancel' | 'retryItem' | 'signal' | 'fork'>;
 
 export interface HttpOptions {
   readonly service: ProjectionService;

@@ -81,4 +81,24 @@ export const createPlanBody = {
 export const approveBody = { type: 'object', required: ['digest'], additionalProperties: false, properties: { digest, by: actor, comment: text(10_000) } } as const;
 export const rejectBody = { type: 'object', required: ['reason'], additionalProperties: false, properties: { reason: text(10_000, 1), by: actor, digest } } as const;
 export const cancelBody = { type: 'object', required: ['reason'], additionalProperties: false, properties: { reason: text(10_000, 1), by: actor } } as const;
+export const signalParams = { type: 'object', required: ['id', 'name'], properties: { id, name: id } } as const;
+/** A signal's data (any JSON value, null when left out) and its own id (its idempotency key). */
+export const signalBody = {
+  type: ['object', 'null'],
+  additionalProperties: false,
+  properties: { data: {}, signalId: text(256, 1), by: actor },
+} as const;
+/** A fork: its point (a seq or an item id; the ledger checks it and names `at` when it is bad), new inputs by item id, its id and mode. */
+export const forkBody = {
+  type: 'object',
+  required: ['at'],
+  additionalProperties: false,
+  properties: {
+    at: { type: ['string', 'integer'], maxLength: 128 },
+    set: { type: 'object', maxProperties: 1000 },
+    planId: id,
+    mode: { type: 'string', enum: ['propose', 'execute'] },
+    by: actor,
+  },
+} as const;
 export const retryBody = { type: ['object', 'null'], additionalProperties: false, properties: { by: actor } } as const;

@@ -3,7 +3,7 @@
 import { PLAN_START_MARGIN_MS } from '../client/reads.js';
 import { BlobReader, parseRef } from '../blobs/index.js';
 import { LedgerError } from '../errors.js';
-import { evolveAll, stateDigest, type PlanEvent, type PlanState, type PlanStatus } from '../plan/index.js';
+import { evolveAll, getItem, stateDigest, verifyChain, type PlanEvent, type PlanState, type PlanStatus } from '../plan/index.js';
 import type { LedgerLog, LoggedEvent } from './log.js';
 import { auditRows, isBefore, planAsOf, type AsOf, type AuditRow, type PlanAsOf } from './timeline.js';
 import { verifyPlan, type PlanVerification } from './verify.js';
@@ -132,7 +132,40 @@ export async function verifyFromLog(log: LedgerLog, planId: string, records?: Lo
   const created = recs.find((r) => r.event.seq === 1)?.event.occurredAt;
   const snapshots = await log.readSnapshots(planId, created !== undefined ? { since: created - PLAN_START_MARGIN_MS } : {});
   const verdict = verifyPlan({ planId, records: recs, roundTripped, snapshots });
-  return checkPayloads(log, planId, recs, verdict);
+  return checkLineage(log, recs, await checkPayloads(log, planId, recs, verdict));
+}
+
+/**
+ * The `lineage` check of a fork: its source's log holds, at the fork point, the event whose hash the fork's
+ * PlanCreated names, on an intact chain up to there; and every item the fork inherited was completed there
+ * with exactly the output the fork recorded. A plan that is not a fork gets no such check.
+ */
+async function checkLineage(log: LedgerLog, recs: readonly LoggedEvent[], verdict: PlanVerification): Promise<PlanVerification> {
+  const first = recs.find((r) => r.event.seq === 1);
+  const origin = first?.event.type === 'PlanCreated' ? first.event.data.forkedFrom : undefined;
+  if (first === undefined || origin == null) return verdict;
+  const fail = (reason: string): PlanVerification => ({
+    ...verdict,
+    ok: false,
+    checks: [...verdict.checks, { name: 'lineage', ok: false, detail: reason }],
+    firstBroken: verdict.firstBroken ?? { check: 'lineage', seq: 1, eventId: first.event.eventId, partition: first.partition, offset: first.offset, reason },
+  });
+  const source = (await log.readPlan(origin.planId)).map((r) => r.event).filter((e) => e.seq <= origin.seq);
+  const at = source.find((e) => e.seq === origin.seq);
+  if (at === undefined) return fail(`source ${origin.planId} has no event at seq ${origin.seq} (erased, or never there)`);
+  if (!verifyChain(source).ok || source.length !== origin.seq) return fail(`source ${origin.planId}'s chain up to seq ${origin.seq} does not verify`);
+  if (at.hash !== origin.chainHead) return fail(`source ${origin.planId}'s event ${origin.seq} has hash ${at.hash.slice(0, 16)}, the fork names ${origin.chainHead.slice(0, 16)}`);
+  const then = evolveAll(undefined, source) as PlanState;
+  let inherited = 0;
+  for (const r of recs) {
+    if (r.event.type !== 'ItemInherited') continue;
+    const it = getItem(then, r.event.data.itemId);
+    if (it?.status !== 'completed' || it.outputJson !== r.event.data.outputJson) {
+      return fail(`item ${r.event.data.itemId} (seq ${r.event.seq}) is not what ${origin.planId} completed by seq ${origin.seq}`);
+    }
+    inherited += 1;
+  }
+  return { ...verdict, checks: [...verdict.checks, { name: 'lineage', ok: true, detail: `forked from ${origin.planId} at seq ${origin.seq} (hash ${origin.chainHead.slice(0, 16)}); ${inherited} inherited output(s) equal the source's` }] };
 }
 
 /** The payload texts an event carries (item inputs, outputs, checkpoints, evidence). */
@@ -146,6 +179,10 @@ function payloadsOf(e: PlanEvent): Array<string | null> {
       return [e.data.stateJson];
     case 'EvidenceRecorded':
       return [e.data.valueJson];
+    case 'ItemSignalled':
+      return [e.data.dataJson];
+    case 'ItemInherited':
+      return [e.data.outputJson];
     default:
       return [];
   }

@@ -22,12 +22,17 @@ const itemSchema = z
     title: z.string().min(1).optional(),
     why: z.string().optional(),
     dependsOn: z.array(id).optional(),
-    tool: z.string().min(1),
+    tool: z.string().min(1).optional(),
     input: z.unknown().optional(),
     retry: retrySchema.nullable().optional(),
     secret: z.array(z.string().min(1)).optional(),
+    wait: z
+      .object({ signal: id, timeoutMs: z.number().int().min(1).nullable().optional(), prompt: z.string().nullable().optional() })
+      .strict()
+      .optional(),
   })
-  .strict();
+  .strict()
+  .refine((it) => it.tool !== undefined || it.wait !== undefined, { message: 'an item needs a tool, or a wait', path: ['tool'] });
 
 /**
  * A plan file as a person writes it (YAML or JSON). Unknown keys are errors, so a typo such as
@@ -134,10 +139,11 @@ export function toCreatePlanInput(plan: PlanFile, mode: 'propose' | 'execute'): 
       title: it.title ?? it.id,
       why: it.why ?? '',
       dependsOn: it.dependsOn ?? [],
-      tool: it.tool,
+      ...(it.tool !== undefined ? { tool: it.tool } : {}),
       input: it.input ?? {},
       ...(it.retry ? { retry: it.retry } : {}),
       ...(it.secret ? { secret: it.secret } : {}),
+      ...(it.wait ? { wait: it.wait } : {}),
     })),
   };
 }

@@ -1,5 +1,5 @@
 import { LedgerError } from '../errors.js';
-import { stateDigest, type PlanEvent, type PlanState } from '../plan/index.js';
+import { idempotencyKey, stateDigest, type PlanEvent, type PlanState } from '../plan/index.js';
 import { atOrBefore, foldAsOf, itemAttemptOf, parseAsOfText, summarizeEvent, type AsOf } from '../projection/audit.js';
 
 /** An event with where it sits in the log (the shape `Ledger.planEvents` returns). */
@@ -101,6 +101,7 @@ function outcomeOf(e: PlanEvent): string | null {
     case 'PlanCancelled':
       return 'cancelled';
     case 'PlanCreated':
+      if (e.data.forkedFrom != null) return `forked:${e.data.forkedFrom.planId}@${e.data.forkedFrom.seq}`;
       return e.data.policy?.required === true ? 'policy:review' : null;
     case 'PlanProposed':
       return e.data.policy ? `policy:${e.data.policy.rule ?? 'none'}` : null;
@@ -108,6 +109,12 @@ function outcomeOf(e: PlanEvent): string | null {
       return `checkpoint ${e.data.checkpoint}`;
     case 'EvidenceRecorded':
       return `evidence:${e.data.name}`;
+    case 'WaitStarted':
+      return `waiting:${e.data.signal}`;
+    case 'ItemSignalled':
+      return `signalled:${e.data.signal}`;
+    case 'ItemInherited':
+      return 'inherited';
     case 'ItemAdded':
     case 'IntentRecorded':
       return null;
@@ -133,6 +140,8 @@ export function auditRowBuilder(): (record: PositionedEvent) => AuditRow {
     const { itemId, attempt: carried } = itemAttemptOf(e);
     const attempt = carried !== null && carried > 0 ? carried : null; // a manual retry's attempt 0 is "none"
     if (e.type === 'IntentRecorded') intents.set(k(e.data.itemId, e.data.attempt), { key: e.data.idempotencyKey, at: e.occurredAt });
+    // A wait's attempt starts with WaitStarted: its signal or timeout shows the time waited (across a takeover too).
+    if (e.type === 'WaitStarted') intents.set(k(e.data.itemId, e.data.attempt), { key: idempotencyKey(e.planId, e.data.itemId, e.data.attempt), at: e.occurredAt });
     const intent = itemId !== null && attempt !== null ? intents.get(k(itemId, attempt)) : undefined;
     return {
       kind: 'event',
@@ -148,7 +157,7 @@ export function auditRowBuilder(): (record: PositionedEvent) => AuditRow {
       attempt,
       idempotencyKey: intent?.key ?? null,
       outcome: outcomeOf(e),
-      sinceIntentMs: intent && e.type !== 'IntentRecorded' ? e.occurredAt - intent.at : null,
+      sinceIntentMs: intent && e.type !== 'IntentRecorded' && e.type !== 'WaitStarted' ? e.occurredAt - intent.at : null,
       toolMs: e.type === 'ResultCommitted' ? e.data.durationMs : null,
       summary: summarizeEvent(e),
       hash: e.hash,

@@ -2,7 +2,7 @@ import { canonicalJson, evolveAll, stateDigest, verifyChain, type PlanEvent, typ
 import { stateFromSnapshot, type PlanSnapshot } from '../projection/snapshot.js';
 import type { PositionedEvent } from './timeline.js';
 
-export type CheckName = 'seq' | 'chain' | 'head' | 'content' | 'determinism' | 'final' | 'snapshots' | 'payloads';
+export type CheckName = 'seq' | 'chain' | 'head' | 'content' | 'determinism' | 'final' | 'snapshots' | 'payloads' | 'lineage';
 
 export interface Check {
   name: CheckName;

@@ -158,3 +158,67 @@ export const cancel = (planId: string, o: CommandOpts & { reason: string }) =>
 
 export const retry = (planId: string, itemId: string, o: CommandOpts) =>
   command(planId, o, (l) => l.retryItem(planId, itemId, { by: o.by, timeoutMs: o.timeout }), () => `item ${itemId} of plan ${planId} is pending again`);
+
+/** The signal data of `--data`: JSON text, `@file` read from a file, `@-` from stdin. */
+async function signalData(spec: string): Promise<unknown> {
+  let text = spec;
+  if (spec.startsWith('@')) {
+    const file = spec.slice(1);
+    try {
+      text = file === '-' ? await readStdin() : await readFile(file, 'utf8');
+    } catch (e) {
+      throw new LedgerError('VALIDATION', `cannot read signal data ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { field: 'data' });
+    }
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (e) {
+    throw new LedgerError('VALIDATION', `signal data is not JSON: ${(e as Error).message}`, { field: 'data' });
+  }
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+export const signal = async (planId: string, name: string, o: CommandOpts & { data: string; signalId?: string }) => {
+  const data = await signalData(o.data);
+  let completed: string[] = [];
+  await command(
+    planId,
+    o,
+    async (l) => {
+      const outcome = await l.signal(planId, name, data, { by: o.by, timeoutMs: o.timeout, ...(o.signalId ? { signalId: o.signalId } : {}) });
+      completed = outcome.events.flatMap((e) => (e.type === 'ItemSignalled' ? [e.data.itemId] : []));
+      return outcome;
+    },
+    () => `signal ${name} delivered to plan ${planId}: item${completed.length === 1 ? '' : 's'} ${completed.join(', ')} completed`,
+  );
+};
+
+/** `--set item.input=<json|@file>` pairs as the inputs they set, by item id. */
+async function forkInputs(pairs: readonly string[]): Promise<Record<string, unknown>> {
+  const out: Record<string, unknown> = {};
+  for (const pair of pairs) {
+    const m = /^([A-Za-z0-9._:-]{1,128})\.input=(.*)$/s.exec(pair);
+    if (!m) throw new LedgerError('VALIDATION', `--set must be <item>.input=<json|@file>, got ${JSON.stringify(pair.slice(0, 80))}`, { field: 'set' });
+    out[m[1]!] = await signalData(m[2]!);
+  }
+  return out;
+}
+
+export const fork = async (source: string, o: CommandOpts & { at: string; set: string[]; id?: string; mode?: 'propose' | 'execute' }) => {
+  const set = await forkInputs(o.set);
+  await withLedger(async (ledger) => {
+    const outcome = await ledger.fork(source, { at: o.at, set, by: o.by, timeoutMs: o.timeout, ...(o.id ? { planId: o.id } : {}), ...(o.mode ? { mode: o.mode } : {}) });
+    const s = await current(ledger, outcome.planId);
+    const inherited = outcome.events.filter((e) => e.type === 'ItemInherited').length;
+    if (o.json) json({ ...commandJson(outcome, s), forkedFrom: outcome.forkedFrom, inherited });
+    else
+      out(
+        `plan ${outcome.planId} forked from ${source} at seq ${outcome.forkedFrom.seq} (hash ${outcome.forkedFrom.chainHead.slice(0, 16)}): ${inherited} item${inherited === 1 ? '' : 's'} inherited, ${s.itemOrder.length - inherited} to run  (status ${paintStatus(painter(), s.status)}, seq ${s.seq})`,
+      );
+  });
+};

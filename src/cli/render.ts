@@ -13,6 +13,7 @@ export function renderPlan(s: PlanState, paint: Painter = painter(false)): strin
   ];
   const labels = Object.entries(s.labels);
   if (labels.length) lines.push(`labels  ${labels.map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  if (s.forkedFrom) lines.push(`forked  from ${s.forkedFrom.planId} at seq ${s.forkedFrom.seq} (hash ${s.forkedFrom.chainHead})`);
   lines.push(...renderPolicy(s));
   if (s.itemOrder.length) {
     lines.push('');
@@ -30,11 +31,26 @@ export function renderPlan(s: PlanState, paint: Painter = painter(false)): strin
       ];
     });
     lines.push(table(['ITEM', 'STATUS', 'TOOL', 'DEPENDS ON', 'ATT', 'EXECUTOR', 'TITLE'], rows, { indent: 2, paint }));
+    lines.push(...renderWaits(s));
     lines.push(...renderProgress(s));
   }
   const rejected = s.rejections[s.rejections.length - 1];
   if (rejected) lines.push('', `last rejected command: ${rejected.commandType} ${rejected.code}: ${rejected.message}`);
   return lines.join('\n');
+}
+
+/** Each item waiting for a signal: what it asks, its deadline, and how to answer it. */
+export function renderWaits(s: PlanState): string[] {
+  const lines: string[] = [];
+  for (const id of s.itemOrder) {
+    const it = s.items[id]!;
+    const w = it.status === 'in_progress' ? it.attempts[it.attempts.length - 1]?.wait : undefined;
+    if (w === undefined) continue;
+    const until = w.deadline === null ? 'no deadline' : `until ${new Date(w.deadline).toISOString()}`;
+    lines.push('', `${id} waits for signal ${w.signal} (${until})${it.wait?.prompt ? `: ${it.wait.prompt}` : ''}`);
+    lines.push(`  answer: plan-ledger signal ${s.planId} ${w.signal} --data @answer.json`);
+  }
+  return lines;
 }
 
 /** Each item's latest checkpoint and its evidence (what a tool recorded while it ran). */

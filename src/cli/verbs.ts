@@ -88,6 +88,33 @@ export function registerPlanCommands(program: Command): void {
     .addOption(json())
     .addHelpText('after', example('plan-ledger retry plan-mx1p8mq3-96272e4a refund-payment'))
     .action(async (planId: string, itemId: string, o) => (await import('./plan-actions.js')).retry(planId, itemId, o));
+
+  program
+    .command('signal')
+    .description('deliver a named signal to the items of a plan that wait for it (its data becomes their output)')
+    .argument('<planId>')
+    .argument('<name>', 'the signal name the wait items wait for')
+    .option('--data <json|@file>', 'the signal data: JSON text, or @file to read it from a file (- for stdin)', 'null')
+    .option('--signal-id <id>', "the signal's own id: a second delivery with the same id is rejected (DUPLICATE_SIGNAL)")
+    .option('--by <name>', 'who sends the signal, recorded in the ledger', process.env.USER || 'operator')
+    .addOption(timeout())
+    .addOption(json())
+    .addHelpText('after', example('plan-ledger signal plan-mx1p8mq3-96272e4a customer-reply --data @reply.json --signal-id mail-4411'))
+    .action(async (planId: string, name: string, o) => (await import('./plan-actions.js')).signal(planId, name, o));
+
+  program
+    .command('fork')
+    .description('a new plan from a point of another: items finished before it keep their outputs, the rest runs again; the source is untouched')
+    .argument('<planId>', 'the source plan')
+    .requiredOption('--at <seq|itemId>', "the fork point: a seq of the source's log, or an item id (just before its first attempt)")
+    .option('--set <item.input=@file>', 'a new input for an item that runs again (JSON text or @file); repeatable', (v: string, acc: string[]) => [...acc, v], [] as string[])
+    .option('--id <planId>', "the fork's id (default: a fresh one)")
+    .addOption(new Option('--mode <mode>', "the fork's mode (default: the source's)").choices(['propose', 'execute']))
+    .option('--by <name>', 'who forks, recorded in the ledger', process.env.USER || 'operator')
+    .addOption(timeout())
+    .addOption(json())
+    .addHelpText('after', example('plan-ledger fork plan-mx1p8mq3-96272e4a --at refund-payment --set refund-payment.input=@fixed.json', 'plan-ledger fork plan-mx1p8mq3-96272e4a --at 12 --mode propose'))
+    .action(async (planId: string, o) => (await import('./plan-actions.js')).fork(planId, o));
 }
 
 export function registerAuditCommands(program: Command): void {

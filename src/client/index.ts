@@ -4,6 +4,7 @@ export {
   type CreatePlanInput,
   type CommandOutcome,
   type CommandOptions,
+  type ForkOptions,
   type EraseOptions,
   type EraseOutcome,
   type LedgerEventRecord,

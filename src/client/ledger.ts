@@ -26,7 +26,7 @@ import {
   type RecordWriter,
 } from '../kafka/index.js';
 import { silentLogger, type Logger } from '../logging.js';
-import { evolveAll, evolveInPlace, isValidId, type ItemSpec, type CommandPayloads, type CommandType, type PlanCommand, type PlanEvent, type PlanMode, type PlanState, type PlanStatus } from '../plan/index.js';
+import { canonicalJson, evolveAll, evolveInPlace, isValidId, type ItemSpec, type CommandPayloads, type CommandType, type PlanCommand, type PlanEvent, type PlanMode, type PlanState, type PlanStatus } from '../plan/index.js';
 import { toItemSpec, type ItemInput } from '../plan-input.js';
 import { traceHeaders } from '../trace-context.js';
 import type { PlanPage } from '../projection/query.js';
@@ -51,6 +51,17 @@ export interface CommandOutcome {
   readonly commandId: string;
   readonly planId: string;
   readonly events: PlanEvent[];
+}
+
+export interface ForkOptions extends CommandOptions {
+  /** The fork point: a seq of the source's log, or an item id. */
+  at: number | string;
+  /** New inputs for items that will run, by item id. */
+  set?: Record<string, unknown>;
+  /** The fork's id (default: a fresh one). */
+  planId?: string;
+  /** Default: the source's mode. */
+  mode?: PlanMode;
 }
 
 export interface CommandOptions {
@@ -107,6 +118,30 @@ export interface Ledger {
   reject(planId: string, reason: string, opts?: CommandOptions & { digest?: string }): Promise<CommandOutcome>;
   cancel(planId: string, reason?: string, opts?: CommandOptions): Promise<CommandOutcome>;
   retryItem(planId: string, itemId: string, opts?: CommandOptions): Promise<CommandOutcome>;
+  /**
+   * Delivers signal `name` with `data` (any JSON value; it becomes the output of each item waiting for the
+   * name) to a plan: its events are `ItemSignalled` + `ItemCompleted` per waiting item, the actor `by`.
+   * Idempotent by `signalId` (default: a fresh id): a second delivery with the same id is `REJECTED` with
+   * code `DUPLICATE_SIGNAL`; a signal no item waits for now is `REJECTED` with `NOT_WAITING`, an unknown plan
+   * `PLAN_NOT_FOUND` — each recorded in the plan's chain as a `CommandRejected`, never dropped.
+   *
+   * @example await ledger.signal(planId, 'customer-reply', { address: '1 Main St' }, { signalId: 'webhook-8121' });
+   */
+  signal(planId: string, name: string, data: unknown, opts?: CommandOptions & { signalId?: string }): Promise<CommandOutcome>;
+  /**
+   * Creates a new plan from a point of another's history; the source is not touched. `at` is a seq of the
+   * source's log (the fork starts from its state after that event) or an item id (the fork point is just
+   * before the item's first attempt started; an item that never started: the source's head). The fork has
+   * the source's items as of that point: those completed keep their recorded outputs (`ItemInherited`, byte
+   * for byte, never run again), every other one is pending again; `set` replaces the input of items that
+   * will run. Its first event names the origin, `PlanCreated.forkedFrom { planId, seq, chainHead }` (the
+   * hash of the source's event at seq), so an auditor can check what it inherited. Mode and policy apply as
+   * to any new plan (`mode` defaults to the source's). A bad `at` or `set` is a `VALIDATION` error naming
+   * the field, with nothing sent; an unknown source `NOT_FOUND`.
+   *
+   * @example const { planId } = await ledger.fork(failedPlan, { at: 'step-39', set: { 'step-39': { retries: 5 } } });
+   */
+  fork(planId: string, opts: ForkOptions): Promise<CommandOutcome & { digest: string; forkedFrom: { planId: string; seq: number; chainHead: string } }>;
   /**
    * Erases a plan through its owning executor (the only writer of its partition): in one transaction it
    * tombstones every event key `planId:1..seq` and the plan's snapshot and archive record, and records a
@@ -532,6 +567,100 @@ class LedgerClient implements Ledger {
 
   retryItem(planId: string, itemId: string, opts?: CommandOptions) {
     return this.send(planId, 'RetryItem', { itemId }, opts);
+  }
+
+  async fork(source: string, opts: ForkOptions) {
+    checkPlanId(source);
+    const bad = (message: string, field = 'at') => new LedgerError('VALIDATION', message, { field, planId: source });
+    const at = opts.at;
+    let seqAt: number | undefined;
+    let itemAt: string | undefined;
+    if (typeof at === 'number') {
+      if (!Number.isSafeInteger(at) || at < 1) throw bad(`at must be a seq (an integer >= 1) or an item id, got ${String(at)}`);
+      seqAt = at;
+    } else if (typeof at === 'string' && /^[0-9]+$/.test(at)) {
+      seqAt = Number(at);
+      if (!Number.isSafeInteger(seqAt) || seqAt < 1) throw bad(`at must be a seq (an integer >= 1) or an item id, got "${at.slice(0, 64)}"`);
+    } else if (typeof at === 'string' && isValidId(at)) {
+      itemAt = at;
+    } else {
+      throw bad(`at must be a seq (an integer >= 1) or an item id (1..128 chars of [A-Za-z0-9._:-]), got ${JSON.stringify(String(at).slice(0, 64))}`);
+    }
+    const events = (await this.planEvents(source)).map((r) => r.event);
+    const head = evolveAll(undefined, events);
+    if (head === undefined || head.status === 'none') throw new LedgerError('NOT_FOUND', `plan ${source} not found on prefix "${this.config.topicPrefix}"`, { planId: source });
+    if (itemAt !== undefined) {
+      if (!Object.prototype.hasOwnProperty.call(head.items, itemAt)) throw bad(`plan ${source} has no item ${itemAt}`);
+      const started = events.find((e) => (e.type === 'IntentRecorded' || e.type === 'WaitStarted') && e.data.itemId === itemAt);
+      seqAt = started === undefined ? events.length : started.seq - 1;
+    }
+    const seq = seqAt!;
+    if (seq > events.length) throw bad(`plan ${source} has ${events.length} events; at ${seq} is past its head`);
+    const state = evolveAll(undefined, events.slice(0, seq));
+    if (state === undefined || state.status === 'none') throw bad(`plan ${source} did not exist yet at seq ${seq}`);
+    const set = opts.set ?? {};
+    for (const id of Object.keys(set)) {
+      const it = Object.prototype.hasOwnProperty.call(state.items, id) ? state.items[id] : undefined;
+      if (it === undefined) throw bad(`set: the fork has no item ${id} (plan ${source} as of seq ${seq})`, `set.${id}`);
+      if (it.status === 'completed') throw bad(`set: item ${id} finished before the fork point; its output is inherited, not run again`, `set.${id}`);
+    }
+    const inherited: Array<{ itemId: string; outputJson: string | null }> = [];
+    const specs: ItemSpec[] = [];
+    for (const id of state.itemOrder) {
+      const it = state.items[id]!;
+      if (it.status === 'completed') {
+        // Byte for byte: an output the source stored by reference or sealed with its key is not the fork's to read.
+        if (it.outputJson !== null && (await this.readPayload(source, it.outputJson)) !== it.outputJson) {
+          throw bad(`item ${id}'s output is stored by reference or encrypted in plan ${source}; forks of such outputs are not supported`);
+        }
+        inherited.push({ itemId: id, outputJson: it.outputJson });
+      }
+      let inputJson: string;
+      if (Object.prototype.hasOwnProperty.call(set, id)) {
+        try {
+          inputJson = canonicalJson(set[id] === undefined ? {} : set[id]);
+        } catch (e) {
+          throw bad(`set.${id}: ${(e as Error).message}`, `set.${id}`);
+        }
+      } else {
+        inputJson = await this.readPayload(source, it.inputJson);
+      }
+      specs.push({
+        id: it.id,
+        title: it.title,
+        why: it.why,
+        dependsOn: it.dependsOn,
+        tool: it.tool,
+        inputJson,
+        retry: it.retry,
+        ...(it.secret != null ? { secret: it.secret } : {}),
+        ...(it.wait != null ? { wait: it.wait } : {}),
+      });
+    }
+    const chainHead = events[seq - 1]!.hash;
+    const forkedFrom = { planId: source, seq, chainHead };
+    const planId = opts.planId ?? `fork-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
+    checkPlanId(planId);
+    const items = await this.placePayloads(planId, specs, true);
+    this.followed.begin(planId);
+    try {
+      const out = await this.send(planId, 'CreatePlan', { goal: state.goal, mode: opts.mode ?? state.mode ?? 'execute', labels: { ...state.labels, forkedFrom: source }, parent: null, items, forkedFrom, inherited }, opts);
+      return { ...out, digest: digestAfter(out.events) ?? '', forkedFrom };
+    } catch (e) {
+      this.followed.drop(planId);
+      throw e;
+    }
+  }
+
+  signal(planId: string, name: string, data: unknown, opts: CommandOptions & { signalId?: string } = {}) {
+    let dataJson: string;
+    try {
+      dataJson = canonicalJson(data === undefined ? null : data);
+    } catch (e) {
+      throw new LedgerError('VALIDATION', `signal data: ${(e as Error).message}`, { field: 'data' });
+    }
+    const signalId = opts.signalId ?? `signal-${Date.now().toString(36)}-${randomBytes(6).toString('hex')}`;
+    return this.send(planId, 'SignalItem', { signal: name, signalId, dataJson }, opts);
   }
 
   async erase(planId: string, opts: EraseOptions = {}): Promise<EraseOutcome> {

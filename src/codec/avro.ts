@@ -264,7 +264,7 @@ export function mapperFor<T>(type: avsc.Type): Mapper<T> {
     ),
   ) as (r: unknown) => T;
   // Item specs a payload carries: `secret` is absent when null (see src/plan/absent-fields.ts).
-  const withItems = new Set(['ItemAdded', 'CreatePlan', 'AddItems']);
+  const withItems = new Set(['ItemAdded', 'CreatePlan', 'AddItems', 'PlanCreated']);
   const fromAvroNormalized = (r: unknown): T => {
     const v = fromAvro(r) as { type: string; data: unknown };
     if (withItems.has(v.type)) dropNullItemFields(v.data);

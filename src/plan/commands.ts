@@ -65,6 +65,17 @@ export interface RecordEvidence {
   valueJson: string;
 }
 
+/**
+ * A waiting item's deadline passed (the executor's timer, on whichever executor owns the plan now).
+ * Decides `ResultCommitted` with outcome `failed_retryable` and error code `WAIT_TIMEOUT`; `SettleItem`
+ * then applies the item's retry policy as for any failure.
+ */
+export interface ExpireWait {
+  itemId: string;
+  attempt: number;
+  executorId: string;
+}
+
 /** Commands the executor gives itself. TypeScript only, never on the wire. */
 export interface InternalCommandPayloads {
   RecordIntent: RecordIntent;
@@ -73,6 +84,7 @@ export interface InternalCommandPayloads {
   DelegateItem: DelegateItem;
   RecordCheckpoint: RecordCheckpoint;
   RecordEvidence: RecordEvidence;
+  ExpireWait: ExpireWait;
 }
 export type InternalCommandType = keyof InternalCommandPayloads;
 export type InternalCommand = {
@@ -83,7 +95,7 @@ export type InternalCommand = {
 export type AnyCommand = PlanCommand | InternalCommand;
 export type AnyCommandType = AnyCommand['type'];
 
-export const internalCommandTypes = ['RecordIntent', 'CommitResult', 'SettleItem', 'DelegateItem', 'RecordCheckpoint', 'RecordEvidence'] as const satisfies readonly InternalCommandType[];
+export const internalCommandTypes = ['RecordIntent', 'CommitResult', 'SettleItem', 'DelegateItem', 'RecordCheckpoint', 'RecordEvidence', 'ExpireWait'] as const satisfies readonly InternalCommandType[];
 
 /** Avro-style schemas of the internal commands, so `decide` validates them like client commands. */
 export const internalCommandSchemas: Record<InternalCommandType, SchemaNode> = {
@@ -128,6 +140,15 @@ export const internalCommandSchemas: Record<InternalCommandType, SchemaNode> = {
       { name: 'attempt', type: 'int' },
       { name: 'name', type: 'string' },
       { name: 'valueJson', type: 'string' },
+    ],
+  },
+  ExpireWait: {
+    type: 'record',
+    name: 'ExpireWait',
+    fields: [
+      { name: 'itemId', type: 'string' },
+      { name: 'attempt', type: 'int' },
+      { name: 'executorId', type: 'string' },
     ],
   },
   DelegateItem: {

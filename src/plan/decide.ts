@@ -8,6 +8,7 @@ import {
   type AnyCommand,
   type CommitResult,
   type DelegateItem,
+  type ExpireWait,
   type InternalCommandPayloads,
   type RecordCheckpoint,
   type RecordEvidence,
@@ -29,6 +30,8 @@ import type {
   CommandPayloads,
   CreatePlan,
   ErasePlan,
+  ForkOrigin,
+  InheritedOutput,
   ItemError,
   ItemSpec,
   ProposePlan,
@@ -36,6 +39,7 @@ import type {
   PolicyDecision,
   RejectPlan,
   RetryItem,
+  SignalItem,
 } from './generated/types.js';
 import { GENESIS_HASH, sealEvent } from './hash-chain.js';
 import { eventId, idempotencyKey, isReservedPlanId, isValidId, RESERVED_PLAN_ID_PREFIX } from './ids.js';
@@ -259,6 +263,12 @@ function decideOrThrow(state: PlanState | undefined, input: unknown, ctx: Decide
     case 'ErasePlan':
       erasePlan(s, command.data);
       break;
+    case 'SignalItem':
+      signalItem(out, s, command.data, limits);
+      break;
+    case 'ExpireWait':
+      expireWait(out, s, command.data, ctx.now);
+      break;
     case 'RecordIntent':
       recordIntent(out, s, command.data, ctx.now);
       break;
@@ -325,6 +335,12 @@ function validateItems(existing: PlanState | undefined, items: readonly ItemSpec
     batch.set(item.id, item);
     nonEmpty(item.tool, `${f}.tool`);
     checkJson(item.inputJson, `${f}.inputJson`, limits);
+    if (item.wait != null) {
+      if (!isValidId(item.wait.signal)) reject('INVALID_FIELD', `${f}.wait.signal must be 1..128 chars of [A-Za-z0-9._:-]`, `${f}.wait.signal`);
+      const t = item.wait.timeoutMs;
+      if (t != null && (t < 1 || t > MAX_WAIT_MS)) reject('INVALID_FIELD', `${f}.wait.timeoutMs must be 1..${MAX_WAIT_MS} (365 days) or null`, `${f}.wait.timeoutMs`);
+      if (item.wait.prompt != null && utf8Length(item.wait.prompt) > 4096) reject('PAYLOAD_TOO_LARGE', `${f}.wait.prompt exceeds 4096 bytes`, `${f}.wait.prompt`);
+    }
     if (item.secret != null) checkSecretPaths(item.secret, `${f}.secret`);
     if (item.retry !== null) {
       const r = item.retry;
@@ -383,12 +399,44 @@ function createPlan(out: Emitter, data: CreatePlan, limits: DecideLimits, policy
     if (!isValidId(data.parent.itemId)) reject('INVALID_FIELD', 'data.parent.itemId is not a valid id', 'data.parent.itemId');
   }
   validateItems(undefined, data.items, 'data.items', limits);
+  const forkedFrom = data.forkedFrom ?? null;
+  const inherited = data.inherited ?? [];
+  if (forkedFrom !== null) checkFork(forkedFrom, data, inherited, limits);
+  else if (inherited.length > 0) reject('INVALID_FIELD', 'data.inherited needs data.forkedFrom', 'data.inherited');
   const decision = policy === undefined ? null : evaluatePolicy(policy, { labels: data.labels, items: data.items, itemCount: data.items.length });
-  out.emit({ type: 'PlanCreated', data: { goal: data.goal, mode: data.mode, labels: data.labels, parent: data.parent, policy: decision } });
+  out.emit({ type: 'PlanCreated', data: { goal: data.goal, mode: data.mode, labels: data.labels, parent: data.parent, policy: decision, ...(forkedFrom !== null ? { forkedFrom } : {}) } });
   for (const item of data.items) out.emit({ type: 'ItemAdded', data: { item, followUpOf: null } });
+  // A fork's items finished before its fork point: completed with the source's outputs, never run again.
+  for (const i of inherited) out.emit({ type: 'ItemInherited', data: { itemId: i.itemId, outputJson: i.outputJson } });
   // An execute plan the policy covers does not run: it is proposed at once (the client's mode cannot bypass
   // the policy). A propose plan is proposed by its client, as always.
   if (decision?.required === true && data.mode === 'execute') proposeForPolicy(out, decision);
+}
+
+/**
+ * A fork's origin and inherited items: the origin names a valid plan (not the new one), a seq and a sha256
+ * hash; each inherited item is one of the fork's items, once, with every dependency inherited too (it
+ * finished, so they had), and at least one item is left to run.
+ */
+function checkFork(origin: ForkOrigin, data: CreatePlan, inherited: readonly InheritedOutput[], limits: DecideLimits): void {
+  if (!isValidId(origin.planId) || isReservedPlanId(origin.planId)) reject('INVALID_FIELD', 'data.forkedFrom.planId is not a valid plan id', 'data.forkedFrom.planId');
+  if (!Number.isSafeInteger(origin.seq) || origin.seq < 1) reject('INVALID_FIELD', 'data.forkedFrom.seq must be a seq (>= 1)', 'data.forkedFrom.seq');
+  if (!/^[0-9a-f]{64}$/.test(origin.chainHead)) reject('INVALID_FIELD', 'data.forkedFrom.chainHead must be a sha256 hash (64 hex digits)', 'data.forkedFrom.chainHead');
+  if (data.parent !== null) reject('INVALID_FIELD', 'a fork is not a child plan', 'data.parent');
+  const specs = new Map(data.items.map((it) => [it.id, it]));
+  const kept = new Set<string>();
+  inherited.forEach((i, n) => {
+    const f = `data.inherited[${n}]`;
+    if (!specs.has(i.itemId)) reject('ITEM_NOT_FOUND', `inherited item ${i.itemId} is not an item of the fork`, `${f}.itemId`);
+    if (kept.has(i.itemId)) reject('INVALID_FIELD', `${f} repeats ${i.itemId}`, `${f}.itemId`);
+    kept.add(i.itemId);
+    checkJson(i.outputJson, `${f}.outputJson`, limits);
+  });
+  inherited.forEach((i, n) => {
+    const open = specs.get(i.itemId)!.dependsOn.filter((d) => !kept.has(d));
+    if (open.length > 0) reject('INVALID_FIELD', `inherited item ${i.itemId} depends on ${open.join(', ')}, which the fork runs again`, `data.inherited[${n}].itemId`);
+  });
+  if (data.items.length > 0 && kept.size === data.items.length) reject('INVALID_FIELD', 'every item is inherited: the fork has nothing to run', 'data.inherited');
 }
 
 /** Pauses (or opens) the plan for review at the digest after the events so far: PlanProposed with the decision. */
@@ -499,7 +547,11 @@ function rejectPlan(out: Emitter, s: PlanState, data: RejectPlan): void {
 
 function cancelPlan(out: Emitter, s: PlanState, data: CancelPlan): void {
   requireNotFinished(s, true);
-  const cancelledItemIds = s.itemOrder.filter((id) => getItem(s, id)?.status === 'pending');
+  // A waiting item has nothing running that could still report: it is cancelled with the pending ones.
+  const cancelledItemIds = s.itemOrder.filter((id) => {
+    const it = getItem(s, id);
+    return it?.status === 'pending' || (it?.status === 'in_progress' && currentAttempt(it)?.wait !== undefined);
+  });
   out.emit({ type: 'PlanCancelled', data: { reason: data.reason, cancelledItemIds } });
 }
 
@@ -561,6 +613,12 @@ function recordIntent(out: Emitter, s: PlanState, data: RecordIntent, now: numbe
   if (item.retryAt !== null && item.retryAt > now) reject('INVALID_STATE', `item ${item.id} may not retry before ${item.retryAt}`, 'data.itemId');
   nonEmpty(data.executorId, 'data.executorId');
   const attempt = item.attempts.length + 1;
+  if (item.wait != null) {
+    // A wait item runs no tool: its attempt waits for the signal, with its deadline on record.
+    const t = item.wait.timeoutMs ?? null;
+    out.emit({ type: 'WaitStarted', data: { itemId: item.id, attempt, signal: item.wait.signal, deadline: t === null ? null : now + t, executorId: data.executorId } });
+    return;
+  }
   out.emit({
     type: 'IntentRecorded',
     data: {
@@ -579,6 +637,7 @@ function commitResult(out: Emitter, s: PlanState, data: CommitResult, limits: De
   if (item.status !== 'in_progress' || attempt === undefined) reject('INVALID_STATE', `item ${item.id} is ${item.status}, not in_progress`, 'data.itemId');
   if (attempt.attempt !== data.attempt) reject('INVALID_STATE', `attempt ${data.attempt} is not the current attempt ${attempt.attempt} of ${item.id}`, 'data.attempt');
   if (attempt.childPlanId !== null) reject('INVALID_STATE', `item ${item.id} is delegated to ${attempt.childPlanId}; its result comes from ChildPlanFinished`, 'data.itemId');
+  if (attempt.wait !== undefined) reject('INVALID_STATE', `item ${item.id} waits for signal ${attempt.wait.signal}; its result comes from SignalItem or its timeout`, 'data.itemId');
   if (data.durationMs < 0) reject('INVALID_FIELD', 'data.durationMs must be >= 0', 'data.durationMs');
   nonEmpty(data.executorId, 'data.executorId');
   checkJson(data.outputJson, 'data.outputJson', limits);
@@ -650,6 +709,7 @@ function runningAttempt(s: PlanState, itemId: string, attempt: number) {
   if (item.status !== 'in_progress' || current === undefined) reject('INVALID_STATE', `item ${item.id} is ${item.status}, not in_progress`, 'data.itemId');
   if (current.attempt !== attempt) reject('INVALID_STATE', `attempt ${attempt} is not the current attempt ${current.attempt} of ${item.id}`, 'data.attempt');
   if (current.childPlanId !== null) reject('INVALID_STATE', `item ${item.id} is delegated to ${current.childPlanId}`, 'data.itemId');
+  if (current.wait !== undefined) reject('INVALID_STATE', `item ${item.id} waits for signal ${current.wait.signal}; no tool runs`, 'data.itemId');
   return item;
 }
 
@@ -671,6 +731,74 @@ function recordEvidence(out: Emitter, s: PlanState, data: RecordEvidence, limits
   const count = (item.evidence ?? []).filter((e) => e.attempt === data.attempt).length;
   if (count >= MAX_EVIDENCE_PER_ATTEMPT) reject('PAYLOAD_TOO_LARGE', `an attempt may attach at most ${MAX_EVIDENCE_PER_ATTEMPT} evidence records`, 'data.name');
   out.emit({ type: 'EvidenceRecorded', data: { itemId: item.id, attempt: data.attempt, name: data.name, valueJson: data.valueJson } });
+}
+
+/** Longest wait timeout: 365 days. */
+export const MAX_WAIT_MS = 365 * 24 * 3600 * 1000;
+
+/** The items waiting for a signal (in progress, their current attempt a wait for it), in item order. */
+function waitingFor(s: PlanState, signal: string): ItemState[] {
+  const out: ItemState[] = [];
+  for (const id of s.itemOrder) {
+    const it = getItem(s, id);
+    if (it?.status === 'in_progress' && currentAttempt(it)?.wait?.signal === signal) out.push(it);
+  }
+  return out;
+}
+
+/**
+ * A signal for the items waiting for it: each gets `ItemSignalled` (its attempt succeeded, the data its
+ * output) and `ItemCompleted`, then the plan settles as after any completion. Idempotent by `signalId`
+ * (DUPLICATE_SIGNAL names the first delivery, also once the plan finished); NOT_WAITING when no item waits for the name now (pending,
+ * already signalled, timed out, or no such wait) — a signal is never dropped silently.
+ */
+function signalItem(out: Emitter, s: PlanState, data: SignalItem, limits: DecideLimits): void {
+  if (!isValidId(data.signal)) reject('INVALID_FIELD', 'data.signal must be 1..128 chars of [A-Za-z0-9._:-]', 'data.signal');
+  if (data.signalId.trim() === '' || data.signalId.length > 256) reject('INVALID_FIELD', 'data.signalId must be 1..256 characters', 'data.signalId');
+  // Before PLAN_FINISHED: a redelivered signal is told it was delivered, even once the plan it finished is over.
+  const first = s.signals !== undefined && Object.prototype.hasOwnProperty.call(s.signals, data.signalId) ? s.signals[data.signalId] : undefined;
+  if (first !== undefined) reject('DUPLICATE_SIGNAL', `signal ${data.signalId} was delivered to plan ${s.planId} at seq ${first}`, 'data.signalId');
+  requireNotFinished(s, true);
+  checkJson(data.dataJson, 'data.dataJson', limits);
+  const items = waitingFor(s, data.signal);
+  if (items.length === 0) {
+    const names = [...new Set(s.itemOrder.flatMap((id) => {
+      const it = getItem(s, id);
+      const w = it?.status === 'in_progress' ? currentAttempt(it)?.wait : undefined;
+      return w === undefined ? [] : [w.signal];
+    }))];
+    reject('NOT_WAITING', `no item of plan ${s.planId} waits for signal ${data.signal}${names.length ? ` (waiting: ${names.join(', ')})` : ''}`, 'data.signal');
+  }
+  for (const it of items) {
+    const attempt = (currentAttempt(it) as { attempt: number }).attempt;
+    out.emit({ type: 'ItemSignalled', data: { itemId: it.id, attempt, signal: data.signal, signalId: data.signalId, dataJson: data.dataJson } });
+    out.emit({ type: 'ItemCompleted', data: { itemId: it.id, attempt } });
+  }
+  settlePlan(out, s);
+}
+
+/** A waiting attempt's deadline passed: it fails, retryably, with WAIT_TIMEOUT (SettleItem applies the retry policy). */
+function expireWait(out: Emitter, s: PlanState, data: ExpireWait, now: number): void {
+  const item = requireItem(s, data.itemId, 'data.itemId');
+  const attempt = currentAttempt(item);
+  if (item.status !== 'in_progress' || attempt?.wait === undefined) reject('INVALID_STATE', `item ${item.id} is ${item.status}, not waiting`, 'data.itemId');
+  if (attempt.attempt !== data.attempt) reject('INVALID_STATE', `attempt ${data.attempt} is not the current attempt ${attempt.attempt} of ${item.id}`, 'data.attempt');
+  const deadline = attempt.wait.deadline;
+  if (deadline === null || deadline > now) reject('INVALID_STATE', `the wait of ${item.id} has ${deadline === null ? 'no deadline' : `its deadline at ${deadline}`}`, 'data.itemId');
+  nonEmpty(data.executorId, 'data.executorId');
+  out.emit({
+    type: 'ResultCommitted',
+    data: {
+      itemId: item.id,
+      attempt: attempt.attempt,
+      outcome: 'failed_retryable',
+      outputJson: null,
+      error: { code: 'WAIT_TIMEOUT', message: `no signal ${attempt.wait.signal} arrived before the deadline ${new Date(deadline).toISOString()}`, detailsJson: null },
+      durationMs: Math.max(0, now - attempt.startedAt),
+      executorId: data.executorId,
+      followUpIds: [],
+    },
+  });
 }
 
 function delegateItem(out: Emitter, s: PlanState, data: DelegateItem): void {

@@ -20,6 +20,8 @@ export function reviewView(item: ItemSpec): ItemSpec {
     // Which fields are secret is part of what an operator approves; an item without any reviews (and
     // digests) exactly as before the field existed.
     ...(item.secret != null && item.secret.length > 0 ? { secret: item.secret } : {}),
+    // What a wait item waits for (and how long) is reviewed like a tool and its input.
+    ...(item.wait != null ? { wait: item.wait } : {}),
   };
 }
 
@@ -29,8 +31,9 @@ export function reviewView(item: ItemSpec): ItemSpec {
  * gives the same bytes or throws `NOT_CANONICAL`.
  */
 export function reviewJson(item: ItemSpec): string {
-  const { id, title, why, dependsOn, tool, inputJson, retry, secret } = item;
+  const { id, title, why, dependsOn, tool, inputJson, retry, secret, wait } = item;
   if (secret != null && (!Array.isArray(secret) || secret.length > 0)) return canonicalJson(reviewView(item));
+  if (wait != null) return canonicalJson(reviewView(item));
   if (typeof id !== 'string' || typeof title !== 'string' || typeof why !== 'string' || typeof tool !== 'string' || typeof inputJson !== 'string') {
     return canonicalJson(reviewView(item));
   }

@@ -65,8 +65,10 @@ export function readyItems(state: PlanState, now: number): ItemView[] {
 export interface ItemScan {
   /** Ready items from `from` on, at most `limit`, in item order. */
   ready: ItemView[];
-  /** The earliest retryAt of a pending item waiting for it, among the items looked at (null: none). */
+  /** The earliest retryAt of a pending item waiting for it, or deadline of a waiting item, among the items looked at (null: none). */
   nextWakeUp: number | null;
+  /** Waiting items (wait items in progress) whose deadline has passed, among the items looked at: their timeout is due. */
+  expired: Array<{ itemId: string; attempt: number }>;
   /** Index in `itemOrder` of the first item from `from` on that is not completed, failed or cancelled (the order's length when none). */
   firstOpen: number;
   /** Whether the scan reached the end of the item order (false: it stopped at `limit`). */
@@ -96,9 +98,10 @@ export function scanItems(state: PlanState, now: number, opts: { from?: number; 
         break;
       }
     }
-    return { ready: [], nextWakeUp: null, firstOpen: firstOpen < 0 ? i : firstOpen, complete: end >= order.length };
+    return { ready: [], nextWakeUp: null, expired: [], firstOpen: firstOpen < 0 ? i : firstOpen, complete: end >= order.length };
   }
   const out: ItemView[] = [];
+  const expired: ItemScan['expired'] = [];
   let wake: number | null = null;
   let i = from;
   for (; i < end && out.length < limit; i++) {
@@ -106,13 +109,22 @@ export function scanItems(state: PlanState, now: number, opts: { from?: number; 
     const item = getItem(state, id);
     if (item === undefined) continue;
     if (firstOpen < 0 && !SETTLED.has(item.status)) firstOpen = i;
+    if (item.status === 'in_progress') {
+      const a = currentAttempt(item);
+      const deadline = a?.wait?.deadline ?? null;
+      if (a !== undefined && deadline !== null) {
+        if (deadline <= now) expired.push({ itemId: id, attempt: a.attempt });
+        else wake = wake === null ? deadline : Math.min(wake, deadline);
+      }
+      continue;
+    }
     const r = readyAt(state, id, item, now);
     if (r === null) continue;
     if (typeof r === 'number') wake = wake === null ? r : Math.min(wake, r);
     else out.push(r);
   }
   // No open item in the window: the settled front reaches at least where the scan stopped.
-  return { ready: out, nextWakeUp: wake, firstOpen: firstOpen < 0 ? i : firstOpen, complete: i >= order.length };
+  return { ready: out, nextWakeUp: wake, expired, firstOpen: firstOpen < 0 ? i : firstOpen, complete: i >= order.length };
 }
 
 /**
@@ -142,12 +154,14 @@ function readyAt(state: PlanState, id: string, item: ItemState, now: number): It
   };
 }
 
-/** The earliest retryAt of a pending item still waiting for it (for the executor's timer), or null. */
+/** The earliest retryAt of a pending item still waiting for it, or deadline of a waiting item (for the executor's timer), or null. */
 export function nextWakeUp(state: PlanState, now: number): number | null {
   if (!canStartItems(state)) return null;
   let min: number | null = null;
   for (const id of state.itemOrder) {
     const item = getItem(state, id);
+    const deadline = item?.status === 'in_progress' ? (currentAttempt(item)?.wait?.deadline ?? null) : null;
+    if (deadline !== null) min = min === null ? deadline : Math.min(min, deadline);
     if (item?.status === 'pending' && item.retryAt !== null && item.retryAt > now && depsCompleted(state, item)) {
       min = min === null ? item.retryAt : Math.min(min, item.retryAt);
     }
@@ -162,7 +176,9 @@ export type RecoveryAction =
   /** Result committed, not settled: settle without invoking. */
   | { kind: 'settle'; attempt: number }
   /** Delegated to a child plan: wait for ChildPlanFinished. */
-  | { kind: 'await_child'; attempt: number; childPlanId: string };
+  | { kind: 'await_child'; attempt: number; childPlanId: string }
+  /** A wait item waiting for its signal: nothing to invoke; its deadline (if any) is the owner's timer. */
+  | { kind: 'await_signal'; attempt: number; signal: string; deadline: number | null };
 
 /**
  * The next step for an item after a crash or rebalance, or null when the item is not mid-protocol.
@@ -176,6 +192,7 @@ export function recoveryAction(state: PlanState, id: string): RecoveryAction | n
   if (item.status === 'result_committed') return { kind: 'settle', attempt: last.attempt };
   if (item.status !== 'in_progress') return null;
   if (last.childPlanId !== null) return { kind: 'await_child', attempt: last.attempt, childPlanId: last.childPlanId };
+  if (last.wait !== undefined) return { kind: 'await_signal', attempt: last.attempt, signal: last.wait.signal, deadline: last.wait.deadline };
   return { kind: 'reinvoke', attempt: last.attempt, idempotencyKey: last.idempotencyKey };
 }
 

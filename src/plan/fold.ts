@@ -26,7 +26,7 @@ const SPEC_FIELDS = 7;
 /** Fields of an item spec beyond the schema's (a producer's newer schema) are kept on the item, as a spread would. */
 function copyExtraFields(spec: object, item: ItemState): void {
   const target = item as unknown as Record<string, unknown>;
-  for (const [key, value] of Object.entries(spec)) if (key !== 'secret' && !hasOwn(target, key)) put(target, key, value);
+  for (const [key, value] of Object.entries(spec)) if (key !== 'secret' && key !== 'wait' && !hasOwn(target, key)) put(target, key, value);
 }
 
 /**
@@ -68,6 +68,12 @@ function causedByClientCommand(event: PlanEvent, lookup: (id: string) => ItemSta
       return event.data.followUpOf === null; // a follow-up comes from CommitResult
     case 'ItemRetryScheduled':
       return event.data.manual; // RetryItem; an automatic retry comes from SettleItem
+    case 'ItemSignalled':
+      return true; // SignalItem
+    case 'WaitStarted':
+      return false; // RecordIntent of a wait item
+    case 'ItemInherited':
+      return false; // follows its fork's PlanCreated
     case 'ResultCommitted': {
       // ChildPlanFinished commits the result of a delegated attempt; CommitResult is refused for those.
       const item = lookup(event.data.itemId);
@@ -220,6 +226,7 @@ export class Fold {
           s.createdBy = event.actor;
           s.policy = { ...event.data.policy, seq: event.seq };
         }
+        if (event.data.forkedFrom != null) s.forkedFrom = { planId: event.data.forkedFrom.planId, seq: event.data.forkedFrom.seq, chainHead: event.data.forkedFrom.chainHead };
         this.digestStale = this.aside === null;
         break;
       }
@@ -248,7 +255,9 @@ export class Fold {
         // Secret paths are kept on the item only when there are some: an item without them has the state
         // (and state digest) it had before they existed.
         if (spec.secret != null && spec.secret.length > 0) added.secret = [...spec.secret];
-        const specFields = Object.keys(spec).length - (Object.prototype.hasOwnProperty.call(spec, 'secret') ? 1 : 0);
+        // Likewise a wait item's wait: a tool item has the state it had before waits existed.
+        if (spec.wait != null) added.wait = { signal: spec.wait.signal, timeoutMs: spec.wait.timeoutMs ?? null, prompt: spec.wait.prompt ?? null };
+        const specFields = Object.keys(spec).length - (hasOwn(spec, 'secret') ? 1 : 0) - (hasOwn(spec, 'wait') ? 1 : 0);
         if (specFields !== SPEC_FIELDS) copyExtraFields(spec, added);
         this.setItem(spec.id, this.own(added));
         this.delta.pending += 1;
@@ -312,6 +321,47 @@ export class Fold {
         if (s.status === 'approved') s.status = 'running';
         break;
       }
+      case 'WaitStarted': {
+        const found = this.item(event.data.itemId) ?? invalid(event, `unknown item ${event.data.itemId}`);
+        if (found.wait == null) invalid(event, `item ${found.id} is not a wait item`);
+        const it = this.changeItem(event, found.id);
+        this.attempts(it).push(
+          this.own<AttemptState>({
+            attempt: event.data.attempt,
+            idempotencyKey: idempotencyKey(s.planId, found.id, event.data.attempt),
+            executorId: event.data.executorId,
+            fencingToken: 0,
+            startedAt: event.occurredAt,
+            finishedAt: null,
+            outcome: null,
+            outputJson: null,
+            error: null,
+            durationMs: null,
+            childPlanId: null,
+            wait: { signal: event.data.signal, deadline: event.data.deadline },
+          }),
+        );
+        this.setStatus(it, 'in_progress');
+        it.retryAt = null;
+        if (s.status === 'approved') s.status = 'running';
+        break;
+      }
+      case 'ItemSignalled': {
+        const it = this.changeItem(event, event.data.itemId);
+        const a = this.attempt(event, it, event.data.attempt);
+        if (a.wait === undefined || it.status !== 'in_progress') invalid(event, `item ${it.id} is not waiting`);
+        a.finishedAt = event.occurredAt;
+        a.outcome = 'succeeded';
+        a.outputJson = event.data.dataJson;
+        a.error = null;
+        a.durationMs = Math.max(0, event.occurredAt - a.startedAt);
+        a.wait = { ...a.wait, signalId: event.data.signalId, signalledBy: event.actor };
+        this.setStatus(it, 'result_committed');
+        // One signal may reach several items waiting for the same name: its id is kept with its first event.
+        const signals = this.signals();
+        if (!hasOwn(signals, event.data.signalId)) put(signals, event.data.signalId, event.seq);
+        break;
+      }
       case 'ResultCommitted': {
         const it = this.changeItem(event, event.data.itemId);
         const a = this.attempt(event, it, event.data.attempt);
@@ -321,6 +371,13 @@ export class Fold {
         a.error = event.data.error;
         a.durationMs = event.data.durationMs;
         this.setStatus(it, 'result_committed');
+        break;
+      }
+      case 'ItemInherited': {
+        const it = this.changeItem(event, event.data.itemId);
+        if (s.forkedFrom === undefined || it.status !== 'pending' || it.attempts.length > 0) invalid(event, `item ${it.id} cannot be inherited`);
+        this.setStatus(it, 'completed');
+        it.outputJson = event.data.outputJson;
         break;
       }
       case 'ItemCompleted': {
@@ -414,6 +471,12 @@ export class Fold {
     const s = this.state;
     if (!this.owns(s.appliedCommandIds)) s.appliedCommandIds = this.own({ ...s.appliedCommandIds });
     return s.appliedCommandIds;
+  }
+
+  private signals(): NonNullable<PlanState['signals']> {
+    const s = this.state;
+    if (s.signals === undefined || !this.owns(s.signals)) s.signals = this.own({ ...(s.signals ?? {}) });
+    return s.signals;
   }
 
   private approvals(): PlanState['approvals'] {

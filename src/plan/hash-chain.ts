@@ -12,7 +12,7 @@ export const GENESIS_HASH = '0'.repeat(64);
  * did before the field existed. Append here whenever a payload gains a field.
  */
 export const ADDED_PAYLOAD_FIELDS: Readonly<Partial<Record<PlanEvent['type'], readonly string[]>>> = Object.freeze({
-  PlanCreated: ['policy'],
+  PlanCreated: ['policy', 'forkedFrom'],
   PlanProposed: ['policy'],
 });
 
@@ -22,7 +22,10 @@ export const ADDED_PAYLOAD_FIELDS: Readonly<Partial<Record<PlanEvent['type'], re
  * ItemAdded was written.
  */
 export const ADDED_NESTED_FIELDS: Readonly<Partial<Record<PlanEvent['type'], readonly (readonly [string, string])[]>>> = Object.freeze({
-  ItemAdded: [['item', 'secret']],
+  ItemAdded: [
+    ['item', 'secret'],
+    ['item', 'wait'],
+  ],
 });
 
 function hasNull(o: unknown, key: string): boolean {

@@ -1,4 +1,4 @@
-import type { FailureReason, ItemError, ItemSpec, Outcome, ParentRef, PlanMode, PolicyDecision, RejectionCode } from './generated/types.js';
+import type { FailureReason, ForkOrigin, ItemError, ItemSpec, Outcome, ParentRef, PlanMode, PolicyDecision, RejectionCode } from './generated/types.js';
 
 /**
  * Plan status. `none` is a plan that does not exist yet but already has rejected commands in its chain
@@ -40,6 +40,18 @@ export interface AttemptState {
   durationMs: number | null;
   /** Set when the attempt was delegated to a child plan. */
   childPlanId: string | null;
+  /**
+   * Set for an attempt of a wait item (WaitStarted): the signal it waits for and its deadline (epoch ms,
+   * null = none); once signalled, the signal's id and who sent it. Absent for tool attempts.
+   */
+  wait?: WaitState;
+}
+
+export interface WaitState {
+  signal: string;
+  deadline: number | null;
+  signalId?: string;
+  signalledBy?: string;
 }
 
 export interface ItemState extends ItemSpec {
@@ -138,6 +150,13 @@ export interface PlanState {
    * they never travel the wire, and one entry per item step would make every plan's state grow with its log.
    */
   appliedCommandIds: Record<string, number>;
+  /**
+   * Signal id -> seq of its first ItemSignalled: a signal delivered again is DUPLICATE_SIGNAL. Absent until
+   * the plan's first signal, so a plan without waits has the state (and digest) it had before waits existed.
+   */
+  signals?: Record<string, number>;
+  /** Set for a fork: the source plan, the fork point and the source's hash there (PlanCreated.forkedFrom). */
+  forkedFrom?: ForkOrigin;
   createdAt: number | null;
   updatedAt: number;
   /**

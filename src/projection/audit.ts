@@ -75,7 +75,9 @@ export function timelineEntry(e: PlanEvent): TimelineEntry {
 export function summarizeEvent(e: PlanEvent): string {
   switch (e.type) {
     case 'PlanCreated':
-      return `plan created (${e.data.mode}): ${e.data.goal}${e.data.policy ? `; policy ${describePolicyDecision(e.data.policy)}` : ''}`;
+      return `plan created (${e.data.mode}): ${e.data.goal}${e.data.policy ? `; policy ${describePolicyDecision(e.data.policy)}` : ''}${e.data.forkedFrom ? `; forked from ${e.data.forkedFrom.planId} at seq ${e.data.forkedFrom.seq} (hash ${e.data.forkedFrom.chainHead.slice(0, 12)})` : ''}`;
+    case 'ItemInherited':
+      return `item ${e.data.itemId} inherited from the fork's source: ${e.data.outputJson === null ? 'no output' : preview(e.data.outputJson)}`;
     case 'ItemAdded':
       return `item ${e.data.item.id} added${e.data.followUpOf ? ` as a follow-up of ${e.data.followUpOf}` : ''}: ${e.data.item.title}`;
     case 'PlanProposed':
@@ -110,6 +112,10 @@ export function summarizeEvent(e: PlanEvent): string {
       return `item ${e.data.itemId} attempt ${e.data.attempt} checkpoint ${e.data.checkpoint}: ${preview(e.data.stateJson)}`;
     case 'EvidenceRecorded':
       return `item ${e.data.itemId} attempt ${e.data.attempt} evidence "${e.data.name}": ${preview(e.data.valueJson)}`;
+    case 'WaitStarted':
+      return `item ${e.data.itemId} attempt ${e.data.attempt} waits for signal ${e.data.signal} ${e.data.deadline === null ? 'no deadline' : `deadline ${new Date(e.data.deadline).toISOString()}`}, ${e.data.executorId}`;
+    case 'ItemSignalled':
+      return `item ${e.data.itemId} attempt ${e.data.attempt} signalled ${e.data.signal} by ${e.actor} (signal id ${e.data.signalId}): ${preview(e.data.dataJson)}`;
   }
 }
 

@@ -88,6 +88,10 @@ export function mapEventPayloads<E extends PlanEvent>(event: E, f: (json: string
       return { ...event, data: { ...event.data, stateJson: f(event.data.stateJson, event.data.itemId) } } as E;
     case 'EvidenceRecorded':
       return { ...event, data: { ...event.data, valueJson: f(event.data.valueJson, event.data.itemId) } } as E;
+    case 'ItemInherited':
+      return event.data.outputJson === null ? event : ({ ...event, data: { ...event.data, outputJson: f(event.data.outputJson, event.data.itemId) } } as E);
+    case 'ItemSignalled':
+      return { ...event, data: { ...event.data, dataJson: f(event.data.dataJson, event.data.itemId) } } as E;
     default:
       return event;
   }

@@ -39,6 +39,11 @@ describe('plan files', () => {
     });
   });
 
+  it('takes a wait item without a tool', () => {
+    const plan = parsePlanFile('goal: g\nitems:\n  - { id: ask, wait: { signal: customer-reply, timeoutMs: 86400000, prompt: Which address? } }', 'plan.yaml');
+    expect(toCreatePlanInput(plan, 'execute').items![0]).toEqual({ id: 'ask', title: 'ask', why: '', dependsOn: [], input: {}, wait: { signal: 'customer-reply', timeoutMs: 86400000, prompt: 'Which address?' } });
+  });
+
   it('reads JSON too', () => {
     expect(parsePlanFile('{"goal":"g","items":[{"id":"a","tool":"t"}]}', 'p.json').items[0]!.id).toBe('a');
   });

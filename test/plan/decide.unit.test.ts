@@ -452,8 +452,8 @@ describe('idempotency and rejections', () => {
     const d = decide(undefined, cmd.create(), { now: Number.NaN });
     expect(d).toMatchObject({ ok: false, rejection: { code: 'INVALID_FIELD', field: 'ctx.now' } });
   });
-  it('every rejection code is covered by a spec above (SELF_APPROVAL_FORBIDDEN and DUPLICATE_APPROVER in policy.unit.test.ts)', () => {
-    expect(Object.keys(RejectionCode)).toHaveLength(14);
+  it('every rejection code is covered by a spec above (SELF_APPROVAL_FORBIDDEN and DUPLICATE_APPROVER in policy.unit.test.ts, NOT_WAITING and DUPLICATE_SIGNAL in wait.unit.test.ts)', () => {
+    expect(Object.keys(RejectionCode)).toHaveLength(16);
   });
 });
 

@@ -26,8 +26,11 @@ describe('schemas and generated types are one truth', () => {
       'ApprovalRecorded',
       'ItemCheckpointed',
       'EvidenceRecorded',
+      'WaitStarted',
+      'ItemSignalled',
+      'ItemInherited',
     ]);
-    expect(commandTypes).toEqual(['CreatePlan', 'AddItems', 'ProposePlan', 'ApprovePlan', 'RejectPlan', 'CancelPlan', 'RetryItem', 'ChildPlanFinished', 'ErasePlan']);
+    expect(commandTypes).toEqual(['CreatePlan', 'AddItems', 'ProposePlan', 'ApprovePlan', 'RejectPlan', 'CancelPlan', 'RetryItem', 'ChildPlanFinished', 'ErasePlan', 'SignalItem']);
     const payload = planEventSchema.fields.find((f) => f.name === 'payload')!;
     expect((payload.type as readonly { name: string }[]).map((b) => b.name)).toEqual([...eventTypes]);
     expect(eventSchemaVersion).toBe(1);

@@ -42,6 +42,8 @@ async function stack(config: LedgerConfig, http: Partial<Parameters<typeof start
     reject: (...a) => (calls.push('reject'), ledger.reject(...a)),
     cancel: (...a) => (calls.push('cancel'), ledger.cancel(...a)),
     retryItem: (...a) => (calls.push('retryItem'), ledger.retryItem(...a)),
+    signal: (...a) => (calls.push('signal'), ledger.signal(...a)),
+    fork: (...a) => (calls.push('fork'), ledger.fork(...a)),
   };
   const projector = await startProjector({ config, logger: testLogger, port: 0, apiToken: TOKEN, apiTokens: [ALICE, GRAFANA], submit, watermarkIntervalMs: 500, defaultMetrics: false, ...http });
   cleanup(() => projector.stop());

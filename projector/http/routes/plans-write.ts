@@ -6,7 +6,7 @@ import type { Logger } from '../../../src/logging.js';
 import type { ProjectionService } from '../../projector.js';
 import type { CommandSubmitter } from '../index.js';
 import { notFound, sendOutcome } from '../errors.js';
-import { approveBody, cancelBody, createPlanBody, itemParams, planParams, rejectBody, retryBody } from '../schemas.js';
+import { approveBody, cancelBody, createPlanBody, forkBody, itemParams, planParams, rejectBody, retryBody, signalBody, signalParams } from '../schemas.js';
 
 export interface PlanWriteOptions {
   readonly service: ProjectionService;
@@ -52,5 +52,24 @@ export const planWriteRoutes: FastifyPluginAsync<PlanWriteOptions> = async (app,
     }
     const by = actor(req);
     return submit(reply, (s) => s.retryItem(planId, itemId, { by }));
+  });
+
+  // A signal for the plan's items waiting for `name`; the token's principal is the recorded signaller. A plan
+  // or name that is not waiting is answered with the ledger's code (409 NOT_WAITING, DUPLICATE_SIGNAL).
+  app.post('/api/plans/:id/signals/:name', { schema: { params: signalParams, body: signalBody } }, async (req, reply) => {
+    const { id: planId, name } = req.params as { id: string; name: string };
+    if (!model.has(planId)) return notFound(reply, planId);
+    const body = (req.body ?? {}) as { data?: unknown; signalId?: string };
+    const by = actor(req);
+    return submit(reply, (s) => s.signal(planId, name, body.data ?? null, { by, ...(body.signalId ? { signalId: body.signalId } : {}) }));
+  });
+
+  // A fork of a plan the projector knows; the token's principal creates it. A bad fork point is a 400 naming `at`.
+  app.post('/api/plans/:id/fork', { schema: { params: planParams, body: forkBody } }, async (req, reply) => {
+    const planId = (req.params as { id: string }).id;
+    if (!model.has(planId)) return notFound(reply, planId);
+    const b = req.body as { at: string | number; set?: Record<string, unknown>; planId?: string; mode?: 'propose' | 'execute' };
+    const by = actor(req);
+    return submit(reply, (s) => s.fork(planId, { at: b.at, by, ...(b.set ? { set: b.set } : {}), ...(b.planId ? { planId: b.planId } : {}), ...(b.mode ? { mode: b.mode } : {}) }));
   });
 };

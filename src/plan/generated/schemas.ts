@@ -166,6 +166,37 @@ export const planEventSchema = {
               ],
               "default": null,
               "doc": "What the executor's approval policy decided for the new plan; null when the executor had no policy."
+            },
+            {
+              "name": "forkedFrom",
+              "type": [
+                "null",
+                {
+                  "type": "record",
+                  "name": "ForkOrigin",
+                  "namespace": "planledger",
+                  "doc": "Where a forked plan comes from: the source plan as of one event of its log, named by that event's hash.",
+                  "fields": [
+                    {
+                      "name": "planId",
+                      "type": "string",
+                      "doc": "The source plan."
+                    },
+                    {
+                      "name": "seq",
+                      "type": "long",
+                      "doc": "The fork point: the source's state after this event is what the fork starts from."
+                    },
+                    {
+                      "name": "chainHead",
+                      "type": "string",
+                      "doc": "The hash of the source's event at seq: its whole history up to the fork point."
+                    }
+                  ]
+                }
+              ],
+              "default": null,
+              "doc": "Set when the plan is a fork: its source plan, the fork point and the source's hash there."
             }
           ]
         },
@@ -259,6 +290,45 @@ export const planEventSchema = {
                     ],
                     "default": null,
                     "doc": "Dotted paths into the input and output JSON whose values are secret (e.g. card.number): shown as \"[secret]\" in logs, the API, the dashboard and the CLI; the tool gets the real value. null = none."
+                  },
+                  {
+                    "name": "wait",
+                    "type": [
+                      "null",
+                      {
+                        "type": "record",
+                        "name": "WaitSpec",
+                        "namespace": "planledger",
+                        "doc": "What a wait item waits for: a named signal (SignalItem), at most timeoutMs after its wait started. A wait item runs no tool and holds no tool slot while it waits.",
+                        "fields": [
+                          {
+                            "name": "signal",
+                            "type": "string",
+                            "doc": "The signal's name (1..128 chars of [A-Za-z0-9._:-])."
+                          },
+                          {
+                            "name": "timeoutMs",
+                            "type": [
+                              "null",
+                              "long"
+                            ],
+                            "default": null,
+                            "doc": "How long the wait may last; past it the attempt fails with WAIT_TIMEOUT (retryable: the item's retry policy applies). null = no timeout."
+                          },
+                          {
+                            "name": "prompt",
+                            "type": [
+                              "null",
+                              "string"
+                            ],
+                            "default": null,
+                            "doc": "What the wait asks for, shown to whoever answers it."
+                          }
+                        ]
+                      }
+                    ],
+                    "default": null,
+                    "doc": "Set for a wait item: it completes when the named signal arrives (its data is the item's output); its tool is never invoked. null = a tool item."
                   }
                 ]
               }
@@ -658,7 +728,9 @@ export const planEventSchema = {
                   "INVALID_FIELD",
                   "INVALID_STATE",
                   "SELF_APPROVAL_FORBIDDEN",
-                  "DUPLICATE_APPROVER"
+                  "DUPLICATE_APPROVER",
+                  "NOT_WAITING",
+                  "DUPLICATE_SIGNAL"
                 ],
                 "default": "INVALID_STATE"
               }
@@ -765,6 +837,97 @@ export const planEventSchema = {
               "name": "valueJson",
               "type": "string",
               "doc": "The evidence as canonical JSON (or a reference to a payload stored by reference)."
+            }
+          ]
+        },
+        {
+          "type": "record",
+          "name": "WaitStarted",
+          "namespace": "planledger",
+          "doc": "A wait item's attempt started waiting for its signal; no tool runs. The deadline is recorded, so whichever executor owns the plan fires the timeout.",
+          "fields": [
+            {
+              "name": "itemId",
+              "type": "string",
+              "doc": "The item this event is about."
+            },
+            {
+              "name": "attempt",
+              "type": "int",
+              "doc": "Attempt number, 1-based."
+            },
+            {
+              "name": "signal",
+              "type": "string",
+              "doc": "The signal the attempt waits for."
+            },
+            {
+              "name": "deadline",
+              "type": [
+                "null",
+                "long"
+              ],
+              "default": null,
+              "doc": "Epoch ms after which the attempt fails with WAIT_TIMEOUT; null = none."
+            },
+            {
+              "name": "executorId",
+              "type": "string",
+              "doc": "The executor that started the wait."
+            }
+          ]
+        },
+        {
+          "type": "record",
+          "name": "ItemSignalled",
+          "namespace": "planledger",
+          "doc": "A signal arrived for a waiting item: the attempt succeeded with the signal's data as its output (ItemCompleted follows).",
+          "fields": [
+            {
+              "name": "itemId",
+              "type": "string",
+              "doc": "The item this event is about."
+            },
+            {
+              "name": "attempt",
+              "type": "int",
+              "doc": "Attempt number, 1-based."
+            },
+            {
+              "name": "signal",
+              "type": "string"
+            },
+            {
+              "name": "signalId",
+              "type": "string",
+              "doc": "The signal's own id: a second delivery with the same id is DUPLICATE_SIGNAL."
+            },
+            {
+              "name": "dataJson",
+              "type": "string",
+              "doc": "The signal's data as canonical JSON; the item's output."
+            }
+          ]
+        },
+        {
+          "type": "record",
+          "name": "ItemInherited",
+          "namespace": "planledger",
+          "doc": "A forked plan's item is completed with the output its source recorded before the fork point (PlanCreated.forkedFrom); it does not run.",
+          "fields": [
+            {
+              "name": "itemId",
+              "type": "string",
+              "doc": "The item this event is about."
+            },
+            {
+              "name": "outputJson",
+              "type": [
+                "null",
+                "string"
+              ],
+              "default": null,
+              "doc": "The source's recorded output, byte for byte."
             }
           ]
         }
@@ -944,11 +1107,113 @@ export const planCommandSchema = {
                       ],
                       "default": null,
                       "doc": "Dotted paths into the input and output JSON whose values are secret (e.g. card.number): shown as \"[secret]\" in logs, the API, the dashboard and the CLI; the tool gets the real value. null = none."
+                    },
+                    {
+                      "name": "wait",
+                      "type": [
+                        "null",
+                        {
+                          "type": "record",
+                          "name": "WaitSpec",
+                          "namespace": "planledger",
+                          "doc": "What a wait item waits for: a named signal (SignalItem), at most timeoutMs after its wait started. A wait item runs no tool and holds no tool slot while it waits.",
+                          "fields": [
+                            {
+                              "name": "signal",
+                              "type": "string",
+                              "doc": "The signal's name (1..128 chars of [A-Za-z0-9._:-])."
+                            },
+                            {
+                              "name": "timeoutMs",
+                              "type": [
+                                "null",
+                                "long"
+                              ],
+                              "default": null,
+                              "doc": "How long the wait may last; past it the attempt fails with WAIT_TIMEOUT (retryable: the item's retry policy applies). null = no timeout."
+                            },
+                            {
+                              "name": "prompt",
+                              "type": [
+                                "null",
+                                "string"
+                              ],
+                              "default": null,
+                              "doc": "What the wait asks for, shown to whoever answers it."
+                            }
+                          ]
+                        }
+                      ],
+                      "default": null,
+                      "doc": "Set for a wait item: it completes when the named signal arrives (its data is the item's output); its tool is never invoked. null = a tool item."
                     }
                   ]
                 }
               },
               "default": []
+            },
+            {
+              "name": "forkedFrom",
+              "type": [
+                "null",
+                {
+                  "type": "record",
+                  "name": "ForkOrigin",
+                  "namespace": "planledger",
+                  "doc": "Where a forked plan comes from: the source plan as of one event of its log, named by that event's hash.",
+                  "fields": [
+                    {
+                      "name": "planId",
+                      "type": "string",
+                      "doc": "The source plan."
+                    },
+                    {
+                      "name": "seq",
+                      "type": "long",
+                      "doc": "The fork point: the source's state after this event is what the fork starts from."
+                    },
+                    {
+                      "name": "chainHead",
+                      "type": "string",
+                      "doc": "The hash of the source's event at seq: its whole history up to the fork point."
+                    }
+                  ]
+                }
+              ],
+              "default": null,
+              "doc": "Create the plan as a fork of this origin."
+            },
+            {
+              "name": "inherited",
+              "type": [
+                "null",
+                {
+                  "type": "array",
+                  "items": {
+                    "type": "record",
+                    "name": "InheritedOutput",
+                    "namespace": "planledger",
+                    "doc": "An item a fork takes over finished: its recorded output, not run again.",
+                    "fields": [
+                      {
+                        "name": "itemId",
+                        "type": "string"
+                      },
+                      {
+                        "name": "outputJson",
+                        "type": [
+                          "null",
+                          "string"
+                        ],
+                        "default": null,
+                        "doc": "The output the source recorded (byte for byte)."
+                      }
+                    ]
+                  }
+                }
+              ],
+              "default": null,
+              "doc": "With forkedFrom: the items that finished before the fork point, with their recorded outputs (not run again)."
             }
           ]
         },
@@ -1146,6 +1411,29 @@ export const planCommandSchema = {
               "doc": "Erase even while the plan is approved or running."
             }
           ]
+        },
+        {
+          "type": "record",
+          "name": "SignalItem",
+          "namespace": "planledger",
+          "doc": "Deliver a named signal to the plan's items waiting for it. Rejected with NOT_WAITING when none waits, DUPLICATE_SIGNAL when signalId was delivered before.",
+          "fields": [
+            {
+              "name": "signal",
+              "type": "string",
+              "doc": "The signal's name."
+            },
+            {
+              "name": "signalId",
+              "type": "string",
+              "doc": "The signal's own id (1..256 chars), its idempotency key within the plan."
+            },
+            {
+              "name": "dataJson",
+              "type": "string",
+              "doc": "The signal's data as canonical JSON."
+            }
+          ]
         }
       ]
     }
@@ -1203,10 +1491,10 @@ export const planSnapshotSchema = {
 } as const;
 
 /** Event payload record names in union order (new ones are appended, never reordered). */
-export const eventTypes = ["PlanCreated","ItemAdded","PlanProposed","PlanApproved","PlanRejected","ItemDelegated","IntentRecorded","ResultCommitted","ItemCompleted","ItemRetryScheduled","ItemFailed","PlanCompleted","PlanFailed","PlanCancelled","CommandRejected","ApprovalRecorded","ItemCheckpointed","EvidenceRecorded"] as const;
+export const eventTypes = ["PlanCreated","ItemAdded","PlanProposed","PlanApproved","PlanRejected","ItemDelegated","IntentRecorded","ResultCommitted","ItemCompleted","ItemRetryScheduled","ItemFailed","PlanCompleted","PlanFailed","PlanCancelled","CommandRejected","ApprovalRecorded","ItemCheckpointed","EvidenceRecorded","WaitStarted","ItemSignalled","ItemInherited"] as const;
 
 /** Command payload record names in union order (new ones are appended, never reordered). */
-export const commandTypes = ["CreatePlan","AddItems","ProposePlan","ApprovePlan","RejectPlan","CancelPlan","RetryItem","ChildPlanFinished","ErasePlan"] as const;
+export const commandTypes = ["CreatePlan","AddItems","ProposePlan","ApprovePlan","RejectPlan","CancelPlan","RetryItem","ChildPlanFinished","ErasePlan","SignalItem"] as const;
 
 /** The schemaVersion every event written with this contract carries. */
 export const eventSchemaVersion = 1;

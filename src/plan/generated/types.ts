@@ -34,6 +34,10 @@ export interface CreatePlan {
   labels: Record<string, string>;
   parent: ParentRef | null;
   items: ItemSpec[];
+  /** Create the plan as a fork of this origin. */
+  forkedFrom?: ForkOrigin | null;
+  /** With forkedFrom: the items that finished before the fork point, with their recorded outputs (not run again). */
+  inherited?: InheritedOutput[] | null;
 }
 
 /** Erase the plan: the owning executor tombstones every event key planId:1..seq and the plan's snapshot, and records a PlanErased entry on <prefix>.ledger-audit, in one transaction. Decides no events. Refused while the plan is approved or running unless force. */
@@ -62,6 +66,16 @@ export interface RejectPlan {
 export interface RetryItem {
   /** The item this event is about. */
   itemId: string;
+}
+
+/** Deliver a named signal to the plan's items waiting for it. Rejected with NOT_WAITING when none waits, DUPLICATE_SIGNAL when signalId was delivered before. */
+export interface SignalItem {
+  /** The signal's name. */
+  signal: string;
+  /** The signal's own id (1..256 chars), its idempotency key within the plan. */
+  signalId: string;
+  /** The signal's data as canonical JSON. */
+  dataJson: string;
 }
 
 /** One approver approved the plan at this digest, but the policy needs more distinct approvers: the plan stays proposed. The approval that completes the count is PlanApproved. */
@@ -155,6 +169,14 @@ export interface ItemFailed {
   error: ItemError | null;
 }
 
+/** A forked plan's item is completed with the output its source recorded before the fork point (PlanCreated.forkedFrom); it does not run. */
+export interface ItemInherited {
+  /** The item this event is about. */
+  itemId: string;
+  /** The source's recorded output, byte for byte. */
+  outputJson: string | null;
+}
+
 /** The item is pending again and may run from retryAt. */
 export interface ItemRetryScheduled {
   /** The item this event is about. */
@@ -164,6 +186,19 @@ export interface ItemRetryScheduled {
   retryAt: number;
   /** true when an operator asked for the retry (RetryItem); resets the attempt budget. */
   manual: boolean;
+}
+
+/** A signal arrived for a waiting item: the attempt succeeded with the signal's data as its output (ItemCompleted follows). */
+export interface ItemSignalled {
+  /** The item this event is about. */
+  itemId: string;
+  /** Attempt number, 1-based. */
+  attempt: number;
+  signal: string;
+  /** The signal's own id: a second delivery with the same id is DUPLICATE_SIGNAL. */
+  signalId: string;
+  /** The signal's data as canonical JSON; the item's output. */
+  dataJson: string;
 }
 
 /** An operator approved the plan at this digest. */
@@ -194,6 +229,8 @@ export interface PlanCreated {
   parent: ParentRef | null;
   /** What the executor's approval policy decided for the new plan; null when the executor had no policy. */
   policy: PolicyDecision | null;
+  /** Set when the plan is a fork: its source plan, the fork point and the source's hash there. */
+  forkedFrom?: ForkOrigin | null;
 }
 
 /** An item failed and nothing else can progress. */
@@ -232,6 +269,20 @@ export interface ResultCommitted {
   followUpIds: string[];
 }
 
+/** A wait item's attempt started waiting for its signal; no tool runs. The deadline is recorded, so whichever executor owns the plan fires the timeout. */
+export interface WaitStarted {
+  /** The item this event is about. */
+  itemId: string;
+  /** Attempt number, 1-based. */
+  attempt: number;
+  /** The signal the attempt waits for. */
+  signal: string;
+  /** Epoch ms after which the attempt fails with WAIT_TIMEOUT; null = none. */
+  deadline: number | null;
+  /** The executor that started the wait. */
+  executorId: string;
+}
+
 /** A plan's state as of one event. Topic <prefix>.plan-snapshots (compacted), key planId, written by the projector. Restore = this snapshot + the events after eventsOffset. */
 export interface PlanSnapshot {
   planId: string;
@@ -267,6 +318,23 @@ export const FailureReason = {
 } as const;
 export type FailureReason = (typeof FailureReason)[keyof typeof FailureReason];
 
+/** Where a forked plan comes from: the source plan as of one event of its log, named by that event's hash. */
+export interface ForkOrigin {
+  /** The source plan. */
+  planId: string;
+  /** The fork point: the source's state after this event is what the fork starts from. */
+  seq: number;
+  /** The hash of the source's event at seq: its whole history up to the fork point. */
+  chainHead: string;
+}
+
+/** An item a fork takes over finished: its recorded output, not run again. */
+export interface InheritedOutput {
+  itemId: string;
+  /** The output the source recorded (byte for byte). */
+  outputJson: string | null;
+}
+
 /** An error reported by a tool or a child plan. */
 export interface ItemError {
   /** Machine-readable error code. */
@@ -293,6 +361,8 @@ export interface ItemSpec {
   retry: RetryPolicy | null;
   /** Dotted paths into the input and output JSON whose values are secret (e.g. card.number): shown as "[secret]" in logs, the API, the dashboard and the CLI; the tool gets the real value. null = none. */
   secret?: string[] | null;
+  /** Set for a wait item: it completes when the named signal arrives (its data is the item's output); its tool is never invoked. null = a tool item. */
+  wait?: WaitSpec | null;
 }
 
 /** Result of one attempt. Terminal vs retryable is explicit. */
@@ -350,6 +420,8 @@ export const RejectionCode = {
   INVALID_STATE: 'INVALID_STATE',
   SELF_APPROVAL_FORBIDDEN: 'SELF_APPROVAL_FORBIDDEN',
   DUPLICATE_APPROVER: 'DUPLICATE_APPROVER',
+  NOT_WAITING: 'NOT_WAITING',
+  DUPLICATE_SIGNAL: 'DUPLICATE_SIGNAL',
 } as const;
 export type RejectionCode = (typeof RejectionCode)[keyof typeof RejectionCode];
 
@@ -360,6 +432,16 @@ export interface RetryPolicy {
   initialBackoffMs: number;
   backoffMultiplier: number;
   maxBackoffMs: number;
+}
+
+/** What a wait item waits for: a named signal (SignalItem), at most timeoutMs after its wait started. A wait item runs no tool and holds no tool slot while it waits. */
+export interface WaitSpec {
+  /** The signal's name (1..128 chars of [A-Za-z0-9._:-]). */
+  signal: string;
+  /** How long the wait may last; past it the attempt fails with WAIT_TIMEOUT (retryable: the item's retry policy applies). null = no timeout. */
+  timeoutMs: number | null;
+  /** What the wait asks for, shown to whoever answers it. */
+  prompt: string | null;
 }
 
 /** Metadata fields of the PlanEvent envelope (every field but the payload union). */
@@ -412,6 +494,9 @@ export interface EventPayloads {
   ApprovalRecorded: ApprovalRecorded;
   ItemCheckpointed: ItemCheckpointed;
   EvidenceRecorded: EvidenceRecorded;
+  WaitStarted: WaitStarted;
+  ItemSignalled: ItemSignalled;
+  ItemInherited: ItemInherited;
 }
 export type EventType = keyof EventPayloads;
 
@@ -426,5 +511,6 @@ export interface CommandPayloads {
   RetryItem: RetryItem;
   ChildPlanFinished: ChildPlanFinished;
   ErasePlan: ErasePlan;
+  SignalItem: SignalItem;
 }
 export type CommandType = keyof CommandPayloads;

@@ -1,0 +1,88 @@
+// `plan-ledger fork` as a child process against the real stack: a failed plan forked at its failed item
+// with `--set item.input=@file` completes on a spawned executor; hostile `--at` and `--set` values exit 2
+// with the field named, an unknown plan 3; the fork's audit names its origin.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { connectLedger } from '../../src/client/index.js';
+import { configToEnv, type LedgerConfig } from '../../src/config.js';
+import { testConfig } from '../support/helpers.js';
+import { ownsPartitions, spawnExecutor } from '../support/processes.js';
+
+function cli(config: LedgerConfig, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, ['bin/plan-ledger.js', ...args], { env: { ...process.env, ...configToEnv(config), NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    p.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    p.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('plan-ledger fork', () => {
+  it('forks a failed plan at its failed item with a new input; hostile values are coded', async () => {
+    const config = testConfig({ partitions: 1 });
+    const exec = spawnExecutor(config, { label: 'fork-cli-exec' });
+    await exec.waitForLog(ownsPartitions, 60_000);
+    const ledger = await connectLedger(config);
+    try {
+      const { planId } = await ledger.createPlan({
+        goal: 'charge order 42',
+        mode: 'execute',
+        items: [
+          { id: 'fetch', title: 'fetch', why: 'first', tool: 'noop', input: { order: 42 } },
+          { id: 'charge', title: 'charge', why: 'fails until fixed', tool: 'flaky', input: { succeedOn: 9 }, retry: { maxAttempts: 1 }, dependsOn: ['fetch'] },
+        ],
+      });
+      const failed = await ledger.waitFor(planId, 'failed', { timeoutMs: 30_000 });
+      const dir = mkdtempSync(join(tmpdir(), 'plan-ledger-fork-'));
+      const file = join(dir, 'charge.json');
+      writeFileSync(file, '{"succeedOn":1}');
+
+      const r = await cli(config, ['fork', planId, '--at', 'charge', '--set', `charge.input=@${file}`, '--id', `${planId}-fix`, '--json']);
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      const out = JSON.parse(r.stdout) as { planId: string; inherited: number; forkedFrom: { planId: string; seq: number; chainHead: string } };
+      expect(out).toMatchObject({ planId: `${planId}-fix`, inherited: 1, forkedFrom: { planId } });
+      const done = await ledger.waitFor(out.planId, 'completed', { timeoutMs: 30_000 });
+      expect(done.items['fetch']!.outputJson).toBe(failed.items['fetch']!.outputJson);
+
+      for (const [args, code, message] of [
+        [['--at', '0'], 2, /at must be a seq/],
+        [['--at', '-5'], 2, /has no item -5/], // a valid item id, not a seq
+        [['--at', 'a b'], 2, /at must be a seq/],
+        [['--at', '123456789'], 2, /past its head/],
+        [['--at', 'ghost'], 2, /has no item ghost/],
+        [['--at', 'charge', '--set', 'charge=1'], 2, /--set must be <item>\.input=/],
+        [['--at', 'charge', '--set', 'fetch.input={}'], 2, /its output is inherited/],
+        [['--at', 'charge', '--set', 'charge.input=@/nonexistent/x.json'], 2, /cannot read/],
+        [['--at', 'charge', '--set', 'charge.input={bad'], 2, /not JSON/],
+      ] as const) {
+        const bad = await cli(config, ['fork', planId, ...args]);
+        expect(bad.code, args.join(' ')).toBe(code);
+        expect(bad.stderr, args.join(' ')).toMatch(message);
+      }
+      expect((await cli(config, ['fork', `${planId}-nope`, '--at', '1'])).code).toBe(3);
+      expect((await cli(config, ['fork', planId])).code).toBe(2); // --at is required
+
+      const audit = await cli(config, ['audit', out.planId, '--json']);
+      expect(audit.code).toBe(0);
+      const rows = audit.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { kind: string; type?: string; outcome?: string | null; itemId?: string | null })
+        .filter((row) => row.kind === 'event');
+      expect(rows[0]).toMatchObject({ type: 'PlanCreated', outcome: `forked:${planId}@${out.forkedFrom.seq}` });
+      expect(rows.filter((row) => row.type === 'ItemInherited').map((row) => [row.itemId, row.outcome])).toEqual([['fetch', 'inherited']]);
+      const shown = await cli(config, ['show', out.planId]);
+      expect(shown.stdout).toContain(`forked  from ${planId} at seq ${out.forkedFrom.seq} (hash ${out.forkedFrom.chainHead})`);
+      expect((await cli(config, ['verify', planId])).code).toBe(0);
+      exec.kill('SIGTERM');
+    } finally {
+      await ledger.close();
+    }
+  }, 180_000);
+});
