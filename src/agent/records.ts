@@ -90,7 +90,10 @@ export interface AgentRunSummary {
   /** The last recorded turn's text (the final answer when `finished` is `answer`). */
   answer: string | null;
   turns: Array<Pick<TurnOutput, 'turn' | 'modelId' | 'finishReason' | 'usage' | 'finished'> & { itemId: string; toolCalls: number }>;
+  /** Spent by the recorded turns (the last one's running totals). */
   totals: RunTotals;
+  /** Completed turns whose output was not readable here (stored by reference and not resolved): not in `turns`. */
+  unread: number;
 }
 
 /** Whether an item is a model turn of an agent run (its tool is `agent:<name>`). */
@@ -106,22 +109,26 @@ export function summarizeAgentRun(state: PlanState): AgentRunSummary | undefined
   const turns: AgentRunSummary['turns'] = [];
   let agent: string | undefined;
   let last: TurnOutput | undefined;
+  let unread = 0;
   for (const id of state.itemOrder) {
     const item = state.items[id];
     if (item === undefined || !isTurnTool(item.tool)) continue;
     agent ??= item.tool.slice('agent:'.length);
     if (item.status !== 'completed' || item.outputJson === null) continue;
-    let out: TurnOutput;
+    let out: TurnOutput | undefined;
     try {
       out = JSON.parse(item.outputJson) as TurnOutput;
     } catch {
+      out = undefined;
+    }
+    if (typeof out !== 'object' || out === null || typeof out.turn !== 'number' || !Array.isArray(out.toolCalls)) {
+      unread++;
       continue;
     }
-    if (typeof out !== 'object' || out === null || typeof out.turn !== 'number') continue;
     last = out;
     turns.push({ itemId: id, turn: out.turn, modelId: out.modelId, finishReason: out.finishReason, usage: out.usage, finished: out.finished, toolCalls: out.toolCalls.length });
   }
   if (agent === undefined) return undefined;
   const totals: RunTotals = last?.totals ?? { inputTokens: 0, outputTokens: 0, totalTokens: 0, turns: 0 };
-  return { agent, finished: last?.finished ?? null, status: state.status, answer: last ? last.text : null, turns, totals };
+  return { agent, finished: last?.finished ?? null, status: state.status, answer: last ? last.text : null, turns, totals, unread };
 }

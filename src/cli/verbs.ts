@@ -37,6 +37,20 @@ export function registerPlanCommands(program: Command): void {
     .action(async (file: string, o) => (await import('./plan-actions.js')).propose(file, o));
 
   program
+    .command('agent')
+    .description('start a run of an agent the executors have registered (agentTools): a plan whose first item is its first model turn')
+    .argument('<name>', 'the agent\'s name (defineAgent({ name }))')
+    .requiredOption('--goal <text>', 'what the agent is asked to do (its first message and the plan\'s goal)')
+    .option('--propose', 'propose the run and print the digest to approve instead of running it at once')
+    .option('--max-turns <n>', 'model turns for this run (default: the agent\'s)', int('--max-turns'))
+    .option('--budget-tokens <n>', 'tokens (in + out) the run may spend before it stops asking the model', int('--budget-tokens'))
+    .option('--wait', 'wait until the run ends and print its turns and usage (exit 1 unless completed)')
+    .option('--wait-timeout <ms>', 'with --wait: give up after this long', int('--wait-timeout'), 600_000)
+    .addOption(json())
+    .addHelpText('after', example('plan-ledger agent support --goal "Refund order 42" --wait'))
+    .action(async (name: string, o) => (await import('./agent-actions.js')).agent(name, o));
+
+  program
     .command('show')
     .description('the plan as its events say now, rebuilt from the log')
     .argument('<planId>')

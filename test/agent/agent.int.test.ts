@@ -100,6 +100,7 @@ describe('agents on the AI SDK (in-process executor, real broker and registry)',
       status: 'completed',
       answer: 'Refunded 12.00 on order A.',
       totals: { inputTokens: 240, outputTokens: 30, totalTokens: 270, turns: 3 },
+      unread: 0,
       turns: [
         { itemId: 'turn-1', turn: 1, modelId: 'mock-model-id', finishReason: 'tool-calls', usage: { inputTokens: 50, outputTokens: 10, totalTokens: 60 }, finished: null, toolCalls: 2 },
         { itemId: 'turn-2', turn: 2, modelId: 'mock-model-id', finishReason: 'tool-calls', usage: { inputTokens: 80, outputTokens: 12, totalTokens: 92 }, finished: null, toolCalls: 1 },
