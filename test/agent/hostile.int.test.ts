@@ -133,7 +133,7 @@ describe('hostile model output and failing tools (in-process executor, real brok
     await healthyRunCompletes(ledger, healthy);
   });
 
-  it('a 10 MB text is recorded cut at maxTextBytes, with its full size, and the next turn sees the cut text', async () => {
+  it('a 10 MB text is recorded cut at maxTextBytes, with its full size, and the next turn sees the cut text; raised past it, the ledger keeps it whole by reference', async () => {
     const t = tools();
     const big = 'é'.repeat(5 * 1024 * 1024); // 10 MiB of UTF-8, two bytes a character
     const model = new MockLanguageModelV3({ doGenerate: [response([text(big), call('c1', 'lookup', { orderId: 'A' })]), response([text(big)])] });
@@ -156,6 +156,23 @@ describe('hostile model output and failing tools (in-process executor, real brok
     expect(second.content[0]).toMatchObject({ type: 'text', text: 'é'.repeat(512 * 1024) });
     expect(summarizeAgentRun(done)).toMatchObject({ finished: 'answer' });
     await healthyRunCompletes(ledger, healthy);
+
+    // With the cut raised past it, the ledger records the whole text by reference (blob chunks), and the
+    // next turn's input (which carries the conversation) too.
+    const wholeModel = new MockLanguageModelV3({ doGenerate: [response([text(big), call('c1', 'lookup', { orderId: 'A' })]), response([text('done')])] });
+    const whole = defineAgent({ name: 'whole', model: wholeModel, tools: t.list, maxTextBytes: 16 * 1024 * 1024 });
+    const stack2 = await ledgerWithExecutor({ tools: agentTools(whole, healthy) });
+    const run = await runAgent(stack2.ledger, { agent: whole, goal: 'say it all', mode: 'execute' });
+    const wholeDone = await stack2.ledger.waitFor(run.planId, 'completed', { timeoutMs: 90_000 });
+    const first = JSON.parse(wholeDone.items['turn-1']!.outputJson!) as TurnOutput;
+    expect([first.textTruncated, first.text === big]).toEqual([false, true]);
+    const refs = await stack2.ledger.getPlan(run.planId, { payloads: 'reference' });
+    const ref = (json: string) => (JSON.parse(json) as { $blob?: { bytes: number; chunks: number } }).$blob;
+    expect(ref(refs!.items['turn-1']!.outputJson!)?.bytes).toBeGreaterThan(10 * 1024 * 1024);
+    expect(ref(refs!.items['turn-2']!.inputJson)?.chunks).toBe(21);
+    const told = wholeModel.doGenerateCalls[1]!.prompt.find((m) => m.role === 'assistant')!;
+    expect(told.content[0]).toMatchObject({ type: 'text', text: big });
+    await healthyRunCompletes(stack2.ledger, healthy);
   });
 
   it('a model turn that never answers ends in a recorded TIMEOUT; the plan fails and the executor keeps serving', async () => {
