@@ -26,3 +26,4 @@ export {
   type TokenUsage,
   type RunTotals,
 } from './records.js';
+export { mcpTools, MCP_META, type McpServer, type McpToolsOptions, type McpToolset, type McpCallOutput } from './mcp.js';
