@@ -1,7 +1,7 @@
-import { asSchema, generateText, InvalidToolInputError, NoSuchToolError, type ModelMessage, type Tool as SdkTool, type ToolResultPart } from 'ai';
+import { APICallError, asSchema, generateText, InvalidToolInputError, NoSuchToolError, type ModelMessage, type Tool as SdkTool, type ToolResultPart } from 'ai';
 import { LedgerError } from '../errors.js';
 import { resolveRetryPolicy } from '../plan/index.js';
-import { defineTool, isTerminalError, RetryableError, type FollowUpItem, type Tool, type ToolContext, type ToolResult } from '../tools.js';
+import { defineTool, isTerminalError, RetryableError, TerminalError, type FollowUpItem, type Tool, type ToolContext, type ToolResult } from '../tools.js';
 import type { Agent, AgentTool } from './define.js';
 import type { AgentFinish, AgentToolError, CallOutput, CallRef, RecordedCall, RunTotals, TurnInput, TurnOutput } from './records.js';
 
@@ -164,14 +164,24 @@ function turnTool(agent: Agent): Tool {
         return { output: { agent: agent.name, turn: input.turn, modelId: '', text: '', textBytes: 0, textTruncated: false, finishReason: 'not-asked', usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, totals: input.totals, toolCalls: [], finished: stopBefore, next: null, asked: false } };
       }
 
-      const response = await generateText({
-        model: agent.model,
-        ...(agent.system !== undefined ? { system: agent.system } : {}),
-        messages,
-        tools: sdkTools(agent),
-        abortSignal: ctx.signal,
-        maxRetries: agent.maxRetries,
-      });
+      let response: Awaited<ReturnType<typeof generateText>>;
+      try {
+        response = await generateText({
+          model: agent.model,
+          ...(agent.system !== undefined ? { system: agent.system } : {}),
+          messages,
+          tools: sdkTools(agent),
+          abortSignal: ctx.signal,
+          maxRetries: agent.maxRetries,
+        });
+      } catch (e) {
+        // A provider's answer that no retry can change (a bad key, a malformed request) fails the turn now;
+        // anything else fails the attempt, and the ledger retries it (the turn was not recorded: asked again).
+        if (!ctx.signal.aborted && APICallError.isInstance(e) && !e.isRetryable) {
+          throw new TerminalError(`the model call failed: ${e.message}`.slice(0, MAX_MESSAGE_CHARS), 'MODEL_ERROR', { statusCode: e.statusCode ?? null });
+        }
+        throw e;
+      }
 
       const inputTokens = num(response.usage.inputTokens);
       const outputTokens = num(response.usage.outputTokens);

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { APICallError } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { z } from 'zod';
 import { agentTools, defineAgent, defineAgentTool, runAgent, summarizeAgentRun, type Agent, type TurnOutput } from '../../src/agent/index.js';
@@ -193,6 +194,31 @@ describe('hostile model output and failing tools (in-process executor, real brok
     expect(turn.failure?.reason).toBe('retries_exhausted');
     expect(model.doGenerateCalls).toHaveLength(2);
     expect(summarizeAgentRun(failed)).toMatchObject({ finished: null, status: 'failed', turns: [] });
+    await healthyRunCompletes(ledger, healthy);
+  });
+
+  it('a provider error no retry can change fails the turn at once (MODEL_ERROR); a retryable one is asked again', async () => {
+    const t = tools();
+    const failure = (statusCode: number, isRetryable: boolean) => new APICallError({ message: `provider answered ${statusCode}`, url: 'http://provider.invalid/v1', requestBodyValues: {}, statusCode, isRetryable });
+    const denied = new MockLanguageModelV3({ doGenerate: async () => Promise.reject(failure(401, false)) });
+    let asked = 0;
+    const flaky = new MockLanguageModelV3({ doGenerate: async () => (++asked === 1 ? Promise.reject(failure(503, true)) : response([text('back')])) });
+    const a = defineAgent({ name: 'denied', model: denied, tools: t.list, maxRetries: 0 });
+    const b = defineAgent({ name: 'flaky', model: flaky, tools: t.list, maxRetries: 0, turnRetry: { maxAttempts: 3, initialBackoffMs: 50 } });
+    const healthy = healthyAgent();
+    const { ledger } = await ledgerWithExecutor({ tools: agentTools(a, b, healthy) });
+
+    const runA = await runAgent(ledger, { agent: a, goal: 'hello', mode: 'execute' });
+    const failed = await ledger.waitFor(runA.planId, 'failed', { timeoutMs: 60_000 });
+    expect(failed.items['turn-1']!.attempts.map((x) => [x.outcome, x.error?.code])).toEqual([['failed_terminal', 'MODEL_ERROR']]);
+    expect(JSON.parse(failed.items['turn-1']!.attempts[0]!.error!.detailsJson!)).toEqual({ statusCode: 401 });
+    expect(denied.doGenerateCalls).toHaveLength(1);
+
+    const runB = await runAgent(ledger, { agent: b, goal: 'hello', mode: 'execute' });
+    const done = await ledger.waitFor(runB.planId, 'completed', { timeoutMs: 60_000 });
+    expect(done.items['turn-1']!.attempts.map((x) => x.outcome)).toEqual(['failed_retryable', 'succeeded']);
+    expect(flaky.doGenerateCalls).toHaveLength(2);
+    expect(summarizeAgentRun(done)).toMatchObject({ finished: 'answer', answer: 'back' });
     await healthyRunCompletes(ledger, healthy);
   });
 });
