@@ -51,6 +51,13 @@ export function registerPlanCommands(program: Command): void {
     .action(async (name: string, o) => (await import('./agent-actions.js')).agent(name, o));
 
   program
+    .command('mcp')
+    .description('serve the ledger as an MCP server on stdio: tools plan_create, plan_propose, plan_approve, plan_add_items, plan_show, plan_wait, plan_audit, plan_verify, plan_list; plans as plan:// resources')
+    .option('--by <name>', 'actor recorded on the commands the MCP client sends', 'mcp')
+    .addHelpText('after', example('plan-ledger mcp   # in an MCP client\'s config: { "command": "npx", "args": ["plan-ledger", "mcp"] }'))
+    .action(async (o) => (await import('./mcp-action.js')).mcp(o));
+
+  program
     .command('show')
     .description('the plan as its events say now, rebuilt from the log')
     .argument('<planId>')
