@@ -3,12 +3,13 @@
 // being asked turn 3. Each time a new executor process takes over; the model is asked exactly once for each
 // turn that was recorded before a kill, and each tool effect happens once (the EffectsService dedupes by
 // idempotency key; the invocations are counted too).
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectLedger } from '../../src/client/index.js';
 import { summarizeAgentRun, runAgent, type TurnOutput } from '../../src/agent/index.js';
+import { renderAgentRun, renderAudit } from '../../src/cli/render.js';
 import { verifyChain } from '../../src/plan/index.js';
 import { EffectsService } from '../fixtures/effects-service.js';
 import { testConfig, waitFor } from '../support/helpers.js';
@@ -91,7 +92,13 @@ describe('agent run across kill -9 of its executor (child processes, real broker
         ['exec-B', true],
       ]);
       expect(verifyChain((await ledger.planEvents(planId)).map((r) => r.event)).ok).toBe(true);
-      process.stdout.write(`agent kill test: model asks by turn ${JSON.stringify(asks)}; effects ${effects.effects.size}; refund invocations ${refunds.length}\n`);
+      // The resumed run's audit (turns, tool calls, keys, usage) and the counts, for the record.
+      const audit = await ledger.audit(planId);
+      mkdirSync('test-results', { recursive: true });
+      writeFileSync(
+        'test-results/agent-kill.txt',
+        [`model asks (executor, turn): ${JSON.stringify(asks)}`, `effects: ${JSON.stringify([...effects.effects.keys()].filter((k) => k.startsWith(`${planId}/`)))}`, `refund invocations: ${JSON.stringify(refunds.map((x) => [x.executorId, x.recovering]))}`, '', renderAudit(planId, audit.rows), '', ...renderAgentRun(done, true), ''].join('\n'),
+      );
     } finally {
       await ledger.close();
     }
