@@ -195,13 +195,19 @@ export function registerServiceCommands(program: Command): void {
     .description('the guided demo: an agent refunds an order, its executor is killed mid-payment, exactly one refund happens')
     .option('--keep-open', 'keep the projector (dashboard) running after the demo until Ctrl-C')
     .option('--stop-stack', 'stop the local stack at the end if the demo started it')
+    .option('--agent', 'the same refund asked of a support agent (a scripted AI SDK test model, offline): killed mid-refund, no finished turn asked again')
     .addHelpText(
       'after',
       `
 With no PLAN_LEDGER_BROKERS the demo brings the local stack up (plan-ledger stack up) and leaves it running
-for the next run; "plan-ledger stack down" stops it. Every run uses a fresh topic prefix.${example('npm run demo', 'plan-ledger demo --keep-open')}`,
+for the next run; "plan-ledger stack down" stops it. Every run uses a fresh topic prefix.${example('npm run demo', 'plan-ledger demo --keep-open', 'plan-ledger demo --agent')}`,
     )
-    .action(async (o: { keepOpen?: boolean; stopStack?: boolean }) => {
+    .action(async (o: { keepOpen?: boolean; stopStack?: boolean; agent?: boolean }) => {
+      if (o.agent) {
+        const { runAgentDemo } = await import('../../demo/agent-demo.js');
+        process.exitCode = await runAgentDemo(o);
+        return;
+      }
       const { runDemo } = await import('../../demo/demo.js');
       process.exitCode = await runDemo(o);
     });
