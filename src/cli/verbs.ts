@@ -52,9 +52,11 @@ export function registerPlanCommands(program: Command): void {
 
   program
     .command('mcp')
-    .description('serve the ledger as an MCP server on stdio: tools plan_create, plan_propose, plan_approve, plan_add_items, plan_show, plan_wait, plan_audit, plan_verify, plan_list; plans as plan:// resources')
-    .option('--by <name>', 'actor recorded on the commands the MCP client sends', 'mcp')
-    .addHelpText('after', example('plan-ledger mcp   # in an MCP client\'s config: { "command": "npx", "args": ["plan-ledger", "mcp"] }'))
+    .description('serve the ledger as an MCP server (stdio, or --http): tools plan_create, plan_propose, plan_approve, plan_add_items, plan_show, plan_wait, plan_audit, plan_verify, plan_list; plans as plan:// resources')
+    .option('--by <name>', 'stdio: actor recorded on the commands the MCP client sends', 'mcp')
+    .option('--http <port>', 'serve Streamable HTTP at /mcp instead, behind the API tokens (PLAN_LEDGER_API_TOKEN / PLAN_LEDGER_API_TOKENS_FILE; a token\'s principal is the actor)', int('--http'))
+    .option('--host <host>', 'with --http: the address to listen on', '127.0.0.1')
+    .addHelpText('after', example('plan-ledger mcp   # in an MCP client\'s config: { "command": "npx", "args": ["plan-ledger", "mcp"] }', 'PLAN_LEDGER_API_TOKENS_FILE=tokens.jsonl plan-ledger mcp --http 8788'))
     .action(async (o) => (await import('./mcp-action.js')).mcp(o));
 
   program

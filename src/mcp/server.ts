@@ -105,9 +105,12 @@ async function planOf(ledger: Ledger, planId: string): Promise<PlanState> {
  * add items, wait, show, audit, verify, list) and an operator approves it. Tools have input and output
  * schemas; plans are resources (`plan://<planId>`). Connect a transport with `server.connect(transport)`.
  */
-export function ledgerMcpServer(ledger: Ledger, opts: { by?: string } = {}): McpServer {
+export function ledgerMcpServer(ledger: Ledger, opts: { by?: string; canWrite?: boolean; /** The caller is `by` (a token's principal): an approval's own `by` is ignored. */ fixedActor?: boolean } = {}): McpServer {
   const by = opts.by ?? 'mcp';
   const server = new McpServer({ name: 'plan-ledger', version: '0.1.0' });
+  // A read-only caller sees every tool; the ones that send commands answer FORBIDDEN.
+  const write = <T extends Record<string, unknown>>(fn: () => Promise<T>) =>
+    opts.canWrite === false ? answer<T>(() => Promise.reject(new LedgerError('FORBIDDEN', `${by} may read but not send commands (no write scope)`))) : answer(fn);
 
   server.registerTool(
     'plan_create',
@@ -117,7 +120,7 @@ export function ledgerMcpServer(ledger: Ledger, opts: { by?: string } = {}): Mcp
       outputSchema: { planId: z.string(), digest: z.string(), status: z.string() },
     },
     (a) =>
-      answer(async () => {
+      write(async () => {
         const r = await ledger.createPlan({ goal: a.goal, mode: a.mode, items: a.items, ...(a.labels ? { labels: a.labels } : {}), ...(a.planId ? { planId: a.planId } : {}) }, { by });
         return { planId: r.planId, digest: r.digest, status: (await planOf(ledger, r.planId)).status };
       }),
@@ -126,7 +129,7 @@ export function ledgerMcpServer(ledger: Ledger, opts: { by?: string } = {}): Mcp
   server.registerTool(
     'plan_propose',
     { description: 'Propose a draft plan for review: returns the digest an operator approves.', inputSchema: { planId: z.string() }, outputSchema: { planId: z.string(), digest: z.string() } },
-    (a) => answer(async () => ({ planId: a.planId, digest: (await ledger.propose(a.planId, { by })).digest })),
+    (a) => write(async () => ({ planId: a.planId, digest: (await ledger.propose(a.planId, { by })).digest })),
   );
 
   server.registerTool(
@@ -137,8 +140,8 @@ export function ledgerMcpServer(ledger: Ledger, opts: { by?: string } = {}): Mcp
       outputSchema: { planId: z.string(), status: z.string() },
     },
     (a) =>
-      answer(async () => {
-        await ledger.approve(a.planId, a.digest, { by: a.by ?? by, ...(a.note ? { note: a.note } : {}) });
+      write(async () => {
+        await ledger.approve(a.planId, a.digest, { by: opts.fixedActor ? by : (a.by ?? by), ...(a.note ? { note: a.note } : {}) });
         return { planId: a.planId, status: (await planOf(ledger, a.planId)).status };
       }),
   );
@@ -147,7 +150,7 @@ export function ledgerMcpServer(ledger: Ledger, opts: { by?: string } = {}): Mcp
     'plan_add_items',
     { description: 'Add items to a plan (a policy may pause it for review).', inputSchema: { planId: z.string(), items: z.array(item) }, outputSchema: { planId: z.string(), status: z.string(), digest: z.string() } },
     (a) =>
-      answer(async () => {
+      write(async () => {
         await ledger.addItems(a.planId, a.items, { by });
         const s = await planOf(ledger, a.planId);
         return { planId: a.planId, status: s.status, digest: s.digest };

@@ -1,10 +1,16 @@
 // plan-ledger as an MCP server: `plan-ledger mcp` as a child process on stdio, spoken to by the official
 // TypeScript MCP client; an in-process executor runs the plans; the real broker and registry.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { configToEnv } from '../../src/config.js';
 import { ledgerWithExecutor } from '../executor/support.js';
+import { freePortBlock, waitFor } from '../support/helpers.js';
 
 type Structured = Record<string, unknown>;
 
@@ -76,5 +82,52 @@ describe('plan-ledger mcp (stdio, the official MCP client)', () => {
     const missing = await client.callTool({ name: 'plan_show', arguments: { planId: 'plan-nope' } });
     expect(missing.isError).toBe(true);
     expect(JSON.stringify(missing.content)).toContain('NOT_FOUND');
+  });
+
+  it('--http serves Streamable HTTP behind the API tokens: none is refused, a read token cannot send commands, a write token\'s principal is the actor', async () => {
+    const { config, ledger } = await ledgerWithExecutor();
+    const dir = mkdtempSync(join(tmpdir(), 'plan-ledger-mcp-'));
+    const tokensFile = join(dir, 'tokens.jsonl');
+    const alice = 'alice-token-0123456789abcdef';
+    const grafana = 'grafana-token-0123456789abcdef';
+    writeFileSync(tokensFile, `${JSON.stringify({ token: alice, principal: 'alice', scopes: ['read', 'write'] })}\n${JSON.stringify({ token: grafana, principal: 'grafana', scopes: ['read'] })}\n`);
+    const port = await freePortBlock(1);
+    const proc = spawn(process.execPath, ['bin/plan-ledger.js', 'mcp', '--http', String(port)], { env: { ...process.env, ...configToEnv(config), PLAN_LEDGER_API_TOKENS_FILE: tokensFile }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const exited = new Promise((r) => proc.once('exit', r));
+    onTestFinished(async () => {
+      proc.kill('SIGKILL');
+      await exited;
+    });
+    let stdout = '';
+    let stderr = '';
+    proc.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    proc.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    await waitFor(() => stdout.includes('Streamable HTTP on'), { timeoutMs: 30_000, message: `mcp --http listening (${stderr})` });
+    expect(stdout).toContain(`http://127.0.0.1:${port}/mcp (2 API tokens)`);
+
+    const connect = async (token: string | null) => {
+      const client = new Client({ name: 'http-client', version: '1.0.0' });
+      const transport = new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`), token ? { requestInit: { headers: { authorization: `Bearer ${token}` } } } : undefined);
+      await client.connect(transport);
+      onTestFinished(() => client.close());
+      return client;
+    };
+    await expect(connect(null)).rejects.toThrow(/401|missing bearer token/);
+    await expect(connect('not-a-configured-token-at-all')).rejects.toThrow(/403|wrong API token/);
+
+    const reader = await connect(grafana);
+    expect((await reader.listTools()).tools).toHaveLength(9);
+    const refused = await reader.callTool({ name: 'plan_create', arguments: { goal: 'nope', mode: 'execute', items: [{ id: 'x', title: 'x', why: 'x', tool: 'noop' }] } });
+    expect(refused.isError).toBe(true);
+    expect(JSON.stringify(refused.content)).toContain('FORBIDDEN: grafana may read but not send commands');
+
+    const writer = await connect(alice);
+    const created = await writer.callTool({ name: 'plan_create', arguments: { goal: 'over HTTP', mode: 'execute', items: [{ id: 'x', title: 'x', why: 'over http', tool: 'noop', input: { via: 'http' } }] } });
+    expect(created.isError ?? false, JSON.stringify(created.content)).toBe(false);
+    const planId = (created.structuredContent as { planId: string }).planId;
+    const waited = await reader.callTool({ name: 'plan_wait', arguments: { planId, timeoutMs: 60_000 } });
+    expect((waited.structuredContent as { status: string }).status).toBe('completed');
+    const events = await ledger.planEvents(planId);
+    expect(events[0]!.event).toMatchObject({ type: 'PlanCreated', actor: 'alice' });
   });
 });
