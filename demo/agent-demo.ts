@@ -1,8 +1,8 @@
 // `plan-ledger demo --agent`: the same refund, asked of a support agent. Its model (a scripted AI SDK test
-// model, offline) looks the order up, works out the refund from the lookup's result and calls the refund
-// tool; the executor running the refund is SIGKILLed while the payment call is held; the other executor
-// resumes the call with the same idempotency key, then asks the model for the next turn. The model is
-// asked exactly once per turn: no finished turn is asked again.
+// model, offline) looks the order up through an MCP tool (the shop's MCP server), works out the refund from
+// the lookup's result and calls the refund tool; the executor running the refund is SIGKILLed while the
+// payment call is held; the other executor resumes the call with the same idempotency key, then asks the
+// model for the next turn. The model is asked exactly once per turn: no finished turn is asked again.
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -59,7 +59,7 @@ export async function runAgentDemo(o: DemoOptions = {}): Promise<number> {
   try {
     for (const label of ['executor-A', 'executor-B']) executors.push(spawnExecutor(root, config, label, shop.url, logDir, 'agent-tools.ts', { DEMO_MODEL_LOG: modelLog }));
     await until(() => ready(executors, config.partitions), 60_000, 'both executors own and restored their partitions', executors);
-    for (const e of executors) say(e.label, `pid ${e.pid}, owns partitions ${e.assigned.join(',')}, runs agent "support" (model demo/scripted-support-model)`);
+    for (const e of executors) say(e.label, `pid ${e.pid}, owns partitions ${e.assigned.join(',')}, runs agent "support": model demo/scripted-support-model, tools lookup_order (MCP, demo/shop-mcp.ts) and refund`);
     ledger = await connectLedger(config);
 
     section('1. a run of the support agent is proposed: its first model turn');

@@ -1,13 +1,14 @@
 // The tools of the demo's support agent (`plan-ledger demo --agent`), loaded by
-// `plan-ledger executor --tools demo/agent-tools.ts`. The model is the AI SDK's own test model with a
+// `plan-ledger executor --tools demo/agent-tools.ts`: an MCP tool (the shop's order lookup) and the refund. The model is the AI SDK's own test model with a
 // scripted conversation, so the demo runs offline: turn 1 looks the order up, turn 2 reads the lookup's
 // result from its prompt and refunds the returned lines, turn 3 answers. DEMO_SHOP_URL points at the
 // demo's shop; DEMO_MODEL_LOG, when set, gets one JSON line per model call (who asked, for which turn).
 import { appendFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { MockLanguageModelV3 } from 'ai/test';
 import type { LanguageModelV3CallOptions, LanguageModelV3GenerateResult } from '@ai-sdk/provider';
 import { z } from 'zod';
-import { agentTools, defineAgent, defineAgentTool } from '../src/agent/index.js';
+import { agentTools, defineAgent, defineAgentTool, mcpTools, type McpCallOutput } from '../src/agent/index.js';
 import { RetryableError, TerminalError, type ToolContext } from '../src/tools.js';
 import type { Order, Refund } from './shop-service.js';
 
@@ -25,12 +26,16 @@ async function shop<T>(ctx: ToolContext, path: string, init: { method?: string; 
   return (await res.json()) as T;
 }
 
-const lookupOrder = defineAgentTool({
-  name: 'lookup_order',
-  description: 'Look an order up: its lines, what was returned, the customer',
-  inputSchema: z.object({ orderId: z.string() }),
-  run: (input: { orderId: string }, ctx) => shop<Order>(ctx, `/orders/${encodeURIComponent(input.orderId)}`),
-});
+// The order lookup is an MCP tool: the demo shop's MCP server (demo/shop-mcp.ts), one per executor process.
+const shopMcp = await mcpTools(
+  {
+    command: process.execPath,
+    args: ['--import', 'tsx', fileURLToPath(new URL('./shop-mcp.ts', import.meta.url))],
+    env: Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => typeof e[1] === 'string')),
+    name: 'demo-shop',
+  },
+  { include: ['lookup_order'], timeoutMs: 30_000 },
+);
 
 /** The side effect that must happen once: keyed by the item's idempotency key, the reply held 2 s. */
 const refund = defineAgentTool({
@@ -78,7 +83,7 @@ const model = new MockLanguageModelV3({
     if (process.env.DEMO_MODEL_LOG) appendFileSync(process.env.DEMO_MODEL_LOG, `${JSON.stringify({ executor: process.env.PLAN_LEDGER_EXECUTOR_LABEL, turn })}\n`);
     if (turn === 1) return result([{ type: 'text', text: 'I need the order to see what was returned.' }, { type: 'tool-call', toolCallId: 'call-lookup', toolName: 'lookup_order', input: JSON.stringify({ orderId: 'A-1042' }) }], 180, 24);
     if (turn === 2) {
-      const order = lastResult(options) as Order | undefined;
+      const order = (lastResult(options) as McpCallOutput | undefined)?.structuredContent as Order | undefined;
       if (!order) return result([{ type: 'text', text: 'The lookup failed; I cannot refund without the order.' }], 260, 16);
       const returned = order.lines.filter((l) => l.returned > 0);
       const amountCents = returned.reduce((n, l) => n + l.returned * l.unitCents, 0);
@@ -97,6 +102,6 @@ const model = new MockLanguageModelV3({
   },
 });
 
-export const supportAgent = defineAgent({ name: 'support', model, system: 'You are a support agent. Refund what a customer returned, once.', tools: [lookupOrder, refund], maxTurns: 6 });
+export const supportAgent = defineAgent({ name: 'support', model, system: 'You are a support agent. Refund what a customer returned, once.', tools: [...shopMcp.tools, refund], maxTurns: 6 });
 
 export const tools = agentTools(supportAgent);

@@ -17,6 +17,8 @@ describe('plan-ledger demo --agent', () => {
       p.on('close', (c) => resolve({ code: c, stdout: out, stderr: err }));
     });
     expect(code, `${stdout}\n${stderr}`).toBe(0);
+    expect(stdout).toMatch(/executor-A +pid \d+, owns partitions [\d,]+, runs agent "support": model demo\/scripted-support-model, tools lookup_order \(MCP, demo\/shop-mcp.ts\) and refund/);
+    expect(stdout).toMatch(/turn-1\.call-0 +lookup_order \{"orderId":"A-1042"\}, intent by executor-[AB]/);
     expect(stdout).toMatch(/turn-2 +completed: "1 × mechanical keyboard and 1 × wireless mouse came back: 113\.50 EUR to refund\."/);
     const call = /(executor-[AB]) \(pid (\d+)\) calls POST \/refunds, key …\/turn-2\.call-0\/1: refund performed/.exec(stdout);
     expect(call).not.toBeNull();
