@@ -1,7 +1,5 @@
 import { jsonSchema } from 'ai';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { defineTool, RetryableError, TerminalError, type Tool, type ToolContext } from '../tools.js';
 import { defineAgentTool, type AgentTool } from './define.js';
@@ -50,9 +48,17 @@ function describe(server: McpServer): string {
   return server.name ?? ('command' in server ? [server.command, ...(server.args ?? [])].join(' ') : server.url);
 }
 
-function transportFor(server: McpServer): Transport {
+// The MCP SDK loads when a toolset is made, not with the library.
+const sdk = async () => ({
+  ...(await import('@modelcontextprotocol/sdk/client/index.js')),
+  ...(await import('@modelcontextprotocol/sdk/client/stdio.js')),
+  ...(await import('@modelcontextprotocol/sdk/client/streamableHttp.js')),
+});
+type Sdk = Awaited<ReturnType<typeof sdk>>;
+
+function transportFor(mcp: Sdk, server: McpServer): Transport {
   if ('command' in server) {
-    return new StdioClientTransport({
+    return new mcp.StdioClientTransport({
       command: server.command,
       args: server.args ?? [],
       ...(server.env ? { env: server.env } : {}),
@@ -60,7 +66,7 @@ function transportFor(server: McpServer): Transport {
       stderr: 'ignore',
     });
   }
-  return new StreamableHTTPClientTransport(new URL(server.url), server.headers ? { requestInit: { headers: server.headers } } : undefined);
+  return new mcp.StreamableHTTPClientTransport(new URL(server.url), server.headers ? { requestInit: { headers: server.headers } } : undefined);
 }
 
 function toolName(prefix: string, name: string): string {
@@ -80,6 +86,7 @@ function toolName(prefix: string, name: string): string {
  * const agent = defineAgent({ name: 'docs', model, tools: fs.tools });
  */
 export async function mcpTools(server: McpServer, opts: McpToolsOptions = {}): Promise<McpToolset> {
+  const mcp = await sdk();
   const label = describe(server);
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   let current: { client: Client; transport: Transport; closed: boolean } | undefined;
@@ -90,8 +97,8 @@ export async function mcpTools(server: McpServer, opts: McpToolsOptions = {}): P
     if (closed) return Promise.reject(new TerminalError(`the MCP toolset for ${label} was closed`, 'MCP_CLOSED'));
     if (current !== undefined && !current.closed) return Promise.resolve(current);
     connecting ??= (async () => {
-      const transport = transportFor(server);
-      const client = new Client({ name: 'plan-ledger', version: '0.1.0' });
+      const transport = transportFor(mcp, server);
+      const client = new mcp.Client({ name: 'plan-ledger', version: '0.1.0' });
       const conn = { client, transport, closed: false };
       client.onclose = () => {
         conn.closed = true;
@@ -155,7 +162,7 @@ export async function mcpTools(server: McpServer, opts: McpToolsOptions = {}): P
   return {
     tools,
     ledgerTools,
-    serverPid: () => (current !== undefined && !current.closed && current.transport instanceof StdioClientTransport ? (current.transport.pid ?? undefined) : undefined),
+    serverPid: () => (current !== undefined && !current.closed && current.transport instanceof mcp.StdioClientTransport ? (current.transport.pid ?? undefined) : undefined),
     async close() {
       closed = true;
       await current?.client.close().catch(() => {});

@@ -193,7 +193,7 @@ function turnTool(agent: Agent): Tool {
         turns: input.totals.turns + 1,
       };
       const text = cutUtf8(response.text, agent.maxTextBytes);
-      const calls = response.toolCalls;
+      const calls = response.toolCalls.filter((c) => c.providerExecuted !== true); // a provider-run tool (e.g. its web search) is not ours to run
       const finished: AgentFinish | null =
         calls.length === 0 ? 'answer' : input.turn >= input.maxTurns ? 'maxTurns' : input.budget.tokens !== null && totals.totalTokens >= input.budget.tokens ? 'budget' : null;
 
