@@ -21,7 +21,7 @@ import { packageRoot } from '../src/package-root.js';
 import { isPlanFinished } from '../src/plan/index.js';
 import { ShopService, type RefundCall } from './shop-service.js';
 
-interface Executor {
+export interface Executor {
   readonly label: string;
   readonly proc: ChildProcess;
   readonly pid: number;
@@ -217,12 +217,12 @@ export async function runDemo(o: DemoOptions = {}): Promise<number> {
   }
 }
 
-function paintStatusText(paint: Painter, status: string): string {
+export function paintStatusText(paint: Painter, status: string): string {
   return status === 'completed' ? paint('green', status) : status === 'failed' || status === 'cancelled' ? paint('red', status) : paint('yellow', status);
 }
 
-function spawnExecutor(root: string, config: LedgerConfig, label: string, shopUrl: string, logDir: string): Executor {
-  const proc = spawn(process.execPath, [join(root, 'bin', 'plan-ledger.js'), 'executor', '--tools', join(root, 'demo', 'tools.ts'), '--id', label], {
+export function spawnExecutor(root: string, config: LedgerConfig, label: string, shopUrl: string, logDir: string, tools = 'tools.ts', env: Record<string, string> = {}): Executor {
+  const proc = spawn(process.execPath, [join(root, 'bin', 'plan-ledger.js'), 'executor', '--tools', join(root, 'demo', tools), '--id', label], {
     cwd: root,
     env: {
       ...process.env,
@@ -232,6 +232,7 @@ function spawnExecutor(root: string, config: LedgerConfig, label: string, shopUr
       PLAN_LEDGER_LOG_LEVEL: 'info',
       PLAN_LEDGER_EXECUTOR_LABEL: label,
       DEMO_SHOP_URL: shopUrl,
+      ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -267,12 +268,12 @@ function spawnExecutor(root: string, config: LedgerConfig, label: string, shopUr
 }
 
 /** Both executors own a share of the partitions and have restored it. */
-function ready(executors: Executor[], partitions: number): boolean {
+export function ready(executors: Executor[], partitions: number): boolean {
   const owned = new Set(executors.flatMap((e) => e.assigned));
   return owned.size === partitions && executors.every((e) => e.assigned.length > 0 && e.assigned.every((p) => e.restored.has(p)));
 }
 
-async function until(cond: () => boolean, timeoutMs: number, what: string, executors: Executor[]): Promise<void> {
+export async function until(cond: () => boolean, timeoutMs: number, what: string, executors: Executor[]): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!cond()) {
     const dead = executors.find((e) => e.proc.exitCode !== null);
@@ -282,7 +283,7 @@ async function until(cond: () => boolean, timeoutMs: number, what: string, execu
   }
 }
 
-async function stopExecutor(e: Executor): Promise<void> {
+export async function stopExecutor(e: Executor): Promise<void> {
   if (e.proc.exitCode !== null || e.proc.signalCode !== null) return;
   e.proc.kill('SIGTERM');
   const timer = setTimeout(() => e.proc.kill('SIGKILL'), 10_000);

@@ -41,3 +41,4 @@ export {
   type ItemStatus,
   type PlanMode,
 } from './plan/index.js';
+export * from './agent/index.js';

@@ -9,7 +9,7 @@ import { describeBroken, type PlanVerification } from '../audit/verify.js';
 import { LedgerError } from '../errors.js';
 import { withLedger, withLog } from './connect.js';
 import { json, out, painter } from './output.js';
-import { renderAsOf, renderAudit, renderPlan, renderVerification } from './render.js';
+import { renderAgentRun, renderAsOf, renderAudit, renderPlan, renderVerification } from './render.js';
 
 export async function audit(planId: string, o: { asOf?: string; json?: boolean }): Promise<void> {
   const asOf = o.asOf === undefined ? null : parseAsOf(o.asOf, '--as-of');
@@ -25,6 +25,8 @@ export async function audit(planId: string, o: { asOf?: string; json?: boolean }
     const paint = painter();
     out(`${paint('bold', 'audit')} ${planId}   ${a.events} events on ${a.topic} partition ${a.partition}${asOf ? `, shown up to ${o.asOf}` : ''}`);
     out(renderAudit(planId, a.rows, paint));
+    const agent = a.state.state ? renderAgentRun(a.state.state, true) : [];
+    if (agent.length) out(['', ...agent].join('\n'));
     if (asOf) {
       out('');
       out(renderAsOf(a.state, paint));

@@ -1,5 +1,6 @@
 import type { AuditRow, PlanAsOf } from '../audit/timeline.js';
 import type { PlanVerification } from '../audit/verify.js';
+import { summarizeAgentRun } from '../agent/records.js';
 import { describePolicyDecision, type PlanState } from '../plan/index.js';
 import { elide, ms, paintStatus, painter, table, type Painter } from './output.js';
 
@@ -15,6 +16,7 @@ export function renderPlan(s: PlanState, paint: Painter = painter(false)): strin
   if (labels.length) lines.push(`labels  ${labels.map(([k, v]) => `${k}=${v}`).join(' ')}`);
   if (s.forkedFrom) lines.push(`forked  from ${s.forkedFrom.planId} at seq ${s.forkedFrom.seq} (hash ${s.forkedFrom.chainHead})`);
   lines.push(...renderPolicy(s));
+  lines.push(...renderAgentRun(s, false));
   if (s.itemOrder.length) {
     lines.push('');
     const rows = s.itemOrder.map((id) => {
@@ -49,6 +51,26 @@ export function renderWaits(s: PlanState): string[] {
     const until = w.deadline === null ? 'no deadline' : `until ${new Date(w.deadline).toISOString()}`;
     lines.push('', `${id} waits for signal ${w.signal} (${until})${it.wait?.prompt ? `: ${it.wait.prompt}` : ''}`);
     lines.push(`  answer: plan-ledger signal ${s.planId} ${w.signal} --data @answer.json`);
+  }
+  return lines;
+}
+
+/**
+ * An agent run's usage: one line with how it ended and its totals; with `perTurn`, a line per recorded turn
+ * (model, finish reason, tokens, tool calls). Nothing for a plan that is not an agent run.
+ */
+export function renderAgentRun(s: PlanState, perTurn: boolean): string[] {
+  const run = summarizeAgentRun(s);
+  if (run === undefined) return [];
+  const t = run.totals;
+  const models = [...new Set(run.turns.map((x) => x.modelId).filter(Boolean))].join(',') || '-';
+  const lines = [
+    `agent   ${run.agent}   ${run.finished ? `finished ${run.finished}` : 'not finished'}   turns ${t.turns}   tokens ${t.inputTokens} in / ${t.outputTokens} out / ${t.totalTokens} total   model ${models}${run.unread ? `   (${run.unread} turn outputs by reference not read)` : ''}`,
+  ];
+  if (perTurn) {
+    for (const x of run.turns) {
+      lines.push(`  ${x.itemId}  ${x.modelId || '-'}  ${x.finishReason}  ${x.usage.inputTokens} in / ${x.usage.outputTokens} out  ${x.toolCalls} tool call${x.toolCalls === 1 ? '' : 's'}${x.finished ? `  finished ${x.finished}` : ''}`);
+    }
   }
   return lines;
 }

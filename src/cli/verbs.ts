@@ -37,6 +37,29 @@ export function registerPlanCommands(program: Command): void {
     .action(async (file: string, o) => (await import('./plan-actions.js')).propose(file, o));
 
   program
+    .command('agent')
+    .description('start a run of an agent the executors have registered (agentTools): a plan whose first item is its first model turn')
+    .argument('<name>', 'the agent\'s name (defineAgent({ name }))')
+    .requiredOption('--goal <text>', 'what the agent is asked to do (its first message and the plan\'s goal)')
+    .option('--propose', 'propose the run and print the digest to approve instead of running it at once')
+    .option('--max-turns <n>', 'model turns for this run (default: the agent\'s)', int('--max-turns'))
+    .option('--budget-tokens <n>', 'tokens (in + out) the run may spend before it stops asking the model', int('--budget-tokens'))
+    .option('--wait', 'wait until the run ends and print its turns and usage (exit 1 unless completed)')
+    .option('--wait-timeout <ms>', 'with --wait: give up after this long', int('--wait-timeout'), 600_000)
+    .addOption(json())
+    .addHelpText('after', example('plan-ledger agent support --goal "Refund order 42" --wait'))
+    .action(async (name: string, o) => (await import('./agent-actions.js')).agent(name, o));
+
+  program
+    .command('mcp')
+    .description('serve the ledger as an MCP server (stdio, or --http): tools plan_create, plan_propose, plan_approve, plan_add_items, plan_show, plan_wait, plan_audit, plan_verify, plan_list; plans as plan:// resources')
+    .option('--by <name>', 'stdio: actor recorded on the commands the MCP client sends', 'mcp')
+    .option('--http <port>', 'serve Streamable HTTP at /mcp instead, behind the API tokens (PLAN_LEDGER_API_TOKEN / PLAN_LEDGER_API_TOKENS_FILE; a token\'s principal is the actor)', int('--http'))
+    .option('--host <host>', 'with --http: the address to listen on', '127.0.0.1')
+    .addHelpText('after', example('plan-ledger mcp   # in an MCP client\'s config: { "command": "npx", "args": ["plan-ledger", "mcp"] }', 'PLAN_LEDGER_API_TOKENS_FILE=tokens.jsonl plan-ledger mcp --http 8788'))
+    .action(async (o) => (await import('./mcp-action.js')).mcp(o));
+
+  program
     .command('show')
     .description('the plan as its events say now, rebuilt from the log')
     .argument('<planId>')
@@ -201,13 +224,19 @@ export function registerServiceCommands(program: Command): void {
     .description('the guided demo: an agent refunds an order, its executor is killed mid-payment, exactly one refund happens')
     .option('--keep-open', 'keep the projector (dashboard) running after the demo until Ctrl-C')
     .option('--stop-stack', 'stop the local stack at the end if the demo started it')
+    .option('--agent', 'the same refund asked of a support agent (a scripted AI SDK test model, offline): killed mid-refund, no finished turn asked again')
     .addHelpText(
       'after',
       `
 With no PLAN_LEDGER_BROKERS the demo brings the local stack up (plan-ledger stack up) and leaves it running
-for the next run; "plan-ledger stack down" stops it. Every run uses a fresh topic prefix.${example('npm run demo', 'plan-ledger demo --keep-open')}`,
+for the next run; "plan-ledger stack down" stops it. Every run uses a fresh topic prefix.${example('npm run demo', 'plan-ledger demo --keep-open', 'plan-ledger demo --agent')}`,
     )
-    .action(async (o: { keepOpen?: boolean; stopStack?: boolean }) => {
+    .action(async (o: { keepOpen?: boolean; stopStack?: boolean; agent?: boolean }) => {
+      if (o.agent) {
+        const { runAgentDemo } = await import('../../demo/agent-demo.js');
+        process.exitCode = await runAgentDemo(o);
+        return;
+      }
       const { runDemo } = await import('../../demo/demo.js');
       process.exitCode = await runDemo(o);
     });

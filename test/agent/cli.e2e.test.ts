@@ -1,0 +1,63 @@
+// The CLI on an agent run: `plan-ledger agent` starts it (the model lives in the executor process), and
+// `show` and `audit` print its usage totals and turns.
+import { spawn } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { configToEnv, type LedgerConfig } from '../../src/config.js';
+import type { AgentRunSummary } from '../../src/agent/index.js';
+import { EffectsService } from '../fixtures/effects-service.js';
+import { testConfig } from '../support/helpers.js';
+import { ownsPartitions, spawnExecutor } from '../support/processes.js';
+
+let effects: EffectsService;
+beforeAll(async () => {
+  effects = await new EffectsService().start();
+});
+afterAll(() => effects.stop());
+
+function cli(config: LedgerConfig, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, ['bin/plan-ledger.js', ...args], { env: { ...process.env, ...configToEnv(config), NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    p.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    p.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('plan-ledger agent, show and audit on an agent run (processes, real broker and registry)', () => {
+  it('starts a run by name, waits for it, and shows its turns and token totals', async () => {
+    const config = testConfig({ partitions: 1 });
+    const ex = spawnExecutor(config, { label: 'exec-cli', tools: 'test/fixtures/agent-tools.ts', env: { EFFECTS_URL: effects.url } });
+    await ex.waitForLog(ownsPartitions);
+
+    const started = await cli(config, ['agent', 'support', '--goal', 'Refund the order that cost 12.00', '--wait', '--json']);
+    expect(started.stderr).toBe('');
+    expect(started.code).toBe(0);
+    const r = JSON.parse(started.stdout) as { planId: string; status: string; run: AgentRunSummary };
+    expect(r.status).toBe('completed');
+    expect(r.run).toMatchObject({ agent: 'support', finished: 'answer', answer: 'Refunded 12.00 on order A.', totals: { inputTokens: 240, outputTokens: 30, totalTokens: 270, turns: 3 }, unread: 0 });
+    expect(r.run.turns.map((t) => [t.itemId, t.toolCalls])).toEqual([
+      ['turn-1', 2],
+      ['turn-2', 1],
+      ['turn-3', 0],
+    ]);
+
+    const show = await cli(config, ['show', r.planId]);
+    expect(show.code).toBe(0);
+    expect(show.stdout).toContain('agent   support   finished answer   turns 3   tokens 240 in / 30 out / 270 total   model mock-model-id');
+    expect(show.stdout).toMatch(/turn-2\.call-0\s+completed\s+refund\s+turn-2\s+1\s+exec-cli\s+refund \(turn 2\)/);
+
+    const audit = await cli(config, ['audit', r.planId]);
+    expect(audit.code).toBe(0);
+    const turnLines = audit.stdout.split('\n').filter((l) => /^ {2}turn-\d /.test(l));
+    expect(turnLines).toEqual([
+      '  turn-1  mock-model-id  tool-calls  50 in / 10 out  2 tool calls',
+      '  turn-2  mock-model-id  tool-calls  80 in / 12 out  1 tool call',
+      '  turn-3  mock-model-id  stop  110 in / 8 out  0 tool calls  finished answer',
+    ]);
+    expect(audit.stdout).toContain('turn-2.call-0#1');
+    expect([...effects.effects.keys()].filter((k) => k.startsWith(`${r.planId}/`))).toHaveLength(3);
+    ex.kill('SIGTERM');
+  });
+});
