@@ -1,6 +1,7 @@
 // The projector's HTTP server: fastify with JSON schemas on every route, one plugin per route group.
 // /healthz, /metrics and the dashboard's static files are open; every /api route needs a bearer token
 // (read scope for reads and the stream, write scope for commands).
+import AjvCompiler from '@fastify/ajv-compiler';
 import Fastify from 'fastify';
 import type { Ledger } from '../../src/client/index.js';
 import type { Logger } from '../../src/logging.js';
@@ -41,6 +42,16 @@ export interface HttpOptions {
 
 export const HTTP_DEFAULTS = Object.freeze({ bodyLimitBytes: 1024 * 1024, maxStreamClients: 100 });
 
+const ajvCompilers = AjvCompiler();
+const AJV_BASE = { removeAdditional: false, allErrors: false } as const;
+
+/** Validators that coerce query strings and parameters, and leave bodies as they are. */
+function validatorsByPart(externalSchemas: unknown, _options: unknown) {
+  const coercing = ajvCompilers(externalSchemas as never, { customOptions: { ...AJV_BASE, coerceTypes: 'array' } } as never);
+  const exact = ajvCompilers(externalSchemas as never, { customOptions: { ...AJV_BASE, coerceTypes: false } } as never);
+  return (route: { httpPart?: string }) => (route.httpPart === 'body' ? exact : coercing)(route as never);
+}
+
 /** The projector's HTTP API and dashboard. */
 export function buildHttp(opts: HttpOptions) {
   const { service, logger, tokens } = opts;
@@ -49,7 +60,9 @@ export function buildHttp(opts: HttpOptions) {
     loggerInstance: logger.child({ component: 'http' }, { level: 'warn' }),
     forceCloseConnections: true,
     bodyLimit: opts.bodyLimitBytes,
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', allErrors: false } },
+    // Query strings and path parameters arrive as text and are coerced to their schema's types; a body is
+    // JSON and is taken as sent: `goal: 42` must be refused, not recorded as "42".
+    schemaController: { compilersFactory: { buildValidator: validatorsByPart } },
   });
   app.decorateRequest('principal', null);
   app.setErrorHandler(errorHandler(logger));
