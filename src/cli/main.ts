@@ -70,4 +70,8 @@ for (const stream of [process.stdout, process.stderr]) {
   });
 }
 
-process.exitCode = await main(process.argv);
+const code = await main(process.argv);
+// A failed command is over once its line is out: a Kafka handle still trying to connect (a refused
+// login, an unreachable broker) would otherwise hold the process until its own timeout.
+if (code !== 0) process.exit(code);
+process.exitCode = code;
