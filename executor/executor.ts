@@ -313,7 +313,7 @@ class Executor {
       const current = this.owners.get(p);
       if (!current || current.isStopping) this.owners.set(p, this.newOwner(p, this.member));
     }
-    if (partitions.length) this.logger.info({ added: partitions, partitions: this.ownedNow() }, 'assignment');
+    this.logger.info({ added: partitions, partitions: this.ownedNow() }, 'assignment');
     void Promise.allSettled([...this.owners.values()].map((o) => o.ready)).then(() => this.resolveStarted());
   }
 
