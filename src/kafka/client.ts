@@ -61,7 +61,8 @@ export function connectionConfig(config: LedgerConfig, clientId: string, logger:
     'socket.nagle.disable': true,
     // One line per broker that is down, not one per attempt: librdkafka says when it comes back.
     'log.connection.close': false,
-    log_level: rdLogLevel(logger),
+    // Errors at least, whatever the logger's level: a refused login's reason comes only as a log line.
+    log_level: Math.max(3, rdLogLevel(logger)),
     event_cb: true,
   };
   if (config.sslCaFile) rd['ssl.ca.location'] = config.sslCaFile;
@@ -105,7 +106,7 @@ export function routeLogs(handle: { on(ev: string, fn: (...a: never[]) => void):
     else logger.trace({ fac: ev.fac }, msg);
   }) as never);
   handle.on('event.error', ((err: { message?: string; code?: number }) => {
-    seen.last = err;
+    seen.last = withBrokerCode(err);
     if ((typeof err.code === 'number' && AUTH_CODES.has(err.code)) || /^authentication failure/i.test(err.message ?? '')) {
       seen.auth ??= err;
       seen.authAt ??= Date.now();
@@ -141,6 +142,23 @@ export async function connectWatched(errors: HandleErrors, connect: Promise<unkn
   } finally {
     clearInterval(timer);
   }
+}
+
+/**
+ * An error event librdkafka raised without a code of its own (-1) names the broker's error in its text
+ * ("Broker: Cluster authorization failed"): the code that text stands for, for the refusals callers test.
+ */
+const BROKER_TEXT: Array<[RegExp, number]> = [
+  [/Cluster authorization failed/i, 31],
+  [/Topic authorization failed/i, 29],
+  [/Transactional Id authorization failed/i, 53],
+  [/Group authorization failed/i, 30],
+];
+export function withBrokerCode<T>(e: T): T {
+  const err = e as { code?: unknown; message?: unknown } | undefined;
+  if (!err || (typeof err.code === 'number' && err.code !== -1)) return e;
+  const hit = BROKER_TEXT.find(([re]) => re.test(String(err.message ?? '')));
+  return hit ? (Object.assign(new Error(String(err.message)), { code: hit[1], origin: 'kafka' }) as T) : e;
 }
 
 /** A librdkafka error's symbolic name (`PRODUCER_FENCED`, `_TRANSPORT`, …), from the binding's code table. */

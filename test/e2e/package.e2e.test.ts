@@ -26,7 +26,8 @@ describe('the installed package', () => {
     writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true, type: 'module' }));
     // As a user without the internet installs it: the Kafka client's prebuilt binary cannot be downloaded,
     // so its install builds the bundled librdkafka against the system's OpenSSL and zlib (docs/guides/kafka-client.md).
-    npm(['install', '--no-package-lock', join(work, tarball!)], app, { CKJS_LINKING: 'dynamic' });
+    // Scripts on: under `npm test` this repo's .npmrc (ignore-scripts) reaches child processes as npm_config_*.
+    npm(['install', '--no-package-lock', join(work, tarball!)], app, { CKJS_LINKING: 'dynamic', npm_config_ignore_scripts: 'false' });
     const bin = join(app, 'node_modules', '.bin', 'plan-ledger');
 
     // The CLI runs from dist (the package ships no src/ and no tsx).
