@@ -145,8 +145,8 @@ export async function connectWatched(errors: HandleErrors, connect: Promise<unkn
 }
 
 /**
- * An error event librdkafka raised without a code of its own (-1) names the broker's error in its text
- * ("Broker: Cluster authorization failed"): the code that text stands for, for the refusals callers test.
+ * An error event librdkafka raised without a code of its own (-1), or as _FATAL, names the broker's error in
+ * its text ("Broker: Cluster authorization failed"): the code that text stands for, for the refusals callers test.
  */
 const BROKER_TEXT: Array<[RegExp, number]> = [
   [/Cluster authorization failed/i, 31],
@@ -156,7 +156,7 @@ const BROKER_TEXT: Array<[RegExp, number]> = [
 ];
 export function withBrokerCode<T>(e: T): T {
   const err = e as { code?: unknown; message?: unknown } | undefined;
-  if (!err || (typeof err.code === 'number' && err.code !== -1)) return e;
+  if (!err || (typeof err.code === 'number' && err.code !== -1 && err.code !== -150)) return e; // none, or _FATAL
   const hit = BROKER_TEXT.find(([re]) => re.test(String(err.message ?? '')));
   return hit ? (Object.assign(new Error(String(err.message)), { code: hit[1], origin: 'kafka' }) as T) : e;
 }

@@ -146,10 +146,7 @@ class NativeMember implements GroupMember {
         const batch = run.backlog.splice(0, MAX_BATCH);
         let again: string | undefined;
         try {
-          const t0 = Date.now();
-          const w = process.env.PL_DEBUG_KAFKA ? setInterval(() => process.stderr.write(`[kafka-debug] ${this.o.groupId} p${p} onRecords pending ${Date.now() - t0} ms\n`), 5000) : undefined;
-          again = await this.o.onRecords(p, batch).finally(() => clearInterval(w));
-          if (process.env.PL_DEBUG_KAFKA) process.stderr.write(`[kafka-debug] ${this.o.groupId} p${p} ${batch.length} records ${batch[0]!.offset}..${batch.at(-1)!.offset} -> ${again ?? 'ok'}\n`);
+          again = await this.o.onRecords(p, batch);
         } catch (e) {
           this.logger.error({ err: e, partition: p, group: this.o.groupId }, 'records handler failed; reading the batch again in 1 s');
           await new Promise((r) => setTimeout(r, 1000));

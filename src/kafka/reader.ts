@@ -45,9 +45,7 @@ export function toLogRecord(m: NativeMessage): LogRecord {
 }
 
 export function consumeBatch(c: NativeConsumer, n = CONSUME_BATCH): Promise<NativeMessage[]> {
-  const t0 = Date.now();
-  const w = process.env.PL_DEBUG_KAFKA ? setInterval(() => process.stderr.write(`[kafka-debug] consume pending ${Date.now() - t0} ms\n`), 2000) : undefined;
-  return new Promise((resolve, reject) => c.consume(n, (err, messages) => { clearInterval(w); return err ? reject(err) : resolve((messages ?? []) as unknown as NativeMessage[]); }));
+  return new Promise((resolve, reject) => c.consume(n, (err, messages) => (err ? reject(err) : resolve((messages ?? []) as unknown as NativeMessage[]))));
 }
 
 /** A `read_committed` consumer for assigned partitions: no subscription, no commits, end-of-partition events on. */

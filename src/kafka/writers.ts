@@ -1,6 +1,6 @@
 import type { LedgerConfig } from '../config.js';
 import type { Logger } from '../logging.js';
-import { connectWatched, routeLogs, type HandleErrors, type RdConfig } from './client.js';
+import { connectWatched, routeLogs, withBrokerCode, type HandleErrors, type RdConfig } from './client.js';
 import { nativeConsumerOf } from './member.js';
 import { confluent } from './native.js';
 import type { Delivered, FencedTransaction, FencedWriter, GroupMember, OutRecord, RecordWriter } from './port.js';
@@ -73,7 +73,7 @@ abstract class NativeWriter {
         const wait = setInterval(() => {
           if (errors.last === undefined && Date.now() - since < 250) return;
           clearInterval(wait);
-          w.reject(errors.last ?? err);
+          w.reject(withBrokerCode(errors.last ?? err));
         }, 10);
       } else {
         w.reject(err);
@@ -111,7 +111,9 @@ abstract class NativeWriter {
             p.produce(topic, r.partition ?? -1, value, key, r.timestamp !== undefined ? Number(r.timestamp) : null, id, headers as never);
           } catch (e) {
             this.waiting.delete(id);
-            reject(e);
+            // A producer already failed fatally refuses at once (_FATAL): say what failed it.
+            const code = (e as { code?: number }).code;
+            reject(code !== undefined && PURGED.has(code) && this.errors.last !== undefined ? withBrokerCode(this.errors.last) : e);
           }
         }),
       );
