@@ -44,7 +44,8 @@ const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const r = spawnSync(npm, ['rebuild', pkg, '--ignore-scripts=false', '--foreground-scripts'], {
   cwd: root,
   encoding: 'utf8',
-  env: { ...process.env, CKJS_LINKING: 'dynamic', MAKEFLAGS: process.env.MAKEFLAGS ?? `-j${Math.max(1, Math.min(4, (await import('node:os')).availableParallelism()))}` },
+  // No parallel make: the gyp target that runs librdkafka's configure does not declare what it makes.
+  env: { ...process.env, CKJS_LINKING: 'dynamic', MAKEFLAGS: '' },
 });
 writeFileSync(logFile, `${r.stdout ?? ''}\n${r.stderr ?? ''}`);
 if (r.status === 0 && loads()) {
