@@ -24,8 +24,8 @@ from typing import Any
 
 GENESIS = "0" * 64
 # Spec §6: fields added after an event type's first schema, left out of the hashed object while null.
-ADDED_PAYLOAD_FIELDS = {"PlanCreated": ("policy",), "PlanProposed": ("policy",)}
-ADDED_NESTED_FIELDS = {"ItemAdded": (("item", "secret"),)}
+ADDED_PAYLOAD_FIELDS = {"PlanCreated": ("policy", "forkedFrom"), "PlanProposed": ("policy",)}
+ADDED_NESTED_FIELDS = {"ItemAdded": (("item", "secret"), ("item", "wait"))}
 # Spec §9: events whose `digest` is the plan digest at that point of the chain.
 DIGEST_EVENTS = ("PlanProposed", "PlanApproved", "PlanRejected", "ApprovalRecorded")
 
