@@ -67,14 +67,7 @@ abstract class NativeWriter {
       if (!err) {
         w.resolve({ topic: report.topic, partition: report.partition, offset: String(report.offset) });
       } else if (PURGED.has(err.code)) {
-        // The error that made librdkafka purge (e.g. a refused InitProducerId) may reach its error channel
-        // just after the purged records' reports: give it a moment.
-        const since = Date.now();
-        const wait = setInterval(() => {
-          if (errors.last === undefined && Date.now() - since < 250) return;
-          clearInterval(wait);
-          w.reject(withBrokerCode(errors.last ?? err));
-        }, 10);
+        void this.explained(err).then(w.reject);
       } else {
         w.reject(err);
       }
@@ -95,6 +88,16 @@ abstract class NativeWriter {
     return p;
   }
 
+  /**
+   * A purged or fatal record's error, explained: the error that made librdkafka purge (e.g. a refused
+   * InitProducerId) reaches the handle's error channel around the same time as the purged records'
+   * reports, sometimes just after: wait up to a second for it.
+   */
+  private async explained(e: unknown): Promise<unknown> {
+    for (const until = Date.now() + 1000; this.errors.last === undefined && Date.now() < until; ) await new Promise((r) => setTimeout(r, 10));
+    return withBrokerCode(this.errors.last ?? e);
+  }
+
   protected produce(topic: string, records: readonly OutRecord[]): Promise<Delivered[]> {
     const p = this.producer;
     if (!p) return Promise.reject(new Error('the producer is not connected'));
@@ -113,7 +116,8 @@ abstract class NativeWriter {
             this.waiting.delete(id);
             // A producer already failed fatally refuses at once (_FATAL): say what failed it.
             const code = (e as { code?: number }).code;
-            reject(code !== undefined && PURGED.has(code) && this.errors.last !== undefined ? withBrokerCode(this.errors.last) : e);
+            if (code !== undefined && PURGED.has(code)) void this.explained(e).then(reject);
+            else reject(e);
           }
         }),
       );
