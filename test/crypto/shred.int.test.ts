@@ -151,6 +151,9 @@ describe('secret fields and crypto-shredding erase (real stack)', () => {
     const topicsSeen = new Set(before.filter((s) => s.texts.some((t) => envelopesIn(t).length > 0)).map((s) => s.topic));
     for (const t of ['plan-commands', 'plan-events', 'plan-blobs']) expect([...topicsSeen].some((x) => x.endsWith(t)), t).toBe(true);
 
+    // The key record is in plan-keys before the erasure (so the wait below for it to be gone is not vacuous).
+    const keyRecords = () => readAll(kafka, keysTopic, [partition]);
+    expect((await keyRecords()).some((r) => r.key?.toString() === planId && r.value !== null)).toBe(true);
     await ledger.erase(planId, { by: 'dpo', reason: 'GDPR request' });
     // The key is destroyed at once: a fresh reader with the master key finds a tombstone.
     const afterErase = await keyring().lookup(planId);
@@ -159,11 +162,9 @@ describe('secret fields and crypto-shredding erase (real stack)', () => {
     const cipherInput = before.find((s) => s.topic === topicNames(config.topicPrefix).commands)!.texts.flatMap(envelopesIn)[0]!;
     expect((await keyring().opener(planId))(cipherInput)).toBe('"[erased]"');
 
-    // The old key record is still physically in plan-keys until its segment closes and the cleaner runs:
-    // the executor writes one more record there just past segment.ms (no write from the test), and the
-    // cleaner removes the old value.
-    const keyRecords = () => readAll(kafka, keysTopic, [partition]);
-    expect((await keyRecords()).some((r) => r.key?.toString() === planId && r.value !== null)).toBe(true); // still there right after the erase
+    // The old key record stays physically in plan-keys until its segment closes and the cleaner runs (the
+    // executor writes one more record there just past segment.ms, no write from the test); the cleaner then
+    // removes the old value — sometimes before the read right after the erase, so none is made there.
     await waitFor(async () => (await keyRecords()).every((r) => !(r.key?.toString() === planId && r.value !== null)), {
       timeoutMs: 90_000,
       intervalMs: PLAN_KEYS_SEGMENT_MS,
