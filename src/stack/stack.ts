@@ -406,7 +406,10 @@ export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
       throw e;
     }
   } else early = kafkaReady();
-  const registryRec = spawnLaunch(o.dir, REGISTRY, registryLaunch(o, registryJava.bin, artifacts, brokers, security));
+  let brokerUp = false;
+  early = early.then(() => void (brokerUp = true));
+  const startRegistry = () => spawnLaunch(o.dir, REGISTRY, registryLaunch(o, registryJava.bin, artifacts, brokers, security));
+  const registryRec = startRegistry();
 
   const info: StackInfo = {
     brokers,
@@ -419,8 +422,19 @@ export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
     ...(security ? { security } : {}),
   };
   const healthUrl = `http://${o.host}:${o.registryPort + 10}/health/ready`;
+  const registryReady = (rec: PidRecord) => waitUntilReady(rec, `schema registry on ${info.registryUrl}`, () => registryAnswers(info.registryUrl, healthUrl), 150_000);
   try {
-    await Promise.all([early, waitUntilReady(registryRec, `schema registry on ${info.registryUrl}`, () => registryAnswers(info.registryUrl, healthUrl), 150_000)]);
+    await Promise.all([
+      early,
+      // The registry gives up when the broker has not answered within about a minute, which a broker
+      // replaying many partitions after an unclean stop can take: then it starts once more, after the broker.
+      registryReady(registryRec).catch(async (e: unknown) => {
+        if (brokerUp || !(e instanceof LedgerError) || e.code !== 'ENVIRONMENT') throw e;
+        o.log('the registry stopped before the broker answered; starting it again once the broker is ready');
+        await early;
+        await registryReady(startRegistry());
+      }),
+    ]);
     if (security) await provision(info, security, DEFAULT_PREFIX, DEFAULT_PARTITIONS);
   } catch (e) {
     await stackDown({ dir: o.dir });

@@ -7,10 +7,41 @@ import { createLogger, silentLogger, type Logger } from '../../src/logging.js';
 /** Silent; `TEST_LOG=debug` (or any pino level) shows what the services under test log. */
 export const testLogger: Logger = process.env.TEST_LOG ? createLogger({ name: 'test', level: process.env.TEST_LOG }) : silentLogger();
 
-/** A fresh prefix per test, so tests never see each other's topics or groups. */
+/** Prefixes handed out in this test file: their topics are deleted when the file ends. */
+const prefixes = new Set<string>();
+
+/**
+ * A fresh prefix per test, so tests never see each other's topics or groups. The topics named by it
+ * (`<prefix>`, `<prefix>.…`, `<prefix>-…`) are deleted when the test file ends, so a long-lived stack
+ * does not collect thousands of partitions (a broker replays each one at start-up);
+ * PLAN_LEDGER_KEEP_TOPICS=1 keeps them for a post-mortem.
+ */
 export function randomPrefix(label = 't'): string {
-  return `${label}-${randomBytes(5).toString('hex')}`;
+  const prefix = `${label}-${randomBytes(5).toString('hex')}`;
+  prefixes.add(prefix);
+  return prefix;
 }
+
+afterAll(async () => {
+  if (!prefixes.size || process.env.PLAN_LEDGER_KEEP_TOPICS) return;
+  const brokers = inject('brokers');
+  if (!brokers) return;
+  const kafka = createKafka(loadConfig({ brokers: brokers.split(','), registryUrl: inject('registryUrl'), topicPrefix: 'test-cleanup' }), testLogger, 'test-cleanup');
+  try {
+    const admin = kafka.admin();
+    await admin.connect();
+    const mine = (t: string) => [...prefixes].some((p) => t === p || t.startsWith(`${p}.`) || t.startsWith(`${p}-`));
+    const doomed = (await admin.listTopics()).filter(mine);
+    if (doomed.length) await admin.deleteTopics(doomed);
+    await admin.disconnect();
+  } catch (e) {
+    // Cleanup is a courtesy to the next run; a failure here says so and fails nothing.
+    console.warn(`[test] deleting this file's topics failed: ${(e as Error).message}`);
+  } finally {
+    prefixes.clear();
+    await kafka.close().catch(() => {});
+  }
+}, 60_000);
 
 export function randomGroupId(prefix = randomPrefix('g')): string {
   return `${prefix}.group-${randomBytes(3).toString('hex')}`;
