@@ -327,6 +327,7 @@ export class ProjectionService {
       snapshotPolicy: this.policy,
       signal: this.abort.signal,
       onPoison: (outcome, record) => this.deadLetter(p, record, outcome),
+      onApplied: (e) => this.model.replayed(e),
     });
     const run: PartitionRun = {
       projection: r.projection,

@@ -4,6 +4,8 @@ import { stateDigest } from '../src/plan/index.js';
 import type { PartitionProjection, PlanSummary, PlanView } from '../src/projection/index.js';
 
 export const BUCKET_MS = 10_000;
+/** Plans whose last counted seq is kept, so a partition restored again in this process is not counted twice. */
+const MAX_COUNTED_PLANS = 100_000;
 const MAX_BUCKETS = 90; // 15 minutes
 
 /** What was applied in one 10 s window of event time. */
@@ -58,6 +60,8 @@ export class ReadModel {
   private flushTimer: NodeJS.Timeout | undefined;
   /** Applied events per 10 s of their occurredAt, for the overview's recent activity. */
   private readonly buckets = new Map<number, ActivityBucket>();
+  /** Per plan, the last seq counted as activity (a bounded memory: the oldest entries go first). */
+  private readonly countedSeq = new Map<string, number>();
   version = 0;
   /** Finished plans whose archived snapshot is at their seq, held in memory: planId → bytes and partition, least recently used first. */
   private readonly hotFinished = new Map<string, { bytes: number; partition: number }>();
@@ -235,7 +239,24 @@ export class ReadModel {
     this.trim();
   }
 
+  /**
+   * An event of a restored partition's tail (after its snapshots), applied by the restore: counted as
+   * activity unless this projector counted it already (a partition that comes back to it).
+   */
+  replayed(event: PlanEvent): void {
+    if (event.seq > (this.countedSeq.get(event.planId) ?? 0)) this.count(event);
+  }
+
   private count(event: PlanEvent): void {
+    this.countedSeq.delete(event.planId); // re-inserted last: the map's order is the order of last use
+    this.countedSeq.set(event.planId, event.seq);
+    if (this.countedSeq.size > MAX_COUNTED_PLANS) {
+      let drop = MAX_COUNTED_PLANS / 10;
+      for (const k of this.countedSeq.keys()) {
+        if (drop-- <= 0) break;
+        this.countedSeq.delete(k);
+      }
+    }
     const at = Math.floor(event.occurredAt / BUCKET_MS) * BUCKET_MS;
     let b = this.buckets.get(at);
     if (b === undefined) {
@@ -255,7 +276,8 @@ export class ReadModel {
 
   /**
    * Applied events per 10 s over the `windowMs` before `now`, by their occurredAt (zero-filled, oldest
-   * first). Counts what this projector applied since it started: plans restored from snapshots add none.
+   * first). Counts what this projector applied since it started, live or in a restore's tail (once each):
+   * the events a snapshot covers add none.
    */
   activity(now: number, windowMs = 5 * 60_000): ActivityBucket[] {
     const last = Math.floor(now / BUCKET_MS) * BUCKET_MS;

@@ -98,6 +98,7 @@ export async function processEventBatch<R extends EventRecord>(
   records: readonly R[],
   retry: RetryOptions = {},
   keys: ReadonlyArray<EventKey | null> = records.map((r) => parseEventKey(r.key)),
+  onApplied?: (event: PlanEvent) => void,
 ): Promise<BatchOutcome<R>> {
   const n = records.length;
   if (n === 0) return { applied: 0, poison: [] };
@@ -137,8 +138,10 @@ export async function processEventBatch<R extends EventRecord>(
     const r = records[i]!;
     const d = decoded[i];
     const outcome = d === undefined ? await processEventRecord(projection, codec, r, retry) : applyDecoded(projection, r, d);
-    if (outcome.kind === 'applied') applied += 1 + outcome.drained.length;
-    else if (outcome.kind === 'poison') poison.push({ outcome, record: r });
+    if (outcome.kind === 'applied') {
+      applied += 1 + outcome.drained.length;
+      if (onApplied) for (const e of [outcome.event, ...outcome.drained]) onApplied(e);
+    } else if (outcome.kind === 'poison') poison.push({ outcome, record: r });
   };
   for (let i = 0; i < n; i++) {
     const k = keys[i];
@@ -149,6 +152,7 @@ export async function processEventBatch<R extends EventRecord>(
     if (!run.clean) continue;
     if (projection.applyRun(planId, run.events, records[run.last]!.offset)) {
       applied += run.events.length;
+      if (onApplied) for (const e of run.events) onApplied(e);
       continue;
     }
     // The domain refused one of them: find it record by record.

@@ -2,7 +2,7 @@ import type { LedgerCodec } from '../codec/index.js';
 import { topicNames, type LedgerConfig } from '../config.js';
 import type { KafkaClient, LogRecord } from '../kafka/index.js';
 import type { Logger } from '../logging.js';
-import type { PlanState, PlanStatus } from '../plan/index.js';
+import type { PlanEvent, PlanState, PlanStatus } from '../plan/index.js';
 import { PartitionProjection, type RecordOutcome } from './partition.js';
 import { readDeadLetters } from './dlq-reader.js';
 import { classifyFailure, parseEventKey, stallOf, type Stall } from './poison.js';
@@ -37,6 +37,8 @@ export interface RestorePartitionOptions {
   readonly readDeadLetters?: boolean;
   /** Called for each record of the replayed tail that cannot be decoded or applied (not yet dead-lettered). */
   readonly onPoison?: (outcome: Extract<RecordOutcome, { kind: 'poison' }>, record: LogRecord) => void | Promise<void>;
+  /** Called for each event of the replayed tail that was applied (the projector counts them as activity). */
+  readonly onApplied?: (event: PlanEvent) => void;
   /**
    * Plans whose latest snapshot record carries a `plan-status` header in this set (e.g. the executor's
    * `['completed', 'cancelled']`: nothing can change them but a rejection or an erasure) are not decoded:
@@ -453,7 +455,7 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
           if (tp !== undefined) traceparents.set(k.planId, tp);
         }
       }
-      const batch = await processEventBatch(projection, opts.codec, records, retry, keys);
+      const batch = await processEventBatch(projection, opts.codec, records, retry, keys, opts.onApplied);
       eventsReplayed += batch.applied;
       for (const { outcome, record } of batch.poison) if (!deadLettered.has(record.offset)) await opts.onPoison?.(outcome, record);
     },

@@ -65,9 +65,7 @@ function api(p: ProjectorHandle, token: string | null = TOKEN) {
 const item = (id: string, dependsOn: string[] = [], tool = 'noop') => ({ id, title: `do ${id}`, why: `${id} is needed`, tool, dependsOn, input: { id } });
 
 describe('projector HTTP API', () => {
-  // One retry: under load this test has failed once with a count of 3 where 6 was expected and passed on the
-  // next run (noted for the next session, not yet understood).
-  it('serves health, metrics, plans, a plan, its events and audit, and submits commands with a bearer token', { retry: 1 }, async () => {
+  it('serves health, metrics, plans, a plan, its events and audit, and submits commands with a bearer token', async () => {
     const config = testConfig();
     const { ledger, projector, calls, executor } = await stack(config);
     const call = api(projector);

@@ -34,4 +34,17 @@ describe('ReadModel activity', () => {
     expect(m.activity(now, 15 * 60_000).reduce((n, b) => n + b.events, 0)).toBe(1 + 29); // now, and 29 more within 15 min
     m.close();
   });
+
+  it('counts the events a restore replays once, also when the partition is restored again', () => {
+    const m = new ReadModel({ retainEvents: 0, loader: async () => [] });
+    const t0 = 1_700_000_000_000;
+    const of = (planId: string, seq: number) => ({ type: 'ItemCompleted', occurredAt: t0 + seq, seq, planId }) as unknown as PlanEvent;
+    m.applied(of('a', 1)); // live
+    m.applied(of('a', 2));
+    for (const seq of [1, 2, 3]) m.replayed(of('a', seq)); // the partition came back: 1 and 2 were counted live
+    for (const seq of [1, 2]) m.replayed(of('b', seq)); // a plan first seen in a restore's tail
+    for (const seq of [1, 2]) m.replayed(of('b', seq)); // and that restore again
+    expect(m.activity(t0 + 5, 10_000)).toEqual([{ at: t0, events: 5, itemsCompleted: 5, itemsFailed: 0, retries: 0 }]);
+    m.close();
+  });
 });
