@@ -10,6 +10,7 @@ import { connectLedger, type Ledger } from '../src/client/index.js';
 import { loadConfig, topicNames, type LedgerConfig } from '../src/config.js';
 import { createKafka, ensurePlanTopics, partitionFor } from '../src/kafka/index.js';
 import { silentLogger } from '../src/logging.js';
+import { LedgerError } from '../src/errors.js';
 import type { PlanState } from '../src/plan/index.js';
 import { restartRegistry, stackDown, stackReset, stackUp, startBroker, stopBroker } from '../src/stack/stack.js';
 import { EffectsService } from '../test/fixtures/effects-service.js';
@@ -66,7 +67,12 @@ export interface ChaosReport {
   readonly recoveries: { count: number; medianMs: number | null; maxMs: number | null; unrecovered: number; brokerBackMs: number[]; registryBackMs: number[] };
   readonly fencing: { fencedAppendsRefused: number; zombieAppendsVisible: number; intentsChecked: number; zombieEvents: string[] };
   readonly rebuilds: { plans: number; digestsEqual: boolean; mismatches: string[] };
-  readonly chains: { verified: number; broken: string[]; snapshotAtFirstCopy: string[] };
+  readonly chains: { verified: number; broken: string[] };
+  /**
+   * Every `createPlan` call of the run's clients: each one that threw (a timeout included) is a problem,
+   * since two brokers of three and a registry can always serve; decision times of the ones answered.
+   */
+  readonly submissions: { calls: number; failed: number; rawErrors: number; failures: string[]; decisionMs: { p50: number | null; p99: number | null; max: number | null } };
   /** Event keys (planId:seq) found more than once in the events topic: byte-identical re-sends or not. */
   readonly resends: { keys: number; identical: number; differing: string[]; examples: string[] };
   readonly dlq: { records: number; poisonSent: number; onlyPoison: boolean; unexpected: string[] };
@@ -88,6 +94,12 @@ function rng(seed: number): () => number {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
+}
+
+function percentile(xs: number[], q: number): number | null {
+  if (!xs.length) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
 }
 
 function median(xs: number[]): number | null {
@@ -207,14 +219,24 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   // A submission answered with a timeout may still have been accepted: retrying with the same planId
   // then meets PLAN_EXISTS, which counts as submitted.
   const queue = [...plans];
+  const decisionMs: number[] = [];
+  const submitFailures: string[] = [];
+  let submitCalls = 0;
+  let rawErrors = 0;
   const submitOne = async (p: ChaosPlan) => {
     for (let tries = 0; ; tries++) {
+      const began = Date.now();
+      submitCalls++;
       try {
         await ledger.createPlan(p.input, { timeoutMs: 60_000 });
+        decisionMs.push(Date.now() - began);
         return;
       } catch (e) {
         const msg = e instanceof Error ? e.message : String(e);
-        if (/PLAN_EXISTS|already exists/i.test(msg)) return;
+        // The retry of a call that timed out after its command was accepted: the first call is the failure.
+        if (tries > 0 && /PLAN_EXISTS|already exists/i.test(msg)) return;
+        if (!(e instanceof LedgerError)) rawErrors++;
+        submitFailures.push(`${p.planId} after ${Date.now() - began} ms: ${e instanceof LedgerError ? e.code : (e as Error)?.name ?? 'raw'}: ${msg}`);
         if (tries >= 20 || Date.now() > deadline) {
           problems.push(`could not submit ${p.planId}: ${msg}`);
           return;
@@ -479,21 +501,8 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
     examples: resent.slice(0, 10).map(([k, rs]) => `${k} at ${rs.map((r) => `p${r.partition}@${r.offset}`).join(', ')}`),
   };
 
-  // A snapshot written while a re-sent event had only its first copy points at that copy's offset, while
-  // `verify` reads the last copy (the one compaction keeps) and reports the snapshot as misplaced. When the
-  // copies are byte-identical and the snapshot names one of them, the chain itself is intact: such a plan
-  // is listed apart, not as broken.
-  const broken: string[] = [];
-  const snapshotAtFirstCopy: string[] = [];
-  for (const v of verified.filter((x) => !x.ok)) {
-    const text = `${v.planId}: ${v.firstBroken?.check} at seq ${v.firstBroken?.seq}: ${v.firstBroken?.reason}`;
-    const m = /eventsOffset (\d+) but seq (\d+) is at offset \d+/.exec(v.firstBroken?.reason ?? '');
-    const copies = m ? byKey.get(`${v.planId}:${m[2]}`) : undefined;
-    const onlySnapshotCheckFailed = v.checks.filter((c) => !c.ok).every((c) => c.name === 'snapshots');
-    if (v.firstBroken?.check === 'snapshots' && onlySnapshotCheckFailed && copies && copies.length > 1 && copies.every((c) => c.value === copies[0]!.value) && copies.some((c) => c.offset === m![1])) {
-      snapshotAtFirstCopy.push(text);
-    } else broken.push(text);
-  }
+  // Every plan that does not verify is broken, whatever the cause (a re-sent event included).
+  const broken = verified.filter((x) => !x.ok).map((v) => `${v.planId}: ${v.firstBroken?.check} at seq ${v.firstBroken?.seq}: ${v.firstBroken?.reason}`);
 
   // DLQ: exactly the poison, nothing else.
   const dlqKeys: string[] = [];
@@ -517,7 +526,8 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   if (mismatches.length) problems.push(`${mismatches.length} plans rebuild differently`);
   if (broken.length) problems.push(`${broken.length} chains do not verify`);
   if (!onlyPoison) problems.push(`the DLQ holds ${dlqKeys.length} records, unexpected: ${unexpectedDlq.join(', ') || 'none'}; poison missing: ${poisonKeys.filter((k) => !dlqKeys.includes(k)).join(', ') || 'none'}`);
-  if (resends.differing.length) problems.push(`${resends.differing.length} event positions hold two different records`);
+  if (resends.keys) problems.push(`${resends.keys} events re-sent (${resends.identical} identical, ${resends.differing.length} differing)`);
+  if (submitFailures.length) problems.push(`${submitFailures.length} createPlan calls failed (${rawErrors} with a raw client error)`);
   if (zombieAppendsVisible) problems.push(`${zombieAppendsVisible} intents with a fencing token below an earlier one are in the log`);
   if (unexplainedKeys.length) problems.push(`${unexplainedKeys.length} effects under keys the ledger never recorded`);
   if (unrecovered) problems.push(`${unrecovered} executor faults whose partitions were not taken over`);
@@ -541,7 +551,8 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
     recoveries: { count: measured.length, medianMs: median(measured), maxMs: measured.length ? Math.max(...measured) : null, unrecovered, brokerBackMs, registryBackMs },
     fencing: { fencedAppendsRefused, zombieAppendsVisible: zombieAppendsVisible + resends.differing.length, intentsChecked, zombieEvents: zombieEvents.slice(0, 50) },
     rebuilds: { plans: ours.length, digestsEqual: mismatches.length === 0, mismatches: mismatches.slice(0, 50) },
-    chains: { verified: verified.length, broken: broken.slice(0, 50), snapshotAtFirstCopy: snapshotAtFirstCopy.slice(0, 50) },
+    chains: { verified: verified.length, broken: broken.slice(0, 50) },
+    submissions: { calls: submitCalls, failed: submitFailures.length, rawErrors, failures: submitFailures.slice(0, 50), decisionMs: { p50: percentile(decisionMs, 0.5), p99: percentile(decisionMs, 0.99), max: decisionMs.length ? Math.max(...decisionMs) : null } },
     resends,
     dlq: { records: dlqKeys.length, poisonSent: poisonKeys.length, onlyPoison, unexpected: unexpectedDlq.slice(0, 50) },
     lost,
@@ -572,7 +583,8 @@ export function renderMarkdown(r: ChaosReport): string {
     ['zombie events visible (intents below an earlier fencing token, or a second record at a position)', `${r.fencing.zombieAppendsVisible} (of ${r.fencing.intentsChecked} intents)`],
     ['rebuilds equal (replay vs projector)', `${r.rebuilds.digestsEqual ? 'yes' : 'NO'} (${r.rebuilds.plans} plans)`],
     ['chains verified / broken', `${r.chains.verified} / ${r.chains.broken.length}`],
-    ['snapshots naming the first copy of an identical re-send', String(r.chains.snapshotAtFirstCopy.length)],
+    ['createPlan calls / failed (raw client errors)', `${r.submissions.calls} / ${r.submissions.failed} (${r.submissions.rawErrors})`],
+    ['command decided after: p50 / p99 / max', `${r.submissions.decisionMs.p50 ?? 'n/a'} / ${r.submissions.decisionMs.p99 ?? 'n/a'} / ${r.submissions.decisionMs.max ?? 'n/a'} ms`],
     ['events re-sent (identical / differing)', `${r.resends.keys} (${r.resends.identical} / ${r.resends.differing.length})`],
     ['DLQ records (all deliberate poison)', `${r.dlq.records} (${r.dlq.onlyPoison ? 'yes' : 'NO'})`],
     ['**duplicated effects**', `**${r.duplicates}**`],
@@ -590,7 +602,7 @@ export function renderMarkdown(r: ChaosReport): string {
     ...(r.problems.length ? ['## Problems', '', ...r.problems.map((p) => `- ${p}`), ''] : []),
     ...(r.fencing.zombieEvents.length ? ['## Zombie events in the log', '', ...r.fencing.zombieEvents.map((b) => `- ${b}`), ''] : []),
     ...(r.chains.broken.length ? ['## Chains that did not verify', '', ...r.chains.broken.map((b) => `- ${b}`), ''] : []),
-    ...(r.chains.snapshotAtFirstCopy.length ? ['## Snapshots naming the first copy of a re-sent event (verify reads the last copy)', '', ...r.chains.snapshotAtFirstCopy.map((b) => `- ${b}`), ''] : []),
+    ...(r.submissions.failures.length ? ['## createPlan calls that failed', '', ...r.submissions.failures.map((b) => `- ${b}`), ''] : []),
     ...(r.resends.keys ? ['## Re-sent events (first ten)', '', ...r.resends.examples.map((b) => `- ${b}`), ''] : []),
   ].join('\n');
 }

@@ -134,17 +134,22 @@ export class ConfluentAdmin implements LedgerAdmin {
     const { IsolationLevel } = confluent();
     const req = Array.from({ length: partitions }, (_, partition) => ({ topic, partition, offset: spec }));
     type Listed = { topic: string; partition: number; offset: number; error?: unknown };
+    // ListOffsets finds leaders in the client's metadata cache and does not refresh it on an error: a topic
+    // created a moment ago stays unknown (_NOENT), and a partition whose leader moved is asked of its old
+    // leader (NOT_LEADER_OR_FOLLOWER) until the periodic refresh, 30 s on. A describe of the topic updates
+    // the cache, so the caller's retry asks the right broker.
+    const refreshed = async (e: unknown): Promise<never> => {
+      await call<unknown>((cb) => this.a.describeTopics([topic], { timeout: REQUEST_TIMEOUT_MS }, cb as never)).catch(() => {});
+      throw e;
+    };
     let out: Listed[];
     try {
       out = await call<Listed[]>((cb) => this.a.listOffsets(req as never, { timeout: REQUEST_TIMEOUT_MS, isolationLevel: committed ? IsolationLevel.READ_COMMITTED : IsolationLevel.READ_UNCOMMITTED } as never, cb as never));
     } catch (e) {
-      // ListOffsets finds leaders in the client's metadata cache, which an admin client refreshes only for
-      // topics it is asked about: a topic created a moment ago stays unknown (_NOENT) until a describe.
-      if (SETTLING.has(kafkaErrorName(e) ?? '')) await call<unknown>((cb) => this.a.describeTopics([topic], { timeout: REQUEST_TIMEOUT_MS }, cb as never)).catch(() => {});
-      throw e;
+      return refreshed(e);
     }
     const failed = out.find((o) => o.error);
-    if (failed) throw failed.error;
+    if (failed) return refreshed(failed.error);
     return out.map((o) => ({ partition: o.partition, offset: Number(o.offset) }));
   }
 

@@ -65,6 +65,12 @@ export function connectionConfig(config: LedgerConfig, clientId: string, logger:
     log_level: Math.max(3, rdLogLevel(logger)),
     event_cb: true,
   };
+  // librdkafka's own debug contexts (e.g. `metadata,topic,fetch,eos`), at its debug level, for a diagnosis.
+  const debug = process.env.PLAN_LEDGER_KAFKA_DEBUG;
+  if (debug) {
+    rd.debug = debug;
+    rd.log_level = 7;
+  }
   if (config.sslCaFile) rd['ssl.ca.location'] = config.sslCaFile;
   if (config.sasl) {
     rd['sasl.mechanisms'] = config.sasl.mechanism.toUpperCase();

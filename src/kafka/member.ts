@@ -3,7 +3,7 @@ import type { Logger } from '../logging.js';
 import { connectWatched, routeLogs, type RdConfig } from './client.js';
 import { confluent } from './native.js';
 import type { GroupMember, GroupMemberOptions, LogRecord } from './port.js';
-import { consumeBatch, disconnectConsumer, toLogRecord, type NativeConsumer, type NativeMessage } from './reader.js';
+import { consumeOrPause, disconnectConsumer, toLogRecord, type NativeConsumer } from './reader.js';
 
 const ASSIGN_PARTITIONS = -175;
 const REVOKE_PARTITIONS = -174;
@@ -112,15 +112,8 @@ class NativeMember implements GroupMember {
   private async run(): Promise<void> {
     while (!this.closing) {
       const before = new Map([...this.parts].map(([p, r]) => [p, { run: r, epoch: r.epoch }]));
-      let messages: NativeMessage[];
-      try {
-        messages = await consumeBatch(this.c);
-      } catch (e) {
-        if (this.closing) return;
-        this.logger.warn({ err: e, group: this.o.groupId }, 'group read failed; reading on');
-        await new Promise((r) => setTimeout(r, 200));
-        continue;
-      }
+      const messages = await consumeOrPause(this.c, this.logger, 'group', { group: this.o.groupId }, () => this.closing);
+      if (messages === null) continue;
       for (const m of messages) {
         const run = this.parts.get(m.partition);
         // Revoked meanwhile, or fetched before a seek: not the records this member should see now. A

@@ -48,6 +48,21 @@ export function consumeBatch(c: NativeConsumer, n = CONSUME_BATCH): Promise<Nati
   return new Promise((resolve, reject) => c.consume(n, (err, messages) => (err ? reject(err) : resolve((messages ?? []) as unknown as NativeMessage[]))));
 }
 
+/**
+ * One batch for a consume loop, or null when the read failed: logged as a warning (unless `closing()`),
+ * after a short pause so a loop on a broken connection does not spin.
+ */
+export async function consumeOrPause(c: NativeConsumer, logger: Logger, what: string, context: object, closing: () => boolean): Promise<NativeMessage[] | null> {
+  try {
+    return await consumeBatch(c);
+  } catch (e) {
+    if (closing()) return null;
+    logger.warn({ err: e, ...context }, `${what} read failed; reading on`);
+    await new Promise((r) => setTimeout(r, 200));
+    return null;
+  }
+}
+
 /** A `read_committed` consumer for assigned partitions: no subscription, no commits, end-of-partition events on. */
 export async function openAssignedConsumer(ctx: ReaderContext): Promise<NativeConsumer> {
   const { KafkaConsumer } = confluent();
@@ -217,15 +232,8 @@ class NativeTail implements PartitionTail {
         continue;
       }
       const epochs = new Map(this.assigned);
-      let messages: NativeMessage[];
-      try {
-        messages = await consumeBatch(this.c);
-      } catch (e) {
-        if (this.closing) return;
-        this.logger.warn({ err: e, topic: this.opts.topic }, 'tail read failed; reading on');
-        await new Promise((r) => setTimeout(r, 200));
-        continue;
-      }
+      const messages = await consumeOrPause(this.c, this.logger, 'tail', { topic: this.opts.topic }, () => this.closing);
+      if (messages === null) continue;
       for (const [p, list] of byPartition(messages)) {
         // Fetched before the partition was dropped or restarted at another offset: not what was asked for
         // now. A partition added while the fetch ran was fetched from its new start.

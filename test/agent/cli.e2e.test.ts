@@ -1,12 +1,10 @@
 // The CLI on an agent run: `plan-ledger agent` starts it (the model lives in the executor process), and
 // `show` and `audit` print its usage totals and turns.
-import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { configToEnv, type LedgerConfig } from '../../src/config.js';
 import type { AgentRunSummary } from '../../src/agent/index.js';
 import { EffectsService } from '../fixtures/effects-service.js';
 import { testConfig } from '../support/helpers.js';
-import { ownsPartitions, spawnExecutor } from '../support/processes.js';
+import { ownsPartitions, runCli, spawnExecutor } from '../support/processes.js';
 
 let effects: EffectsService;
 beforeAll(async () => {
@@ -14,16 +12,7 @@ beforeAll(async () => {
 });
 afterAll(() => effects.stop());
 
-function cli(config: LedgerConfig, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const p = spawn(process.execPath, ['bin/plan-ledger.js', ...args], { env: { ...process.env, ...configToEnv(config), NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    p.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    p.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const cli = runCli;
 
 describe('plan-ledger agent, show and audit on an agent run (processes, real broker and registry)', () => {
   it('starts a run by name, waits for it, and shows its turns and token totals', async () => {

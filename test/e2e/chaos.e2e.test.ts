@@ -40,6 +40,9 @@ describe('chaos (short)', () => {
     expect(report.chains.verified).toBe(report.plans.root + report.plans.child);
     expect(report.dlq).toMatchObject({ records: 3, poisonSent: 3, onlyPoison: true });
     expect(report.fencing.zombieAppendsVisible).toBe(0);
+    expect(report.resends).toMatchObject({ keys: 0, identical: 0, differing: [] });
+    expect(report.submissions).toMatchObject({ failed: 0, rawErrors: 0 });
+    expect(report.submissions.calls).toBe(20);
     expect(report.faults.brokerKills).toBe(1);
     expect(report.faults.registryRestarts).toBe(1);
     expect(report.faults.kill9 + report.faults.sigterm + report.faults.freeze).toBeGreaterThan(0);

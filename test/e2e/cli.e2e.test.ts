@@ -7,18 +7,13 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExportBundle } from '../../src/audit/bundle.js';
 import type { AuditRow, PlanAsOf } from '../../src/audit/timeline.js';
-import { configToEnv, topicNames, type LedgerConfig } from '../../src/config.js';
+import { topicNames, type LedgerConfig } from '../../src/config.js';
 import { planTopicSpecs, type KafkaClient, type LedgerAdmin } from '../../src/kafka/index.js';
 import { connectLedger } from '../../src/client/index.js';
 import { isLedgerError } from '../../src/errors.js';
 import type { PlanState } from '../../src/plan/index.js';
 import { readAll, testConfig, testKafka, waitFor, withPromptCompaction } from '../support/helpers.js';
-
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+import { runCli, type CliResult } from '../support/processes.js';
 
 let config: LedgerConfig;
 let kafka: KafkaClient;
@@ -26,38 +21,21 @@ let admin: LedgerAdmin;
 let executor: ChildProcess;
 const dir = mkdtempSync(join(tmpdir(), 'plan-ledger-cli-'));
 
-function cli(args: string[], env: Record<string, string> = {}): Promise<Result> {
-  return new Promise((resolve) => {
-    const p = spawn(process.execPath, ['bin/plan-ledger.js', ...args], {
-      env: {
-        ...process.env,
-        ...configToEnv(config),
-        NO_COLOR: '1',
-        ...env,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    p.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    p.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const cli = (args: string[], env: Record<string, string> = {}): Promise<CliResult> => runCli(config, args, env);
 
-const parse = <T>(r: Result): T => {
+const parse = <T>(r: CliResult): T => {
   expect(r.stderr, r.stderr).toBe('');
   expect(r.code).toBe(0);
   return JSON.parse(r.stdout) as T;
 };
-const lines = <T>(r: Result): T[] =>
+const lines = <T>(r: CliResult): T[] =>
   r.stdout
     .trim()
     .split('\n')
     .map((l) => JSON.parse(l) as T);
 
 /** Exactly one line on stderr, and the exit code. */
-function failed(r: Result, code: number, pattern: RegExp): void {
+function failed(r: CliResult, code: number, pattern: RegExp): void {
   expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(code);
   expect(r.stderr.trim().split('\n')).toHaveLength(1);
   expect(r.stderr).toMatch(pattern);

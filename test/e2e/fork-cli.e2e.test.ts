@@ -1,26 +1,15 @@
 // `plan-ledger fork` as a child process against the real stack: a failed plan forked at its failed item
 // with `--set item.input=@file` completes on a spawned executor; hostile `--at` and `--set` values exit 2
 // with the field named, an unknown plan 3; the fork's audit names its origin.
-import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { connectLedger } from '../../src/client/index.js';
-import { configToEnv, type LedgerConfig } from '../../src/config.js';
 import { testConfig } from '../support/helpers.js';
-import { ownsPartitions, spawnExecutor } from '../support/processes.js';
+import { ownsPartitions, runCli, spawnExecutor } from '../support/processes.js';
 
-function cli(config: LedgerConfig, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const p = spawn(process.execPath, ['bin/plan-ledger.js', ...args], { env: { ...process.env, ...configToEnv(config), NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    p.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    p.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const cli = runCli;
 
 describe('plan-ledger fork', () => {
   it('forks a failed plan at its failed item with a new input; hostile values are coded', async () => {

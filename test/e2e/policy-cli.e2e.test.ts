@@ -1,32 +1,15 @@
 // The approval policy through the CLI and an executor process: `plan-ledger executor` with PLAN_LEDGER_POLICY
 // (production: always, 2 approvers, no self-approval), then run / approve / show / audit as an operator would.
-import { spawn } from 'node:child_process';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { AuditRow } from '../../src/audit/timeline.js';
 import { connectLedger } from '../../src/client/index.js';
-import { configToEnv, type LedgerConfig } from '../../src/config.js';
-import { ownsPartitions, spawnExecutor } from '../support/processes.js';
+import { ownsPartitions, runCli, spawnExecutor } from '../support/processes.js';
 import { testConfig } from '../support/helpers.js';
 
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(config: LedgerConfig, args: string[], env: Record<string, string> = {}): Promise<Result> {
-  return new Promise((resolve) => {
-    const p = spawn(process.execPath, ['bin/plan-ledger.js', ...args], { env: { ...process.env, ...configToEnv(config), NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    p.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    p.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const cli = runCli;
 
 describe('approval policy through the CLI', () => {
   it('an executor refuses a bad policy file at start, naming the field (exit 2)', async () => {

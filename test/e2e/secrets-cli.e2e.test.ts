@@ -1,22 +1,15 @@
 // The CLI shows secret fields as "[secret]": a plan file with `secret:` paths run as a child process, then
 // show, audit, replay --state and tail, for a plaintext plan (redaction is the only protection there) and
 // for an encrypted one (decrypted with the master key, then redacted; envelopes without it).
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { startExecutor } from '../../executor/index.js';
-import { configToEnv } from '../../src/config.js';
 import { defineTool } from '../../src/tools.js';
 import { testAdmin, testConfig, testKafka, testLogger } from '../support/helpers.js';
-
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+import { runCli, type CliResult } from '../support/processes.js';
 
 describe('CLI output redacts secret fields', () => {
   it('show, audit, replay --state and tail never print a secret field, with or without encryption', async () => {
@@ -32,18 +25,7 @@ describe('CLI output redacts secret fields', () => {
     const file = join(dir, 'plan.json');
     writeFileSync(file, JSON.stringify({ goal: 'pay', items: [{ id: 'pay', tool: 'echo', input: { card: { number: marker, cvc: '123' } }, secret: ['card.number'] }] }));
 
-    const cli = (args: string[], key: boolean): Promise<Result> =>
-      new Promise((resolve) => {
-        const env: NodeJS.ProcessEnv = { ...process.env, ...configToEnv(config), NO_COLOR: '1' };
-        if (key) env.PLAN_LEDGER_MASTER_KEY = master.toString('base64');
-        else delete env.PLAN_LEDGER_MASTER_KEY;
-        const p = spawn(process.execPath, ['bin/plan-ledger.js', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-        let stdout = '';
-        let stderr = '';
-        p.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-        p.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-        p.on('close', (code) => resolve({ code, stdout, stderr }));
-      });
+    const cli = (args: string[], key: boolean): Promise<CliResult> => runCli(config, args, { PLAN_LEDGER_MASTER_KEY: key ? master.toString('base64') : undefined });
 
     for (const encrypted of [false, true]) {
       const ran = await cli(['run', file, '--wait', '--json'], encrypted);

@@ -2,34 +2,17 @@
 // takes the partition over and holds the wait without invoking anything; the answer arrives through the
 // CLI (`plan-ledger signal --data @file`) and the plan goes on on B. The audit shows the wait, the takeover
 // and the signaller.
-import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { AuditRow } from '../../src/audit/timeline.js';
 import { connectLedger } from '../../src/client/index.js';
-import { configToEnv, type LedgerConfig } from '../../src/config.js';
 import { verifyChain } from '../../src/plan/index.js';
 import { testConfig } from '../support/helpers.js';
-import { ownsPartitions, spawnExecutor } from '../support/processes.js';
+import { ownsPartitions, runCli, spawnExecutor } from '../support/processes.js';
 
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(config: LedgerConfig, args: string[], env: Record<string, string> = {}): Promise<Result> {
-  return new Promise((resolve) => {
-    const p = spawn(process.execPath, ['bin/plan-ledger.js', ...args], { env: { ...process.env, ...configToEnv(config), NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    p.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    p.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const cli = runCli;
 
 describe('a wait outlives kill -9 of its executor', () => {
   it('B takes the waiting plan over without invoking anything; a signal through the CLI completes it; a second one is DUPLICATE_SIGNAL', async () => {

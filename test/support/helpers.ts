@@ -1,11 +1,17 @@
 import { randomBytes } from 'node:crypto';
+import pino from 'pino';
 import { afterAll, inject, onTestFinished } from 'vitest';
 import { loadConfig, type LedgerConfig, type LedgerConfigInput } from '../../src/config.js';
 import { createKafka, promptCompactionConfig, type KafkaClient, type LedgerAdmin, type LogRecord, type TopicSpec } from '../../src/kafka/index.js';
 import { createLogger, silentLogger, type Logger } from '../../src/logging.js';
 
-/** Silent; `TEST_LOG=debug` (or any pino level) shows what the services under test log. */
-export const testLogger: Logger = process.env.TEST_LOG ? createLogger({ name: 'test', level: process.env.TEST_LOG }) : silentLogger();
+/**
+ * Silent; `TEST_LOG=debug` (or any pino level) shows what the services under test log, on stdout or,
+ * with `TEST_LOG_FILE=path`, appended to that file.
+ */
+export const testLogger: Logger = process.env.TEST_LOG
+  ? createLogger({ name: 'test', level: process.env.TEST_LOG }, process.env.TEST_LOG_FILE ? pino.destination({ dest: process.env.TEST_LOG_FILE, append: true, sync: true }) : undefined)
+  : silentLogger();
 
 /** Prefixes handed out in this test file: their topics are deleted when the file ends. */
 const prefixes = new Set<string>();

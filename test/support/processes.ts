@@ -16,6 +16,32 @@ export interface ExecutorProcess {
   kill(signal: NodeJS.Signals): void;
 }
 
+export interface CliResult {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * Runs `plan-ledger <args>` as a process against `config` (its PLAN_LEDGER_* variables, no colours) and
+ * collects its exit code and output; an `env` value of undefined removes that variable.
+ */
+export function runCli(config: LedgerConfig, args: readonly string[], env: Record<string, string | undefined> = {}): Promise<CliResult> {
+  const merged: NodeJS.ProcessEnv = { ...process.env, ...configToEnv(config), NO_COLOR: '1' };
+  for (const [k, v] of Object.entries(env)) {
+    if (v === undefined) delete merged[k];
+    else merged[k] = v;
+  }
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, ['bin/plan-ledger.js', ...args], { env: merged, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    p.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    p.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
 /** Starts `plan-ledger executor` as a child process (killed when the test ends if still alive). */
 export function spawnExecutor(
   config: LedgerConfig,
