@@ -3,6 +3,7 @@
 import { PLAN_START_MARGIN_MS } from '../client/reads.js';
 import { BlobReader, parseRef } from '../blobs/index.js';
 import { LedgerError } from '../errors.js';
+import { CopyCounter, type DuplicateRecord } from '../kafka/index.js';
 import { evolveAll, getItem, stateDigest, verifyChain, type PlanEvent, type PlanState, type PlanStatus } from '../plan/index.js';
 import type { LedgerLog, LoggedEvent } from './log.js';
 import { auditRows, isBefore, planAsOf, type AsOf, type AuditRow, type PlanAsOf } from './timeline.js';
@@ -17,8 +18,8 @@ function onlyRejections(records: readonly LoggedEvent[]): boolean {
  * Every event of a plan (see {@link LedgerLog.readPlan}). `NOT_FOUND` for an id the log holds nothing
  * of but such rejections: unknown, or erased.
  */
-export async function readPlanHistory(log: LedgerLog, planId: string): Promise<LoggedEvent[]> {
-  const records = await log.readPlan(planId);
+export async function readPlanHistory(log: LedgerLog, planId: string, copies?: CopyCounter): Promise<LoggedEvent[]> {
+  const records = await log.readPlan(planId, copies);
   if (records.length === 0 || onlyRejections(records)) {
     throw new LedgerError('NOT_FOUND', `plan ${planId} not found on prefix "${log.config.topicPrefix}"`, { planId });
   }
@@ -125,13 +126,15 @@ export async function replayPlan(log: LedgerLog, planId: string, until: AsOf | n
  * Verifies a plan in the live ledger: the checks of {@link verifyPlan}, with the second rebuild fed by an
  * Avro round trip through the codec and every snapshot still on the snapshots topic compared with a replay.
  */
-export async function verifyFromLog(log: LedgerLog, planId: string, records?: LoggedEvent[]): Promise<PlanVerification> {
-  const recs = records ?? (await log.readPlan(planId));
+export async function verifyFromLog(log: LedgerLog, planId: string, records?: LoggedEvent[], duplicates?: readonly DuplicateRecord[]): Promise<PlanVerification> {
+  const copies = records === undefined ? new CopyCounter() : undefined;
+  const recs = records ?? (await log.readPlan(planId, copies));
+  const dups = duplicates ?? copies?.duplicates();
   const roundTripped = await Promise.all(recs.map((r) => log.codec.decodeEvent(log.codec.encodeEvent(r.event))));
   // No snapshot of the plan is older than its first event (less the clock margin the client's reads use).
   const created = recs.find((r) => r.event.seq === 1)?.event.occurredAt;
   const snapshots = await log.readSnapshots(planId, created !== undefined ? { since: created - PLAN_START_MARGIN_MS } : {});
-  const verdict = verifyPlan({ planId, records: recs, roundTripped, snapshots });
+  const verdict = verifyPlan({ planId, records: recs, roundTripped, snapshots, ...(dups ? { duplicates: dups } : {}) });
   return checkLineage(log, recs, await checkPayloads(log, planId, recs, verdict));
 }
 
@@ -214,7 +217,9 @@ async function checkPayloads(log: LedgerLog, planId: string, recs: readonly Logg
 
 /** Verifies one plan of the live ledger; `NOT_FOUND` for an unknown plan. A broken plan is a result, not a throw. */
 export async function verifyPlanInLog(log: LedgerLog, planId: string): Promise<PlanVerification> {
-  return verifyFromLog(log, planId, await readPlanHistory(log, planId));
+  const copies = new CopyCounter();
+  const records = await readPlanHistory(log, planId, copies);
+  return verifyFromLog(log, planId, records, copies.duplicates());
 }
 
 /**
@@ -235,7 +240,7 @@ export async function replayAll(log: LedgerLog, until: AsOf | null, onResult: (r
  * existed leave a valid chain of rejections: nothing to verify there.
  */
 export async function verifyAll(log: LedgerLog, onResult: (v: PlanVerification) => void | Promise<void>, onProgress?: (done: number, total: number) => void): Promise<void> {
-  await log.streamPlans(async (planId, records, poison) => {
+  await log.streamPlans(async (planId, records, poison, duplicates) => {
     if (poison) {
       // A record of the plan does not decode: the plan does not verify, and the result says where.
       const details = poison.details as { partition?: number; offset?: string };
@@ -250,7 +255,7 @@ export async function verifyAll(log: LedgerLog, onResult: (v: PlanVerification) 
       });
     }
     if (records[0]?.event.seq === 1 && onlyRejections(records)) return;
-    await onResult(await verifyFromLog(log, planId, records));
+    await onResult(await verifyFromLog(log, planId, records, duplicates ?? []));
   }, onProgress);
 }
 

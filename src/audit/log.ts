@@ -2,7 +2,7 @@ import { connect } from 'node:net';
 import { codecFromConfig, readSchemaId, type LedgerCodec, type PlanSnapshot } from '../codec/index.js';
 import { topicNames, type LedgerConfig } from '../config.js';
 import { isLedgerError, LedgerError } from '../errors.js';
-import { createKafka, parseEventKey, partitionFor, readPlanRecords, type KafkaClient, type LedgerAdmin, type LogRecord, type ReadStats, type ReadToEndOptions } from '../kafka/index.js';
+import { createKafka, parseEventKey, partitionFor, readPlanRecords, CopyCounter, type DuplicateRecord, type KafkaClient, type LedgerAdmin, type LogRecord, type ReadStats, type ReadToEndOptions } from '../kafka/index.js';
 import type { Logger } from '../logging.js';
 import type { PositionedEvent } from './timeline.js';
 import type { SnapshotAt } from './verify.js';
@@ -106,7 +106,7 @@ export class LedgerLog {
    * copy of a re-sent key sits after later seqs in the log, as compaction keeps it). An event whose key was tombstoned
    * later (an erasure not yet compacted) is left out, exactly as compaction will leave it out.
    */
-  async readPlan(planId: string): Promise<LoggedEvent[]> {
+  async readPlan(planId: string, copies?: CopyCounter): Promise<LoggedEvent[]> {
     if (!(await this.topicExists(this.names.events))) return [];
     const partition = this.partitionOf(planId);
     const from = await this.planStart?.(planId);
@@ -117,6 +117,7 @@ export class LedgerLog {
       planId,
       ...(from !== undefined ? { from } : {}),
       ...(this.stats ? { stats: this.stats } : {}),
+      ...(copies ? { copies } : {}),
     });
     const out: LoggedEvent[] = [];
     for (const r of records) {
@@ -135,7 +136,7 @@ export class LedgerLog {
    * `onProgress(done, total)` counts offsets read over both passes.
    */
   async streamPlans(
-    onPlan: (planId: string, records: LoggedEvent[], poison?: LedgerError) => void | Promise<void>,
+    onPlan: (planId: string, records: LoggedEvent[], poison?: LedgerError, duplicates?: DuplicateRecord[]) => void | Promise<void>,
     onProgress?: (done: number, total: number) => void,
   ): Promise<void> {
     if (!(await this.topicExists(this.names.events))) return;
@@ -167,6 +168,7 @@ export class LedgerLog {
       read = 0;
       // 2. The records, each plan handed over once its last record has passed.
       const open = new Map<string, Map<string, LoggedEvent>>();
+      const copies = new Map<string, Map<string, CopyCounter>>(); // stream key -> plan id -> its copies
       // A record that does not decode is the plan's (its key names it): reported with it, never skipped.
       const poisoned = new Map<string, LedgerError>();
       await pass(async (records) => {
@@ -175,6 +177,14 @@ export class LedgerLog {
           let keys = open.get(plan);
           if (!keys) open.set(plan, (keys = new Map()));
           const key = r.key?.toString() ?? '';
+          const k = parseEventKey(r.key);
+          if (k !== null) {
+            let byPlan = copies.get(plan);
+            if (!byPlan) copies.set(plan, (byPlan = new Map()));
+            let c = byPlan.get(k.planId);
+            if (!c) byPlan.set(k.planId, (c = new CopyCounter()));
+            c.seen(k.seq, r.offset, r.value);
+          }
           keys.delete(key); // a later record of a key replaces the earlier one, as compaction will
           if (r.value) {
             try {
@@ -188,16 +198,18 @@ export class LedgerLog {
           open.delete(plan);
           const poison = poisoned.get(plan);
           poisoned.delete(plan);
+          const counted = copies.get(plan);
+          copies.delete(plan);
           const byPlan = byEventPlan(keys.values());
           if (poison && byPlan.size === 0) await onPlan(plan, [], poison);
-          for (const [planId, list] of byPlan) await onPlan(planId, list.sort(bySeq), planId === plan ? poison : undefined);
+          for (const [planId, list] of byPlan) await onPlan(planId, list.sort(bySeq), planId === plan ? poison : undefined, counted?.get(planId)?.duplicates());
         }
         progress(records);
       });
       done += span - read;
       onProgress?.(done, total);
       // Records whose plan's last offset was not reached (cannot happen when both passes read the same range).
-      for (const keys of open.values()) for (const [planId, list] of byEventPlan(keys.values())) await onPlan(planId, list.sort(bySeq));
+      for (const [plan, keys] of open) for (const [planId, list] of byEventPlan(keys.values())) await onPlan(planId, list.sort(bySeq), undefined, copies.get(plan)?.get(planId)?.duplicates());
     }
     onProgress?.(total, total);
   }

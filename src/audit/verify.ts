@@ -1,8 +1,9 @@
 import { canonicalJson, evolveAll, stateDigest, verifyChain, type PlanEvent, type PlanState } from '../plan/index.js';
 import { stateFromSnapshot, type PlanSnapshot } from '../projection/snapshot.js';
+import type { DuplicateRecord } from '../kafka/index.js';
 import type { PositionedEvent } from './timeline.js';
 
-export type CheckName = 'seq' | 'chain' | 'head' | 'content' | 'determinism' | 'final' | 'snapshots' | 'payloads' | 'lineage';
+export type CheckName = 'seq' | 'duplicates' | 'chain' | 'head' | 'content' | 'determinism' | 'final' | 'snapshots' | 'payloads' | 'lineage';
 
 export interface Check {
   name: CheckName;
@@ -50,6 +51,12 @@ export interface VerifyInput {
   readonly snapshots?: readonly SnapshotAt[];
   /** Head and final digest recorded elsewhere (an export bundle), to detect events removed at the end. */
   readonly expected?: { head?: string; stateDigest?: string; seq?: number };
+  /**
+   * Keys of the plan found in more than one record of the live topic (the records above are the last copy
+   * of each): each is a failed `duplicates` check, with the copies' offsets. Omit when the source cannot
+   * hold copies (an export bundle).
+   */
+  readonly duplicates?: readonly DuplicateRecord[];
   /** Problems found before (e.g. an event that does not fit its writer schema): reported as the `content` check. */
   readonly schemaProblems?: readonly { index: number; reason: string }[];
 }
@@ -112,6 +119,13 @@ export function verifyPlan(input: VerifyInput): PlanVerification {
   } else if (input.schemaProblems) {
     checks.push({ name: 'content', ok: true, detail: `${events.length} events fit their writer schemas and recorded hashes` });
   }
+
+  if (input.duplicates?.length) {
+    const d = input.duplicates;
+    const partition = records[0]?.partition;
+    const listed = d.slice(0, 10).map((x) => `seq ${x.seq} at offsets ${x.offsets.map((o) => (partition === undefined ? o : `${partition}/${o}`)).join(', ')} (${x.identical ? 'identical bytes' : 'differing'})`);
+    fail('duplicates', events.findIndex((e) => e.seq === d[0]!.seq), `${d.length} key${d.length === 1 ? '' : 's'} written more than once: ${listed.join('; ')}${d.length > 10 ? '; …' : ''}`);
+  } else if (input.duplicates) checks.push({ name: 'duplicates', ok: true, detail: 'every key in one record' });
 
   const gap = events.findIndex((e, i) => e.seq !== i + 1);
   if (gap >= 0) fail('seq', gap, `${where(gap)}: expected seq ${gap + 1}`);

@@ -178,7 +178,7 @@ Colors only on a terminal (NO_COLOR turns them off).${example('plan-ledger tail 
 
   program
     .command('verify')
-    .description('hash chain, seq, determinism and snapshots of plans in the ledger, or an export bundle offline')
+    .description('hash chain, seq, duplicate records, determinism and snapshots of plans in the ledger, or an export bundle offline')
     .argument('[planId]')
     .option('--all', 'every plan on the topic prefix')
     .option('--bundle <file>', 'verify an export bundle offline (no broker, no registry)')

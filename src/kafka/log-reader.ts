@@ -1,6 +1,37 @@
 import type { KafkaClient, LedgerAdmin, LogRecord, ReadStats } from './port.js';
 import { parseEventKey } from './partitioner.js';
 
+/** A key `planId:seq` found in more than one record: the copies' offsets, oldest first, and whether their bytes are equal. */
+export interface DuplicateRecord {
+  readonly seq: number;
+  readonly offsets: string[];
+  readonly identical: boolean;
+}
+
+/**
+ * Collects the copies of each key as records go by (tombstones aside); `duplicates()` lists the keys seen
+ * more than once. The readers keep the last copy, as compaction will; this is what they would otherwise drop.
+ */
+export class CopyCounter {
+  private readonly copies = new Map<number, { offsets: string[]; first: Buffer; identical: boolean }>();
+
+  seen(seq: number, offset: string, value: Buffer | null): void {
+    if (value === null) return void this.copies.delete(seq);
+    const c = this.copies.get(seq);
+    if (c === undefined) this.copies.set(seq, { offsets: [offset], first: value, identical: true });
+    else {
+      c.offsets.push(offset);
+      c.identical &&= c.first.equals(value);
+    }
+  }
+
+  duplicates(): DuplicateRecord[] {
+    const out: DuplicateRecord[] = [];
+    for (const [seq, c] of this.copies) if (c.offsets.length > 1) out.push({ seq, offsets: c.offsets, identical: c.identical });
+    return out.sort((a, b) => a.seq - b.seq);
+  }
+}
+
 export function newReadStats(): ReadStats {
   return { reads: 0, records: {} };
 }
@@ -21,6 +52,8 @@ export async function readPlanRecords(opts: {
    */
   from?: string;
   stats?: ReadStats;
+  /** Gets every key's copies, so the caller can report the keys written more than once. */
+  copies?: CopyCounter;
 }): Promise<Array<LogRecord & { seq: number; value: Buffer }>> {
   const bySeq = new Map<number, LogRecord & { seq: number; value: Buffer }>();
   await opts.kafka.readToEnd({
@@ -32,6 +65,7 @@ export async function readPlanRecords(opts: {
       for (const r of records) {
         const k = parseEventKey(r.key);
         if (k === null || k.planId !== opts.planId) continue;
+        opts.copies?.seen(k.seq, r.offset, r.value);
         bySeq.delete(k.seq); // a later record of a key replaces the earlier one, as compaction will
         if (r.value !== null) bySeq.set(k.seq, { ...r, seq: k.seq, value: r.value });
       }

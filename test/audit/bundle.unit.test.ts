@@ -106,6 +106,21 @@ describe('verifyPlan', () => {
     expect(v.firstBroken!.reason).toMatch(/^snapshot at seq 7 \(snapshots offset 5\): stateDigest \w+ but a replay to seq 7 gives/);
   });
 
+  it('fails on a key written more than once, naming its copies, and passes when each key is in one record', () => {
+    const records = logged(events);
+    const clean = verifyPlan({ planId: 'plan-1', records, duplicates: [] });
+    expect(clean.checks.find((c) => c.name === 'duplicates')).toEqual({ name: 'duplicates', ok: true, detail: 'every key in one record' });
+    expect(clean.ok).toBe(true);
+    const v = verifyPlan({ planId: 'plan-1', records, duplicates: [{ seq: 3, offsets: ['4', '9'], identical: true }, { seq: 5, offsets: ['8', '11', '12'], identical: false }] });
+    expect(v.ok).toBe(false);
+    expect(v.firstBroken).toMatchObject({ check: 'duplicates', seq: 3, offset: records[2]!.offset });
+    expect(v.checks.find((c) => c.name === 'duplicates')?.detail).toBe('2 keys written more than once: seq 3 at offsets 0/4, 0/9 (identical bytes); seq 5 at offsets 0/8, 0/11, 0/12 (differing)');
+    // The chain is still checked over the last copies, and holds.
+    expect(v.checks.find((c) => c.name === 'chain')?.ok).toBe(true);
+    // Without the input (an export bundle) there is no such check.
+    expect(verifyPlan({ planId: 'plan-1', records }).checks.map((c) => c.name)).not.toContain('duplicates');
+  });
+
   it('reports disagreeing rebuilds', () => {
     const other = history().events.map((e) => (e.seq === 2 ? { ...e, data: { ...e.data, item: { ...(e.data as { item: object }).item, title: 'changed' } } } : e));
     const v = verifyPlan({ planId: 'plan-1', records: logged(events), roundTripped: other as typeof events });

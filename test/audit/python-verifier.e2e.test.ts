@@ -181,5 +181,10 @@ describe('the Python verifier agrees with verify (real stack)', () => {
     expect(resent.records).toBe(ts.events + 1);
     expect(resent.findings.map((f) => [f.kind, f.seq])).toEqual([['duplicate', 2]]);
     expect(resent.findings[0]!.detail).toContain(`identical) at offsets ${second.offset}, `);
+    // verify names the same copy: a failed duplicates check with both offsets, the chain intact over the last copy.
+    expect(ts.ok).toBe(false);
+    expect(ts.firstBroken).toMatchObject({ check: 'duplicates', seq: 2 });
+    expect(ts.checks.find((c) => c.name === 'duplicates')?.detail).toMatch(new RegExp(`^1 key written more than once: seq 2 at offsets ${partition}/${second.offset}, ${partition}/\\d+ \\(identical bytes\\)$`));
+    expect(ts.checks.find((c) => c.name === 'chain')?.ok).toBe(true);
   });
 });

@@ -271,6 +271,7 @@ describe('verify', () => {
     const v = await ledger.verify(p);
     expect(v).toMatchObject({ planId: p, ok: true, events: 13, head: last.hash, stateDigest: stateDigest(await plan(p)), firstBroken: null });
     expect(v.checks.map((c) => [c.name, c.ok])).toEqual([
+      ['duplicates', true],
       ['seq', true],
       ['chain', true],
       ['determinism', true],
@@ -284,7 +285,8 @@ describe('verify', () => {
   it('a forged record with the key of an existing seq: not ok, naming that seq; the others still verify', async () => {
     const p = ids.forged;
     expect((await ledger.verify(p)).ok).toBe(true);
-    const original = (await events(p)).find((e) => e.seq === 8)!;
+    const originalRecord = (await ledger.planEvents(p)).find((r) => r.event.seq === 8)!;
+    const original = originalRecord.event;
     expect(original.type).toBe('ResultCommitted');
     // Same key, same hash and prevHash, another output: what an edit of the stored event would look like.
     const forged = { ...original, data: { ...original.data, outputJson: '{"echo":"forged"}' } } as PlanEvent;
@@ -301,9 +303,11 @@ describe('verify', () => {
 
     const v = await ledger.verify(p);
     expect(v.ok).toBe(false);
-    expect(v.firstBroken).toMatchObject({ check: 'chain', seq: 8, eventId: original.eventId, partition: partitionFor(p, config.partitions), offset });
-    expect(v.firstBroken!.reason).toMatch(/hash mismatch/);
+    // Two records under one key come first (the original's offset, then the forgery's), then the broken chain.
+    expect(v.firstBroken).toMatchObject({ check: 'duplicates', seq: 8, eventId: original.eventId, partition: partitionFor(p, config.partitions), offset });
+    expect(v.firstBroken!.reason).toBe(`1 key written more than once: seq 8 at offsets ${partitionFor(p, config.partitions)}/${originalRecord.offset}, ${partitionFor(p, config.partitions)}/${offset} (differing)`);
     expect(v.checks.find((c) => c.name === 'chain')).toMatchObject({ ok: false });
+    expect(v.checks.find((c) => c.name === 'chain')!.detail).toMatch(/hash mismatch/);
     expect(v.checks.find((c) => c.name === 'seq')).toMatchObject({ ok: true });
     expect(v.head).toBeNull();
 

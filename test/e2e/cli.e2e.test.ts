@@ -254,7 +254,7 @@ describe('audit, replay, verify, export', () => {
   it('verify checks chain, seq, determinism and snapshots', async () => {
     const v = parse<{ ok: boolean; checks: { name: string; ok: boolean }[] }>(await cli(['verify', planId, '--json']));
     expect(v.ok).toBe(true);
-    expect(v.checks.map((c) => c.name)).toEqual(['seq', 'chain', 'determinism', 'snapshots']);
+    expect(v.checks.map((c) => c.name)).toEqual(['duplicates', 'seq', 'chain', 'determinism', 'snapshots']);
     const all = await cli(['verify', '--all']);
     expect(all.code).toBe(0);
     expect(all.stdout).toMatch(/(\d+) of \1 plans verify/);
