@@ -65,6 +65,8 @@ export interface ChaosReport {
   readonly effects: { keys: number; calls: number; replays: number; duplicates: number; lost: number; unexplainedKeys: string[] };
   readonly faults: { kill9: number; sigterm: number; freeze: number; brokerKills: number; registryRestarts: number };
   readonly recoveries: { count: number; medianMs: number | null; maxMs: number | null; unrecovered: number; brokerBackMs: number[]; registryBackMs: number[] };
+  /** Every fault in order: seconds into the work, its target, the partitions it owned, and how long until they (or it) were back. */
+  readonly faultList: Array<{ atS: number; kind: FaultKind; target: string; partitions: number[]; recoveredMs: number | null }>;
   readonly fencing: { fencedAppendsRefused: number; zombieAppendsVisible: number; intentsChecked: number; zombieEvents: string[] };
   readonly rebuilds: { plans: number; digestsEqual: boolean; mismatches: string[] };
   readonly chains: { verified: number; broken: string[] };
@@ -548,6 +550,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
       brokerKills: faults.filter((f) => f.kind === 'broker-kill').length,
       registryRestarts: faults.filter((f) => f.kind === 'registry-restart').length,
     },
+    faultList: faults.map((f) => ({ atS: Math.round((f.at - workStart) / 100) / 10, kind: f.kind, target: f.target, partitions: f.partitions, recoveredMs: f.recoveredAt === null ? null : f.recoveredAt - f.at })),
     recoveries: { count: measured.length, medianMs: median(measured), maxMs: measured.length ? Math.max(...measured) : null, unrecovered, brokerBackMs, registryBackMs },
     fencing: { fencedAppendsRefused, zombieAppendsVisible: zombieAppendsVisible + resends.differing.length, intentsChecked, zombieEvents: zombieEvents.slice(0, 50) },
     rebuilds: { plans: ours.length, digestsEqual: mismatches.length === 0, mismatches: mismatches.slice(0, 50) },
@@ -602,6 +605,12 @@ export function renderMarkdown(r: ChaosReport): string {
     ...(r.problems.length ? ['## Problems', '', ...r.problems.map((p) => `- ${p}`), ''] : []),
     ...(r.fencing.zombieEvents.length ? ['## Zombie events in the log', '', ...r.fencing.zombieEvents.map((b) => `- ${b}`), ''] : []),
     ...(r.chains.broken.length ? ['## Chains that did not verify', '', ...r.chains.broken.map((b) => `- ${b}`), ''] : []),
+    '## Faults',
+    '',
+    '| at (s) | fault | target | owned | back after |',
+    '|---:|---|---|---|---:|',
+    ...r.faultList.map((f) => `| ${f.atS} | ${f.kind} | ${f.target} | ${f.partitions.join(',') || '-'} | ${f.recoveredMs === null ? (f.partitions.length || f.kind === 'broker-kill' || f.kind === 'registry-restart' ? '**not**' : '-') : ms(f.recoveredMs)} |`),
+    '',
     ...(r.submissions.failures.length ? ['## createPlan calls that failed', '', ...r.submissions.failures.map((b) => `- ${b}`), ''] : []),
     ...(r.resends.keys ? ['## Re-sent events (first ten)', '', ...r.resends.examples.map((b) => `- ${b}`), ''] : []),
   ].join('\n');

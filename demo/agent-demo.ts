@@ -93,9 +93,11 @@ export async function runAgentDemo(o: DemoOptions = {}): Promise<number> {
         }
       }, 400);
     });
-    await ledger.approve(planId, started.digest, { by: 'alice' });
+    // Follow the plan before approving it: the predicate then sees every state from the approval on, one
+    // event at a time, however fast the executors run the first turns (started after, it would begin with
+    // whatever had happened by then).
     const seen = new Map<string, string>();
-    const final = await ledger.waitFor(
+    const finished = ledger.waitFor(
       planId,
       (s) => {
         for (const id of s.itemOrder) {
@@ -115,6 +117,9 @@ export async function runAgentDemo(o: DemoOptions = {}): Promise<number> {
       },
       { timeoutMs: 90_000 },
     );
+    finished.catch(() => {}); // awaited below; a failed approval must not leave it unhandled
+    await ledger.approve(planId, started.digest, { by: 'alice' });
+    const final = await finished;
 
     section('3. what the model and the payment service saw');
     const asks = existsSync(modelLog) ? readFileSync(modelLog, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { executor: string; turn: number }) : [];

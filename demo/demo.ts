@@ -138,9 +138,9 @@ export async function runDemo(o: DemoOptions = {}): Promise<number> {
     });
 
     section('3. the plan runs; the payment call is cut off and resumed');
-    await ledger.approve(planId, proposed.digest, { by: 'alice' });
+    // Followed from before the approval, so every state from there on is narrated (see demo/agent-demo.ts).
     const seen = new Map<string, string>();
-    const final = await ledger.waitFor(
+    const finished = ledger.waitFor(
       planId,
       (s) => {
         for (const id of s.itemOrder) {
@@ -161,6 +161,9 @@ export async function runDemo(o: DemoOptions = {}): Promise<number> {
       },
       { timeoutMs: 90_000 },
     );
+    finished.catch(() => {}); // awaited below; a failed approval must not leave it unhandled
+    await ledger.approve(planId, proposed.digest, { by: 'alice' });
+    const final = await finished;
 
     // 4. What the outside world saw.
     section('4. what the payment service saw');
