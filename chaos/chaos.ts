@@ -568,9 +568,39 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   return report;
 }
 
-export function renderMarkdown(r: ChaosReport): string {
-  const ms = (x: number | null) => (x === null ? 'n/a' : `${(x / 1000).toFixed(1)} s`);
-  const rows: Array<[string, string]> = [
+const ms = (x: number | null) => (x === null ? 'n/a' : `${(x / 1000).toFixed(1)} s`);
+
+function faultRows(r: ChaosReport): string[] {
+  return [
+    '| at (s) | fault | target | owned | back after |',
+    '|---:|---|---|---|---:|',
+    ...r.faultList.map((f) => `| ${f.atS} | ${f.kind} | ${f.target} | ${f.partitions.join(',') || '-'} | ${f.recoveredMs === null ? (f.partitions.length || f.kind === 'broker-kill' || f.kind === 'registry-restart' ? '**not**' : '-') : ms(f.recoveredMs)} |`),
+  ];
+}
+
+/**
+ * The block `npm run chaos -- --docs` writes into docs/operations/chaos.md between its markers: the
+ * command, when and where it ran, the verdict, the figures and the faults, all from the report.
+ */
+export function renderDocsBlock(r: ChaosReport, command: string, machine: string): string {
+  return [
+    `\`${command}\` (seed ${r.seed}) on ${machine}, ${r.startedAt.slice(0, 10)}: **${r.ok ? 'OK' : 'PROBLEMS'}** — ${r.seconds} s in all (3-broker stack up in ${r.stack.upSeconds} s, ${r.workSeconds} s of work under faults, checks after).`,
+    '',
+    '| | |',
+    '|---|---|',
+    ...reportRows(r).map(([k, v]) => `| ${k} | ${v} |`),
+    '',
+    ...(r.problems.length ? ['Problems:', '', ...r.problems.map((p) => `- ${p}`), ''] : []),
+    '<details><summary>The faults of this run</summary>',
+    '',
+    ...faultRows(r),
+    '',
+    '</details>',
+  ].join('\n');
+}
+
+function reportRows(r: ChaosReport): Array<[string, string]> {
+  return [
     ['plans (root + child)', `${r.plans.root} + ${r.plans.child}`],
     ['completed / failed (expected failed)', `${r.plans.completed} / ${r.plans.failed} (${r.plans.expectedFailed})`],
     ['items (follow-ups)', `${r.items.total} (${r.items.followUps})`],
@@ -593,6 +623,10 @@ export function renderMarkdown(r: ChaosReport): string {
     ['**duplicated effects**', `**${r.duplicates}**`],
     ['**lost**', `**${r.lost}**`],
   ];
+}
+
+export function renderMarkdown(r: ChaosReport): string {
+  const rows = reportRows(r);
   return [
     `# Chaos run \`${r.label}\` — ${r.ok ? 'OK' : 'PROBLEMS'}`,
     '',
@@ -607,9 +641,7 @@ export function renderMarkdown(r: ChaosReport): string {
     ...(r.chains.broken.length ? ['## Chains that did not verify', '', ...r.chains.broken.map((b) => `- ${b}`), ''] : []),
     '## Faults',
     '',
-    '| at (s) | fault | target | owned | back after |',
-    '|---:|---|---|---|---:|',
-    ...r.faultList.map((f) => `| ${f.atS} | ${f.kind} | ${f.target} | ${f.partitions.join(',') || '-'} | ${f.recoveredMs === null ? (f.partitions.length || f.kind === 'broker-kill' || f.kind === 'registry-restart' ? '**not**' : '-') : ms(f.recoveredMs)} |`),
+    ...faultRows(r),
     '',
     ...(r.submissions.failures.length ? ['## createPlan calls that failed', '', ...r.submissions.failures.map((b) => `- ${b}`), ''] : []),
     ...(r.resends.keys ? ['## Re-sent events (first ten)', '', ...r.resends.examples.map((b) => `- ${b}`), ''] : []),

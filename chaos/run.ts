@@ -6,11 +6,13 @@
 //   --seed <n>       fault schedule seed (default: random, printed in the report)
 //   --out <dir>      report folder (default chaos/results)
 //   --keep-stack     stop the stack at the end instead of wiping it
-import { rmSync } from 'node:fs';
+//   --docs           write the report's figures into docs/operations/chaos.md (between its markers)
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { cacheDir } from '../src/stack/artifacts.js';
-import { runChaos } from './chaos.js';
+import { renderDocsBlock, runChaos } from './chaos.js';
 
 const { values } = parseArgs({
   options: {
@@ -20,8 +22,10 @@ const { values } = parseArgs({
     seed: { type: 'string' },
     out: { type: 'string', default: join('chaos', 'results') },
     'keep-stack': { type: 'boolean', default: false },
+    docs: { type: 'boolean', default: false },
   },
 });
+const load = loadavg()[0]!.toFixed(1);
 const short = values.short === true;
 const label = `${short ? 'short' : 'full'}-${new Date().toISOString().replace(/[:.]/g, '-')}`;
 const stackDir = join(cacheDir(), `chaos-stack-${process.pid}`);
@@ -40,6 +44,19 @@ const report = await runChaos({
   log: (l) => process.stderr.write(`[chaos] ${l}\n`),
 });
 if (!values['keep-stack']) rmSync(stackDir, { recursive: true, force: true });
+if (values.docs) {
+  const page = join('docs', 'operations', 'chaos.md');
+  const [open, close] = ['<!-- chaos:latest -->', '<!-- /chaos:latest -->'];
+  const text = readFileSync(page, 'utf8');
+  const from = text.indexOf(open);
+  const to = text.indexOf(close);
+  if (from < 0 || to < from) throw new Error(`${page} has no ${open} … ${close} block`);
+  const args = process.argv.slice(2).filter((a) => a !== '--docs');
+  const command = `npm run chaos${args.length ? ` -- ${args.join(' ')}` : ''}`;
+  const machine = `a ${cpus().length}-core machine (load average ${load} at the start)`;
+  writeFileSync(page, `${text.slice(0, from + open.length)}\n${renderDocsBlock(report, command, machine)}\n${text.slice(to)}`);
+  process.stderr.write(`[chaos] wrote the figures into ${page}\n`);
+}
 process.stdout.write(`${join(values.out!, `${label}.md`)}\n`);
 process.stdout.write(`plans ${report.plans.root}+${report.plans.child}, items ${report.items.total}, faults ${JSON.stringify(report.faults)}, lost ${report.lost}, duplicates ${report.duplicates}: ${report.ok ? 'OK' : report.problems.join('; ')}\n`);
 process.exit(report.ok ? 0 : 1);
