@@ -4,7 +4,7 @@
 // killed and restarted, the registry restarted. At the end it checks what the ledger promises and writes
 // a JSON and a Markdown report. Loopback only; bounded in plans and in time; stops by itself.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connectLedger, type Ledger } from '../src/client/index.js';
 import { loadConfig, topicNames, type LedgerConfig } from '../src/config.js';
@@ -137,7 +137,16 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   o.log(`starting a 3-broker stack in ${o.stackDir}`);
   const kafkaPort = await freePortBlock(5);
   const registryPort = await freePortBlock(10);
-  cleanups.push(() => (o.keepStack ? stackDown({ dir: o.stackDir }) : stackReset({ dir: o.stackDir, confirm: true })));
+  cleanups.push(async () => {
+    // The brokers' and the registry's own logs go beside the services' before the stack's data is wiped.
+    for (const name of readdirSync(o.stackDir)) {
+      for (const log of ['server.log', 'registry.log']) {
+        const file = join(o.stackDir, name, log);
+        if (existsSync(file)) copyFileSync(file, join(logDir, `${name}-${log}`));
+      }
+    }
+    await (o.keepStack ? stackDown({ dir: o.stackDir }) : stackReset({ dir: o.stackDir, confirm: true }));
+  });
   const up = await stackUp({ dir: o.stackDir, brokers: 3, kafkaPort, registryPort, log: o.log });
   o.log(`stack up in ${up.seconds.toFixed(1)}s: ${up.info.brokers.join(',')}`);
   const partitions = 6;
