@@ -134,7 +134,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   const problems: string[] = [];
   const runId = `chaos${randomBytes(3).toString('hex')}`;
 
-  o.log(`starting a 3-broker stack in ${o.stackDir}`);
+  o.log(`seed ${o.seed} (--seed ${o.seed} repeats this fault schedule); starting a 3-broker stack in ${o.stackDir}`);
   const kafkaPort = await freePortBlock(5);
   const registryPort = await freePortBlock(10);
   cleanups.push(async () => {
