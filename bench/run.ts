@@ -14,6 +14,10 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { writeSummary } from './summary.js';
 
+// Each bench runs clients, tails and executors in one process, whose librdkafka reads wait on libuv's
+// thread pool (4 threads by default): the same 16 that `plan-ledger` and the tests give theirs.
+process.env.UV_THREADPOOL_SIZE ??= '16';
+
 const SCRIPTS: Record<string, { script: string; args?: string[] }> = {
   peer: { script: 'peer.ts' },
   executor: { script: 'executor.ts' },

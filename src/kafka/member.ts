@@ -225,7 +225,6 @@ export async function joinGroup(ctx: { rd: RdConfig; logger: Logger; config: Led
     void connecting.then(() => disconnectConsumer(c), () => {});
     throw e;
   }
-  c.setDefaultConsumeTimeout(100);
   c.subscribe([o.topic]);
   natives.set(member, c);
   member.start();

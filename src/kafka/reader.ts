@@ -34,7 +34,7 @@ export interface ReaderContext {
 
 /** Records fetched per consume call. */
 const CONSUME_BATCH = 1000;
-/** How long a consume call waits for a first record. */
+/** How long a read waits for a first record (the records after it are taken as they are ready). */
 const CONSUME_WAIT_MS = 100;
 
 export function toLogRecord(m: NativeMessage): LogRecord {
@@ -44,8 +44,22 @@ export function toLogRecord(m: NativeMessage): LogRecord {
   return { topic: m.topic, partition: m.partition, offset: String(m.offset), key, value: m.value ?? null, timestamp: String(m.timestamp ?? 0), headers };
 }
 
-export function consumeBatch(c: NativeConsumer, n = CONSUME_BATCH): Promise<NativeMessage[]> {
+function consumeUpTo(c: NativeConsumer, n: number, timeoutMs: number): Promise<NativeMessage[]> {
+  c.setDefaultConsumeTimeout(timeoutMs);
   return new Promise((resolve, reject) => c.consume(n, (err, messages) => (err ? reject(err) : resolve((messages ?? []) as unknown as NativeMessage[]))));
+}
+
+/**
+ * The records ready now, up to `n`, after waiting up to {@link CONSUME_WAIT_MS} for the first. The
+ * binding's `consume(n)` waits its timeout for *each* record until it has `n`, so one call for a batch
+ * would hold every record that arrives alone for the whole timeout: a 100 ms hop on every command, event
+ * and tail read. So: one record with the wait, then whatever else is ready without one.
+ */
+export async function consumeBatch(c: NativeConsumer, n = CONSUME_BATCH): Promise<NativeMessage[]> {
+  const first = await consumeUpTo(c, 1, CONSUME_WAIT_MS);
+  if (first.length === 0 || n <= 1) return first;
+  const rest = await consumeUpTo(c, n - 1, 0);
+  return rest.length ? first.concat(rest) : first;
 }
 
 /**
@@ -88,7 +102,6 @@ export async function openAssignedConsumer(ctx: ReaderContext): Promise<NativeCo
     void connecting.then(() => disconnectConsumer(c), () => {});
     throw e;
   }
-  c.setDefaultConsumeTimeout(CONSUME_WAIT_MS);
   return c;
 }
 
