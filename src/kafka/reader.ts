@@ -209,6 +209,12 @@ class NativeTail implements PartitionTail {
   private epoch = 0;
   private closing = false;
   private loop: Promise<void> | undefined;
+  /**
+   * End-of-partition positions reported during the last read. The binding emits them before the read's
+   * records are handed back, so they are applied after those records went to `onRecords`: a position must
+   * never run ahead of the records below it (a command's caller would stop listening with some unseen).
+   */
+  private readonly eofs = new Map<number, bigint>();
 
   constructor(
     private readonly c: NativeConsumer,
@@ -216,7 +222,9 @@ class NativeTail implements PartitionTail {
     private readonly logger: Logger,
   ) {
     c.on('partition.eof', (ev: { topic: string; partition: number; offset: number }) => {
-      if (ev.topic === opts.topic && this.assigned.has(ev.partition)) opts.onPosition?.(ev.partition, BigInt(ev.offset));
+      if (ev.topic !== opts.topic) return;
+      const at = BigInt(ev.offset);
+      if (at > (this.eofs.get(ev.partition) ?? -1n)) this.eofs.set(ev.partition, at);
     });
   }
 
@@ -245,8 +253,11 @@ class NativeTail implements PartitionTail {
         continue;
       }
       const epochs = new Map(this.assigned);
+      this.eofs.clear();
       const messages = await consumeOrPause(this.c, this.logger, 'tail', { topic: this.opts.topic }, () => this.closing);
       if (messages === null) continue;
+      const eofs = new Map(this.eofs);
+      this.eofs.clear();
       for (const [p, list] of byPartition(messages)) {
         // Fetched before the partition was dropped or restarted at another offset: not what was asked for
         // now. A partition added while the fetch ran was fetched from its new start.
@@ -258,6 +269,10 @@ class NativeTail implements PartitionTail {
           this.logger.error({ err: e, topic: this.opts.topic, partition: p }, 'tail consumer refused records');
         }
         this.opts.onPosition?.(p, BigInt(list.at(-1)!.offset) + 1n);
+      }
+      for (const [p, at] of eofs) {
+        const was = epochs.get(p);
+        if (!this.closing && this.assigned.has(p) && (was === undefined || this.assigned.get(p) === was)) this.opts.onPosition?.(p, at);
       }
     }
   }
