@@ -503,9 +503,18 @@ export async function startBroker(opts: Pick<StackOptions, 'dir'> & { node?: num
   const nodeId = opts.node ?? 1;
   const name = nodeName(nodeId);
   const info = JSON.parse(readFileSync(join(dir, 'stack.json'), 'utf8')) as StackInfo;
-  const rec = spawnLaunch(dir, name, JSON.parse(readFileSync(launchFile(dir, name), 'utf8')) as Launch);
+  const launch = JSON.parse(readFileSync(launchFile(dir, name), 'utf8')) as Launch;
   const own = info.brokers[nodeId - 1]!;
-  await waitUntilReady(rec, `Kafka broker ${name} on ${own}`, () => kafkaAnswers([own], info.nodes ?? 1, nodeId, adminAuth(info.security)), 120_000);
+  const ready = (rec: PidRecord) => waitUntilReady(rec, `Kafka broker ${name} on ${own}`, () => kafkaAnswers([own], info.nodes ?? 1, nodeId, adminAuth(info.security)), 120_000);
+  try {
+    await ready(spawnLaunch(dir, name, launch));
+  } catch (e) {
+    // A node restarted right after a kill -9 has been seen to exit during start-up (twice in about 10 runs
+    // on 3 nodes, cause not known yet; its server.log says): it gets one more start, after a pause.
+    if (!(e instanceof LedgerError) || e.code !== 'ENVIRONMENT') throw e;
+    await new Promise((r) => setTimeout(r, 3000));
+    await ready(spawnLaunch(dir, name, launch));
+  }
 }
 
 /**
