@@ -349,11 +349,14 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
     }
   })();
 
-  // A fault is recovered once every partition its target owned has been restored by another process.
+  // A fault is recovered once every partition its target owned has been restored after it by another
+  // process — or, for a freeze, by the target itself once it was continued: a member that comes back after
+  // its session expired has lost its partitions, and the group may hand them straight back to it, which
+  // fences and restores them afresh like any new owner.
   const trackRecoveries = () => {
     for (const f of faults) {
       if (f.recoveredAt !== null || !f.partitions.length) continue;
-      const after = restores().filter((r) => r.label !== f.target && r.at >= f.at);
+      const after = restores().filter((r) => r.at >= f.at && (r.label !== f.target || (f.continuedAt !== undefined && r.at >= f.continuedAt)));
       const times = f.partitions.map((p) => after.filter((r) => r.partition === p).map((r) => r.at).sort((a, b) => a - b)[0]);
       if (times.every((x) => x !== undefined)) f.recoveredAt = Math.max(...(times as number[]));
     }

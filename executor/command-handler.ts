@@ -1,5 +1,5 @@
 import { isLedgerError } from '../src/errors.js';
-import { eventKey, partitionFor, type LogRecord } from '../src/kafka/index.js';
+import { eventKey, isWriterGivenUp, partitionFor, type LogRecord } from '../src/kafka/index.js';
 import type { Logger } from '../src/logging.js';
 import { decide, rejectionEvent, type PlanCommand } from '../src/plan/index.js';
 import { erasePlan, type ErasureContext } from './erasure.js';
@@ -66,7 +66,7 @@ export class CommandHandler {
         try {
           await req;
         } catch (e) {
-          throw isLedgerError(e, 'FENCED') || isLedgerError(e, 'UNAVAILABLE') ? e : new CommandStepError(m.offset, e);
+          throw isLedgerError(e, 'FENCED') || isLedgerError(e, 'UNAVAILABLE') || isWriterGivenUp(e) ? e : new CommandStepError(m.offset, e);
         }
       } else {
         reqs.push(req);

@@ -6,7 +6,7 @@ import { BlobReader, payloadLimitsFromEnv } from '../src/blobs/index.js';
 import { keyringFor, type PlanKeyring } from '../src/crypto/index.js';
 import { codecFromConfig, type LedgerCodec } from '../src/codec/index.js';
 import { isLedgerError, LedgerError } from '../src/errors.js';
-import { createKafka, ensurePlanTopics, MAX_RECORD_BYTES, type GroupMember, type KafkaClient, type LedgerAdmin, type LogRecord } from '../src/kafka/index.js';
+import { createKafka, ensurePlanTopics, isWriterGivenUp, MAX_RECORD_BYTES, type GroupMember, type KafkaClient, type LedgerAdmin, type LogRecord } from '../src/kafka/index.js';
 import { silentLogger, type Logger } from '../src/logging.js';
 import { DEFAULT_LIMITS, type ApprovalPolicy, type PlanState } from '../src/plan/index.js';
 import { resolvePolicy } from '../src/policy-file.js';
@@ -383,6 +383,11 @@ class Executor {
       if (this.owners.get(partition) !== owner) {
         // Revoked or lost meanwhile (an offset commit of a member that lost the partition fails): not the batch's fault.
         this.logger.info({ err: e, partition }, 'command batch ended with its partition gone; the next owner reads it again');
+      } else if (isWriterGivenUp(e)) {
+        // Kafka, not the commands: a writer call that never answered. A new owner (new writers, fencing the
+        // old) takes the same commands again; nothing is counted against them.
+        this.logger.warn({ err: e, partition }, 'a transactional writer was given up; resetting the partition');
+        void this.reset(partition, owner);
       } else if (isLedgerError(e, 'UNAVAILABLE')) {
         this.logger.warn({ err: e, partition }, 'registry unavailable; the batch will be retried');
         await sleep(1000);

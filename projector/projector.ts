@@ -9,6 +9,7 @@ import {
   readPlanRecords,
   readRecordAt,
   type FencedWriter,
+  isWriterGivenUp,
   type GroupMember,
   type KafkaClient,
   type LedgerAdmin,
@@ -172,6 +173,8 @@ export class ProjectionService {
    * partitioned projector of the same group) is fenced and cannot land an older snapshot after ours.
    */
   private readonly writers = new Map<number, FencedWriter>();
+  /** Partitions with an offset commit in flight. */
+  private readonly committing = new Set<number>();
   /** The batch each partition is applying now (`stop` lets them end before the last watermark). */
   private readonly batches = new Map<number, Promise<unknown>>();
   /** Partitions whose writer was fenced: not restored or written again until the group assigns them anew. */
@@ -558,9 +561,7 @@ export class ProjectionService {
       this.metrics.snapshotWrites.inc({ kind: 'watermark' });
       run.watermarkedAt = offset;
       // The group's committed offset follows the watermark: a restart restores from there anyway.
-      await this.commitOffset(writer, p, (BigInt(offset) + 1n).toString()).catch((e: unknown) => {
-        if (!this.fenced(p, writer, e)) this.log.warn({ partition: p, err: (e as Error).message }, 'offset commit failed');
-      });
+      this.commitOffset(p, (BigInt(offset) + 1n).toString());
     };
     /** One plan in a transaction of its own: true when it landed, false when it did not, null when fenced. */
     const alone = async (g: PlanSnapshotGroup): Promise<boolean | null> => {
@@ -702,26 +703,41 @@ export class ProjectionService {
       await tx.commit();
     } catch (e) {
       await tx.abort().catch(() => {}); // a fenced producer cannot abort either; the coordinator already did
+      if (isWriterGivenUp(e)) this.replaceWriter(writer);
       throw e;
     }
     return offsets;
   }
 
   /**
-   * Commits the group's offset of a partition, in a transaction of the partition's writer (KIP-447: with
-   * the member's group metadata, so a member that lost the partition commits nothing for it).
+   * A writer whose Kafka call never answered was given up: its partition gets a new writer (which fences
+   * it) for the writes after this one, if the partition is still ours.
    */
-  private async commitOffset(writer: FencedWriter, p: number, offset: string): Promise<void> {
+  private replaceWriter(writer: FencedWriter): void {
+    const p = [...this.writers].find(([, w]) => w === writer)?.[0];
+    if (p === undefined) return;
+    this.log.warn({ partition: p, transactionalId: writer.transactionalId }, 'snapshot writer given up; a new one takes its place');
+    this.writers.delete(p);
+    void writer.disconnect().catch(() => {});
+    this.writerFor(p).catch((e: unknown) => this.log.warn({ partition: p, err: (e as Error).message }, 'a new snapshot writer could not start; the next restore of the partition starts one'));
+  }
+
+  /**
+   * Commits the group's offset of a partition after its watermark landed, outside the snapshot writer's
+   * transactions and off its write queue: the offset is bookkeeping (lag, the consumer groups view), since
+   * a restore starts from the snapshots and watermarks, not from it. One commit in flight per partition; a
+   * later watermark commits a later offset.
+   */
+  private commitOffset(p: number, offset: string): void {
     const member = this.member;
-    if (member === undefined) return;
-    const tx = await writer.transaction();
-    try {
-      await tx.sendOffsets(member, [{ topic: this.names.events, partition: p, offset }]);
-      await tx.commit();
-    } catch (e) {
-      await tx.abort().catch(() => {});
-      throw e;
-    }
+    if (member === undefined || this.committing.has(p)) return;
+    this.committing.add(p);
+    member
+      .commitOffsets([{ partition: p, offset }])
+      .catch((e: unknown) => {
+        if (this.assigned.has(p) && !this.stopped) this.log.warn({ partition: p, offset, err: (e as Error).message }, 'offset commit failed; the next watermark commits again');
+      })
+      .finally(() => this.committing.delete(p));
   }
 
   /**

@@ -220,6 +220,7 @@ export class ConfluentAdmin implements LedgerAdmin {
       groups: Array<{
         groupId: string;
         state: number;
+        coordinator?: { id: number } | null;
         members: Array<{ memberId: string; clientId: string; host: string; assignment?: { topicPartitions?: Array<{ topic: string; partition: number }> } }>;
       }>;
     };
@@ -227,6 +228,7 @@ export class ConfluentAdmin implements LedgerAdmin {
     return r.groups.map((g) => ({
       groupId: g.groupId,
       state: GROUP_STATES[g.state] ?? String(g.state),
+      coordinator: typeof g.coordinator?.id === 'number' && g.coordinator.id >= 0 ? g.coordinator.id : null,
       members: g.members.map((m) => {
         const byTopic = new Map<string, number[]>();
         for (const tp of m.assignment?.topicPartitions ?? []) byTopic.set(tp.topic, [...(byTopic.get(tp.topic) ?? []), tp.partition]);

@@ -77,6 +77,11 @@ class NativeMember implements GroupMember {
     if (!run.flowPaused) this.c.resume([this.tp(partition)]);
   }
 
+  commitOffsets(offsets: ReadonlyArray<{ partition: number; offset: string }>): Promise<void> {
+    const list = offsets.map((o) => ({ topic: this.o.topic, partition: o.partition, offset: Number(o.offset) }));
+    return new Promise<void>((resolve, reject) => this.c.commitCb(list, (err: unknown) => (err ? reject(err) : resolve())));
+  }
+
   onRebalance(err: { code: number; message?: string }, assignment: Array<{ topic: string; partition: number }>): void {
     const cooperative = this.c.rebalanceProtocol() === 'COOPERATIVE';
     const partitions = assignment.filter((a) => a.topic === this.o.topic).map((a) => a.partition);

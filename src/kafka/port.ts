@@ -170,6 +170,12 @@ export interface GroupMember {
   /** Stops fetching a partition until {@link resume} (its records stay unread). */
   pause(partition: number): void;
   resume(partition: number): void;
+  /**
+   * Commits the group's offsets of assigned partitions outside any transaction (the next offset to read
+   * each); resolves once the coordinator took them. For a member whose offsets are bookkeeping only (the
+   * projector's restores start from its snapshots); an executor commits its offsets in its transactions.
+   */
+  commitOffsets(offsets: ReadonlyArray<{ partition: number; offset: string }>): Promise<void>;
   /** Leaves the group (revoking every partition first). */
   close(): Promise<void>;
 }
@@ -199,6 +205,8 @@ export interface PartitionMetadata {
 export interface GroupDescription {
   readonly groupId: string;
   readonly state: string;
+  /** The node id of the broker coordinating the group (null when none is known). */
+  readonly coordinator: number | null;
   readonly members: ReadonlyArray<{ memberId: string; clientId: string; clientHost: string; assignment: Array<{ topic: string; partitions: number[] }> }>;
 }
 

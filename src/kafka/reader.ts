@@ -12,6 +12,7 @@ export type NativeConsumer = InstanceType<ReturnType<typeof confluent>['KafkaCon
   incrementalUnassign(assignments: TopicPartitionOffset[]): void;
   rebalanceProtocol(): 'NONE' | 'EAGER' | 'COOPERATIVE';
   assignmentLost(): boolean;
+  commitCb(offsets: TopicPartitionOffset[], cb: (err: unknown) => void): void;
 };
 
 export interface NativeMessage {

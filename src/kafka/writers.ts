@@ -1,4 +1,5 @@
 import type { LedgerConfig } from '../config.js';
+import { isLedgerError, LedgerError } from '../errors.js';
 import type { Logger } from '../logging.js';
 import { connectWatched, routeLogs, withBrokerCode, type HandleErrors, type RdConfig } from './client.js';
 import { nativeConsumerOf } from './member.js';
@@ -23,6 +24,20 @@ const PURGED = new Set([-152, -151, -150]);
 
 function promised<T = void>(fn: (cb: (err: unknown, value?: T) => void) => void): Promise<T> {
   return new Promise<T>((resolve, reject) => fn((err, value) => (err ? reject(err) : resolve(value as T))));
+}
+
+/** A client call that has not answered for this long is logged, and again at each multiple of it. */
+const SLOW_CALL_MS = 10_000;
+
+/**
+ * `call`, with a warning for every {@link SLOW_CALL_MS} it goes unanswered: a Kafka call that waits on an
+ * outage says so, naming itself, instead of going quiet.
+ */
+function watched<T>(logger: Logger, what: string, context: object, call: Promise<T>): Promise<T> {
+  const began = Date.now();
+  const timer = setInterval(() => logger.warn({ ...context, call: what, waitingMs: Date.now() - began }, 'Kafka call still waiting'), SLOW_CALL_MS);
+  timer.unref();
+  return call.finally(() => clearInterval(timer));
 }
 
 /**
@@ -122,15 +137,20 @@ abstract class NativeWriter {
         }),
       );
     }
-    return Promise.all(out);
+    return watched(this.logger, 'produce', { topic, records: records.length, ...this.describe() }, Promise.all(out));
+  }
+
+  /** Names the writer in its slow-call warnings. */
+  protected describe(): object {
+    return {};
   }
 
   async disconnect(): Promise<void> {
     const p = this.producer;
     this.producer = undefined;
     if (!p) return;
-    await promised((cb) => p.flush(5_000, cb as never)).catch(() => {});
-    await promised((cb) => p.disconnect(5_000, cb as never)).catch(() => {});
+    await watched(this.logger, 'flush', this.describe(), promised((cb) => p.flush(5_000, cb as never))).catch(() => {});
+    await watched(this.logger, 'disconnect', this.describe(), promised((cb) => p.disconnect(5_000, cb as never))).catch(() => {});
     for (const w of this.waiting.values()) w.reject(new Error('the producer was disconnected'));
     this.waiting.clear();
   }
@@ -159,13 +179,39 @@ export class NativeRecordWriter extends NativeWriter implements RecordWriter {
 
 /** How long initialising, committing or aborting a transaction may take through a broker outage. */
 const TRANSACTION_CALL_TIMEOUT_MS = 60_000;
+/**
+ * How long a transaction's offset commit may take. librdkafka 2.15 does not time this call out itself
+ * (librdkafka issues 5456 and 5511): when its lookup of the group's coordinator meets an error it leaves
+ * to a broker state change (COORDINATOR_LOAD_IN_PROGRESS on a cluster just started, a coordinator killed
+ * and back) and no broker changes state, the call never returns. A coordinator failover takes a few seconds.
+ */
+const SEND_OFFSETS_TIMEOUT_MS = 20_000;
+/** Past librdkafka's own timeout, the margin after which a transaction call that has not answered is given up. */
+const CALL_MARGIN_MS = 10_000;
+/** How long a writer that was given up may take to close before it is left to librdkafka. */
+const GIVEN_UP_CLOSE_MS = 10_000;
+
+/** The code and details of the error a {@link NativeFencedWriter} that was given up fails with. */
+export const WRITER_GIVEN_UP = 'writer-given-up';
+
+/** True when `e` says a transactional writer was given up: its owner must replace it (a new one fences it). */
+export function isWriterGivenUp(e: unknown): boolean {
+  return isLedgerError(e, 'TIMEOUT') && e.details.reason === WRITER_GIVEN_UP;
+}
 
 /**
  * A transactional producer with a fixed id. `connect` runs InitProducerId for the id, which bumps its
  * epoch: an older producer of the id is fenced (its open transaction aborted, its later requests refused)
  * before `connect` returns.
+ *
+ * Every transaction call is bounded here, whatever librdkafka does with its own timeout: one that has not
+ * answered by then fails with a TIMEOUT {@link LedgerError} ({@link isWriterGivenUp}) and the writer is
+ * given up: every later call fails the same way at once. Its transaction is left open; the next writer of
+ * the id (created by the owner, which alone knows whether it still owns the id) fences and aborts it.
  */
 export class NativeFencedWriter extends NativeWriter implements FencedWriter {
+  private givenUp: LedgerError | undefined;
+
   constructor(
     rd: RdConfig,
     logger: Logger,
@@ -175,6 +221,36 @@ export class NativeFencedWriter extends NativeWriter implements FencedWriter {
     super(rd, logger, config);
   }
 
+  protected override describe(): object {
+    return { transactionalId: this.transactionalId };
+  }
+
+  /** `call`, watched and bounded by `ms`: past it the writer is given up. */
+  private step<T>(what: string, ms: number, call: Promise<T>): Promise<T> {
+    if (this.givenUp) return Promise.reject(this.givenUp);
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.givenUp ??= new LedgerError(
+          'TIMEOUT',
+          `${what} of transactional id ${this.transactionalId} did not answer in ${ms} ms; the writer is given up, a new writer of the id must replace it`,
+          { reason: WRITER_GIVEN_UP, transactionalId: this.transactionalId, call: what },
+        );
+        this.logger.error({ transactionalId: this.transactionalId, call: what, timeoutMs: ms }, 'transactional writer given up: a Kafka call did not answer');
+        reject(this.givenUp);
+      }, ms);
+      watched(this.logger, what, { transactionalId: this.transactionalId }, call).then(
+        (v) => {
+          clearTimeout(timer);
+          resolve(v);
+        },
+        (e: unknown) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      );
+    });
+  }
+
   async connect(): Promise<void> {
     const p = await this.open({
       'transactional.id': this.transactionalId,
@@ -182,7 +258,7 @@ export class NativeFencedWriter extends NativeWriter implements FencedWriter {
       'message.timeout.ms': TRANSACTION_CALL_TIMEOUT_MS - 5_000,
     });
     try {
-      await promised((cb) => p.initTransactions(TRANSACTION_CALL_TIMEOUT_MS, cb as never));
+      await this.step('initTransactions', TRANSACTION_CALL_TIMEOUT_MS + CALL_MARGIN_MS, promised((cb) => p.initTransactions(TRANSACTION_CALL_TIMEOUT_MS, cb as never)));
     } catch (e) {
       await this.disconnect();
       throw e;
@@ -190,22 +266,45 @@ export class NativeFencedWriter extends NativeWriter implements FencedWriter {
   }
 
   async transaction(): Promise<FencedTransaction> {
+    if (this.givenUp) throw this.givenUp;
     const p = this.producer;
     if (!p) throw new Error(`the transactional producer ${this.transactionalId} is not connected`);
-    await promised((cb) => p.beginTransaction(cb as never));
-    return {
-      send: (topic, records) => this.produce(topic, records),
-      sendOffsets: (member: GroupMember, offsets) =>
+    await this.step('beginTransaction', TRANSACTION_CALL_TIMEOUT_MS, promised((cb) => p.beginTransaction(cb as never)));
+    const offsets = (member: GroupMember, list: ReadonlyArray<{ topic: string; partition: number; offset: string }>) =>
+      this.step(
+        'sendOffsetsToTransaction',
+        SEND_OFFSETS_TIMEOUT_MS,
         promised((cb) =>
           p.sendOffsetsToTransaction(
-            offsets.map((o) => ({ topic: o.topic, partition: o.partition, offset: Number(o.offset) })),
+            list.map((o) => ({ topic: o.topic, partition: o.partition, offset: Number(o.offset) })),
             nativeConsumerOf(member) as never,
-            TRANSACTION_CALL_TIMEOUT_MS,
+            SEND_OFFSETS_TIMEOUT_MS,
             cb as never,
           ),
         ),
-      commit: () => promised((cb) => p.commitTransaction(TRANSACTION_CALL_TIMEOUT_MS, cb as never)),
-      abort: () => promised((cb) => p.abortTransaction(TRANSACTION_CALL_TIMEOUT_MS, cb as never)),
+      );
+    return {
+      send: (topic, records) => (this.givenUp ? Promise.reject(this.givenUp) : this.produce(topic, records)),
+      sendOffsets: offsets,
+      commit: () => this.step('commitTransaction', TRANSACTION_CALL_TIMEOUT_MS + CALL_MARGIN_MS, promised((cb) => p.commitTransaction(TRANSACTION_CALL_TIMEOUT_MS, cb as never))),
+      // A given-up writer's transaction is aborted by the writer that fences it; a call now would only conflict with the one still waiting.
+      abort: () => (this.givenUp ? Promise.resolve() : this.step('abortTransaction', TRANSACTION_CALL_TIMEOUT_MS + CALL_MARGIN_MS, promised((cb) => p.abortTransaction(TRANSACTION_CALL_TIMEOUT_MS, cb as never)))),
     };
+  }
+
+  /** Closes the producer; one that was given up gets {@link GIVEN_UP_CLOSE_MS}, then is left to close on its own. */
+  override async disconnect(): Promise<void> {
+    if (!this.givenUp) return super.disconnect();
+    const closing = super.disconnect();
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        this.logger.warn({ transactionalId: this.transactionalId, waitedMs: GIVEN_UP_CLOSE_MS }, 'a given-up transactional writer is still closing; left to close in the background');
+        resolve();
+      }, GIVEN_UP_CLOSE_MS);
+      timer.unref();
+    });
+    await Promise.race([closing, late]);
+    clearTimeout(timer);
   }
 }

@@ -8,10 +8,11 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectLedger } from '../../src/client/index.js';
 import { loadConfig, topicNames, type LedgerConfig } from '../../src/config.js';
-import { createKafka, partitionFor } from '../../src/kafka/index.js';
+import { createKafka, partitionFor, type LedgerAdmin } from '../../src/kafka/index.js';
 import { verifyChain } from '../../src/plan/index.js';
 import { startBroker, stackReset, stackUp, stopBroker, type StackInfo } from '../../src/stack/stack.js';
 import { startExecutor } from '../../executor/index.js';
+import { startProjector } from '../../projector/index.js';
 import { EffectsService } from '../fixtures/effects-service.js';
 import { tools } from '../fixtures/tools.js';
 import { freePortBlock, randomPrefix, testLogger, waitFor } from '../support/helpers.js';
@@ -101,4 +102,67 @@ describe('3-broker local cluster', () => {
       await executor.stop();
     }
   });
+  // librdkafka 2.15 can wait forever in sendOffsetsToTransaction when the broker it knows as the group's
+  // coordinator went away and came back (its coordinator request is never sent again): the projector
+  // commits its offsets that way after each watermark, the executor with every command it decides. Each
+  // group's coordinator is killed -9 in turn while plans run; both must go on serving within bounded time.
+  it('goes on projecting and executing after the broker coordinating each group is killed -9 and restarted', async () => {
+    const t = topicNames(config.topicPrefix);
+    const executor = await startExecutor({ tools, config, executorId: '3b-coord', sessionTimeoutMs: 10_000, heartbeatIntervalMs: 1000, logger: testLogger });
+    const projector = await startProjector({ config, logger: testLogger, port: 0, apiToken: null, watermarkIntervalMs: 300, defaultMetrics: false });
+    const ledger = await connectLedger(config, { logger: testLogger });
+    const items = (n: number) => Array.from({ length: n }, (_, i) => ({ id: `c${i}`, title: `step ${i}`, why: 'spans a coordinator kill', tool: 'effect', input: { holdMs: 200 }, dependsOn: i ? [`c${i - 1}`] : [] }));
+    const projected = (planId: string) => waitFor(() => projector.plan(planId)?.state?.status === 'completed', { message: `the projector shows ${planId} completed`, timeoutMs: 90_000 });
+    let admin: LedgerAdmin | undefined;
+    const coordinator = async (group: string) => {
+      admin = createKafka(config, testLogger, '3b-coord-test').admin();
+      await admin.connect();
+      try {
+        return await waitFor(async () => (await admin!.describeGroups([group]))[0]?.coordinator, { message: `${group} has a coordinator`, timeoutMs: 60_000 });
+      } finally {
+        await admin.disconnect();
+      }
+    };
+    try {
+      await executor.started;
+      const first = await ledger.createPlan({ goal: 'before the coordinator kills', mode: 'execute', items: items(3) });
+      await projected(first.planId);
+      const plans = [first.planId];
+      const killed: number[] = [];
+      for (const group of [t.projectorGroup, t.executorsGroup]) {
+        const node = await coordinator(group);
+        if (killed.includes(node)) continue;
+        killed.push(node);
+        // A plan in flight across the outage: its events are projected, its commands' offsets committed.
+        const during = await ledger.createPlan({ goal: `across a kill of node ${node}, ${group}'s coordinator`, mode: 'execute', items: items(8) });
+        plans.push(during.planId);
+        await waitFor(() => effects.calls.some((c) => c.key === `${during.planId}/c1/1`), { message: 'the plan started', timeoutMs: 60_000 });
+        await stopBroker({ dir, node, hard: true });
+        await waitFor(() => effects.calls.some((c) => c.key === `${during.planId}/c4/1`), { message: `the plan moved on with node ${node} down`, timeoutMs: 120_000 });
+        await startBroker({ dir, node });
+        await ledger.waitFor(during.planId, 'completed', { timeoutMs: 120_000 });
+        await projected(during.planId);
+        // And new work after it, end to end.
+        const after = await ledger.createPlan({ goal: `after node ${node} came back`, mode: 'execute', items: items(2) });
+        plans.push(after.planId);
+        await ledger.waitFor(after.planId, 'completed', { timeoutMs: 120_000 });
+        await projected(after.planId);
+        expect(projector.stateDigests().get(after.planId)).toBe((await ledger.replay(after.planId)).stateDigest);
+      }
+      expect(killed.length).toBeGreaterThan(0);
+      // One effect per item, under its first attempt's key; a call repeated under a key only by an owner
+      // that recovered the attempt (a partition reset after a failed transaction re-invokes with the same key).
+      const mine = effects.calls.filter((c) => plans.some((id) => c.key.startsWith(`${id}/`)));
+      const keys = [...new Set(mine.map((c) => c.key))].sort();
+      expect(keys).toHaveLength(3 + killed.length * 10);
+      expect(keys.every((k) => k.endsWith('/1'))).toBe(true);
+      const repeats = mine.filter((c, i) => mine.findIndex((x) => x.key === c.key) !== i);
+      expect(repeats.filter((c) => !c.recovering)).toEqual([]);
+    } finally {
+      await admin?.disconnect().catch(() => {});
+      await ledger.close();
+      await projector.stop();
+      await executor.stop();
+    }
+  }, 480_000);
 });
