@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { closeSync, existsSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { LedgerError } from '../errors.js';
 
@@ -82,8 +82,50 @@ export async function stopProcess(rec: PidRecord, pidFile: string, graceMs = 15_
     }
     stopped = true;
   }
+  // An exiting process gives up its memory (its /proc cmdline reads empty, so isOurs says no) before its
+  // files and sockets: a broker started again in that window finds its log directory's lock still held and
+  // exits during start-up. Wait until the kernel has released them too.
+  const until = Date.now() + 10_000;
+  while (!exited(rec) && Date.now() < until) await sleep(20);
   rmSync(pidFile, { force: true });
   return stopped;
+}
+
+function threads(pid: number): number {
+  try {
+    return readdirSync(`/proc/${pid}/task`).length;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * True once the record's process is gone, or only its zombie is left (which holds no files or sockets any
+ * more), or the pid now names another program.
+ */
+function exited(rec: PidRecord): boolean {
+  const { pid } = rec;
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    try {
+      process.kill(pid, 0);
+      return false; // no /proc here: trust the signal check
+    } catch {
+      return true;
+    }
+  }
+  // "pid (comm) S ...": the state follows the last ')' (comm may hold spaces and parentheses).
+  const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  // A killed JVM's main thread can be a zombie while its other threads, sharing its files, still exit.
+  if (state === 'Z' || state === 'X') return threads(pid) <= 1;
+  try {
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    return cmdline !== '' && !cmdline.includes(rec.marker);
+  } catch {
+    return true;
+  }
 }
 
 /** Fails with a one-line error when something already listens on host:port. */
