@@ -179,8 +179,24 @@ export async function waitUntilReady(
 }
 
 /**
+ * The lowest port the kernel hands out as the local port of an outgoing connection. A service must listen
+ * below it: a broker restarted on a port in that range can find it taken by a client's connection to
+ * another broker ("Address already in use"; seen in chaos runs after a broker's kill -9).
+ */
+function ephemeralPortsFrom(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    if (Number.isInteger(low) && low > 1024) return low;
+  } catch {
+    // not Linux: the IANA range starts at 49152
+    return 49_152;
+  }
+  return 32_768;
+}
+
+/**
  * A base port whose block `base..base+span` is free on 127.0.0.1, for services started on free ports (a
- * private stack in the tests, the chaos run's projector).
+ * private stack in the tests, the chaos run's projector): from 20000 up to the ephemeral range, never in it.
  */
 export async function freePortBlock(span: number): Promise<number> {
   const free = (port: number) =>
@@ -190,7 +206,7 @@ export async function freePortBlock(span: number): Promise<number> {
       srv.listen({ host: '127.0.0.1', port, exclusive: true }, () => srv.close(() => resolve(true)));
     });
   for (let attempt = 0; attempt < 200; attempt++) {
-    const base = 20_000 + Math.floor(Math.random() * 30_000);
+    const base = 20_000 + Math.floor(Math.random() * Math.max(1, ephemeralPortsFrom() - 20_000 - span));
     let ok = true;
     for (let p = base; p <= base + span && ok; p++) ok = await free(p);
     if (ok) return base;
