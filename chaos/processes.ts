@@ -91,5 +91,5 @@ export function executorProcess(config: LedgerConfig, label: string, o: { logDir
 export const CHAOS_API_TOKEN = `chaos-${randomBytes(16).toString('hex')}`;
 
 export function projectorProcess(config: LedgerConfig, port: number, o: { logDir: string; cwd: string }): ServiceProcess {
-  return new ServiceProcess('projector', ['projector', '--port', String(port)], { ...configToEnv(config), PLAN_LEDGER_LOG_LEVEL: 'info', PLAN_LEDGER_API_TOKEN: CHAOS_API_TOKEN }, o.logDir, o.cwd);
+  return new ServiceProcess('projector', ['projector', '--port', String(port)], { ...configToEnv(config), PLAN_LEDGER_LOG_LEVEL: process.env.CHAOS_PROJECTOR_LOG_LEVEL ?? 'info', PLAN_LEDGER_API_TOKEN: CHAOS_API_TOKEN }, o.logDir, o.cwd);
 }

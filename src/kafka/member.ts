@@ -32,6 +32,10 @@ interface PartitionRun {
   flowPaused: boolean;
   /** Records below this offset are not to be handed over (the handler read on past them). */
   skipBelow: bigint;
+  /** Where reading must go on from, for the consume loop to seek to before its next read; null when none is due. */
+  seekTo: bigint | null;
+  /** Seeks refused in a row (for the warning's rate). */
+  seekFailures: number;
 }
 
 /**
@@ -89,7 +93,7 @@ class NativeMember implements GroupMember {
       if (err.code === ASSIGN_PARTITIONS) {
         if (cooperative) this.c.incrementalAssign(assignment as never);
         else this.c.assign(assignment as never);
-        for (const p of partitions) this.parts.set(p, { backlog: [], busy: false, epoch: 0, paused: false, flowPaused: false, skipBelow: -1n });
+        for (const p of partitions) this.parts.set(p, { backlog: [], busy: false, epoch: 0, paused: false, flowPaused: false, skipBelow: -1n, seekTo: null, seekFailures: 0 });
         // Also when empty: a member with nothing to own has still joined (an executor's `started` waits for it).
         this.o.onAssigned(partitions);
       } else if (err.code === REVOKE_PARTITIONS) {
@@ -116,15 +120,20 @@ class NativeMember implements GroupMember {
 
   private async run(): Promise<void> {
     while (!this.closing) {
+      // Seeks happen here, between reads, never while one is in flight: every record a read returns then
+      // comes from one side of any seek, so dropping a read's records of a partition that asked for a seek
+      // meanwhile drops only records the seek will fetch again (a seek during a read could return records
+      // fetched after it, which that drop would lose for good).
+      for (const [p, run] of this.parts) if (run.seekTo !== null) await this.seek(p, run);
       const before = new Map([...this.parts].map(([p, r]) => [p, { run: r, epoch: r.epoch }]));
       const messages = await consumeOrPause(this.c, this.logger, 'group', { group: this.o.groupId }, () => this.closing);
       if (messages === null) continue;
       for (const m of messages) {
         const run = this.parts.get(m.partition);
-        // Revoked meanwhile, or fetched before a seek: not the records this member should see now. A
-        // partition assigned during the fetch (the rebalance callback runs inside it) was fetched afresh.
+        // Revoked meanwhile, or read before a seek that is now due: not the records this member should see
+        // now. A partition assigned during the read (the rebalance callback runs inside it) was read afresh.
         const was = before.get(m.partition);
-        if (!run || (was !== undefined && was.run === run && was.epoch !== run.epoch) || BigInt(m.offset) < run.skipBelow) continue;
+        if (!run || run.seekTo !== null || (was !== undefined && was.run === run && was.epoch !== run.epoch) || BigInt(m.offset) < run.skipBelow) continue;
         run.backlog.push(toLogRecord(m));
       }
       for (const [p, run] of this.parts) {
@@ -180,12 +189,25 @@ class NativeMember implements GroupMember {
     }
     run.backlog = [];
     run.epoch++;
-    for (let attempt = 0; this.parts.get(p) === run && !this.closing; attempt++) {
-      const err = await new Promise<unknown>((resolve) => this.c.seek({ topic: this.o.topic, partition: p, offset: Number(from) }, 0, (e) => resolve(e ?? undefined)));
-      if (!err) return;
-      if (attempt % 20 === 0) this.logger.warn({ err, partition: p, offset: from.toString() }, 'seek refused; trying again');
-      await new Promise((r) => setTimeout(r, 50));
+    run.seekTo = from;
+  }
+
+  /**
+   * The seek a partition asked for, made by the consume loop between two reads. librdkafka refuses one for
+   * a partition whose fetch has not started yet: it stays due (the partition's records are dropped until it
+   * is taken) and is tried again before the next read.
+   */
+  private async seek(p: number, run: PartitionRun): Promise<void> {
+    const from = run.seekTo!;
+    const err = await new Promise<unknown>((resolve) => this.c.seek({ topic: this.o.topic, partition: p, offset: Number(from) }, 0, (e) => resolve(e ?? undefined)));
+    if (!err) {
+      if (run.seekTo === from) run.seekTo = null;
+      run.seekFailures = 0;
+      return;
     }
+    run.seekFailures++;
+    if (run.seekFailures % 20 === 1) this.logger.warn({ err, partition: p, offset: from.toString(), failures: run.seekFailures }, 'seek refused; trying again before the next read');
+    await new Promise((r) => setTimeout(r, 20));
   }
 
   async close(): Promise<void> {

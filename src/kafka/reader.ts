@@ -206,7 +206,12 @@ export async function readToEnd(ctx: ReaderContext, admin: ConfluentAdmin, opts:
  * a time.
  */
 class NativeTail implements PartitionTail {
+  /** Partitions asked for, with the epoch of the latest ask. */
   private readonly assigned = new Map<number, number>();
+  /** Asks (partition → start offset) for the read loop to carry out before its next read. */
+  private readonly due = new Map<number, string>();
+  /** Partitions librdkafka has assigned now. */
+  private readonly held = new Set<number>();
   private epoch = 0;
   private closing = false;
   private loop: Promise<void> | undefined;
@@ -233,18 +238,35 @@ class NativeTail implements PartitionTail {
     return [...this.assigned.keys()].sort((a, b) => a - b);
   }
 
+  /**
+   * Reads `partition` from `offset` on. The assignment is made by the read loop between two reads, never
+   * during one: a read in flight then returns only records of the earlier start, which are dropped (an
+   * assignment during a read could return records of the new start too, and dropping those would lose them).
+   */
   async add(partition: number, offset: string): Promise<void> {
     if (this.closing) return;
-    const tp = { topic: this.opts.topic, partition, offset: Number(offset) };
-    if (this.assigned.has(partition)) this.c.incrementalUnassign([{ topic: this.opts.topic, partition }] as never);
-    this.c.incrementalAssign([tp] as never);
+    this.due.set(partition, offset);
     this.assigned.set(partition, ++this.epoch);
     this.loop ??= this.run();
   }
 
   async drop(partition: number): Promise<void> {
+    this.due.delete(partition);
     if (!this.assigned.delete(partition)) return;
-    this.c.incrementalUnassign([{ topic: this.opts.topic, partition }] as never);
+    this.unassign(partition);
+  }
+
+  private unassign(partition: number): void {
+    if (this.held.delete(partition)) this.c.incrementalUnassign([{ topic: this.opts.topic, partition }] as never);
+  }
+
+  private applyDue(): void {
+    for (const [partition, offset] of this.due) {
+      this.unassign(partition);
+      this.c.incrementalAssign([{ topic: this.opts.topic, partition, offset: Number(offset) }] as never);
+      this.held.add(partition);
+    }
+    this.due.clear();
   }
 
   private async run(): Promise<void> {
@@ -253,6 +275,7 @@ class NativeTail implements PartitionTail {
         await new Promise((r) => setTimeout(r, CONSUME_WAIT_MS));
         continue;
       }
+      this.applyDue();
       const epochs = new Map(this.assigned);
       this.eofs.clear();
       const messages = await consumeOrPause(this.c, this.logger, 'tail', { topic: this.opts.topic }, () => this.closing);
