@@ -179,6 +179,12 @@ export class PartitionOwner {
       this.traces,
     );
     const restored = await this.d.restore(this.partition);
+    // Released while restoring (revoked, lost, reset): the partition is someone else's now. Nothing is
+    // seeded or scheduled, and no "partition restored" is said of it: the next owner restores it.
+    if (this.draining) {
+      this.log.info({ ms: Date.now() - t0 }, 'restore finished after the partition was released; dropped');
+      return;
+    }
     this.book.seed(restored);
     this.traces?.seed(restored.traceparents);
     this.log.info(
