@@ -387,7 +387,7 @@ export class ProjectionService {
     }
     const first = BigInt(records[0]!.offset);
     const last = BigInt(records[records.length - 1]!.offset);
-    this.log.debug({ partition: p, first: first.toString(), last: last.toString(), records: records.length, nextOffset: run.nextOffset.toString() }, 'events batch');
+    if (this.log.isLevelEnabled('debug')) this.log.debug({ partition: p, first: first.toString(), last: last.toString(), records: records.length, nextOffset: run.nextOffset.toString() }, 'events batch');
     // The first batch after a restore starts where the group's committed offset is, which need not be
     // where the projection is (committed offsets follow the watermark): read on from the projection's
     // next offset, once. After that a gap before a batch is only transaction markers or compacted records:

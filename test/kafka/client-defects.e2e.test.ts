@@ -18,7 +18,7 @@ import {
   type ScenarioReader,
   type SeenRecord,
 } from '../support/defect-scenarios.js';
-import { closeAfter, freePortBlock, randomGroupId, randomPrefix, testAdmin, testKafka, testLogger, waitFor } from '../support/helpers.js';
+import { closeAfter, freePortBlock, joinTestGroup, randomPrefix, testAdmin, testKafka, testLogger, waitFor } from '../support/helpers.js';
 
 const seen = (r: LogRecord): SeenRecord => ({ partition: r.partition, offset: r.offset, key: r.key?.toString() ?? null, value: r.value?.toString() ?? null });
 
@@ -95,20 +95,13 @@ describe('overlapping aborted transactions', () => {
     await tail.add(partition, await endOffset());
     const grouped = collector();
     let assigned = false;
-    const member = await kafka.join({
-      groupId: randomGroupId(),
-      topic,
-      sessionTimeoutMs: 10_000,
-      heartbeatIntervalMs: 1000,
-      rebalanceTimeoutMs: 10_000,
+    await joinTestGroup(kafka, topic, {
       onAssigned: (ps) => void (assigned ||= ps.includes(partition)),
-      onRevoked: () => {},
       onRecords: async (_p, rs) => {
         grouped.onRecords(rs);
         return undefined;
       },
     });
-    closeAfter({ disconnect: () => member.close() });
     await waitFor(() => assigned, { timeoutMs: 30_000, message: 'the group member holds the partition' });
 
     const id = randomPrefix('overlap-tx');

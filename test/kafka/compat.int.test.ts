@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import { topicNames } from '../../src/config.js';
 import { ensurePlanTopics, ensureTopics, isFencingError, MAX_RECORD_BYTES, type FencedWriter, type KafkaClient, type LogRecord } from '../../src/kafka/index.js';
-import { closeAfter, randomGroupId, randomPrefix, testAdmin, testConfig, testKafka, waitFor } from '../support/helpers.js';
+import { closeAfter, joinTestGroup, randomGroupId, randomPrefix, testAdmin, testConfig, testKafka, waitFor } from '../support/helpers.js';
 import { topicConfig } from '../support/kafka-tools.js';
 
 async function newTopic(kafka: KafkaClient, configEntries: Record<string, string> = {}, numPartitions = 1) {
@@ -97,12 +97,7 @@ describe('the Kafka port against the real broker', () => {
     const assigned = new Set<number>();
     const seen = new Map<string, number>();
     const order = new Map<number, string[]>();
-    const member = await kafka.join({
-      groupId: randomGroupId(),
-      topic,
-      sessionTimeoutMs: 10_000,
-      heartbeatIntervalMs: 1000,
-      rebalanceTimeoutMs: 10_000,
+    const member = await joinTestGroup(kafka, topic, {
       onAssigned: (ps) => ps.forEach((p) => assigned.add(p)),
       onRevoked: (ps) => ps.forEach((p) => assigned.delete(p)),
       onRecords: async (partition, records) => {
@@ -113,7 +108,6 @@ describe('the Kafka port against the real broker', () => {
         return undefined;
       },
     });
-    closeAfter({ disconnect: () => member.close() });
     await waitFor(() => seen.size === 30, { message: 'all 30 read' });
     expect([...assigned].sort()).toEqual([0, 1, 2]);
     expect(member.assigned().sort()).toEqual([0, 1, 2]);
@@ -135,14 +129,7 @@ describe('the Kafka port against the real broker', () => {
     await writer.send(topic, Array.from({ length: 200 }, (_, i) => ({ value: `m${i}`, partition: 0 })));
     const delivered: number[] = [];
     let rewinds = 0;
-    const member = await kafka.join({
-      groupId: randomGroupId(),
-      topic,
-      sessionTimeoutMs: 10_000,
-      heartbeatIntervalMs: 1000,
-      rebalanceTimeoutMs: 10_000,
-      onAssigned: () => {},
-      onRevoked: () => {},
+    await joinTestGroup(kafka, topic, {
       onRecords: async (_partition, records) => {
         const first = BigInt(records[0]!.offset);
         if (rewinds < 3) {
@@ -160,7 +147,6 @@ describe('the Kafka port against the real broker', () => {
         return undefined;
       },
     });
-    closeAfter({ disconnect: () => member.close() });
     await writer.send(topic, Array.from({ length: 100 }, (_, i) => ({ value: `n${i}`, partition: 0 })));
     await waitFor(() => delivered.at(-1) === 299, { message: 'read to the last record', timeoutMs: 30_000 });
     expect(rewinds).toBe(3);

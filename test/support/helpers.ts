@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pino from 'pino';
 import { afterAll, inject, onTestFinished } from 'vitest';
 import { loadConfig, type LedgerConfig, type LedgerConfigInput } from '../../src/config.js';
-import { createKafka, promptCompactionConfig, type KafkaClient, type LedgerAdmin, type LogRecord, type TopicSpec } from '../../src/kafka/index.js';
+import { createKafka, promptCompactionConfig, type GroupMember, type GroupMemberOptions, type KafkaClient, type LedgerAdmin, type LogRecord, type TopicSpec } from '../../src/kafka/index.js';
 import { createLogger, silentLogger, type Logger } from '../../src/logging.js';
 
 /**
@@ -143,3 +143,26 @@ export async function waitFor<T>(
 }
 
 export { freePortBlock } from '../../src/stack/processes.js';
+
+/**
+ * A member of a fresh group on `topic` with test timeouts (10 s session and rebalance, 1 s heartbeat); it
+ * leaves the group when the test file's clean-up runs.
+ */
+export async function joinTestGroup(
+  kafka: KafkaClient,
+  topic: string,
+  o: Pick<GroupMemberOptions, 'onRecords'> & Partial<Pick<GroupMemberOptions, 'onAssigned' | 'onRevoked'>>,
+): Promise<GroupMember> {
+  const member = await kafka.join({
+    groupId: randomGroupId(),
+    topic,
+    sessionTimeoutMs: 10_000,
+    heartbeatIntervalMs: 1000,
+    rebalanceTimeoutMs: 10_000,
+    onAssigned: o.onAssigned ?? (() => {}),
+    onRevoked: o.onRevoked ?? (() => {}),
+    onRecords: o.onRecords,
+  });
+  closeAfter({ disconnect: () => member.close() });
+  return member;
+}
