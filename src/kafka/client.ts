@@ -202,8 +202,8 @@ class ConfluentKafka implements KafkaClient {
     return new NativeRecordWriter(this.rd(), this.logger, CLIENT_PROFILES[this.profile], this.config);
   }
 
-  fencedWriter(transactionalId: string): FencedWriter {
-    return new NativeFencedWriter(this.rd(), this.logger, transactionalId, this.config);
+  fencedWriter(transactionalId: string, bounds?: { sendOffsetsMs?: number }): FencedWriter {
+    return new NativeFencedWriter(this.rd(), this.logger, transactionalId, this.config, bounds?.sendOffsetsMs);
   }
 
   private readerAdmin(): Promise<ConfluentAdmin> {

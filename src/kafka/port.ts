@@ -238,8 +238,11 @@ export interface KafkaClient {
   admin(): LedgerAdmin;
   /** An idempotent producer (acks=all). */
   writer(): RecordWriter;
-  /** A transactional producer; see {@link FencedWriter.connect}. */
-  fencedWriter(transactionalId: string): FencedWriter;
+  /**
+   * A transactional producer; see {@link FencedWriter.connect}. `bounds.sendOffsetsMs` overrides how long
+   * a transaction's offset commit may take before the writer is given up (default 20 s; tests use less).
+   */
+  fencedWriter(transactionalId: string, bounds?: { sendOffsetsMs?: number }): FencedWriter;
   /**
    * Reads partitions from a start offset up to their end offset as it was when the read began (`read_committed`:
    * the last stable offset), and stops; returns the next offset of every partition read.

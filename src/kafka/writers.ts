@@ -217,6 +217,7 @@ export class NativeFencedWriter extends NativeWriter implements FencedWriter {
     logger: Logger,
     readonly transactionalId: string,
     config: LedgerConfig,
+    private readonly sendOffsetsMs = SEND_OFFSETS_TIMEOUT_MS,
   ) {
     super(rd, logger, config);
   }
@@ -273,12 +274,12 @@ export class NativeFencedWriter extends NativeWriter implements FencedWriter {
     const offsets = (member: GroupMember, list: ReadonlyArray<{ topic: string; partition: number; offset: string }>) =>
       this.step(
         'sendOffsetsToTransaction',
-        SEND_OFFSETS_TIMEOUT_MS,
+        this.sendOffsetsMs,
         promised((cb) =>
           p.sendOffsetsToTransaction(
             list.map((o) => ({ topic: o.topic, partition: o.partition, offset: Number(o.offset) })),
             nativeConsumerOf(member) as never,
-            SEND_OFFSETS_TIMEOUT_MS,
+            Math.max(1, this.sendOffsetsMs),
             cb as never,
           ),
         ),

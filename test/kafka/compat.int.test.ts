@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import { topicNames } from '../../src/config.js';
-import { ensurePlanTopics, ensureTopics, isFencingError, MAX_RECORD_BYTES, type FencedWriter, type KafkaClient, type LogRecord } from '../../src/kafka/index.js';
+import { ensurePlanTopics, ensureTopics, isFencingError, isWriterGivenUp, MAX_RECORD_BYTES, type FencedWriter, type KafkaClient, type LogRecord } from '../../src/kafka/index.js';
 import { closeAfter, joinTestGroup, randomGroupId, randomPrefix, testAdmin, testConfig, testKafka, waitFor } from '../support/helpers.js';
 import { topicConfig } from '../support/kafka-tools.js';
 
@@ -153,6 +153,42 @@ describe('the Kafka port against the real broker', () => {
     // After the last rewind, every offset from 10 to the end exactly once, in order.
     const afterLast = delivered.slice(delivered.lastIndexOf(10));
     expect(afterLast).toEqual(Array.from({ length: 290 }, (_, i) => i + 10));
+  });
+
+  // A transaction call that never answers (librdkafka 2.15's sendOffsetsToTransaction can wait forever on
+  // a coordinator lookup) must end: past its bound the writer is given up, every later call fails the same
+  // way at once, and the next writer of the id fences it: nothing of the given-up transaction is ever read.
+  it('gives up a writer whose offset commit does not answer within its bound; the next writer of the id fences it', async () => {
+    const kafka = testKafka();
+    const { topic: input } = await newTopic(kafka);
+    const { topic: output } = await newTopic(kafka);
+    const writer = closeAfter(kafka.writer());
+    await writer.connect();
+    await writer.send(input, [{ value: 'a', partition: 0 }]);
+    let held = false;
+    const member = await joinTestGroup(kafka, input, { onAssigned: (ps) => void (held ||= ps.includes(0)), onRecords: async () => undefined });
+    await waitFor(() => held, { message: 'the member holds the input partition', timeoutMs: 30_000 });
+
+    const id = randomPrefix('given-up');
+    // 1 ms: no offset commit answers that fast, so this one stands for a call that never answers.
+    const hung = closeAfter(kafka.fencedWriter(id, { sendOffsetsMs: 1 }));
+    await hung.connect();
+    const tx = await hung.transaction();
+    await tx.send(output, [{ value: 'given up', partition: 0 }]);
+    const err = await failure(tx.sendOffsets(member, [{ topic: input, partition: 0, offset: '1' }]));
+    expect(isWriterGivenUp(err)).toBe(true);
+    expect(err).toMatchObject({ code: 'TIMEOUT', details: { transactionalId: id, call: 'sendOffsetsToTransaction' } });
+    await tx.abort(); // resolves: the fencing writer aborts it
+    expect(await failure(hung.transaction())).toBe(err);
+
+    const next = closeAfter(kafka.fencedWriter(id));
+    await next.connect();
+    const t2 = await next.transaction();
+    await t2.send(output, [{ value: 'kept', partition: 0 }]);
+    await t2.sendOffsets(member, [{ topic: input, partition: 0, offset: '1' }]);
+    await t2.commit();
+    await waitFor(async () => (await readAll(kafka, output)).records.length > 0, { message: 'the committed record is stable' });
+    expect((await readAll(kafka, output)).records.map((r) => r.value?.toString())).toEqual(['kept']);
   });
 
   it('commits output and input offsets in one transaction; an aborted one is invisible', async () => {
