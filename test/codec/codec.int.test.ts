@@ -9,7 +9,7 @@ import { isLedgerError, type LedgerError } from '../../src/errors.js';
 import { readFileSync } from 'node:fs';
 import { canonicalJson, commandTypes, evolveAll, planEventSchema, verifyChain, type PlanCommand, type PlanEvent } from '../../src/plan/index.js';
 import { scenarioArb, simulate } from '../plan/arbitraries.js';
-import { testConfig, testLogger } from '../support/helpers.js';
+import { testConfig, testLogger, waitFor } from '../support/helpers.js';
 import { registryProxy } from './registry-proxy.js';
 
 type SchemaJson = { fields: { name: string; type: unknown }[] };
@@ -198,6 +198,29 @@ describe('codec against the real registry', () => {
     // Nothing was poisoned: good records of both writers still decode.
     expect(canonicalJson(await codec.decodeEvent(good))).toBe(canonicalJson(events[1]));
     expect(canonicalJson(await codec.decodeEvent(knownFromV2))).toBe(canonicalJson(events[1]));
+  });
+
+  // Registering is idempotent, so a registration the registry never answers is asked again, twice at most:
+  // one that is answered the second time succeeds; a registry that never answers ends in UNAVAILABLE after
+  // three asks per subject, not in a wait without end.
+  it('asks a registration the registry never answered again, three times at most, then fails UNAVAILABLE', async () => {
+    const config = testConfig();
+    const silent = await registryProxy(config.registryUrl);
+    silent.mode = 'hang';
+    const never = await rejection(codecFor({ ...config, registryUrl: silent.url }, { registryTimeoutMs: 300 }));
+    expect(never.code).toBe('UNAVAILABLE');
+    expect(never.message).toMatch(/did not answer registering/);
+    // Each ask's first request hangs, so each ask is one request naming the subject.
+    const failed = /registering (\S+) within/.exec(never.message)![1]!;
+    expect(silent.requests.filter((r) => r.includes(failed))).toHaveLength(3);
+
+    const late = await registryProxy(config.registryUrl);
+    late.mode = 'hang';
+    const started = codecFor({ ...config, registryUrl: late.url }, { registryTimeoutMs: 1_000 });
+    await waitFor(() => late.requests.length > 0, { message: 'the first registration reached the registry' });
+    late.mode = 'pass'; // the first asks stay unanswered; the asks after them are answered
+    const codec = await started;
+    expect(codec.schemaIds.event).toBeGreaterThan(0);
   });
 
   it('reports an unreachable or failing registry as UNAVAILABLE (retry), and decodes once it is back', async () => {
