@@ -339,6 +339,8 @@ function renderDetail() {
     relatedBox(detail),
     stallBox(detail.stalled),
     plan.status === 'proposed' && !state.asOf ? reviewBox(plan, plan.itemOrder.length) : digestRow(plan),
+    waitsBox(plan),
+    usageBox(state.asOf ? null : detail.agent),
     h('h2', {}, `Items (${plan.itemOrder.length})`),
     graph(plan),
     legend(),
@@ -399,14 +401,80 @@ function travelBox(detail, audit) {
     state.asOf ? h('button', { id: 'asof-now', onclick: () => go(now) }, 'now') : null);
 }
 
-/** Delegation both ways: the parent plan and item this plan runs for, the child plans its items run. */
+/**
+ * Delegation and lineage, both ways: the parent plan and item this plan runs for, the child plans its items
+ * run; the plan and point it was forked from, the plans forked from it.
+ */
 function relatedBox(detail) {
   const parent = detail.parent;
   const children = detail.children ?? [];
-  if (!parent && children.length === 0) return null;
+  const origin = detail.forkedFrom;
+  const forks = detail.forks ?? [];
+  if (!parent && children.length === 0 && !origin && forks.length === 0) return null;
   return h('div', { class: 'related' },
     parent ? h('div', { id: 'parent' }, 'delegated by item ', h('b', { class: 'mono' }, parent.itemId), ' of ', planLink(parent.planId, { 'data-parent': parent.planId }), parent.status ? ` (${parent.status})` : '') : null,
-    children.length ? h('div', { id: 'children' }, 'child plans: ', ...children.flatMap((c, i) => [i ? ', ' : '', h('b', { class: 'mono' }, c.itemId), ' → ', planLink(c.planId, { 'data-child': c.planId }), ` (${c.status})`])) : null);
+    children.length ? h('div', { id: 'children' }, 'child plans: ', ...children.flatMap((c, i) => [i ? ', ' : '', h('b', { class: 'mono' }, c.itemId), ' → ', planLink(c.planId, { 'data-child': c.planId }), ` (${c.status})`])) : null,
+    origin ? h('div', { id: 'forked-from' }, 'forked from ', planLink(origin.planId, { 'data-origin': origin.planId }), ` at seq ${origin.seq}${origin.status ? ` (${origin.status})` : ''} · hash `, h('code', { title: origin.chainHead }, origin.chainHead.slice(0, 16))) : null,
+    forks.length ? h('div', { id: 'forks' }, 'forks: ', ...forks.flatMap((f, i) => [i ? ', ' : '', planLink(f.planId, { 'data-fork': f.planId }), ` (${f.status}${f.seq ? `, from seq ${f.seq}` : ''})`])) : null);
+}
+
+/**
+ * Each item waiting for a signal: what it asks, until when, and (with a write token) a form whose answer is
+ * the signal's JSON payload. A read token sees the command that answers it.
+ */
+function waitsBox(plan) {
+  const waiting = plan.itemOrder.map((id) => plan.items[id]).filter((it) => it.status === 'in_progress' && it.attempts[it.attempts.length - 1]?.wait);
+  if (!waiting.length || state.asOf) return null;
+  return h('div', { class: 'waits', id: 'waits' }, ...waiting.map((it) => {
+    const w = it.attempts[it.attempts.length - 1].wait;
+    const until = w.deadline === null ? 'no deadline' : `until ${new Date(w.deadline).toLocaleString([], { hour12: false })}`;
+    const head = h('div', {}, h('b', {}, `${it.id} waits for `), h('code', {}, w.signal), ` (${until})`, it.wait?.prompt ? h('div', { class: 'prompt', 'data-prompt': it.id }, it.wait.prompt) : null);
+    if (!me.scopes.includes('write')) return h('div', { class: 'wait', 'data-wait': it.id }, head, h('div', { class: 'muted' }, 'answer with a write token, or: ', h('code', {}, `plan-ledger signal ${plan.planId} ${w.signal} --data @answer.json`)));
+    // A live update re-renders the plan: the answer being typed is kept across it.
+    const key = `${plan.planId}/${it.id}`;
+    const answer = h('textarea', { class: 'mono', rows: 3, 'data-answer': it.id, 'aria-label': `answer for ${it.id} (JSON)`, placeholder: '{"answer": "..."}', oninput: (e) => drafts.set(key, e.target.value) });
+    answer.value = drafts.get(key) ?? '';
+    const send = h('button', { class: 'primary', 'data-signal': it.id, onclick: () => void signal(plan.planId, w.signal, answer, send, key) }, 'Answer');
+    return h('div', { class: 'wait', 'data-wait': it.id }, head, h('div', { class: 'answer' }, answer, send));
+  }));
+}
+
+const drafts = new Map();
+
+/** Sends the form's JSON as the signal's payload; a payload that is not JSON is refused here, before it is sent. */
+async function signal(planId, name, textarea, button, key) {
+  let data;
+  try {
+    data = JSON.parse(textarea.value.trim() || 'null');
+  } catch (e) {
+    toast(`the answer must be JSON: ${e.message}`, 'err');
+    return;
+  }
+  button.disabled = true;
+  try {
+    const out = await command(`/api/plans/${encodeURIComponent(planId)}/signals/${encodeURIComponent(name)}`, { data });
+    drafts.delete(key);
+    toast(`Signalled ${name} on ${planId} (${out.events?.map((e) => e.type).join(', ') ?? 'submitted'})`);
+    await refresh();
+  } catch (e) {
+    toast(`signal failed: ${e.message}`, 'err');
+    button.disabled = false;
+  }
+}
+
+/** An agent run's usage: how it ended, token totals and one row per recorded model turn. */
+function usageBox(agent) {
+  if (!agent) return null;
+  const t = agent.totals;
+  return h('div', { class: 'usage', id: 'usage' },
+    h('div', {}, h('b', {}, `agent ${agent.agent}`), ` · ${agent.finished ? `finished ${agent.finished}` : 'not finished'} · `,
+      h('span', { id: 'usage-totals' }, `${t.turns} turns · ${t.inputTokens} in / ${t.outputTokens} out / ${t.totalTokens} tokens`),
+      agent.unread ? ` · ${agent.unread} turn outputs stored by reference not read` : ''),
+    agent.turns.length ? h('table', { class: 'grid turns', id: 'turns' },
+      h('thead', {}, h('tr', {}, ...['turn', 'model', 'finish', 'in', 'out', 'tool calls'].map((x) => h('th', {}, x)))),
+      h('tbody', {}, ...agent.turns.map((x) => h('tr', { 'data-turn': x.itemId },
+        h('td', { class: 'mono' }, x.itemId), h('td', { class: 'mono' }, x.modelId || '—'), h('td', {}, x.finished ? `${x.finishReason} (${x.finished})` : x.finishReason),
+        h('td', { class: 'num' }, String(x.usage.inputTokens)), h('td', { class: 'num' }, String(x.usage.outputTokens)), h('td', { class: 'num' }, String(x.toolCalls)))))) : null);
 }
 
 function stallBox(stalled) {

@@ -9,7 +9,8 @@ import { describeBroken, type PlanVerification } from '../audit/verify.js';
 import { LedgerError } from '../errors.js';
 import { withLedger, withLog } from './connect.js';
 import { json, out, painter } from './output.js';
-import { renderAgentRun, renderAsOf, renderAudit, renderPlan, renderVerification } from './render.js';
+import { forksOf } from './plan-actions.js';
+import { renderAgentRun, renderAsOf, renderForks, renderAudit, renderPlan, renderVerification } from './render.js';
 
 export async function audit(planId: string, o: { asOf?: string; json?: boolean }): Promise<void> {
   const asOf = o.asOf === undefined ? null : parseAsOf(o.asOf, '--as-of');
@@ -24,6 +25,8 @@ export async function audit(planId: string, o: { asOf?: string; json?: boolean }
     }
     const paint = painter();
     out(`${paint('bold', 'audit')} ${planId}   ${a.events} events on ${a.topic} partition ${a.partition}${asOf ? `, shown up to ${o.asOf}` : ''}`);
+    // Lineage both ways: the first event names a fork's origin; the plans forked from this one follow.
+    for (const line of renderForks(await forksOf(log, planId))) out(line);
     out(renderAudit(planId, a.rows, paint));
     const agent = a.state.state ? renderAgentRun(a.state.state, true) : [];
     if (agent.length) out(['', ...agent].join('\n'));

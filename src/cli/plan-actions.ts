@@ -4,8 +4,12 @@ import { showPlan } from '../secrets/redact.js';
 import { parsePlanFile, toCreatePlanInput } from '../audit/plan-file.js';
 import type { CommandOutcome, Ledger } from '../client/index.js';
 import { LedgerError } from '../errors.js';
-import { evolve, isPlanFinished, type PlanEvent, type PlanState } from '../plan/index.js';
-import { withLedger, withLog } from './connect.js';
+import { evolve, FORK_LABEL, isPlanFinished, type PlanEvent, type PlanState } from '../plan/index.js';
+import { listPlansFromIndex } from '../client/list-plans.js';
+import { PlanIndex } from '../client/plan-index.js';
+import type { PlanSummary } from '../projection/query.js';
+import type { LedgerLog } from '../audit/log.js';
+import { cliLogger, withLedger, withLog } from './connect.js';
 import { json, out, paintStatus, painter } from './output.js';
 import { renderPlan, renderWhy } from './render.js';
 
@@ -119,10 +123,25 @@ export async function show(planId: string, o: { json?: boolean }): Promise<void>
     const s = rebuilt(planId, await log.readPlan(planId));
     if (!s || s.status === 'none') throw new LedgerError('NOT_FOUND', `plan ${planId} not found on prefix "${log.config.topicPrefix}"`, { planId });
     const shown = showPlan(s, await openerOf(log, planId));
-    if (o.json) json(shown);
-    else out(renderPlan(shown, painter()));
+    const forks = await forksOf(log, planId);
+    if (o.json) json({ ...shown, forks: forks.plans.map(forkJson), forksTotal: forks.total });
+    else out(renderPlan(shown, painter(), forks));
   });
 }
+
+/** The lineage the other way: plans forked from this one (their `forkedFrom` label), from the projector's topics. */
+export async function forksOf(log: LedgerLog, planId: string): Promise<{ plans: PlanSummary[]; total: number }> {
+  const index = new PlanIndex(log.kafka, log.admin, log.codec, log.config, cliLogger());
+  try {
+    const page = await listPlansFromIndex({ kafka: log.kafka, codec: log.codec, config: log.config, logger: cliLogger(), index }, { label: `${FORK_LABEL}:${planId}`, limit: FORKS_SHOWN });
+    return { plans: page.plans, total: Math.max(page.total, page.plans.length) };
+  } finally {
+    await index.close();
+  }
+}
+
+const FORKS_SHOWN = 20;
+const forkJson = (p: PlanSummary) => ({ planId: p.planId, status: p.status, goal: p.goal });
 
 async function command(planId: string, o: CommandOpts, send: (ledger: Ledger) => Promise<CommandOutcome>, say: (s: PlanState) => string): Promise<void> {
   // Existence from the log as the CLI reads it (an erased plan's tombstones hide its events).

@@ -5,7 +5,7 @@ import { describePolicyDecision, type PlanState } from '../plan/index.js';
 import { elide, ms, paintStatus, painter, table, type Painter } from './output.js';
 
 /** The plan as an operator reviews it: header, then one row per item. */
-export function renderPlan(s: PlanState, paint: Painter = painter(false)): string {
+export function renderPlan(s: PlanState, paint: Painter = painter(false), forks?: ForkList): string {
   const lines = [
     `${paint('bold', 'plan')}    ${s.planId}   (${s.mode ?? '-'} mode)`,
     `goal    ${s.goal}`,
@@ -15,6 +15,7 @@ export function renderPlan(s: PlanState, paint: Painter = painter(false)): strin
   const labels = Object.entries(s.labels);
   if (labels.length) lines.push(`labels  ${labels.map(([k, v]) => `${k}=${v}`).join(' ')}`);
   if (s.forkedFrom) lines.push(`forked  from ${s.forkedFrom.planId} at seq ${s.forkedFrom.seq} (hash ${s.forkedFrom.chainHead})`);
+  if (forks) lines.push(...renderForks(forks));
   lines.push(...renderPolicy(s));
   lines.push(...renderAgentRun(s, false));
   if (s.itemOrder.length) {
@@ -39,6 +40,19 @@ export function renderPlan(s: PlanState, paint: Painter = painter(false)): strin
   const rejected = s.rejections[s.rejections.length - 1];
   if (rejected) lines.push('', `last rejected command: ${rejected.commandType} ${rejected.code}: ${rejected.message}`);
   return lines.join('\n');
+}
+
+/** Plans forked from a plan (the first of them, and how many in all). */
+export interface ForkList {
+  plans: ReadonlyArray<{ planId: string; status: string }>;
+  total: number;
+}
+
+/** One line naming a plan's forks with their statuses; nothing when it has none. */
+export function renderForks(forks: ForkList): string[] {
+  if (forks.total === 0) return [];
+  const more = forks.total - forks.plans.length;
+  return [`forks   ${forks.plans.map((f) => `${f.planId} (${f.status})`).join(', ')}${more > 0 ? ` and ${more} more` : ''}`];
 }
 
 /** Each item waiting for a signal: what it asks, its deadline, and how to answer it. */

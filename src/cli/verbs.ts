@@ -61,7 +61,7 @@ export function registerPlanCommands(program: Command): void {
 
   program
     .command('show')
-    .description('the plan as its events say now, rebuilt from the log')
+    .description('the plan as its events say now, rebuilt from the log, with its lineage (the plan it was forked from, the plans forked from it)')
     .argument('<planId>')
     .addOption(json())
     .addHelpText('after', example('plan-ledger show plan-mx1p8mq3-96272e4a', 'plan-ledger show plan-mx1p8mq3-96272e4a --json | jq .status'))

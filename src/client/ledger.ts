@@ -26,7 +26,7 @@ import {
   type RecordWriter,
 } from '../kafka/index.js';
 import { silentLogger, type Logger } from '../logging.js';
-import { canonicalJson, evolveAll, evolveInPlace, isValidId, type ItemSpec, type CommandPayloads, type CommandType, type PlanCommand, type PlanEvent, type PlanMode, type PlanState, type PlanStatus } from '../plan/index.js';
+import { canonicalJson, evolveAll, FORK_LABEL, evolveInPlace, isValidId, type ItemSpec, type CommandPayloads, type CommandType, type PlanCommand, type PlanEvent, type PlanMode, type PlanState, type PlanStatus } from '../plan/index.js';
 import { toItemSpec, type ItemInput } from '../plan-input.js';
 import { traceHeaders } from '../trace-context.js';
 import type { PlanPage } from '../projection/query.js';
@@ -644,7 +644,7 @@ class LedgerClient implements Ledger {
     const items = await this.placePayloads(planId, specs, true);
     this.followed.begin(planId);
     try {
-      const out = await this.send(planId, 'CreatePlan', { goal: state.goal, mode: opts.mode ?? state.mode ?? 'execute', labels: { ...state.labels, forkedFrom: source }, parent: null, items, forkedFrom, inherited }, opts);
+      const out = await this.send(planId, 'CreatePlan', { goal: state.goal, mode: opts.mode ?? state.mode ?? 'execute', labels: { ...state.labels, [FORK_LABEL]: source }, parent: null, items, forkedFrom, inherited }, opts);
       return { ...out, digest: digestAfter(out.events) ?? '', forkedFrom };
     } catch (e) {
       this.followed.drop(planId);

@@ -390,6 +390,9 @@ function requireItem(s: PlanState, id: string, field: string) {
 // ---------------------------------------------------------------------------------------------------------
 // client commands
 
+/** The label a fork carries with its source's plan id: how a source's forks are found. */
+export const FORK_LABEL = 'forkedFrom';
+
 function createPlan(out: Emitter, data: CreatePlan, limits: DecideLimits, policy: ApprovalPolicy | undefined): void {
   if (planExists(out.state)) reject('PLAN_EXISTS', `plan ${out.state.planId} exists`, 'planId');
   nonEmpty(data.goal, 'data.goal');
@@ -403,6 +406,11 @@ function createPlan(out: Emitter, data: CreatePlan, limits: DecideLimits, policy
   const inherited = data.inherited ?? [];
   if (forkedFrom !== null) checkFork(forkedFrom, data, inherited, limits);
   else if (inherited.length > 0) reject('INVALID_FIELD', 'data.inherited needs data.forkedFrom', 'data.inherited');
+  // The label lists a source's forks (show, the API, the dashboard): only a fork carries it, naming its source.
+  const forkLabel = data.labels[FORK_LABEL];
+  if (forkLabel !== undefined && forkLabel !== forkedFrom?.planId) {
+    reject('INVALID_FIELD', `label ${FORK_LABEL} is a fork's own: it must name data.forkedFrom.planId`, `data.labels.${FORK_LABEL}`);
+  }
   const decision = policy === undefined ? null : evaluatePolicy(policy, { labels: data.labels, items: data.items, itemCount: data.items.length });
   out.emit({ type: 'PlanCreated', data: { goal: data.goal, mode: data.mode, labels: data.labels, parent: data.parent, policy: decision, ...(forkedFrom !== null ? { forkedFrom } : {}) } });
   for (const item of data.items) out.emit({ type: 'ItemAdded', data: { item, followUpOf: null } });

@@ -8,7 +8,11 @@ import { describe, expect, it } from 'vitest';
 import { startExecutor } from '../../executor/index.js';
 import { startProjector } from '../../projector/index.js';
 import { connectLedger } from '../../src/client/index.js';
+import { MockLanguageModelV3 } from 'ai/test';
+import { z } from 'zod';
+import { agentTools, defineAgent, defineAgentTool, runAgent } from '../../src/agent/index.js';
 import { defineTool, TerminalError } from '../../src/tools.js';
+import { call, response, text } from '../agent/script.js';
 import { launchChromium } from '../support/browser.js';
 import { testConfig, testLogger, waitFor } from '../support/helpers.js';
 import { cleanup, LedgerWriter, testLedger } from '../projector/support.js';
@@ -271,6 +275,107 @@ describe('dashboard', () => {
       expect(await page.locator(`[data-lag="${config.topicPrefix}.projector/${config.topicPrefix}.plan-events"]`).count()).toBe(1);
       await page.screenshot({ path: 'test-results/dashboard-overview.png', fullPage: true });
       expect(errors).toEqual([]);
+    } finally {
+      await browser?.close();
+    }
+  });
+
+  it("answers a waiting item from its form, shows a fork's lineage both ways and an agent run's token usage", async () => {
+    const config = testConfig({ partitions: 1 });
+    await testLedger(config);
+    const lookup = defineAgentTool({ name: 'lookup', description: 'Look an order up', inputSchema: z.object({ orderId: z.string() }), run: (input: { orderId: string }) => ({ orderId: input.orderId, cents: 1200 }) });
+    const model = new MockLanguageModelV3({
+      doGenerate: [response([text('Looking it up.'), call('c1', 'lookup', { orderId: 'A' })], { in: 50, out: 10 }), response([text('Order A cost 12.00.')], { in: 80, out: 7 })],
+    });
+    const agent = defineAgent({ name: 'support', model, tools: [lookup], maxTurns: 3 });
+    const executor = await startExecutor({ tools: [work, ...agentTools(agent)], config, concurrency: 4, logger: testLogger, sessionTimeoutMs: 6000, heartbeatIntervalMs: 500 });
+    cleanup(() => executor.stop());
+    const projector = await startProjector({
+      config,
+      logger: testLogger,
+      port: 0,
+      apiTokens: [
+        { token: TOKEN, principal: 'e2e-operator', scopes: ['read', 'write'] },
+        { token: `${TOKEN}-read`, principal: 'e2e-viewer', scopes: ['read'] },
+      ],
+      watermarkIntervalMs: 500,
+      defaultMetrics: false,
+    });
+    cleanup(() => projector.stop());
+    const ledger = await connectLedger(config, { logger: testLogger });
+    cleanup(() => ledger.close());
+    await executor.started;
+
+    await ledger.createPlan({
+      planId: 'address-check',
+      goal: 'Ship to the address the customer confirms',
+      mode: 'execute',
+      items: [
+        { id: 'ask', title: 'Ask the customer', why: 'two addresses on file', wait: { signal: 'customer-reply', timeoutMs: null, prompt: 'Which address: home or office?' } },
+        item('ship', 'Ship the parcel', ['ask']),
+      ],
+    });
+    const { planId: runId } = await runAgent(ledger, { agent, goal: 'What did order A cost?', mode: 'execute' });
+    await ledger.waitFor(runId, 'completed', { timeoutMs: 60_000 });
+    await waitFor(() => projector.plan('address-check')?.state?.items['ask']?.status === 'in_progress' && projector.plan(runId)?.state?.status === 'completed', { timeoutMs: 60_000, message: 'plans projected' });
+
+    let browser: Browser | undefined;
+    try {
+      browser = await launchChromium();
+      const errors: string[] = [];
+      // A read token sees what the wait asks and the command that answers it; no form.
+      const viewer = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
+      viewer.on('pageerror', (e) => errors.push(e.message));
+      await viewer.addInitScript(`localStorage.setItem('plan-ledger.token', ${JSON.stringify(`${TOKEN}-read`)})`);
+      await viewer.goto(`${projector.url}/#address-check`);
+      await viewer.locator('#principal', { hasText: 'e2e-viewer (read)' }).waitFor();
+      await viewer.waitForSelector('[data-wait="ask"]');
+      expect(await viewer.locator('[data-prompt="ask"]').textContent()).toBe('Which address: home or office?');
+      expect(await viewer.locator('[data-wait="ask"]').textContent()).toContain('plan-ledger signal address-check customer-reply --data @answer.json');
+      expect(await viewer.locator('textarea[data-answer]').count()).toBe(0);
+
+      const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
+      page.on('pageerror', (e) => errors.push(e.message));
+      await page.addInitScript(`localStorage.setItem('plan-ledger.token', ${JSON.stringify(TOKEN)})`);
+      await page.goto(`${projector.url}/#address-check`);
+      await page.locator('#principal', { hasText: 'e2e-operator (read, write)' }).waitFor();
+      await page.waitForSelector('[data-wait="ask"]');
+      expect(await page.locator('[data-wait="ask"]').textContent()).toContain('customer-reply (no deadline)');
+      // Not JSON: refused on the page, nothing is sent.
+      await page.locator('textarea[data-answer="ask"]').fill('home, please');
+      await page.locator('button[data-signal="ask"]').click();
+      await page.locator('.toast', { hasText: 'the answer must be JSON' }).waitFor();
+      expect((await ledger.planEvents('address-check')).filter((r) => r.event.type === 'ItemSignalled')).toHaveLength(0);
+      await page.locator('textarea[data-answer="ask"]').fill('{"address": "home"}');
+      await page.locator('button[data-signal="ask"]').click();
+      const answered = await ledger.waitFor('address-check', 'completed', { timeoutMs: 60_000 });
+      expect(answered.items['ask']!.outputJson).toBe('{"address":"home"}');
+      const signalled = (await ledger.planEvents('address-check')).filter((r) => r.event.type === 'ItemSignalled');
+      expect(signalled.map((r) => r.event.actor)).toEqual(['e2e-operator']);
+      await page.locator('svg.graph g.node.st-completed').nth(1).waitFor({ timeout: 30_000 });
+      expect(await page.locator('[data-wait]').count()).toBe(0);
+
+      // A fork at the ship item: the fork names its source and point, the source lists the fork.
+      const forked = await ledger.fork('address-check', { at: 'ship', planId: 'address-check-again' });
+      await ledger.waitFor('address-check-again', 'completed', { timeoutMs: 60_000 });
+      await waitFor(() => projector.plan('address-check-again')?.state?.status === 'completed', { timeoutMs: 30_000, message: 'fork projected' });
+      await page.goto(`${projector.url}/#address-check-again`);
+      await page.waitForSelector('#forked-from');
+      expect(await page.locator('#forked-from').textContent()).toBe(`forked from address-check at seq ${forked.forkedFrom.seq} (completed) · hash ${forked.forkedFrom.chainHead.slice(0, 16)}`);
+      await page.locator('a[data-origin="address-check"]').click();
+      await page.waitForSelector('a[data-fork="address-check-again"]');
+      expect(await page.locator('#forks').textContent()).toBe(`forks: address-check-again (completed, from seq ${forked.forkedFrom.seq})`);
+
+      // The agent run: its totals and one row per model turn.
+      await page.goto(`${projector.url}/#${runId}`);
+      await page.waitForSelector('#usage');
+      expect(await page.locator('#usage-totals').textContent()).toBe('2 turns · 130 in / 17 out / 147 tokens');
+      expect(await page.locator('#turns tr[data-turn]').count()).toBe(2);
+      expect(await page.locator('#turns tr[data-turn="turn-1"]').textContent()).toContain('tool-calls');
+      expect(model.doGenerateCalls).toHaveLength(2);
+      expect(errors).toEqual([]);
+      mkdirSync('test-results', { recursive: true });
+      await page.screenshot({ path: 'test-results/dashboard-agent.png', fullPage: true });
     } finally {
       await browser?.close();
     }

@@ -1,6 +1,6 @@
 // `plan-ledger fork` as a child process against the real stack: a failed plan forked at its failed item
 // with `--set item.input=@file` completes on a spawned executor; hostile `--at` and `--set` values exit 2
-// with the field named, an unknown plan 3; the fork's audit names its origin.
+// with the field named, an unknown plan 3; the fork's audit names its origin and `show` of the source lists it.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -68,6 +68,12 @@ describe('plan-ledger fork', () => {
       expect(rows.filter((row) => row.type === 'ItemInherited').map((row) => [row.itemId, row.outcome])).toEqual([['fetch', 'inherited']]);
       const shown = await cli(config, ['show', out.planId]);
       expect(shown.stdout).toContain(`forked  from ${planId} at seq ${out.forkedFrom.seq} (hash ${out.forkedFrom.chainHead})`);
+      // The other way: the source lists its fork (read from the log; no projector runs here).
+      const source = await cli(config, ['show', planId]);
+      expect(source.stdout).toContain(`forks   ${planId}-fix (completed)`);
+      const sourceJson = JSON.parse((await cli(config, ['show', planId, '--json'])).stdout) as { forks: unknown; forksTotal: number };
+      expect(sourceJson).toMatchObject({ forks: [{ planId: `${planId}-fix`, status: 'completed', goal: 'charge order 42' }], forksTotal: 1 });
+      expect((await cli(config, ['audit', planId])).stdout).toContain(`forks   ${planId}-fix (completed)`);
       expect((await cli(config, ['verify', planId])).code).toBe(0);
       exec.kill('SIGTERM');
     } finally {

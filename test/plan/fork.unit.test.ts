@@ -65,6 +65,21 @@ describe('CreatePlan as a fork', () => {
       .thenRejects('INVALID_FIELD', 'data.inherited');
     given([]).when(fork({ forkedFrom: null })).thenRejects('INVALID_FIELD', 'data.inherited');
   });
+  it('the forkedFrom label (how a source lists its forks) is a fork\'s own and names its source', () => {
+    const labels = { forkedFrom: 'source-1', team: 'x' };
+    const { state } = given([])
+      .when(fork({ labels }))
+      .then([
+        { type: 'PlanCreated', data: { goal: 'ship it', mode: 'execute', labels, parent: null, policy: null, forkedFrom: origin } },
+        { type: 'ItemAdded', data: { item: a, followUpOf: null } },
+        { type: 'ItemAdded', data: { item: b, followUpOf: null } },
+        { type: 'ItemAdded', data: { item: c, followUpOf: null } },
+        { type: 'ItemInherited', data: { itemId: 'a', outputJson: '{"done":"a"}' } },
+      ]);
+    expect(state!.labels).toEqual(labels);
+    given([]).when(fork({ labels: { forkedFrom: 'another-plan' } })).thenRejects('INVALID_FIELD', 'data.labels.forkedFrom');
+    given([]).when(fork({ labels: { forkedFrom: 'source-1' }, forkedFrom: null, inherited: [] })).thenRejects('INVALID_FIELD', 'data.labels.forkedFrom');
+  });
   it('the fork events survive an Avro round trip with their hashes; a plan created without a fork carries no forkedFrom', () => {
     const type = avsc.Type.forSchema(planEventSchema as unknown as avsc.Schema, { wrapUnions: true });
     const { events } = given([]).when(fork()).then([

@@ -74,5 +74,16 @@ describe('POST /api/plans/:id/signals/:name and /api/plans/:id/fork', () => {
     expect(fork.items['ask']!.outputJson).toBe('{"ship":true}');
     expect(fork.forkedFrom?.planId).toBe('api-wait');
     expect((await ledger.planEvents('api-wait-fork'))[0]!.event.actor).toBe('alice');
+
+    // The lineage both ways in GET /api/plans/:id: the fork names its source and point, the source lists its fork.
+    const get = async (path: string) => (await (await fetch(`${projector.url}${path}`, { headers: { authorization: `Bearer ${GRAFANA.token}` } })).json()) as Record<string, unknown>;
+    await waitFor(() => projector.plan('api-wait-fork')?.state?.status === 'completed', { timeoutMs: 30_000, message: 'the projector sees the fork complete' });
+    const forkView = await get('/api/plans/api-wait-fork');
+    expect(forkView['forkedFrom']).toEqual({ planId: 'api-wait', seq: fork.forkedFrom!.seq, chainHead: fork.forkedFrom!.chainHead, status: 'completed' });
+    expect(forkView['forks']).toEqual([]);
+    expect(forkView['agent']).toBeNull();
+    const sourceView = await get('/api/plans/api-wait');
+    expect(sourceView['forkedFrom']).toBeNull();
+    expect(sourceView['forks']).toEqual([{ planId: 'api-wait-fork', seq: fork.forkedFrom!.seq, status: 'completed', goal: 'wait for an answer' }]);
   });
 });

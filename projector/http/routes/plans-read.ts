@@ -1,7 +1,8 @@
 // Read routes over the projection: the plan list, one plan (or its header), a page of its items, its
 // events, its audit as of a seq or time (whole, or a window of it).
 import type { FastifyPluginAsync, onRequestHookHandler } from 'fastify';
-import { stateDigest } from '../../../src/plan/index.js';
+import { summarizeAgentRun } from '../../../src/agent/records.js';
+import { FORK_LABEL, stateDigest } from '../../../src/plan/index.js';
 import { showEvents, showItem, showPlan } from '../../../src/secrets/redact.js';
 import { atOrBefore, auditAsOf, foldAsOf, parseAsOf, parsePlanQuery, queryPlans, summarize } from '../../../src/projection/index.js';
 import type { ProjectionService } from '../../projector.js';
@@ -46,6 +47,18 @@ export const planReadRoutes: FastifyPluginAsync<PlanReadOptions> = async (app, {
     return out.sort((a, b) => a.planId.localeCompare(b.planId));
   };
 
+  /** Plans forked from this one: a fork's state names its source; a cold fork, its label (only a fork carries it). */
+  const forksOf = (planId: string) => {
+    const out: Array<{ planId: string; seq: number | null; status: string | null; goal: string }> = [];
+    for (const c of model.views()) {
+      const origin = c.state?.forkedFrom;
+      if (origin?.planId === planId) out.push({ planId: c.planId, seq: origin.seq, status: c.state!.status, goal: c.state!.goal });
+      else if (c.state === undefined && c.summary?.labels[FORK_LABEL] === planId) out.push({ planId: c.planId, seq: null, status: c.summary.status, goal: c.summary.goal });
+    }
+    return out.sort((a, b) => a.planId.localeCompare(b.planId));
+  };
+  const statusOf = (planId: string) => model.view(planId)?.state?.status ?? model.cold.get(planId)?.summary.status ?? null;
+
   app.get('/api/plans/:id', { schema: { params: planParams, querystring: planQuery } }, async (req, reply) => {
     const planId = (req.params as { id: string }).id;
     const v = await model.read(planId); // a cold plan: its archived snapshot, read back
@@ -61,8 +74,13 @@ export const planReadRoutes: FastifyPluginAsync<PlanReadOptions> = async (app, {
       stalled: v.stalled,
       ...(headerOnly ? { items: 'none', state: v.state ? planHeader(v.state) : null } : { stateDigest: v.state ? stateDigest(v.state) : null, state: v.state ? showPlan(v.state, await opener(planId)) : null }),
       // Delegation both ways: the plan this one runs for, and the plans its items delegated to.
-      parent: v.state?.parent ? { ...v.state.parent, status: model.view(v.state.parent.planId)?.state?.status ?? model.cold.get(v.state.parent.planId)?.summary.status ?? null } : null,
+      parent: v.state?.parent ? { ...v.state.parent, status: statusOf(v.state.parent.planId) } : null,
       children: childrenOf(planId),
+      // Lineage both ways: the plan and point this one was forked from, and the plans forked from it.
+      forkedFrom: v.state?.forkedFrom ? { ...v.state.forkedFrom, status: statusOf(v.state.forkedFrom.planId) } : null,
+      forks: forksOf(planId),
+      // An agent run's turns and token totals (null for a plan that is not one, and with items=none).
+      agent: v.state && !headerOnly ? agentUsage(v.state) : null,
     };
   });
 
@@ -125,3 +143,10 @@ export const planReadRoutes: FastifyPluginAsync<PlanReadOptions> = async (app, {
     };
   });
 };
+
+/** What the dashboard shows of an agent run: how it ended, its totals and one line per recorded turn. */
+function agentUsage(s: Parameters<typeof summarizeAgentRun>[0]) {
+  const run = summarizeAgentRun(s);
+  if (run === undefined) return null;
+  return { agent: run.agent, finished: run.finished, totals: run.totals, unread: run.unread, turns: run.turns };
+}
