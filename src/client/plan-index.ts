@@ -69,6 +69,14 @@ export class PlanIndex {
   private readonly live = new Map<string, IndexedPlan>();
   /** Latest archive record per plan (finished plans). */
   private readonly archived = new Map<string, IndexedPlan>();
+  /**
+   * Plans whose live snapshot was tombstoned and whose archive record the index has not read yet, with
+   * their creation time (null: unknown). The projector writes both in one transaction, but the index
+   * reads the two topics apart: in between, such a plan has no entry while the watermark is already past
+   * its events, and a read from the watermark would miss them. Cleared by the plan's archive record (or
+   * its archive tombstone, for an erased plan).
+   */
+  private readonly departed = new Map<string, number | null>();
   /** The plan's current entry: the live or archived record with the higher seq. */
   private readonly current = new Map<string, IndexedPlan>();
   /** Order keys of `current`, sorted newest first. */
@@ -179,6 +187,8 @@ export class PlanIndex {
     const planId = r.key.toString('utf8');
     const archive = r.topic === this.names.archive;
     const book = archive ? this.archived : this.live;
+    if (archive) this.departed.delete(planId);
+    else if (r.value === null && planId !== WATERMARK_KEY) this.departed.set(planId, this.live.get(planId)?.summary.createdAt ?? this.departed.get(planId) ?? null);
     if (r.value === null) {
       // Snapshots topic: archived or erased; archive topic: erased.
       book.delete(planId);
@@ -292,6 +302,15 @@ export class PlanIndex {
   /** The plan's latest snapshot, if the index has one it trusts. */
   get(planId: string): IndexedPlan | undefined {
     return this.current.get(planId);
+  }
+
+  /**
+   * Set for a plan whose live snapshot is gone while its archive record is not read yet: its creation time
+   * (null when unknown). Undefined for any other plan. Its events are then located from its creation, not
+   * from the watermark.
+   */
+  departedAt(planId: string): number | null | undefined {
+    return this.departed.get(planId);
   }
 
   /** Whether the plan's latest snapshot record did not verify (then it is read from its events). */

@@ -49,6 +49,8 @@ export async function readPlanState(r: PlanReads, planId: string): Promise<PlanR
   await r.index.sync([partition]);
   const w = r.index.watermark(partition);
   const entry = r.index.get(planId);
+  // Archived a moment ago, its archive record not read yet: its events from its creation on.
+  if (entry === undefined && w !== null && r.index.departedAt(planId) !== undefined) return fold(r, planId, undefined, await planRecords(r, planId, partition, await startOffset(r, planId, partition, w)));
   let from: bigint | null = w === null || r.index.isUntrusted(partition, planId) ? null : BigInt(w) + 1n;
   if (from !== null && entry && BigInt(entry.eventsOffset) + 1n > from) from = BigInt(entry.eventsOffset) + 1n;
   const [state, records] = await Promise.all([
@@ -96,15 +98,24 @@ async function fold(r: PlanReads, planId: string, snapshot: PlanState | undefine
  * Where a plan's events start on its partition, as an offset to read from: found by the record timestamp
  * of its creation (`createdAt` from its snapshot, less {@link PLAN_START_MARGIN_MS}), or the watermark
  * for a plan the snapshots do not hold yet (all its events come after it). Undefined: from the start.
+ * A plan whose live snapshot is tombstoned while its archive record is not read yet is located by the
+ * creation time its last live snapshot had (or read from the start).
  */
 export async function planStartOffset(r: PlanReads, planId: string): Promise<string | undefined> {
   const partition = partitionFor(planId, r.config.partitions);
   await r.index.sync([partition]);
   const w = r.index.watermark(partition);
-  if (w === null || r.index.isUntrusted(partition, planId)) return undefined;
+  return w === null ? undefined : startOffset(r, planId, partition, w);
+}
+
+async function startOffset(r: PlanReads, planId: string, partition: number, w: string): Promise<string | undefined> {
+  if (r.index.isUntrusted(partition, planId)) return undefined;
   const entry = r.index.get(planId);
-  if (!entry) return (BigInt(w) + 1n).toString();
-  const createdAt = entry.summary.createdAt;
+  const departed = r.index.departedAt(planId);
+  // A plan the snapshots do not hold has all its events after the watermark, unless it was archived a
+  // moment ago (its archive record not read yet): then it is found by its creation time like any other.
+  if (!entry && departed === undefined) return (BigInt(w) + 1n).toString();
+  const createdAt = entry ? entry.summary.createdAt : departed!;
   if (createdAt === null) return undefined;
   const events = topicNames(r.config.topicPrefix).events;
   const byTime = await r.admin.fetchTopicOffsetsByTimestamp(events, Math.max(0, createdAt - PLAN_START_MARGIN_MS));

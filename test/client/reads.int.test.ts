@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectLedger, type Ledger } from '../../src/client/index.js';
 import { ensurePlanTopics, eventKey, newReadStats, partitionFor, type ReadStats } from '../../src/kafka/index.js';
 import { stateDigest, type AnyCommand, type PlanEvent, type PlanState } from '../../src/plan/index.js';
-import { WATERMARK_KEY } from '../../src/projection/index.js';
+import { snapshotMessage, WATERMARK_KEY, watermarkMessage } from '../../src/projection/index.js';
 import { startProjector } from '../../projector/index.js';
 import { createCodec } from '../../src/codec/index.js';
 import { topicNames } from '../../src/config.js';
@@ -266,5 +266,30 @@ describe('waitFor follows the live tail', () => {
     expect(s.seq).toBe(seq + steps + more);
     expect(stateDigest(s)).toBe(digestOf('late'));
     expect(eventsRead() - before).toBe(tailEvents - steps - more); // the appended events came by the tail, not by a read
+  });
+});
+
+describe('a plan archived a moment ago', () => {
+  // The projector tombstones a finished plan's live snapshot and writes its archive record in one
+  // transaction, with the watermark past the plan's events; the client's index reads the two topics apart.
+  // In between it sees the tombstone and the watermark but not the archive record yet: written here in
+  // that order, the reads must still find every event of the plan.
+  it('is read from its creation while its archive record is not read yet, and from the archive once it is', async () => {
+    const planId = 'half-7';
+    const mine = writer.events.get(planId)!;
+    const events = (await l.admin.fetchTopicOffsets(l.topics.events)).find((o) => o.partition === 0)!;
+    await l.writer.send(l.topics.snapshots, [
+      { key: planId, value: null, partition: 0 },
+      watermarkMessage(l.codec, 0, (BigInt(events.high) - 1n).toString(), 0, Date.now()),
+    ]);
+    await waitFor(async () => (await watermark()) === Number(events.high) - 1, { timeoutMs: 30_000, message: 'the new watermark is read' });
+
+    expect((await ledger.planEvents(planId)).map((r) => r.event.seq)).toEqual(mine.map((e) => e.seq));
+    expect(stateDigest((await ledger.getPlan(planId))!)).toBe(digestOf(planId));
+
+    const archived = snapshotMessage(l.codec, writer.states.get(planId)!, 0, (BigInt(events.high) - 1n).toString(), Date.now());
+    await l.writer.send(l.topics.archive, [archived]);
+    expect(stateDigest((await ledger.getPlan(planId))!)).toBe(digestOf(planId));
+    expect((await ledger.planEvents(planId)).map((r) => r.event.seq)).toEqual(mine.map((e) => e.seq));
   });
 });
