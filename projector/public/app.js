@@ -467,9 +467,10 @@ function usageBox(agent) {
   if (!agent) return null;
   const t = agent.totals;
   return h('div', { class: 'usage', id: 'usage' },
-    h('div', {}, h('b', {}, `agent ${agent.agent}`), ` · ${agent.finished ? `finished ${agent.finished}` : 'not finished'} · `,
+    h('div', {}, h('b', {}, `agent ${agent.agent}`), ' · ', h('span', { id: 'usage-state' }, agent.finished ? `finished ${agent.finished}` : agent.pausedOn ? 'paused: budget spent (its wait asks for a raise)' : 'not finished'), ' · ',
       h('span', { id: 'usage-totals' }, `${t.turns} turns · ${t.inputTokens} in / ${t.outputTokens} out / ${t.totalTokens} tokens`),
-      agent.unread ? ` · ${agent.unread} turn outputs stored by reference not read` : ''),
+      agent.unread ? ` · ${agent.unread} turn outputs stored by reference not read` : '',
+      agent.stopReason ? h('div', { class: 'muted', id: 'usage-stop' }, `stopped: ${agent.stopReason}`) : null),
     agent.turns.length ? h('table', { class: 'grid turns', id: 'turns' },
       h('thead', {}, h('tr', {}, ...['turn', 'model', 'finish', 'in', 'out', 'tool calls'].map((x) => h('th', {}, x)))),
       h('tbody', {}, ...agent.turns.map((x) => h('tr', { 'data-turn': x.itemId },

@@ -14,6 +14,7 @@ export { agentTools, turnItemId } from './tools.js';
 export { runAgent, type RunAgentInput, type AgentRunStarted } from './run.js';
 export {
   summarizeAgentRun,
+  BUDGET_SIGNAL,
   isTurnTool,
   type AgentRunSummary,
   type AgentFinish,

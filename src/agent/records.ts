@@ -40,6 +40,11 @@ export interface TurnInput {
   totals: RunTotals;
   maxTurns: number;
   budget: { tokens: number | null };
+  /**
+   * The budget wait this turn follows (the previous turn spent the budget): its answer, `{ "tokens": N }`,
+   * is the raised budget. Absent when the budget was not spent.
+   */
+  raise?: string;
 }
 
 /** A tool call as recorded in a turn's output. */
@@ -75,7 +80,17 @@ export interface TurnOutput {
   next: string | null;
   /** Whether the model was asked in this turn (false: the budget or the turn limit was spent before it). */
   asked: boolean;
+  /**
+   * Set when this turn spent the budget and the run paused: the wait item (signal `budget`) the next turn
+   * depends on until an operator raises the budget or cancels the plan (this turn's calls run).
+   */
+  budgetWait?: string;
+  /** Why a turn that was not asked stopped the run (the turn limit, the budget, a raise that raised nothing). */
+  stopReason?: string;
 }
+
+/** The signal that answers a paused run's budget wait: `{ "tokens": N }`, N above the tokens spent. */
+export const BUDGET_SIGNAL = 'budget';
 
 /** What a tool call item records: the tool's result, or the error the model sees. */
 export type CallOutput = { result: unknown } | { error: AgentToolError };
@@ -94,6 +109,10 @@ export interface AgentRunSummary {
   totals: RunTotals;
   /** Completed turns whose output was not readable here (stored by reference and not resolved): not in `turns`. */
   unread: number;
+  /** The budget wait the run is paused on (its item id), or null when it is not paused for its budget. */
+  pausedOn: string | null;
+  /** Why the run stopped without asking its model (the last turn's stopReason), or null. */
+  stopReason: string | null;
 }
 
 /** Whether an item is a model turn of an agent run (its tool is `agent:<name>`). */
@@ -130,5 +149,7 @@ export function summarizeAgentRun(state: PlanState): AgentRunSummary | undefined
   }
   if (agent === undefined) return undefined;
   const totals: RunTotals = last?.totals ?? { inputTokens: 0, outputTokens: 0, totalTokens: 0, turns: 0 };
-  return { agent, finished: last?.finished ?? null, status: state.status, answer: last ? last.text : null, turns, totals, unread };
+  const wait = last?.budgetWait !== undefined ? state.items[last.budgetWait] : undefined;
+  const pausedOn = wait !== undefined && wait.status !== 'completed' && wait.status !== 'cancelled' && wait.status !== 'failed' ? wait.id : null;
+  return { agent, finished: last?.finished ?? null, status: state.status, answer: last ? last.text : null, turns, totals, unread, pausedOn, stopReason: last?.stopReason ?? null };
 }

@@ -3,7 +3,7 @@ import { LedgerError } from '../errors.js';
 import { resolveRetryPolicy } from '../plan/index.js';
 import { defineTool, isTerminalError, RetryableError, TerminalError, type FollowUpItem, type Tool, type ToolContext, type ToolResult } from '../tools.js';
 import type { Agent, AgentTool } from './define.js';
-import type { AgentFinish, AgentToolError, CallOutput, CallRef, RecordedCall, RunTotals, TurnInput, TurnOutput } from './records.js';
+import { BUDGET_SIGNAL, type AgentFinish, type AgentToolError, type CallOutput, type CallRef, type RecordedCall, type RunTotals, type TurnInput, type TurnOutput } from './records.js';
 
 /** The wrapper's own deadline fires this much before the executor's, so the model sees a TIMEOUT error. */
 const TIMEOUT_MARGIN_MS = 2_000;
@@ -146,6 +146,22 @@ function num(n: number | undefined): number {
   return typeof n === 'number' && Number.isFinite(n) ? n : 0;
 }
 
+/**
+ * The budget a turn runs on: the planned one, or after a pause the one its budget wait was answered with
+ * (`{ "tokens": N }`, N a positive integer). An answer of any other shape raises nothing.
+ */
+function budgetAfterRaise(input: TurnInput, deps: Readonly<Record<string, unknown>>): { tokens: number | null } {
+  if (input.raise === undefined) return input.budget;
+  const answer = deps[input.raise] as { tokens?: unknown } | null | undefined;
+  const tokens = typeof answer === 'object' && answer !== null ? answer.tokens : undefined;
+  return typeof tokens === 'number' && Number.isSafeInteger(tokens) && tokens > 0 ? { tokens } : input.budget;
+}
+
+function preview(v: unknown): string {
+  const json = JSON.stringify(v) ?? 'nothing';
+  return json.length > 120 ? `${json.slice(0, 120)}…` : json;
+}
+
 export function turnItemId(turn: number): string {
   return `turn-${turn}`;
 }
@@ -159,9 +175,16 @@ function turnTool(agent: Agent): Tool {
     async run(input, ctx): Promise<ToolResult<TurnOutput>> {
       const results = toolResults(input.calls, ctx.dependencies);
       const messages: ModelMessage[] = results ? [...input.messages, results] : input.messages;
-      const stopBefore: AgentFinish | null = input.turn > input.maxTurns ? 'maxTurns' : input.budget.tokens !== null && input.totals.totalTokens >= input.budget.tokens ? 'budget' : null;
+      const budget = budgetAfterRaise(input, ctx.dependencies);
+      const stopBefore: AgentFinish | null = input.turn > input.maxTurns ? 'maxTurns' : budget.tokens !== null && input.totals.totalTokens >= budget.tokens ? 'budget' : null;
       if (stopBefore !== null) {
-        return { output: { agent: agent.name, turn: input.turn, modelId: '', text: '', textBytes: 0, textTruncated: false, finishReason: 'not-asked', usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, totals: input.totals, toolCalls: [], finished: stopBefore, next: null, asked: false } };
+        const stopReason =
+          stopBefore === 'maxTurns'
+            ? `the run's ${input.maxTurns} turns are spent`
+            : input.raise !== undefined
+              ? `the budget raise ${preview(ctx.dependencies[input.raise])} is not {"tokens": N} with N above the ${input.totals.totalTokens} tokens spent`
+              : `the budget of ${budget.tokens} tokens is spent (${input.totals.totalTokens})`;
+        return { output: { agent: agent.name, turn: input.turn, modelId: '', text: '', textBytes: 0, textTruncated: false, finishReason: 'not-asked', usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, totals: input.totals, toolCalls: [], finished: stopBefore, next: null, asked: false, stopReason }, followUps: [] };
       }
 
       let response: Awaited<ReturnType<typeof generateText>>;
@@ -194,8 +217,12 @@ function turnTool(agent: Agent): Tool {
       };
       const text = cutUtf8(response.text, agent.maxTextBytes);
       const calls = response.toolCalls.filter((c) => c.providerExecuted !== true); // a provider-run tool (e.g. its web search) is not ours to run
-      const finished: AgentFinish | null =
-        calls.length === 0 ? 'answer' : input.turn >= input.maxTurns ? 'maxTurns' : input.budget.tokens !== null && totals.totalTokens >= input.budget.tokens ? 'budget' : null;
+      const finished: AgentFinish | null = calls.length === 0 ? 'answer' : input.turn >= input.maxTurns ? 'maxTurns' : null;
+      // The budget spent by this turn pauses the run before its next model turn: the turn's calls run (they
+      // spend no tokens), the next turn waits for an operator to raise the budget (the answer of a wait item)
+      // or cancel the plan. No model turn is asked meanwhile.
+      const spent = finished === null && budget.tokens !== null && totals.totalTokens >= budget.tokens;
+      const budgetWait = spent ? `${ctx.itemId}.budget` : undefined;
 
       const recorded: RecordedCall[] = [];
       const refs: CallRef[] = [];
@@ -233,6 +260,19 @@ function turnTool(agent: Agent): Tool {
         refs.push({ toolCallId: call.toolCallId, toolName: call.toolName, itemId });
         followUps.push({ id: itemId, title: `${call.toolName} (turn ${input.turn})`, why, tool: call.toolName, input: args, dependsOn: [ctx.itemId], ...(tool.retry ? { retry: tool.retry } : {}) });
       }
+      if (budgetWait !== undefined) {
+        followUps.unshift({
+          id: budgetWait,
+          title: `${agent.name}: budget spent, raise it to go on`,
+          why: `turn ${input.turn} brought the run to ${totals.totalTokens} tokens of its ${budget.tokens}-token budget`,
+          dependsOn: [ctx.itemId],
+          wait: {
+            signal: BUDGET_SIGNAL,
+            timeoutMs: null,
+            prompt: `The run has used ${totals.totalTokens} tokens of its ${budget.tokens}-token budget; model turn ${input.turn + 1} waits. Answer {"tokens": N} with N above ${totals.totalTokens} to go on, or cancel the plan.`,
+          },
+        });
+      }
 
       const next = finished === null ? turnItemId(input.turn + 1) : null;
       const output: TurnOutput = {
@@ -249,6 +289,7 @@ function turnTool(agent: Agent): Tool {
         finished,
         next,
         asked: true,
+        ...(budgetWait ? { budgetWait } : {}),
       };
       if (next !== null) {
         const assistant: ModelMessage = {
@@ -258,7 +299,7 @@ function turnTool(agent: Agent): Tool {
             ...calls.map((c) => ({ type: 'tool-call' as const, toolCallId: c.toolCallId, toolName: c.toolName, input: ((x) => (typeof x === 'object' && x !== null ? x : {}))(plain(c.input)) })),
           ],
         };
-        const nextInput: TurnInput = { agent: agent.name, turn: input.turn + 1, messages: [...messages, assistant], calls: refs, totals, maxTurns: input.maxTurns, budget: input.budget };
+        const nextInput: TurnInput = { agent: agent.name, turn: input.turn + 1, messages: [...messages, assistant], calls: refs, totals, maxTurns: input.maxTurns, budget, ...(budgetWait ? { raise: budgetWait } : {}) };
         followUps.push({
           id: next,
           title: `${agent.name}: model turn ${input.turn + 1}`,

@@ -1,5 +1,5 @@
 import { runAgent } from '../agent/run.js';
-import { summarizeAgentRun } from '../agent/records.js';
+import { BUDGET_SIGNAL, summarizeAgentRun } from '../agent/records.js';
 import { LedgerError } from '../errors.js';
 import { isPlanFinished } from '../plan/index.js';
 import { withLedger } from './connect.js';
@@ -32,13 +32,17 @@ export async function agent(name: string, o: AgentOpts): Promise<void> {
       else out(o.propose ? `proposed agent run ${started.planId}: approve digest ${started.digest}` : `started agent run ${started.planId} (first turn ${started.firstTurn})`);
       return;
     }
-    const final = await ledger.waitFor(started.planId, (s) => isPlanFinished(s.status), { timeoutMs: o.waitTimeout ?? 600_000 });
+    // Until the run ends, or pauses for its budget (an operator raises it, or cancels the plan).
+    const final = await ledger.waitFor(started.planId, (s) => isPlanFinished(s.status) || summarizeAgentRun(s)?.pausedOn != null, { timeoutMs: o.waitTimeout ?? 600_000 });
     const run = summarizeAgentRun(final);
     if (o.json) json({ ...started, status: final.status, run });
     else {
       out(`agent run ${final.planId} ${paintStatus(paint, final.status)} at seq ${final.seq}`);
       out(renderAgentRun(final, true).join('\n'));
       if (run?.finished === 'answer' && run.answer !== null) out(`\n${run.answer}`);
+    }
+    if (run?.pausedOn) {
+      throw new LedgerError('CONFLICT', `agent run ${final.planId} paused: its budget is spent (${run.totals.totalTokens} tokens); raise it with plan-ledger signal ${final.planId} ${BUDGET_SIGNAL} --data '{"tokens": N}', or cancel it`, { planId: final.planId });
     }
     if (final.status !== 'completed') {
       throw new LedgerError('CONFLICT', `agent run ${final.planId} ended ${final.status}: see plan-ledger audit ${final.planId}`, { planId: final.planId });

@@ -79,8 +79,9 @@ export function renderAgentRun(s: PlanState, perTurn: boolean): string[] {
   const t = run.totals;
   const models = [...new Set(run.turns.map((x) => x.modelId).filter(Boolean))].join(',') || '-';
   const lines = [
-    `agent   ${run.agent}   ${run.finished ? `finished ${run.finished}` : 'not finished'}   turns ${t.turns}   tokens ${t.inputTokens} in / ${t.outputTokens} out / ${t.totalTokens} total   model ${models}${run.unread ? `   (${run.unread} turn outputs by reference not read)` : ''}`,
+    `agent   ${run.agent}   ${run.finished ? `finished ${run.finished}` : run.pausedOn ? `paused: budget spent (${run.pausedOn})` : 'not finished'}   turns ${t.turns}   tokens ${t.inputTokens} in / ${t.outputTokens} out / ${t.totalTokens} total   model ${models}${run.unread ? `   (${run.unread} turn outputs by reference not read)` : ''}`,
   ];
+  if (run.stopReason) lines.push(`        stopped: ${run.stopReason}`);
   if (perTurn) {
     for (const x of run.turns) {
       lines.push(`  ${x.itemId}  ${x.modelId || '-'}  ${x.finishReason}  ${x.usage.inputTokens} in / ${x.usage.outputTokens} out  ${x.toolCalls} tool call${x.toolCalls === 1 ? '' : 's'}${x.finished ? `  finished ${x.finished}` : ''}`);

@@ -97,6 +97,8 @@ describe('agents on the AI SDK (in-process executor, real broker and registry)',
     expect(summarizeAgentRun(done)).toEqual({
       agent: 'support',
       finished: 'answer',
+      pausedOn: null,
+      stopReason: null,
       status: 'completed',
       answer: 'Refunded 12.00 on order A.',
       totals: { inputTokens: 240, outputTokens: 30, totalTokens: 270, turns: 3 },
@@ -126,7 +128,7 @@ describe('agents on the AI SDK (in-process executor, real broker and registry)',
     expect(summarizeAgentRun(done)).toMatchObject({ finished: 'answer', answer: 'Order A cost 12.00.', totals: { turns: 2, totalTokens: 240 } });
   });
 
-  it('stops at maxTurns and at the token budget, each a recorded outcome; the last turn\'s calls do not run', async () => {
+  it('stops at maxTurns (the last turn\'s calls do not run); a spent token budget pauses the run until an operator raises it', async () => {
     const { lookup, refund, invocations } = countedTools();
     // A model that never stops asking for a lookup: 100 + 20 tokens a turn.
     let n = 0;
@@ -143,11 +145,36 @@ describe('agents on the AI SDK (in-process executor, real broker and registry)',
     expect(invocations).toHaveLength(2);
     expect(model.doGenerateCalls).toHaveLength(3);
 
-    // 250 tokens: the third turn (360 spent) is past it.
+    // 250 tokens: the third turn (360 spent) is past it. The run pauses before turn 4 (turn 3's call runs)
+    // on a wait item the operator answers; nothing asks the model meanwhile.
     const budgetRun = await runAgent(ledger, { agent, goal: 'loop on a budget', mode: 'execute', maxTurns: 50, budget: { tokens: 250 } });
-    const budgetDone = await ledger.waitFor(budgetRun.planId, 'completed', { timeoutMs: 60_000 });
-    expect(summarizeAgentRun(budgetDone)).toMatchObject({ finished: 'budget', totals: { turns: 3, totalTokens: 360 } });
+    const paused = await ledger.waitFor(budgetRun.planId, (st) => st.items['turn-3.budget']?.status === 'in_progress' && st.items['turn-3.call-0']?.status === 'completed', { timeoutMs: 60_000 });
+    expect(paused.status).toBe('running');
+    expect(summarizeAgentRun(paused)).toMatchObject({ finished: null, pausedOn: 'turn-3.budget', totals: { turns: 3, totalTokens: 360 } });
+    expect(paused.items['turn-3.budget']!.wait).toEqual({ signal: 'budget', timeoutMs: null, prompt: 'The run has used 360 tokens of its 250-token budget; model turn 4 waits. Answer {"tokens": N} with N above 360 to go on, or cancel the plan.' });
+    expect(paused.items['turn-4']).toMatchObject({ status: 'pending', dependsOn: ['turn-3', 'turn-3.budget', 'turn-3.call-0'] });
     expect(model.doGenerateCalls).toHaveLength(6);
-    expect(invocations).toHaveLength(4);
+    expect(invocations).toHaveLength(5);
+    // Still paused a moment later: the wait holds the next turn, not a timer of ours.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(model.doGenerateCalls).toHaveLength(6);
+    expect((await ledger.getPlan(budgetRun.planId))!.items['turn-4']!.status).toBe('pending');
+
+    // Raised to 600: turns 4 (480) and 5 (600) are asked, then it pauses again.
+    await ledger.signal(budgetRun.planId, 'budget', { tokens: 600 }, { by: 'alice' });
+    const again = await ledger.waitFor(budgetRun.planId, (st) => st.items['turn-5.budget']?.status === 'in_progress' && st.items['turn-5.call-0']?.status === 'completed', { timeoutMs: 60_000 });
+    expect(summarizeAgentRun(again)).toMatchObject({ finished: null, pausedOn: 'turn-5.budget', totals: { turns: 5, totalTokens: 600 } });
+    expect(model.doGenerateCalls).toHaveLength(8);
+
+    // An answer that raises nothing ends the run, recorded: turn 6 is not asked, the reason says why.
+    await ledger.signal(budgetRun.planId, 'budget', { tokens: 'lots' }, { by: 'alice' });
+    const budgetDone = await ledger.waitFor(budgetRun.planId, 'completed', { timeoutMs: 60_000 });
+    const run = summarizeAgentRun(budgetDone)!;
+    expect(run).toMatchObject({ finished: 'budget', pausedOn: null, totals: { turns: 5, totalTokens: 600 } });
+    expect(run.stopReason).toBe('the budget raise {"tokens":"lots"} is not {"tokens": N} with N above the 600 tokens spent');
+    expect(JSON.parse(budgetDone.items['turn-6']!.outputJson!)).toMatchObject({ asked: false, finished: 'budget' });
+    expect(model.doGenerateCalls).toHaveLength(8);
+    expect(invocations).toHaveLength(7);
+    expect(new Set(invocations.map((i) => i.key)).size).toBe(7);
   });
 });

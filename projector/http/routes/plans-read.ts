@@ -148,5 +148,5 @@ export const planReadRoutes: FastifyPluginAsync<PlanReadOptions> = async (app, {
 function agentUsage(s: Parameters<typeof summarizeAgentRun>[0]) {
   const run = summarizeAgentRun(s);
   if (run === undefined) return null;
-  return { agent: run.agent, finished: run.finished, totals: run.totals, unread: run.unread, turns: run.turns };
+  return { agent: run.agent, finished: run.finished, pausedOn: run.pausedOn, stopReason: run.stopReason, totals: run.totals, unread: run.unread, turns: run.turns };
 }
