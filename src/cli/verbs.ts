@@ -52,7 +52,7 @@ export function registerPlanCommands(program: Command): void {
 
   program
     .command('mcp')
-    .description('serve the ledger as an MCP server (stdio, or --http): tools plan_create, plan_propose, plan_approve, plan_add_items, plan_show, plan_wait, plan_audit, plan_verify, plan_list; plans as plan:// resources')
+    .description('serve the ledger as an MCP server (stdio, or --http): tools plan_create, plan_propose, plan_approve, plan_add_items, plan_signal, plan_fork, plan_show, plan_wait, plan_audit, plan_verify, plan_list; plans as plan:// resources')
     .option('--by <name>', 'stdio: actor recorded on the commands the MCP client sends', 'mcp')
     .option('--http <port>', 'serve Streamable HTTP at /mcp instead, behind the API tokens (PLAN_LEDGER_API_TOKEN / PLAN_LEDGER_API_TOKENS_FILE; a token\'s principal is the actor)', int('--http'))
     .option('--host <host>', 'with --http: the address to listen on', '127.0.0.1')

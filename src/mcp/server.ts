@@ -12,9 +12,13 @@ const item = z.object({
   id: z.string().describe('unique within the plan: letters, digits, . _ : -'),
   title: z.string(),
   why: z.string().describe('why the item is in the plan, for the reviewer'),
-  tool: z.string().describe('the executor tool that runs it'),
+  tool: z.string().optional().describe('the executor tool that runs it (none for a wait item)'),
   input: z.unknown().optional(),
   dependsOn: z.array(z.string()).optional(),
+  wait: z
+    .object({ signal: z.string(), timeoutMs: z.number().int().positive().nullable().optional(), prompt: z.string().nullable().optional() })
+    .optional()
+    .describe('makes it a wait item: it completes when the signal arrives (plan_signal), its data the output'),
 });
 
 const planView = {
@@ -102,7 +106,7 @@ async function planOf(ledger: Ledger, planId: string): Promise<PlanState> {
 
 /**
  * plan-ledger as an MCP server: an agent in any MCP client keeps its plan in the ledger (create, propose,
- * add items, wait, show, audit, verify, list) and an operator approves it. Tools have input and output
+ * add items, answer a wait, fork, wait, show, audit, verify, list) and an operator approves it. Tools have input and output
  * schemas; plans are resources (`plan://<planId>`). Connect a transport with `server.connect(transport)`.
  */
 export function ledgerMcpServer(ledger: Ledger, opts: { by?: string; canWrite?: boolean; /** The caller is `by` (a token's principal): an approval's own `by` is ignored. */ fixedActor?: boolean } = {}): McpServer {
@@ -154,6 +158,34 @@ export function ledgerMcpServer(ledger: Ledger, opts: { by?: string; canWrite?: 
         await ledger.addItems(a.planId, a.items, { by });
         const s = await planOf(ledger, a.planId);
         return { planId: a.planId, status: s.status, digest: s.digest };
+      }),
+  );
+
+  server.registerTool(
+    'plan_signal',
+    {
+      description: 'Answer an item waiting for a signal: the data becomes its output. Idempotent by signalId; a plan or name nothing waits for is rejected (NOT_WAITING).',
+      inputSchema: { planId: z.string(), name: z.string(), data: z.unknown().optional(), signalId: z.string().optional() },
+      outputSchema: { planId: z.string(), status: z.string(), events: z.array(z.string()) },
+    },
+    (a) =>
+      write(async () => {
+        const out = await ledger.signal(a.planId, a.name, a.data ?? null, { by, ...(a.signalId ? { signalId: a.signalId } : {}) });
+        return { planId: a.planId, status: (await planOf(ledger, a.planId)).status, events: out.events.map((e) => e.type) };
+      }),
+  );
+
+  server.registerTool(
+    'plan_fork',
+    {
+      description: 'Fork a plan at a seq or an item id: a new plan with the outputs finished before that point, the rest to run again (optionally with new inputs by item id). The source is untouched.',
+      inputSchema: { planId: z.string(), at: z.union([z.number().int(), z.string()]), set: z.record(z.string(), z.unknown()).optional(), newPlanId: z.string().optional(), mode: z.enum(['propose', 'execute']).optional() },
+      outputSchema: { planId: z.string(), forkedFrom: z.object({ planId: z.string(), seq: z.number(), chainHead: z.string() }), digest: z.string(), status: z.string() },
+    },
+    (a) =>
+      write(async () => {
+        const out = await ledger.fork(a.planId, { at: a.at, by, ...(a.set ? { set: a.set } : {}), ...(a.newPlanId ? { planId: a.newPlanId } : {}), ...(a.mode ? { mode: a.mode } : {}) });
+        return { planId: out.planId, forkedFrom: out.forkedFrom, digest: out.digest, status: (await planOf(ledger, out.planId)).status };
       }),
   );
 

@@ -19,7 +19,7 @@ describe('plan-ledger mcp from the Python MCP client', () => {
     });
     expect(r.code, r.stderr.slice(-2000)).toBe(0);
     const seen = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { tools: string[]; withOutputSchema: string[]; planId: string; status: string; outputs: Record<string, unknown>; verified: boolean };
-    const names = ['plan_add_items', 'plan_approve', 'plan_audit', 'plan_create', 'plan_list', 'plan_propose', 'plan_show', 'plan_verify', 'plan_wait'];
+    const names = ['plan_add_items', 'plan_approve', 'plan_audit', 'plan_create', 'plan_fork', 'plan_list', 'plan_propose', 'plan_show', 'plan_signal', 'plan_verify', 'plan_wait'];
     expect(seen.tools).toEqual(names);
     expect(seen.withOutputSchema).toEqual(names);
     expect(seen.status).toBe('completed');

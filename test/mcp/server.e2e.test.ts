@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -16,7 +17,7 @@ type Structured = Record<string, unknown>;
 
 describe('plan-ledger mcp (stdio, the official MCP client)', () => {
   it('lists its tools with schemas; a plan created, proposed, approved and waited for through MCP runs and verifies', async () => {
-    const { config } = await ledgerWithExecutor();
+    const { config, ledger } = await ledgerWithExecutor();
     const env = Object.fromEntries(Object.entries({ ...process.env, ...configToEnv(config) }).filter((e): e is [string, string] => typeof e[1] === 'string'));
     const transport = new StdioClientTransport({ command: process.execPath, args: ['bin/plan-ledger.js', 'mcp', '--by', 'agent-007'], env, stderr: 'pipe' });
     const client = new Client({ name: 'test-client', version: '1.0.0' });
@@ -24,7 +25,7 @@ describe('plan-ledger mcp (stdio, the official MCP client)', () => {
     onTestFinished(() => client.close());
 
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['plan_add_items', 'plan_approve', 'plan_audit', 'plan_create', 'plan_list', 'plan_propose', 'plan_show', 'plan_verify', 'plan_wait']);
+    expect(tools.map((t) => t.name).sort()).toEqual(['plan_add_items', 'plan_approve', 'plan_audit', 'plan_create', 'plan_fork', 'plan_list', 'plan_propose', 'plan_show', 'plan_signal', 'plan_verify', 'plan_wait']);
     for (const t of tools) {
       expect(t.inputSchema.type).toBe('object');
       expect(t.outputSchema?.type).toBe('object');
@@ -82,6 +83,72 @@ describe('plan-ledger mcp (stdio, the official MCP client)', () => {
     const missing = await client.callTool({ name: 'plan_show', arguments: { planId: 'plan-nope' } });
     expect(missing.isError).toBe(true);
     expect(JSON.stringify(missing.content)).toContain('NOT_FOUND');
+
+    // A wait item created through MCP, answered through plan_signal; then a fork of the plan at its last item.
+    const waiting = await callOk('plan_create', {
+      goal: 'ask, then act',
+      mode: 'execute',
+      items: [
+        { id: 'ask', title: 'ask the operator', why: 'a person decides', wait: { signal: 'go', prompt: 'Go ahead?' } },
+        { id: 'act', title: 'act', why: 'once told to', tool: 'noop', dependsOn: ['ask'] },
+      ],
+    });
+    const askPlan = waiting.planId as string;
+    await callOk('plan_wait', { planId: askPlan, status: 'running' });
+    await ledger.waitFor(askPlan, (st) => st.items['ask']?.status === 'in_progress', { timeoutMs: 30_000 });
+    const wrongName = await client.callTool({ name: 'plan_signal', arguments: { planId: askPlan, name: 'stop', data: {} } });
+    expect([wrongName.isError, JSON.stringify(wrongName.content).includes('NOT_WAITING')]).toEqual([true, true]);
+    const signalled = await callOk('plan_signal', { planId: askPlan, name: 'go', data: { go: true }, signalId: 'mcp-1' });
+    expect(signalled.events).toEqual(['ItemSignalled', 'ItemCompleted']);
+    const twice = await client.callTool({ name: 'plan_signal', arguments: { planId: askPlan, name: 'go', data: { go: false }, signalId: 'mcp-1' } });
+    expect([twice.isError, JSON.stringify(twice.content).includes('DUPLICATE_SIGNAL')]).toEqual([true, true]);
+    expect((await callOk('plan_wait', { planId: askPlan })).status).toBe('completed');
+    const forked = await callOk('plan_fork', { planId: askPlan, at: 'act', newPlanId: `${askPlan}-again` });
+    expect(forked).toMatchObject({ planId: `${askPlan}-again`, forkedFrom: { planId: askPlan } });
+    const again = await callOk('plan_wait', { planId: `${askPlan}-again` });
+    expect(again.status).toBe('completed');
+    expect((again.items as Array<{ id: string; output: unknown }>).find((i) => i.id === 'ask')!.output).toEqual({ go: true });
+    expect((await ledger.planEvents(askPlan)).filter((r) => r.event.type === 'ItemSignalled').map((r) => r.event.actor)).toEqual(['agent-007']);
+  });
+
+  it('a careless or hostile client gets a coded error for each bad call, and the server keeps serving', async () => {
+    const { config } = await ledgerWithExecutor();
+    const env = Object.fromEntries(Object.entries({ ...process.env, ...configToEnv(config) }).filter((e): e is [string, string] => typeof e[1] === 'string'));
+    const transport = new StdioClientTransport({ command: process.execPath, args: ['bin/plan-ledger.js', 'mcp'], env, stderr: 'pipe' });
+    const client = new Client({ name: 'hostile-client', version: '1.0.0' });
+    await client.connect(transport);
+    onTestFinished(() => client.close());
+    const failure = async (name: string, args: Record<string, unknown>): Promise<string> => {
+      try {
+        const r = await client.callTool({ name, arguments: args });
+        expect(r.isError, `${name} ${JSON.stringify(args).slice(0, 100)}`).toBe(true);
+        return JSON.stringify(r.content);
+      } catch (e) {
+        return (e as Error).message; // refused by the SDK before the tool ran (unknown tool, schema)
+      }
+    };
+    let deep: unknown = 1;
+    for (let i = 0; i < 1500; i++) deep = { d: deep };
+
+    expect(await failure('plan_destroy', { planId: 'x' })).toMatch(/plan_destroy/);
+    expect(await failure('plan_create', { goal: 'no items', mode: 'execute', items: 'all of them' })).toMatch(/items/);
+    expect(await failure('plan_create', { goal: 'bad mode', mode: 'yolo', items: [] })).toMatch(/mode/);
+    expect(await failure('plan_create', { goal: 'neither tool nor wait', mode: 'execute', items: [{ id: 'a', title: 'a', why: 'a' }] })).toMatch(/tool/);
+    expect(await failure('plan_create', { goal: 'x'.repeat(2_000_000), mode: 'execute', items: [{ id: 'a', title: 'a', why: 'a', tool: 'noop' }] })).toMatch(/VALIDATION|goal|too|limit/i);
+    expect(await failure('plan_wait', { planId: 'plan-nope', timeoutMs: 10 ** 12 })).toMatch(/timeoutMs/);
+    expect(await failure('plan_fork', { planId: 'plan-nope', at: 'x' })).toMatch(/NOT_FOUND/);
+    expect(await failure('plan_signal', { planId: 'plan-nope', name: 'go' })).toMatch(/NOT_FOUND|PLAN_NOT_FOUND/);
+
+    // 1,500 levels of input are stored and run (no nesting limit is designed below 2,000).
+    const deepPlan = await client.callTool({ name: 'plan_create', arguments: { goal: 'deep', mode: 'execute', items: [{ id: 'a', title: 'a', why: 'a', tool: 'noop', input: deep }] } });
+    expect(deepPlan.isError ?? false, JSON.stringify(deepPlan.content).slice(0, 300)).toBe(false);
+    expect(((await client.callTool({ name: 'plan_wait', arguments: { planId: (deepPlan.structuredContent as Structured).planId as string } })).structuredContent as Structured).status).toBe('completed');
+
+    // Still serving: a plan created after all that runs.
+    const ok = await client.callTool({ name: 'plan_create', arguments: { goal: 'after the storm', mode: 'execute', items: [{ id: 'a', title: 'a', why: 'a', tool: 'noop' }] } });
+    expect(ok.isError ?? false, JSON.stringify(ok.content)).toBe(false);
+    const done = await client.callTool({ name: 'plan_wait', arguments: { planId: (ok.structuredContent as Structured).planId as string } });
+    expect((done.structuredContent as Structured).status).toBe('completed');
   });
 
   it('--http serves Streamable HTTP behind the API tokens: none is refused, a read token cannot send commands, a write token\'s principal is the actor', async () => {
@@ -116,7 +183,7 @@ describe('plan-ledger mcp (stdio, the official MCP client)', () => {
     await expect(connect('not-a-configured-token-at-all')).rejects.toThrow(/403|wrong API token/);
 
     const reader = await connect(grafana);
-    expect((await reader.listTools()).tools).toHaveLength(9);
+    expect((await reader.listTools()).tools).toHaveLength(11);
     const refused = await reader.callTool({ name: 'plan_create', arguments: { goal: 'nope', mode: 'execute', items: [{ id: 'x', title: 'x', why: 'x', tool: 'noop' }] } });
     expect(refused.isError).toBe(true);
     expect(JSON.stringify(refused.content)).toContain('FORBIDDEN: grafana may read but not send commands');
@@ -129,5 +196,36 @@ describe('plan-ledger mcp (stdio, the official MCP client)', () => {
     expect((waited.structuredContent as { status: string }).status).toBe('completed');
     const events = await ledger.planEvents(planId);
     expect(events[0]!.event).toMatchObject({ type: 'PlanCreated', actor: 'alice' });
+  });
+
+  it('a raw JSON-RPC line no JavaScript client can build (input nested 10,000 levels) is a coded error; the next call is served', async () => {
+    const { config } = await ledgerWithExecutor();
+    const env = Object.fromEntries(Object.entries({ ...process.env, ...configToEnv(config) }).filter((e): e is [string, string] => typeof e[1] === 'string'));
+    const server = spawn(process.execPath, ['bin/plan-ledger.js', 'mcp'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    onTestFinished(() => void server.kill('SIGTERM'));
+    const replies = new Map<number, Record<string, unknown>>();
+    createInterface({ input: server.stdout }).on('line', (line) => {
+      const m = JSON.parse(line) as { id?: number };
+      if (typeof m.id === 'number') replies.set(m.id, m as Record<string, unknown>);
+    });
+    const reply = async (id: number) => {
+      await waitFor(() => replies.has(id), { timeoutMs: 30_000, message: `reply ${id}` });
+      return replies.get(id)!;
+    };
+    const send = (line: string) => server.stdin.write(`${line}\n`);
+    send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '0' } } }));
+    await reply(1);
+    send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+    // Built as text: JSON.stringify overflows the stack on it.
+    const deep = `${'{"d":'.repeat(10_000)}1${'}'.repeat(10_000)}`;
+    send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"plan_create","arguments":{"goal":"deep","mode":"execute","items":[{"id":"a","title":"a","why":"a","tool":"noop","input":${deep}}]}}}`);
+    const refused = (await reply(2)) as { result?: { isError?: boolean; content?: unknown }; error?: unknown };
+    expect(refused.error ?? refused.result?.isError, JSON.stringify(refused).slice(0, 300)).toBeTruthy();
+    expect(JSON.stringify(refused)).toMatch(/VALIDATION/);
+    send(JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'plan_create', arguments: { goal: 'next', mode: 'execute', items: [{ id: 'a', title: 'a', why: 'a', tool: 'noop' }] } } }));
+    const next = (await reply(3)) as { result: { isError?: boolean; structuredContent: { planId: string } } };
+    expect(next.result.isError ?? false).toBe(false);
+    send(JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'plan_wait', arguments: { planId: next.result.structuredContent.planId } } }));
+    expect(((await reply(4)) as { result: { structuredContent: { status: string } } }).result.structuredContent.status).toBe('completed');
   });
 });
