@@ -14,6 +14,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { verifyBundle, type ExportBundle } from '../../src/audit/bundle.js';
 import type { PlanVerification } from '../../src/audit/verify.js';
+import type { PlanReplay } from '../../src/audit/live.js';
 import { connectLedger } from '../../src/client/index.js';
 import { configToEnv, topicNames } from '../../src/config.js';
 import { createKafka } from '../../src/kafka/client.js';
@@ -44,9 +45,8 @@ interface PyResult {
   findings: { kind: string; seq: number; detail: string }[];
 }
 
-/** The Python verifier's JSON verdict; its exit status is 0 exactly when it says ok with no findings. */
-async function py(args: string[], env: Record<string, string> = {}): Promise<PyResult> {
-  const r = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+function runPy(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
     const p = spawn(python, [script, '--json', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
@@ -54,10 +54,23 @@ async function py(args: string[], env: Record<string, string> = {}): Promise<PyR
     p.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
     p.on('close', (code) => resolve({ code, stdout, stderr }));
   });
+}
+
+/** The Python verifier's JSON verdict; its exit status is 0 exactly when it says ok with no findings. */
+async function py(args: string[], env: Record<string, string> = {}): Promise<PyResult> {
+  const r = await runPy(args, env);
   expect(r.stderr, r.stderr).toBe('');
   const out = JSON.parse(r.stdout) as PyResult;
   expect(r.code).toBe(out.ok && out.findings.length === 0 ? 0 : 1);
   return out;
+}
+
+/** The Python verifier's JSON output for another subcommand, with the exit status it must have. */
+async function pyJson(args: string[], env: Record<string, string>, code: number): Promise<unknown> {
+  const r = await runPy(args, env);
+  expect(r.stderr, r.stderr).toBe('');
+  expect(r.code).toBe(code);
+  return JSON.parse(r.stdout);
 }
 
 function cli(args: string[], env: Record<string, string>): Promise<{ stdout: string }> {
@@ -186,5 +199,16 @@ describe('the Python verifier agrees with verify (real stack)', () => {
     expect(ts.firstBroken).toMatchObject({ check: 'duplicates', seq: 2 });
     expect(ts.checks.find((c) => c.name === 'duplicates')?.detail).toMatch(new RegExp(`^1 key written more than once: seq 2 at offsets ${partition}/${second.offset}, ${partition}/\\d+ \\(identical bytes\\)$`));
     expect(ts.checks.find((c) => c.name === 'chain')?.ok).toBe(true);
+
+    // The census (what the chaos run asks of it): every topic of the prefix at read_committed, every plan
+    // verified, each planId:seq counted once — the same plans and events as the ledger, the re-send named.
+    const replays = (await ledger.replay({ all: true })).filter((r): r is PlanReplay => r.ok);
+    const events_ = replays.reduce((n, r) => n + r.events, 0);
+    const census = (await pyJson(['census', '--prefix', config.topicPrefix], env, 1)) as { plans: number; events: number; chainsOk: number; topics: Record<string, number>; findingsByKind: Record<string, number>; findings: Array<{ kind: string; planId: string; seq: number }>; ok: boolean };
+    expect(replays.length).toBeGreaterThanOrEqual(5);
+    expect({ plans: census.plans, events: census.events, chainsOk: census.chainsOk, ok: census.ok }).toEqual({ plans: replays.length, events: events_, chainsOk: replays.length, ok: false });
+    expect(census.findingsByKind).toEqual({ duplicate: 1 });
+    expect(census.findings[0]).toMatchObject({ kind: 'duplicate', planId: plain.planId, seq: 2 });
+    expect(census.topics[events]).toBe(events_ + 1);
   });
 });

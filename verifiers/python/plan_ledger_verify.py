@@ -4,9 +4,11 @@
     plan_ledger_verify.py bundle FILE [--json]
     plan_ledger_verify.py live --brokers HOST:PORT --prefix PREFIX --plan PLAN_ID
                               [--registry URL | --schemas DIR] [--json]
+    plan_ledger_verify.py census --brokers HOST:PORT --prefix PREFIX [--registry URL] [--json]
 
 `bundle` verifies an export bundle offline; `live` reads one plan from the events topic at read_committed
-(every record of the plan's partition), counts every planId:seq exactly once and verifies the chain.
+(every record of the plan's partition), counts every planId:seq exactly once and verifies the chain;
+`census` reads every topic of the prefix to its end at read_committed and does the same for every plan.
 Exit status 0 when the chain verifies and nothing was found, 1 otherwise, 2 on a usage or read error.
 """
 from __future__ import annotations
@@ -391,7 +393,7 @@ def read_partition(conf: dict, topic: str, partition: int, offset: Any, timeout_
 
 
 def verify_live(conf: dict, prefix: str, plan_id: str, registry: Registry, contract: dict, check_blobs: bool = True) -> dict:
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+    from confluent_kafka import OFFSET_BEGINNING, Consumer
     topic = f"{prefix}.plan-events"
     meta = Consumer({**conf, "group.id": "plan-ledger-verify-py"})
     try:
@@ -399,13 +401,72 @@ def verify_live(conf: dict, prefix: str, plan_id: str, registry: Registry, contr
     finally:
         meta.close()
     partition = partition_for(plan_id, partitions)
+    records = [m for m in read_partition(conf, topic, partition, OFFSET_BEGINNING) if (parse_key(m.key()) or ("",))[0] == plan_id]
+    result = verify_records(plan_id, records, registry, parse(contract))
+    if check_blobs:
+        result["findings"] += check_blob_refs(conf, prefix, plan_id, partition, result.pop("blobRefs"))
+    else:
+        result.pop("blobRefs")
+    return {**result, "source": f"{topic}/{partition}"}
+
+
+def census(conf: dict, prefix: str, registry: Registry, contract: dict) -> dict:
+    """Every topic of a prefix read to its end at read_committed; every plan of the events topic verified.
+
+    Counts each planId:seq once: a second record under a key is a finding (identical or differing), a
+    missing seq is a gap. The records of each topic are counted too (commands, snapshots, ...)."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer
+    meta = Consumer({**conf, "group.id": "plan-ledger-verify-py"})
+    try:
+        listed = meta.list_topics(timeout=10).topics
+    finally:
+        meta.close()
+    mine = sorted(t for t in listed if t.startswith(f"{prefix}."))
+    counts: dict[str, int] = {}
+    by_plan: dict[str, list] = {}
+    events_topic = f"{prefix}.plan-events"
+    for topic in mine:
+        n = 0
+        for partition in sorted(listed[topic].partitions):
+            for m in read_partition(conf, topic, partition, OFFSET_BEGINNING, timeout_s=300.0):
+                n += 1
+                if topic == events_topic:
+                    k = parse_key(m.key())
+                    by_plan.setdefault(k[0] if k else f"(unparsable key {m.key()!r})", []).append(m)
+        counts[topic] = n
     reader = parse(contract)
+    plans, findings = [], []
+    for plan_id in sorted(by_plan):
+        r = verify_records(plan_id, by_plan[plan_id], registry, reader)
+        r.pop("blobRefs")
+        plans.append({"planId": plan_id, "events": r["events"], "records": r["records"], "ok": r["ok"], "head": r["head"]})
+        findings += [{**f, "planId": plan_id} for f in r["findings"]]
+        if not r["ok"]:
+            findings.append({"kind": "chain", "planId": plan_id, "seq": r["brokenAt"], "detail": r["reason"]})
+    kinds: dict[str, int] = {}
+    for f in findings:
+        kinds[f["kind"]] = kinds.get(f["kind"], 0) + 1
+    return {
+        "prefix": prefix,
+        "topics": counts,
+        "plans": len(plans),
+        "events": sum(p["events"] for p in plans),
+        "chainsOk": sum(1 for p in plans if p["ok"]),
+        "findingsByKind": kinds,
+        "findings": findings[:200],
+        "ok": not findings,
+    }
+
+
+def verify_records(plan_id: str, records: list, registry: Registry, reader: Any) -> dict:
+    """One plan's records of the events topic (log order): each seq once, decoded, the chain verified."""
     findings: list[dict] = []
     copies: dict[int, list] = {}
     erased: set[int] = set()
-    for m in read_partition(conf, topic, partition, OFFSET_BEGINNING):
+    for m in records:
         k = parse_key(m.key())
         if k is None or k[0] != plan_id:
+            findings.append({"kind": "bad_key", "seq": 0, "detail": f"offset {m.offset()}: key {m.key()!r} is not planId:seq"})
             continue
         if m.value() is None:  # a tombstone (erasure, spec §12): the key's record is gone once compacted
             erased.add(k[1])
@@ -439,9 +500,7 @@ def verify_live(conf: dict, prefix: str, plan_id: str, registry: Registry, contr
         expected = seq + 1
     chain = verify_chain(plan_id, events)
     findings += chain.pop("findings")
-    if check_blobs:
-        findings += check_blob_refs(conf, prefix, plan_id, partition, blob_refs(events))
-    return {"planId": plan_id, "source": f"{topic}/{partition}", "events": len(events), "records": sum(len(v) for v in copies.values()), **chain, "payloads": payload_counts(events), "findings": findings}
+    return {"planId": plan_id, "events": len(events), "records": sum(len(v) for v in copies.values()), **chain, "payloads": payload_counts(events), "findings": findings, "blobRefs": blob_refs(events)}
 
 
 def check_blob_refs(conf: dict, prefix: str, plan_id: str, partition: int, refs: list[dict]) -> list[dict]:
@@ -516,6 +575,10 @@ def main(argv: list[str] | None = None) -> int:
     lv.add_argument("--prefix", required=True)
     lv.add_argument("--plan", required=True)
     lv.add_argument("--no-blobs", action="store_true", help="do not read the blobs topic")
+    cs = sub.add_parser("census", help="read every topic of a prefix at read_committed; verify every plan")
+    cs.add_argument("--brokers", default=os.environ.get("PLAN_LEDGER_BROKERS"))
+    cs.add_argument("--registry", default=os.environ.get("PLAN_LEDGER_REGISTRY_URL"))
+    cs.add_argument("--prefix", required=True)
     a = p.parse_args(argv)
     try:
         contract = load_contract(a.schemas)
@@ -524,8 +587,12 @@ def main(argv: list[str] | None = None) -> int:
                 result = verify_bundle(json.load(fh), contract)
         else:
             if not a.brokers:
-                p.error("live needs --brokers (or PLAN_LEDGER_BROKERS)")
+                p.error(f"{a.cmd} needs --brokers (or PLAN_LEDGER_BROKERS)")
             conf = kafka_conf(a.brokers, os.environ)
+            if a.cmd == "census":
+                result = census(conf, a.prefix, Registry(a.registry, a.schemas), contract)
+                print(json.dumps(result, indent=2) if a.json else f"census {a.prefix}: {result['plans']} plans, {result['events']} events, {result['chainsOk']} chains OK; findings {result['findingsByKind'] or 'none'}; records per topic {result['topics']}")
+                return 0 if result["ok"] else 1
             result = verify_live(conf, a.prefix, a.plan, Registry(a.registry, a.schemas), contract, check_blobs=not a.no_blobs)
     except (OSError, ValueError, KeyError, RuntimeError, TimeoutError) as err:
         print(f"error: {err}", file=sys.stderr)
