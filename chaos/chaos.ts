@@ -3,9 +3,11 @@
 // stopped (SIGTERM) and frozen past their session timeout (SIGSTOP, then SIGCONT: a zombie), one broker
 // killed and restarted, the registry restarted. At the end it checks what the ledger promises and writes
 // a JSON and a Markdown report. Loopback only; bounded in plans and in time; stops by itself.
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { connectLedger, type Ledger } from '../src/client/index.js';
 import { loadConfig, topicNames, type LedgerConfig } from '../src/config.js';
 import { createKafka, ensurePlanTopics, partitionFor } from '../src/kafka/index.js';
@@ -39,7 +41,8 @@ export interface ChaosOptions {
   readonly log: (line: string) => void;
 }
 
-type FaultKind = 'kill9' | 'sigterm' | 'freeze' | 'broker-kill' | 'registry-restart';
+/** `kill9-pair`: two executors killed -9 at once (each a fault of its own); `projector-kill`: kill -9 and a new projector process. */
+type FaultKind = 'kill9' | 'kill9-pair' | 'sigterm' | 'freeze' | 'broker-kill' | 'registry-restart' | 'projector-kill';
 
 interface Fault {
   readonly kind: FaultKind;
@@ -63,8 +66,16 @@ export interface ChaosReport {
   readonly plans: { root: number; child: number; completed: number; failed: number; expectedFailed: number; other: number; wrongOutcome: string[] };
   readonly items: { total: number; effectItems: number; followUps: number };
   readonly effects: { keys: number; calls: number; replays: number; duplicates: number; lost: number; unexplainedKeys: string[] };
-  readonly faults: { kill9: number; sigterm: number; freeze: number; brokerKills: number; registryRestarts: number };
-  readonly recoveries: { count: number; medianMs: number | null; maxMs: number | null; unrecovered: number; brokerBackMs: number[]; registryBackMs: number[] };
+  /**
+   * Tool calls repeated under one idempotency key, each examined: a repeat is explained when the call is
+   * marked `recovering` (its owner found the intent recorded by an earlier owner and invoked it again);
+   * any other repeat is a tool called twice for one attempt.
+   */
+  readonly repeats: { keys: number; calls: number; explained: number; unexplained: string[] };
+  /** The second reader (the Python verifier's census, confluent-kafka + fastavro, no code shared): every topic at read_committed. */
+  readonly independent: { ran: boolean; error: string | null; plans: number; events: number; chainsOk: number; findingsByKind: Record<string, number>; agrees: boolean; disagreements: string[] };
+  readonly faults: { kill9: number; kill9Pairs: number; sigterm: number; freeze: number; brokerKills: number; registryRestarts: number; projectorKills: number };
+  readonly recoveries: { count: number; medianMs: number | null; maxMs: number | null; unrecovered: number; brokerBackMs: number[]; registryBackMs: number[]; projectorBackMs: number[] };
   /** Every fault in order: seconds into the work, its target, the partitions it owned, and how long until they (or it) were back. */
   readonly faultList: Array<{ atS: number; kind: FaultKind; target: string; partitions: number[]; recoveredMs: number | null }>;
   readonly fencing: { fencedAppendsRefused: number; zombieAppendsVisible: number; intentsChecked: number; zombieEvents: string[] };
@@ -85,6 +96,7 @@ export interface ChaosReport {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const execFileAsync = promisify(execFile);
 
 /** mulberry32: a small seeded generator, so a run's fault schedule can be repeated with its seed. */
 function rng(seed: number): () => number {
@@ -169,7 +181,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   cleanups.push(() => effects.stop());
   const cwd = process.cwd();
   const projectorPort = await freePortBlock(0);
-  const projector = projectorProcess(config, projectorPort, { logDir, cwd });
+  let projector = projectorProcess(config, projectorPort, { logDir, cwd });
   cleanups.push(() => projector.stop());
   const projectorUrl = `http://127.0.0.1:${projectorPort}`;
 
@@ -288,6 +300,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   const faults: Fault[] = [];
   const brokerBackMs: number[] = [];
   const registryBackMs: number[] = [];
+  const projectorBackMs: number[] = [];
   let lastProgress = '';
   // The broker kill and the registry restart come on their own clock, so they overlap executor faults:
   // each when a share of the plans has settled or a share of the time has passed, whichever is first.
@@ -314,7 +327,48 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
     r.recoveredAt = Date.now();
     registryBackMs.push(r.recoveredAt - r.at);
     o.log(`registry back after ${r.recoveredAt - r.at} ms`);
+    // The projector killed -9 while it projects and writes snapshots (it writes them after every batch
+    // that changes a plan, and a watermark every interval); a new process restores from what it wrote.
+    while (!due(0.6)) await sleep(250);
+    if (terminal.size >= plans.length) return;
+    const pk: Fault = { kind: 'projector-kill', target: 'projector', at: Date.now(), partitions: [], recoveredAt: null };
+    faults.push(pk);
+    o.log('fault: kill -9 the projector');
+    projector.signal('SIGKILL');
+    await projector.exited;
+    await sleep(500 + random() * 1500);
+    projector = projectorProcess(config, projectorPort, { logDir, cwd });
+    for (;;) {
+      const res = await fetch(`${projectorUrl}/api/plans?limit=1`, { headers: { authorization: `Bearer ${CHAOS_API_TOKEN}` } }).catch(() => null);
+      if (res?.ok) break;
+      await sleep(250);
+    }
+    pk.recoveredAt = Date.now();
+    projectorBackMs.push(pk.recoveredAt - pk.at);
+    o.log(`projector back after ${pk.recoveredAt - pk.at} ms`);
   })();
+  /** One executor fault: the victim's partitions as it owned them, then its kind; a killed or stopped executor's slot is filled again. */
+  const strike = async (slot: number, kind: FaultKind) => {
+    const victim = slots[slot]!;
+    const f: Fault = { kind, target: victim.label, at: Date.now(), partitions: ownedBy(victim.label), recoveredAt: null };
+    faults.push(f);
+    o.log(`fault: ${kind} ${victim.label} (owns ${f.partitions.join(',') || 'nothing'})`);
+    if (kind === 'freeze') {
+      victim.signal('SIGSTOP');
+      victim.frozen = true;
+      await sleep(o.sessionTimeoutMs + 3000);
+      victim.signal('SIGCONT');
+      victim.frozen = false;
+      f.continuedAt = Date.now();
+    } else {
+      victim.signal(kind === 'sigterm' ? 'SIGTERM' : 'SIGKILL');
+      const t = setTimeout(() => victim.signal('SIGKILL'), 30_000);
+      await victim.exited;
+      clearTimeout(t);
+      await sleep(500 + random() * 1500);
+      spawnSlot(slot);
+    }
+  };
   const faultLoop = (async () => {
     while (Date.now() < deadline && terminal.size < plans.length) {
       await sleep(o.faultEveryMs[0] + random() * (o.faultEveryMs[1] - o.faultEveryMs[0]));
@@ -323,29 +377,19 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
       if (progress !== lastProgress) o.log(progress);
       lastProgress = progress;
       // Prefer an executor that owns partitions: one that has just restarted and owns nothing yet would
-      // test little.
+      // test little. Now and then two at once (kill -9 both; the first chance after the second fault, then
+      // one in six): one executor is left to take everything over.
       const owners = slots.map((p, i) => ({ i, owns: ownedBy(p.label).length })).filter((x) => x.owns > 0);
-      const slot = owners.length ? pick(owners).i : Math.floor(random() * slots.length);
-      const victim = slots[slot]!;
-      const kind = pick<FaultKind>(['kill9', 'kill9', 'sigterm', 'freeze']);
-      const f: Fault = { kind, target: victim.label, at: Date.now(), partitions: ownedBy(victim.label), recoveredAt: null };
-      faults.push(f);
-      o.log(`fault: ${kind} ${victim.label} (owns ${f.partitions.join(',') || 'nothing'})`);
-      if (kind === 'freeze') {
-        victim.signal('SIGSTOP');
-        victim.frozen = true;
-        await sleep(o.sessionTimeoutMs + 3000);
-        victim.signal('SIGCONT');
-        victim.frozen = false;
-        f.continuedAt = Date.now();
-      } else {
-        victim.signal(kind === 'kill9' ? 'SIGKILL' : 'SIGTERM');
-        const t = setTimeout(() => victim.signal('SIGKILL'), 30_000);
-        await victim.exited;
-        clearTimeout(t);
-        await sleep(500 + random() * 1500);
-        spawnSlot(slot);
+      const pairs = faults.filter((f) => f.kind === 'kill9-pair').length;
+      const executorFaultsSoFar = faults.filter((f) => f.partitions.length > 0 || f.kind === 'freeze' || f.kind === 'sigterm' || f.kind.startsWith('kill9')).length;
+      if (owners.length >= 2 && ((pairs === 0 && executorFaultsSoFar >= 2) || random() < 1 / 6)) {
+        const first = pick(owners);
+        const second = pick(owners.filter((x) => x.i !== first.i));
+        await Promise.all([strike(first.i, 'kill9-pair'), strike(second.i, 'kill9-pair')]);
+        continue;
       }
+      const slot = owners.length ? pick(owners).i : Math.floor(random() * slots.length);
+      await strike(slot, pick<FaultKind>(['kill9', 'kill9', 'sigterm', 'freeze']));
     }
   })();
 
@@ -463,6 +507,19 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   }
   const unexplainedKeys = [...effects.effects.keys()].filter((k) => !explained.has(k));
 
+  // Repeated calls, one by one: after a key's first call, each further call must be a recovery's.
+  const callsByKey = new Map<string, typeof effects.calls>();
+  for (const c of effects.calls) callsByKey.set(c.key, [...(callsByKey.get(c.key) ?? []), c]);
+  const repeated = [...callsByKey].filter(([, cs]) => cs.length > 1);
+  const unexplainedRepeats = repeated.flatMap(([key, cs]) =>
+    cs
+      .slice(1)
+      .filter((c) => !c.recovering)
+      .map((c) => `${key}: call ${cs.indexOf(c) + 1} of ${cs.length} by ${c.executorId} was not a recovery (earlier: ${cs.slice(0, cs.indexOf(c)).map((x) => `${x.executorId}${x.recovering ? ' recovering' : ''}`).join(', ')})`),
+  );
+  const repeats = { keys: repeated.length, calls: repeated.reduce((n, [, cs]) => n + cs.length - 1, 0), explained: 0, unexplained: unexplainedRepeats.slice(0, 50) };
+  repeats.explained = repeats.calls - unexplainedRepeats.length;
+
   // Zombies: a frozen executor wakes up after its session expired and another executor took its
   // partitions over, fencing them (each new owner of a partition records intents with a fencing token
   // above every earlier one). A zombie's late append would show in the partition's log as an intent whose
@@ -515,6 +572,11 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
     examples: resent.slice(0, 10).map(([k, rs]) => `${k} at ${rs.map((r) => `p${r.partition}@${r.offset}`).join(', ')}`),
   };
 
+  // The second reader: every topic of the run read at read_committed by code that shares nothing with the
+  // ledger, each plan's chain verified from the spec; it must see the plans and events the ledger does.
+  const folded = ours.filter((r): r is Extract<(typeof ours)[number], { ok: true }> => r.ok);
+  const independent = await independentCensus(config, { plans: folded.length, events: folded.reduce((n, r) => n + r.events, 0) }, o.log);
+
   // Every plan that does not verify is broken, whatever the cause (a re-sent event included).
   const broken = verified.filter((x) => !x.ok).map((v) => `${v.planId}: ${v.firstBroken?.check} at seq ${v.firstBroken?.seq}: ${v.firstBroken?.reason}`);
 
@@ -531,7 +593,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
 
   // The processes and the stack stop in runChaos's clean-up.
 
-  const executorFaults = faults.filter((f) => f.kind === 'kill9' || f.kind === 'sigterm' || f.kind === 'freeze');
+  const executorFaults = faults.filter((f) => f.kind === 'kill9' || f.kind === 'kill9-pair' || f.kind === 'sigterm' || f.kind === 'freeze');
   const measured = executorFaults.filter((f) => f.partitions.length && f.recoveredAt !== null).map((f) => f.recoveredAt! - f.at);
   const unrecovered = executorFaults.filter((f) => f.partitions.length && f.recoveredAt === null).length;
   const calls = effects.calls.length;
@@ -544,6 +606,8 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   if (submitFailures.length) problems.push(`${submitFailures.length} createPlan calls failed (${rawErrors} with a raw client error)`);
   if (zombieAppendsVisible) problems.push(`${zombieAppendsVisible} intents with a fencing token below an earlier one are in the log`);
   if (unexplainedKeys.length) problems.push(`${unexplainedKeys.length} effects under keys the ledger never recorded`);
+  if (unexplainedRepeats.length) problems.push(`${unexplainedRepeats.length} tool calls repeated under a key without a recovery`);
+  if (!independent.agrees) problems.push(`the independent reader disagrees: ${independent.error ?? independent.disagreements.join('; ')}`);
   if (unrecovered) problems.push(`${unrecovered} executor faults whose partitions were not taken over`);
   const report: ChaosReport = {
     label: o.label,
@@ -555,15 +619,19 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
     plans: { root: plans.length, child: childIds.length, completed, failed, expectedFailed: plans.filter((p) => p.expected === 'failed').length, other, wrongOutcome: wrongOutcome.slice(0, 50) },
     items: { total: itemsTotal, effectItems, followUps },
     effects: { keys: effects.effects.size, calls, replays: calls - effects.effects.size, duplicates, lost, unexplainedKeys: unexplainedKeys.slice(0, 50) },
+    repeats,
+    independent,
     faults: {
       kill9: faults.filter((f) => f.kind === 'kill9').length,
+      kill9Pairs: faults.filter((f) => f.kind === 'kill9-pair').length / 2,
+      projectorKills: faults.filter((f) => f.kind === 'projector-kill').length,
       sigterm: faults.filter((f) => f.kind === 'sigterm').length,
       freeze: faults.filter((f) => f.kind === 'freeze').length,
       brokerKills: faults.filter((f) => f.kind === 'broker-kill').length,
       registryRestarts: faults.filter((f) => f.kind === 'registry-restart').length,
     },
     faultList: faults.map((f) => ({ atS: Math.round((f.at - workStart) / 100) / 10, kind: f.kind, target: f.target, partitions: f.partitions, recoveredMs: f.recoveredAt === null ? null : f.recoveredAt - f.at })),
-    recoveries: { count: measured.length, medianMs: median(measured), maxMs: measured.length ? Math.max(...measured) : null, unrecovered, brokerBackMs, registryBackMs },
+    recoveries: { count: measured.length, medianMs: median(measured), maxMs: measured.length ? Math.max(...measured) : null, unrecovered, brokerBackMs, registryBackMs, projectorBackMs },
     fencing: { fencedAppendsRefused, zombieAppendsVisible: zombieAppendsVisible + resends.differing.length, intentsChecked, zombieEvents: zombieEvents.slice(0, 50) },
     rebuilds: { plans: ours.length, digestsEqual: mismatches.length === 0, mismatches: mismatches.slice(0, 50) },
     chains: { verified: verified.length, broken: broken.slice(0, 50) },
@@ -586,7 +654,7 @@ function faultRows(r: ChaosReport): string[] {
   return [
     '| at (s) | fault | target | owned | back after |',
     '|---:|---|---|---|---:|',
-    ...r.faultList.map((f) => `| ${f.atS} | ${f.kind} | ${f.target} | ${f.partitions.join(',') || '-'} | ${f.recoveredMs === null ? (f.partitions.length || f.kind === 'broker-kill' || f.kind === 'registry-restart' ? '**not**' : '-') : ms(f.recoveredMs)} |`),
+    ...r.faultList.map((f) => `| ${f.atS} | ${f.kind} | ${f.target} | ${f.partitions.join(',') || '-'} | ${f.recoveredMs === null ? (f.partitions.length || f.kind === 'broker-kill' || f.kind === 'registry-restart' || f.kind === 'projector-kill' ? '**not**' : '-') : ms(f.recoveredMs)} |`),
   ];
 }
 
@@ -617,13 +685,14 @@ function reportRows(r: ChaosReport): Array<[string, string]> {
     ['completed / failed (expected failed)', `${r.plans.completed} / ${r.plans.failed} (${r.plans.expectedFailed})`],
     ['items (follow-ups)', `${r.items.total} (${r.items.followUps})`],
     ['effects performed / tool calls', `${r.effects.keys} / ${r.effects.calls}`],
-    ['executor kill -9 / SIGTERM', `${r.faults.kill9} / ${r.faults.sigterm}`],
+    ['executor kill -9 / two at once / SIGTERM', `${r.faults.kill9} / ${r.faults.kill9Pairs} / ${r.faults.sigterm}`],
     ['zombie freezes (SIGSTOP past the session timeout)', String(r.faults.freeze)],
     ['broker kills (kill -9, of 3)', String(r.faults.brokerKills)],
     ['registry restarts (kill -9)', String(r.faults.registryRestarts)],
+    ['projector kills (kill -9, a new process)', String(r.faults.projectorKills)],
     ['recoveries (partitions taken over)', `${r.recoveries.count}${r.recoveries.unrecovered ? `, ${r.recoveries.unrecovered} not` : ''}`],
     ['median / max recovery', `${ms(r.recoveries.medianMs)} / ${ms(r.recoveries.maxMs)}`],
-    ['broker / registry back after', `${r.recoveries.brokerBackMs.map((x) => ms(x)).join(', ') || 'n/a'} / ${r.recoveries.registryBackMs.map((x) => ms(x)).join(', ') || 'n/a'}`],
+    ['broker / registry / projector back after', [r.recoveries.brokerBackMs, r.recoveries.registryBackMs, r.recoveries.projectorBackMs].map((xs) => xs.map((x) => ms(x)).join(', ') || 'n/a').join(' / ')],
     ['fenced appends refused', String(r.fencing.fencedAppendsRefused)],
     ['zombie events visible (intents below an earlier fencing token, or a second record at a position)', `${r.fencing.zombieAppendsVisible} (of ${r.fencing.intentsChecked} intents)`],
     ['rebuilds equal (replay vs projector)', `${r.rebuilds.digestsEqual ? 'yes' : 'NO'} (${r.rebuilds.plans} plans)`],
@@ -631,6 +700,8 @@ function reportRows(r: ChaosReport): Array<[string, string]> {
     ['createPlan calls / failed (raw client errors)', `${r.submissions.calls} / ${r.submissions.failed} (${r.submissions.rawErrors})`],
     ['command decided after: p50 / p99 / max', `${r.submissions.decisionMs.p50 ?? 'n/a'} / ${r.submissions.decisionMs.p99 ?? 'n/a'} / ${r.submissions.decisionMs.max ?? 'n/a'} ms`],
     ['events re-sent (identical / differing)', `${r.resends.keys} (${r.resends.identical} / ${r.resends.differing.length})`],
+    ['tool calls repeated under a key: recoveries / unexplained', `${r.repeats.explained} / ${r.repeats.unexplained.length} (${r.repeats.keys} keys)`],
+    ['independent reader (Python census): plans / events / chains OK / findings', r.independent.ran ? `${r.independent.plans} / ${r.independent.events} / ${r.independent.chainsOk} / ${Object.entries(r.independent.findingsByKind).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'} (${r.independent.agrees ? 'agrees' : 'DISAGREES'})` : `did not run: ${r.independent.error}`],
     ['DLQ records (all deliberate poison)', `${r.dlq.records} (${r.dlq.onlyPoison ? 'yes' : 'NO'})`],
     ['**duplicated effects**', `**${r.duplicates}**`],
     ['**lost**', `**${r.lost}**`],
@@ -657,5 +728,40 @@ export function renderMarkdown(r: ChaosReport): string {
     '',
     ...(r.submissions.failures.length ? ['## createPlan calls that failed', '', ...r.submissions.failures.map((b) => `- ${b}`), ''] : []),
     ...(r.resends.keys ? ['## Re-sent events (first ten)', '', ...r.resends.examples.map((b) => `- ${b}`), ''] : []),
+    ...(r.repeats.unexplained.length ? ['## Tool calls repeated without a recovery', '', ...r.repeats.unexplained.map((b) => `- ${b}`), ''] : []),
   ].join('\n');
+}
+
+const VERIFIER = join('verifiers', 'python');
+
+/**
+ * Runs the Python verifier's census over the run's topics (its venv made first when missing: PyPI only)
+ * and compares it with what the ledger read: the same plans, the same events, every chain intact and no
+ * finding (a second record under a key, a gap, an undecodable record).
+ */
+async function independentCensus(config: LedgerConfig, ledgerSaw: { plans: number; events: number }, log: (l: string) => void): Promise<ChaosReport['independent']> {
+  const none = { plans: 0, events: 0, chainsOk: 0, findingsByKind: {}, disagreements: [] };
+  const python = join(VERIFIER, '.venv', 'bin', 'python');
+  try {
+    if (!existsSync(python)) await execFileAsync('bash', [join(VERIFIER, 'setup.sh')], { timeout: 300_000 });
+    const { stdout } = await execFileAsync(python, [join(VERIFIER, 'plan_ledger_verify.py'), '--json', 'census', '--brokers', config.brokers.join(','), '--registry', config.registryUrl, '--prefix', config.topicPrefix], {
+      timeout: 600_000,
+      maxBuffer: 64 * 1024 * 1024,
+    }).catch((e: { stdout?: string; message: string }) => {
+      // Exit 1 is a census with findings: its JSON is on stdout all the same.
+      if (e.stdout?.trim().startsWith('{')) return { stdout: e.stdout };
+      throw e;
+    });
+    const c = JSON.parse(stdout) as { plans: number; events: number; chainsOk: number; findingsByKind: Record<string, number>; findings: Array<{ kind: string; planId: string; seq: number; detail: string }> };
+    const disagreements = [
+      ...(c.plans !== ledgerSaw.plans ? [`${c.plans} plans, the ledger folded ${ledgerSaw.plans}`] : []),
+      ...(c.events !== ledgerSaw.events ? [`${c.events} events, the ledger read ${ledgerSaw.events}`] : []),
+      ...(c.chainsOk !== c.plans ? [`${c.plans - c.chainsOk} chains broken`] : []),
+      ...c.findings.slice(0, 20).map((f) => `${f.kind} ${f.planId}:${f.seq}: ${f.detail}`),
+    ];
+    log(`independent reader: ${c.plans} plans, ${c.events} events, ${c.chainsOk} chains OK, findings ${JSON.stringify(c.findingsByKind)}`);
+    return { ran: true, error: null, plans: c.plans, events: c.events, chainsOk: c.chainsOk, findingsByKind: c.findingsByKind, agrees: disagreements.length === 0, disagreements };
+  } catch (e) {
+    return { ...none, ran: false, error: (e as Error).message.split('\n')[0]!.slice(0, 300), agrees: false };
+  }
 }

@@ -1,7 +1,8 @@
 // The short chaos run (`npm run chaos -- --short`) as a test: a private 3-broker stack, three executor
-// processes and a projector under random kill -9 / SIGTERM / SIGSTOP faults, one broker kill and one
-// registry restart. The report must show every promise kept: no lost work, no duplicated effect, equal
-// rebuilds, intact chains, a DLQ of deliberate poison only, no zombie event in the log.
+// processes and a projector under random kill -9 (now and then two executors at once) / SIGTERM / SIGSTOP
+// faults, one broker kill, one registry restart and one projector kill. The report must show every promise
+// kept: no lost work, no duplicated effect, no repeated call but a recovery's, equal rebuilds, intact
+// chains, a DLQ of deliberate poison only, no zombie event in the log, and a second reader that agrees.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -47,6 +48,13 @@ describe('chaos (short)', () => {
     expect(report.faults.brokerKills).toBe(1);
     expect(report.faults.registryRestarts).toBe(1);
     expect(report.faults.kill9 + report.faults.sigterm + report.faults.freeze).toBeGreaterThan(0);
+    expect(report.faults.projectorKills).toBe(1);
+    expect(report.faults.kill9Pairs).toBeGreaterThanOrEqual(1);
+    expect(report.recoveries.projectorBackMs).toHaveLength(1);
     expect(report.recoveries.unrecovered).toBe(0);
+    // Each tool call repeated under a key is a recovery's; the second reader (Python, no shared code) agrees.
+    expect(report.repeats.unexplained).toEqual([]);
+    expect(report.independent).toMatchObject({ ran: true, error: null, agrees: true, findingsByKind: {} });
+    expect([report.independent.plans, report.independent.chainsOk]).toEqual([report.plans.root + report.plans.child, report.plans.root + report.plans.child]);
   }, 900_000);
 });
