@@ -7,11 +7,10 @@ import { LedgerError } from '../errors.js';
 import { evolve, FORK_LABEL, isPlanFinished, type PlanEvent, type PlanState } from '../plan/index.js';
 import { listPlansFromIndex } from '../client/list-plans.js';
 import { PlanIndex } from '../client/plan-index.js';
-import type { PlanSummary } from '../projection/query.js';
 import type { LedgerLog } from '../audit/log.js';
 import { cliLogger, withLedger, withLog } from './connect.js';
 import { json, out, paintStatus, painter } from './output.js';
-import { renderPlan, renderWhy } from './render.js';
+import { renderPlan, renderWhy, type ForkList } from './render.js';
 
 interface CommandOpts {
   json?: boolean;
@@ -124,15 +123,21 @@ export async function show(planId: string, o: { json?: boolean }): Promise<void>
     if (!s || s.status === 'none') throw new LedgerError('NOT_FOUND', `plan ${planId} not found on prefix "${log.config.topicPrefix}"`, { planId });
     const shown = showPlan(s, await openerOf(log, planId));
     const forks = await forksOf(log, planId);
-    if (o.json) json({ ...shown, forks: forks.plans.map(forkJson), forksTotal: forks.total });
+    if (o.json) json({ ...shown, forks: forks ? forks.plans.map(forkJson) : null, forksTotal: forks ? forks.total : null });
     else out(renderPlan(shown, painter(), forks));
   });
 }
 
-/** The lineage the other way: plans forked from this one (their `forkedFrom` label), from the projector's topics. */
-export async function forksOf(log: LedgerLog, planId: string): Promise<{ plans: PlanSummary[]; total: number }> {
+/**
+ * The lineage the other way: plans forked from this one (their `forkedFrom` label), from the projector's
+ * topics. Not listed (null) where a partition has no projector's watermark: finding them there would mean
+ * reading that partition's whole log, which `show` of one plan should not do.
+ */
+export async function forksOf(log: LedgerLog, planId: string): Promise<ForkList | null> {
   const index = new PlanIndex(log.kafka, log.admin, log.codec, log.config, cliLogger());
   try {
+    await index.sync();
+    for (let p = 0; p < log.config.partitions; p++) if (index.watermark(p) === null) return null;
     const page = await listPlansFromIndex({ kafka: log.kafka, codec: log.codec, config: log.config, logger: cliLogger(), index }, { label: `${FORK_LABEL}:${planId}`, limit: FORKS_SHOWN });
     return { plans: page.plans, total: Math.max(page.total, page.plans.length) };
   } finally {
@@ -141,7 +146,7 @@ export async function forksOf(log: LedgerLog, planId: string): Promise<{ plans: 
 }
 
 const FORKS_SHOWN = 20;
-const forkJson = (p: PlanSummary) => ({ planId: p.planId, status: p.status, goal: p.goal });
+const forkJson = (p: ForkList['plans'][number]) => ({ planId: p.planId, status: p.status, goal: p.goal ?? null });
 
 async function command(planId: string, o: CommandOpts, send: (ledger: Ledger) => Promise<CommandOutcome>, say: (s: PlanState) => string): Promise<void> {
   // Existence from the log as the CLI reads it (an erased plan's tombstones hide its events).

@@ -5,7 +5,7 @@ import { describePolicyDecision, type PlanState } from '../plan/index.js';
 import { elide, ms, paintStatus, painter, table, type Painter } from './output.js';
 
 /** The plan as an operator reviews it: header, then one row per item. */
-export function renderPlan(s: PlanState, paint: Painter = painter(false), forks?: ForkList): string {
+export function renderPlan(s: PlanState, paint: Painter = painter(false), forks?: ForkList | null): string {
   const lines = [
     `${paint('bold', 'plan')}    ${s.planId}   (${s.mode ?? '-'} mode)`,
     `goal    ${s.goal}`,
@@ -15,7 +15,7 @@ export function renderPlan(s: PlanState, paint: Painter = painter(false), forks?
   const labels = Object.entries(s.labels);
   if (labels.length) lines.push(`labels  ${labels.map(([k, v]) => `${k}=${v}`).join(' ')}`);
   if (s.forkedFrom) lines.push(`forked  from ${s.forkedFrom.planId} at seq ${s.forkedFrom.seq} (hash ${s.forkedFrom.chainHead})`);
-  if (forks) lines.push(...renderForks(forks));
+  if (forks !== undefined) lines.push(...renderForks(forks));
   lines.push(...renderPolicy(s));
   lines.push(...renderAgentRun(s, false));
   if (s.itemOrder.length) {
@@ -44,12 +44,13 @@ export function renderPlan(s: PlanState, paint: Painter = painter(false), forks?
 
 /** Plans forked from a plan (the first of them, and how many in all). */
 export interface ForkList {
-  plans: ReadonlyArray<{ planId: string; status: string }>;
+  plans: ReadonlyArray<{ planId: string; status: string; goal?: string }>;
   total: number;
 }
 
-/** One line naming a plan's forks with their statuses; nothing when it has none. */
-export function renderForks(forks: ForkList): string[] {
+/** One line naming a plan's forks with their statuses; nothing when it has none; null: not known here. */
+export function renderForks(forks: ForkList | null): string[] {
+  if (forks === null) return ['forks   not listed: a partition has no projector watermark yet (run plan-ledger projector; the API lists them too)'];
   if (forks.total === 0) return [];
   const more = forks.total - forks.plans.length;
   return [`forks   ${forks.plans.map((f) => `${f.planId} (${f.status})`).join(', ')}${more > 0 ? ` and ${more} more` : ''}`];

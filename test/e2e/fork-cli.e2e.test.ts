@@ -4,9 +4,10 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { startProjector } from '../../projector/index.js';
 import { connectLedger } from '../../src/client/index.js';
-import { testConfig } from '../support/helpers.js';
+import { testConfig, testLogger, waitFor } from '../support/helpers.js';
 import { ownsPartitions, runCli, spawnExecutor } from '../support/processes.js';
 
 const cli = runCli;
@@ -68,9 +69,20 @@ describe('plan-ledger fork', () => {
       expect(rows.filter((row) => row.type === 'ItemInherited').map((row) => [row.itemId, row.outcome])).toEqual([['fetch', 'inherited']]);
       const shown = await cli(config, ['show', out.planId]);
       expect(shown.stdout).toContain(`forked  from ${planId} at seq ${out.forkedFrom.seq} (hash ${out.forkedFrom.chainHead})`);
-      // The other way: the source lists its fork (read from the log; no projector runs here).
-      const source = await cli(config, ['show', planId]);
-      expect(source.stdout).toContain(`forks   ${planId}-fix (completed)`);
+      // The other way: the source lists its fork, from the projector's index. With no projector yet, show says
+      // it cannot list them (it would have to read the whole log); with one, it lists the fork.
+      expect((await cli(config, ['show', planId])).stdout).toContain('forks   not listed: a partition has no projector watermark yet');
+      expect(JSON.parse((await cli(config, ['show', planId, '--json'])).stdout)).toMatchObject({ forks: null, forksTotal: null });
+      const projector = await startProjector({ config, logger: testLogger, port: 0, apiToken: null, watermarkIntervalMs: 300, defaultMetrics: false });
+      onTestFinished(() => projector.stop());
+      const listed = await waitFor(
+        async () => {
+          const shown = await cli(config, ['show', planId]);
+          return shown.stdout.includes(`forks   ${planId}-fix (completed)`) ? shown : null;
+        },
+        { timeoutMs: 60_000, message: 'show lists the fork once the projector has indexed the partition' },
+      );
+      expect(listed.code).toBe(0);
       const sourceJson = JSON.parse((await cli(config, ['show', planId, '--json'])).stdout) as { forks: unknown; forksTotal: number };
       expect(sourceJson).toMatchObject({ forks: [{ planId: `${planId}-fix`, status: 'completed', goal: 'charge order 42' }], forksTotal: 1 });
       expect((await cli(config, ['audit', planId])).stdout).toContain(`forks   ${planId}-fix (completed)`);
