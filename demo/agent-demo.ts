@@ -17,6 +17,7 @@ import { renderAgentRun, renderAudit, renderPlan, renderVerification } from '../
 import { connectLedger, type Ledger } from '../src/client/index.js';
 import { loadConfig } from '../src/config.js';
 import { isLedgerError } from '../src/errors.js';
+import { CopyCounter } from '../src/kafka/index.js';
 import { partitionFor } from '../src/kafka/partitioner.js';
 import { packageRoot } from '../src/package-root.js';
 import { isPlanFinished } from '../src/plan/index.js';
@@ -132,12 +133,14 @@ export async function runAgentDemo(o: DemoOptions = {}): Promise<number> {
     process.stdout.write(`  refund calls        ${planCalls.length}   ${planCalls.map((c) => `${c.executorId} ${c.replay ? '(replay, same key)' : '(performed)'}`).join(', ')}\n`);
 
     log = await LedgerLog.open(config, pino({ level: 'silent' }));
-    const records = await log.readPlan(planId);
+    // Counting copies as it reads, so verify's duplicates check runs as in `plan-ledger verify`.
+    const copies = new CopyCounter();
+    const records = await log.readPlan(planId, copies);
     section('4. audit timeline and usage (plan-ledger audit)');
     process.stdout.write(`${renderAudit(planId, auditRows(records), paint)}\n\n${renderAgentRun(final, true).join('\n')}\n`);
     if (run?.answer) process.stdout.write(`\n  answer: ${run.answer}\n`);
     section('5. verify (plan-ledger verify)');
-    const v = await verifyFromLog(log, planId, records);
+    const v = await verifyFromLog(log, planId, records, copies.duplicates());
     process.stdout.write(`${renderVerification(v, paint)}\n`);
 
     const oncePerTurn = asks.length === recordedTurns && new Set(asks.map((a) => a.turn)).size === asks.length;

@@ -16,7 +16,7 @@ import { elide, painter, type Painter } from '../src/cli/output.js';
 import { connectLedger, type Ledger } from '../src/client/index.js';
 import { configToEnv, loadConfig, type LedgerConfig } from '../src/config.js';
 import { isLedgerError } from '../src/errors.js';
-import { partitionFor } from '../src/kafka/index.js';
+import { CopyCounter, partitionFor } from '../src/kafka/index.js';
 import { packageRoot } from '../src/package-root.js';
 import { isPlanFinished } from '../src/plan/index.js';
 import { ShopService, type RefundCall } from './shop-service.js';
@@ -179,11 +179,13 @@ export async function runDemo(o: DemoOptions = {}): Promise<number> {
       await projector.caughtUp();
       await projector.flush();
     }
-    const records = await log.readPlan(planId);
+    // Counting copies as it reads, so verify's duplicates check runs as in `plan-ledger verify`.
+    const copies = new CopyCounter();
+    const records = await log.readPlan(planId, copies);
     section('5. audit timeline (plan-ledger audit)');
     process.stdout.write(`${renderAudit(planId, auditRows(records), paint)}\n`);
     section('6. verify (plan-ledger verify)');
-    const v = await verifyFromLog(log, planId, records);
+    const v = await verifyFromLog(log, planId, records, copies.duplicates());
     process.stdout.write(`${renderVerification(v, paint)}\n`);
 
     const oneRefund = refunds.length === 1 && planCalls.every((c) => c.idempotencyKey === refunds[0]!.idempotencyKey);

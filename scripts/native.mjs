@@ -7,11 +7,17 @@
 // system's libssl and zlib (CKJS_LINKING=dynamic), which needs only the package registries.
 // `npm test`, `npm run demo` and `npm run native` run this; it returns at once when the addon loads.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** npm_config_nodedir for the running Node when its install holds its headers (include/node). */
+function nodeHeaders() {
+  const prefix = dirname(dirname(process.execPath));
+  return existsSync(join(prefix, 'include', 'node', 'node_version.h')) ? { npm_config_nodedir: prefix } : {};
+}
 const pkg = '@confluentinc/kafka-javascript';
 
 function loads() {
@@ -37,6 +43,8 @@ const missing = [
 ].filter(Boolean);
 
 console.error(`[native] building ${pkg} (librdkafka): the prebuilt binary if it can be downloaded, else from the bundled sources (about 2 minutes)`);
+// An addon built for another Node (another ABI) does not load, and the installer would keep it as "already installed".
+rmSync(join(root, 'node_modules', ...pkg.split('/'), 'build'), { recursive: true, force: true });
 const logDir = join(root, 'node_modules', '.cache');
 mkdirSync(logDir, { recursive: true });
 const logFile = join(logDir, 'kafka-javascript-build.log');
@@ -45,7 +53,9 @@ const r = spawnSync(npm, ['rebuild', pkg, '--ignore-scripts=false', '--foregroun
   cwd: root,
   encoding: 'utf8',
   // No parallel make: the gyp target that runs librdkafka's configure does not declare what it makes.
-  env: { ...process.env, CKJS_LINKING: 'dynamic', MAKEFLAGS: '' },
+  // The headers of the Node that runs this (a Node unpacked beside the system's one has its own, and
+  // node-gyp would otherwise take the system's and build for the wrong ABI; downloading them needs the internet).
+  env: { ...process.env, CKJS_LINKING: 'dynamic', MAKEFLAGS: '', ...nodeHeaders() },
 });
 writeFileSync(logFile, `${r.stdout ?? ''}\n${r.stderr ?? ''}`);
 if (r.status === 0 && loads()) {
