@@ -445,7 +445,8 @@ const drafts = new Map();
 async function signal(planId, name, textarea, button, key) {
   let data;
   try {
-    data = JSON.parse(textarea.value.trim() || 'null');
+    if (!textarea.value.trim()) throw new Error('it is empty (e.g. {"ok": true}, or null to answer nothing)');
+    data = JSON.parse(textarea.value);
   } catch (e) {
     toast(`the answer must be JSON: ${e.message}`, 'err');
     return;
