@@ -341,7 +341,9 @@ describe('dashboard', () => {
       await page.locator('#principal', { hasText: 'e2e-operator (read, write)' }).waitFor();
       await page.waitForSelector('[data-wait="ask"]');
       expect(await page.locator('[data-wait="ask"]').textContent()).toContain('customer-reply (no deadline)');
-      // Not JSON: refused on the page, nothing is sent.
+      // Empty, then not JSON: each refused on the page, nothing is sent.
+      await page.locator('button[data-signal="ask"]').click();
+      await page.locator('.toast', { hasText: 'the answer must be JSON: it is empty' }).waitFor();
       await page.locator('textarea[data-answer="ask"]').fill('home, please');
       await page.locator('button[data-signal="ask"]').click();
       await page.locator('.toast', { hasText: 'the answer must be JSON' }).waitFor();
