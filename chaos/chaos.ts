@@ -44,6 +44,8 @@ export interface ChaosOptions {
 /** `kill9-pair`: two executors killed -9 at once (each a fault of its own); `projector-kill`: kill -9 and a new projector process. */
 type FaultKind = 'kill9' | 'kill9-pair' | 'sigterm' | 'freeze' | 'broker-kill' | 'registry-restart' | 'projector-kill';
 
+const isExecutorFault = (kind: FaultKind) => kind === 'kill9' || kind === 'kill9-pair' || kind === 'sigterm' || kind === 'freeze';
+
 interface Fault {
   readonly kind: FaultKind;
   readonly target: string;
@@ -404,7 +406,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
       // one in six): one executor is left to take everything over.
       const owners = slots.map((p, i) => ({ i, owns: ownedBy(p.label).length })).filter((x) => x.owns > 0);
       const pairs = faults.filter((f) => f.kind === 'kill9-pair').length;
-      const executorFaultsSoFar = faults.filter((f) => f.partitions.length > 0 || f.kind === 'freeze' || f.kind === 'sigterm' || f.kind.startsWith('kill9')).length;
+      const executorFaultsSoFar = faults.filter((f) => isExecutorFault(f.kind)).length;
       if (owners.length >= 2 && ((pairs === 0 && executorFaultsSoFar >= 2) || random() < 1 / 6)) {
         const first = pick(owners);
         const second = pick(owners.filter((x) => x.i !== first.i));
@@ -616,7 +618,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
 
   // The processes and the stack stop in runChaos's clean-up.
 
-  const executorFaults = faults.filter((f) => f.kind === 'kill9' || f.kind === 'kill9-pair' || f.kind === 'sigterm' || f.kind === 'freeze');
+  const executorFaults = faults.filter((f) => isExecutorFault(f.kind));
   const measured = executorFaults.filter((f) => f.partitions.length && f.recoveredAt !== null).map((f) => f.recoveredAt! - f.at);
   const unrecovered = executorFaults.filter((f) => f.partitions.length && f.recoveredAt === null).length;
   const calls = effects.calls.length;

@@ -38,24 +38,23 @@ export const planReadRoutes: FastifyPluginAsync<PlanReadOptions> = async (app, {
     return { ...page, version: model.version };
   });
 
-  const childrenOf = (planId: string) => {
-    const out: Array<{ planId: string; itemId: string; status: string | null; goal: string }> = [];
+  /**
+   * Delegation and lineage toward other plans, in one pass over the projection: the plans this one's items
+   * delegated to (a cold child is listed from its summary), and the plans forked from it (a fork's state
+   * names its source; a cold fork, its label — only a fork carries it).
+   */
+  const relationsOf = (planId: string) => {
+    const children: Array<{ planId: string; itemId: string; status: string | null; goal: string }> = [];
+    const forks: Array<{ planId: string; seq: number | null; status: string | null; goal: string }> = [];
     for (const c of model.views()) {
-      const s = c.state ?? c.summary; // a cold child is listed from its summary
-      if (s?.parent?.planId === planId) out.push({ planId: c.planId, itemId: s.parent.itemId, status: s.status, goal: s.goal });
-    }
-    return out.sort((a, b) => a.planId.localeCompare(b.planId));
-  };
-
-  /** Plans forked from this one: a fork's state names its source; a cold fork, its label (only a fork carries it). */
-  const forksOf = (planId: string) => {
-    const out: Array<{ planId: string; seq: number | null; status: string | null; goal: string }> = [];
-    for (const c of model.views()) {
+      const s = c.state ?? c.summary;
+      if (s?.parent?.planId === planId) children.push({ planId: c.planId, itemId: s.parent.itemId, status: s.status, goal: s.goal });
       const origin = c.state?.forkedFrom;
-      if (origin?.planId === planId) out.push({ planId: c.planId, seq: origin.seq, status: c.state!.status, goal: c.state!.goal });
-      else if (c.state === undefined && c.summary?.labels[FORK_LABEL] === planId) out.push({ planId: c.planId, seq: null, status: c.summary.status, goal: c.summary.goal });
+      if (origin?.planId === planId) forks.push({ planId: c.planId, seq: origin.seq, status: c.state!.status, goal: c.state!.goal });
+      else if (c.state === undefined && c.summary?.labels[FORK_LABEL] === planId) forks.push({ planId: c.planId, seq: null, status: c.summary.status, goal: c.summary.goal });
     }
-    return out.sort((a, b) => a.planId.localeCompare(b.planId));
+    const byId = (a: { planId: string }, b: { planId: string }) => a.planId.localeCompare(b.planId);
+    return { children: children.sort(byId), forks: forks.sort(byId) };
   };
   const statusOf = (planId: string) => model.view(planId)?.state?.status ?? model.cold.get(planId)?.summary.status ?? null;
 
@@ -66,6 +65,7 @@ export const planReadRoutes: FastifyPluginAsync<PlanReadOptions> = async (app, {
     // items=none: the header only, the same few KB for 10 items or 100,000 (and no stateDigest, which
     // hashes every item; the full plan and /verify have it).
     const headerOnly = (req.query as { items?: 'all' | 'none' }).items === 'none';
+    const { children, forks } = relationsOf(planId);
     return {
       planId,
       partition: v.partition,
@@ -75,10 +75,10 @@ export const planReadRoutes: FastifyPluginAsync<PlanReadOptions> = async (app, {
       ...(headerOnly ? { items: 'none', state: v.state ? planHeader(v.state) : null } : { stateDigest: v.state ? stateDigest(v.state) : null, state: v.state ? showPlan(v.state, await opener(planId)) : null }),
       // Delegation both ways: the plan this one runs for, and the plans its items delegated to.
       parent: v.state?.parent ? { ...v.state.parent, status: statusOf(v.state.parent.planId) } : null,
-      children: childrenOf(planId),
+      children,
       // Lineage both ways: the plan and point this one was forked from, and the plans forked from it.
       forkedFrom: v.state?.forkedFrom ? { ...v.state.forkedFrom, status: statusOf(v.state.forkedFrom.planId) } : null,
-      forks: forksOf(planId),
+      forks,
       // An agent run's turns and token totals (null for a plan that is not one, and with items=none).
       agent: v.state && !headerOnly ? agentUsage(v.state) : null,
     };
