@@ -1,6 +1,6 @@
 import type { LedgerConfig } from '../config.js';
 import type { Logger } from '../logging.js';
-import { connectWatched, isRetriableKafkaError, kafkaErrorName, routeLogs, type RdConfig } from './client.js';
+import { connectWatched, isRetriableKafkaError, kafkaErrorName, routeLogs, type RdConfig } from './connection.js';
 import { confluent } from './native.js';
 import type { GroupDescription, LedgerAdmin, PartitionMetadata, PartitionOffsets, TopicSpec } from './port.js';
 

@@ -1,6 +1,6 @@
 import type { LedgerConfig } from '../config.js';
 import type { Logger } from '../logging.js';
-import { connectWatched, routeLogs, type RdConfig } from './client.js';
+import { connectWatched, routeLogs, type RdConfig } from './connection.js';
 import { confluent } from './native.js';
 import type { GroupMember, GroupMemberOptions, LogRecord } from './port.js';
 import { consumeOrPause, disconnectConsumer, toLogRecord, type NativeConsumer } from './reader.js';

@@ -1,6 +1,6 @@
 import type { Logger } from '../logging.js';
 import type { LedgerConfig } from '../config.js';
-import { connectWatched, routeLogs, type RdConfig } from './client.js';
+import { connectWatched, routeLogs, type RdConfig } from './connection.js';
 import { confluent } from './native.js';
 import type { ConfluentAdmin } from './admin.js';
 import type { LogRecord, PartitionTail, PartitionTailOptions, ReadToEndOptions } from './port.js';

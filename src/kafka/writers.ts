@@ -1,7 +1,7 @@
 import type { LedgerConfig } from '../config.js';
 import { isLedgerError, LedgerError } from '../errors.js';
 import type { Logger } from '../logging.js';
-import { connectWatched, routeLogs, withBrokerCode, type HandleErrors, type RdConfig } from './client.js';
+import { connectWatched, routeLogs, withBrokerCode, type HandleErrors, type RdConfig } from './connection.js';
 import { nativeConsumerOf } from './member.js';
 import { confluent } from './native.js';
 import type { Delivered, FencedTransaction, FencedWriter, GroupMember, OutRecord, RecordWriter } from './port.js';
