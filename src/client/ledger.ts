@@ -13,6 +13,7 @@ import {
   auditTopic,
   createKafka,
   ensurePlanTopics,
+  kafkaFailure,
   lastStableOffset,
   MAX_RECORD_BYTES,
   parseEventKey,
@@ -21,6 +22,7 @@ import {
   type KafkaClient,
   type LedgerAdmin,
   type LogRecord,
+  type OutRecord,
   type PartitionTail,
   type ReadStats,
   type RecordWriter,
@@ -30,6 +32,7 @@ import { canonicalJson, evolveAll, FORK_LABEL, evolveInPlace, isValidId, type It
 import { toItemSpec, type ItemInput } from '../plan-input.js';
 import { traceHeaders } from '../trace-context.js';
 import type { PlanPage } from '../projection/query.js';
+import { retryDelayMs } from '../projection/poison.js';
 import { assertCommandFits, illFormedField } from './command-size.js';
 import { FollowedPlans } from './followed.js';
 import { listPlansFromIndex, type PlanFilter } from './list-plans.js';
@@ -356,7 +359,7 @@ class LedgerClient implements Ledger {
     const messages = out.flatMap((o) => o.blob?.messages ?? []);
     // One chunk per produce request (a chunk is half the default record limit); acknowledged by all
     // in-sync replicas before the command that refers to it is sent.
-    for (const m of messages) await this.writer.send(this.topics.blobs, [m]);
+    for (const m of messages) await this.write(this.topics.blobs, m, `a blob chunk of plan ${planId}`);
     return out.map(({ it, blob }) => (blob ? { ...it, inputJson: blob.refJson } : it));
   }
 
@@ -370,7 +373,7 @@ class LedgerClient implements Ledger {
     let seal: ((json: string) => string) | undefined;
     if (create) {
       const { key, message } = await this.keys.create(planId);
-      if (message) await this.writer.send(this.keys.topic, [message]);
+      if (message) await this.write(this.keys.topic, message, `the data key of plan ${planId}`);
       this.keys.remember(planId, key);
       seal = await this.keys.sealer(planId);
     } else {
@@ -474,6 +477,39 @@ class LedgerClient implements Ledger {
     await this.writer.send(this.topics.commands, [{ key: command.planId, value, partition: partitionFor(command.planId, this.config.partitions), ...traceHeaders() }]);
   }
 
+  /** Writes one record outside a command (a blob chunk, a plan key); a Kafka error reaches the caller as a LedgerError. */
+  private async write(topic: string, record: OutRecord, what: string): Promise<void> {
+    await this.writer.send(topic, [record]).catch((e) => {
+      throw kafkaFailure(e, `writing ${what}`);
+    });
+  }
+
+  /**
+   * Writes a command, and writes it again while Kafka cannot take it and the caller's time lasts. A
+   * broker killed mid-send makes librdkafka fail the record once its `message.timeout.ms` (30 s) is up,
+   * though the cluster may already serve again. A second copy under the same commandId changes nothing:
+   * the owner decides a commandId once (a copy it has decided is a no-op, see `decide`). The error that
+   * reaches the caller is a LedgerError: UNAVAILABLE when the deadline came first, FORBIDDEN for ACLs.
+   */
+  private async produceBy(command: PlanCommand, deadline: number): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.produce(command);
+        return;
+      } catch (e) {
+        const failure = kafkaFailure(e, `writing ${command.type} for plan ${command.planId}`);
+        const wait = retryDelayMs(attempt, 100, 2_000);
+        if (!isLedgerError(failure, 'UNAVAILABLE') || Date.now() + wait >= deadline) throw failure;
+        this.logger.warn({ planId: command.planId, commandId: command.commandId, attempt, err: (e as Error).message }, 'Kafka did not take the command; writing it again under the same commandId');
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    }
+  }
+
+  private unavailable(type: string, planId: string, commandId: string, timeoutMs: number): LedgerError {
+    return new LedgerError('UNAVAILABLE', `Kafka did not take ${type} for plan ${planId} within ${timeoutMs} ms (brokers ${this.config.brokers.join(',')})`, { commandId });
+  }
+
   private timeout(type: string, planId: string, commandId: string, timeoutMs: number): LedgerError {
     return new LedgerError('TIMEOUT', `no executor decided ${type} for plan ${planId} within ${timeoutMs} ms — is an executor running on prefix "${this.config.topicPrefix}"?`, { commandId });
   }
@@ -492,6 +528,8 @@ class LedgerClient implements Ledger {
     const command = this.command(planId, type, data, opts.by);
     const { commandId } = command;
     const timeoutMs = opts.timeoutMs ?? 30_000;
+    const deadline = Date.now() + timeoutMs;
+    let written = false;
     const events = new Map<number, PlanEvent>();
     let first!: (at: TailPosition) => void;
     const seen = new Promise<TailPosition>((r) => (first = r));
@@ -503,15 +541,19 @@ class LedgerClient implements Ledger {
     let timer: NodeJS.Timeout | undefined;
     try {
       const decided = (async () => {
-        await this.produce(command);
+        await this.produceBy(command, deadline);
+        written = true;
         const at = await seen;
-        await this.tailReached(at.partition, await lastStableOffset(this.admin, this.topics.events, at.partition));
+        const stable = await lastStableOffset(this.admin, this.topics.events, at.partition).catch((e) => {
+          throw kafkaFailure(e, `reading the end of the events partition ${at.partition}`);
+        });
+        await this.tailReached(at.partition, stable);
       })();
       decided.catch(() => {}); // observed by the race below; after a timeout nobody waits for it any more
       await Promise.race([
         decided,
         new Promise((_, reject) => {
-          timer = setTimeout(() => reject(this.timeout(type, planId, commandId, timeoutMs)), timeoutMs);
+          timer = setTimeout(() => reject(written ? this.timeout(type, planId, commandId, timeoutMs) : this.unavailable(type, planId, commandId, timeoutMs)), timeoutMs);
         }),
       ]);
     } finally {
@@ -685,7 +727,7 @@ class LedgerClient implements Ledger {
     const stopTombstones = this.listenTombstones(planId, () => push({ kind: 'tombstone' }));
     let auditFrom: Map<number, string> | undefined;
     try {
-      await this.produce(command);
+      await this.produceBy(command, deadline);
       for (;;) {
         const signal = signals.shift();
         if (signal === undefined) {

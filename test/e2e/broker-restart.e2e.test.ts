@@ -7,8 +7,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectLedger } from '../../src/client/index.js';
 import { loadConfig, type LedgerConfig } from '../../src/config.js';
+import { isLedgerError } from '../../src/errors.js';
+import { createLogger } from '../../src/logging.js';
 import { verifyChain } from '../../src/plan/index.js';
-import { restartBroker, stackDown, stackUp } from '../../src/stack/stack.js';
+import { restartBroker, startBroker, stackDown, stackUp, stopBroker } from '../../src/stack/stack.js';
 import { startExecutor } from '../../executor/index.js';
 import { EffectsService } from '../fixtures/effects-service.js';
 import { tools } from '../fixtures/tools.js';
@@ -67,4 +69,52 @@ describe('broker outage', () => {
       await executor.stop();
     }
   });
+
+  it('a command the broker could not take is written again under its commandId until the caller\'s timeout: decided once after a 35 s outage, UNAVAILABLE when the outage outlasts the timeout', async () => {
+    const executor = await startExecutor({ tools, config, executorId: 'outage-exec-2', sessionTimeoutMs: 10_000, heartbeatIntervalMs: 1000 });
+    const lines: string[] = [];
+    const logger = createLogger({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
+    const ledger = await connectLedger(config, { logger });
+    const item = (id: string) => ({ id, title: id, why: 'written during an outage', tool: 'effect', input: {} });
+    try {
+      await executor.started;
+      // Warm: the client has its connections, metadata and producer id before the broker goes away.
+      const warm = await ledger.createPlan({ goal: 'before the outage', mode: 'execute', items: [item('w')] });
+      await ledger.waitFor(warm.planId, 'completed', { timeoutMs: 60_000 });
+
+      await stopBroker({ dir, hard: true });
+      // An outage longer than the caller's timeout: a LedgerError that says so, not a raw client error.
+      const short = await ledger.createPlan({ planId: 'outage-short', goal: 'times out', mode: 'execute', items: [item('a')] }, { timeoutMs: 4_000 }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(isLedgerError(short, 'UNAVAILABLE'), String(short)).toBe(true);
+      expect((short as Error).message).toMatch(/Kafka did not take CreatePlan for plan outage-short within 4000 ms/);
+
+      // An outage longer than librdkafka's 30 s message timeout, shorter than the caller's: the first
+      // write fails inside the client (before this client wrote it again, that error reached the caller).
+      const started = Date.now();
+      const long = ledger.createPlan({ planId: 'outage-long', goal: 'rides it out', mode: 'execute', items: [item('b')] }, { timeoutMs: 150_000 });
+      long.catch(() => {});
+      await new Promise((r) => setTimeout(r, 35_000));
+      await startBroker({ dir });
+      const decided = await long;
+      expect(Date.now() - started).toBeGreaterThan(35_000);
+      expect(decided.events.filter((e) => e.type === 'PlanCreated')).toHaveLength(1);
+      const rewrites = lines.filter((l) => l.includes('writing it again under the same commandId') && l.includes('outage-long'));
+      expect(rewrites.length).toBeGreaterThanOrEqual(1);
+
+      const done = await ledger.waitFor('outage-long', 'completed', { timeoutMs: 60_000 });
+      expect(done.items['b']!.status).toBe('completed');
+      // Decided once, one effect: every copy of the command after the first is a no-op for its owner.
+      const events = (await ledger.planEvents('outage-long')).map((r) => r.event);
+      for (const type of ['PlanCreated', 'ItemCompleted', 'PlanCompleted']) expect(events.filter((e) => e.type === type), type).toHaveLength(1);
+      expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+      expect(verifyChain(events).ok).toBe(true);
+      expect([...effects.effects.keys()].filter((k) => k.startsWith('outage-long/'))).toEqual(['outage-long/b/1']);
+    } finally {
+      await ledger.close();
+      await executor.stop();
+    }
+  }, 300_000);
 });
