@@ -2,9 +2,9 @@ import { isLedgerError } from '../src/errors.js';
 import { eventKey, isWriterGivenUp, partitionFor, type LogRecord } from '../src/kafka/index.js';
 import type { Logger } from '../src/logging.js';
 import { decide, rejectionEvent, type PlanCommand } from '../src/plan/index.js';
+import type { OwnerDeps } from './context.js';
 import { erasePlan, type ErasureContext } from './erasure.js';
 import type { PartitionBook } from './partition-book.js';
-import type { OwnerDeps } from './partition-owner.js';
 import type { PlanWriter } from './plan-writer.js';
 import { deadLetterMessage } from './records.js';
 import type { CommandTrace, PlanTraces } from './tracing.js';
@@ -27,6 +27,9 @@ export interface BatchGuard {
   readonly poison?: { readonly offset: string; readonly cause: string; readonly failures: number };
 }
 
+/** What the handler reads of the owner's dependencies. */
+export type CommandHandlerDeps = Pick<OwnerDeps, 'codec' | 'config' | 'metrics' | 'now'>;
+
 /**
  * The commands of one owned partition, in steps: decode (undecodable → DLQ), check (misrouted, stalled,
  * archived, dormant, no such plan), decide against the plan's state, append what it caused with the
@@ -37,7 +40,7 @@ export class CommandHandler {
     private readonly partition: number,
     private readonly book: PartitionBook,
     private readonly writer: PlanWriter,
-    private readonly d: OwnerDeps,
+    private readonly d: CommandHandlerDeps,
     private readonly log: Logger,
     private readonly topics: { commands: string; dlq: string; snapshots: string; archive: string; blobs: string; planKeys: string },
     private readonly ctx: ErasureContext,

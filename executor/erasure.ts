@@ -3,8 +3,8 @@ import { blobTombstones, parseRef } from '../src/blobs/index.js';
 import { auditTopic, eventKey, PLAN_KEYS_SEGMENT_MS, type OutRecord } from '../src/kafka/index.js';
 import type { Logger } from '../src/logging.js';
 import { getItem, hasAppliedCommand, isPlanFinished, type PlanCommand } from '../src/plan/index.js';
+import type { OwnerDeps } from './context.js';
 import type { PartitionBook } from './partition-book.js';
-import type { OwnerDeps } from './partition-owner.js';
 import type { PlanWriter } from './plan-writer.js';
 import { childErasedCommand, commandMessage } from './records.js';
 import { DEFAULT_SNAPSHOT_CHUNK_BYTES, snapshotChunkKey } from '../src/projection/snapshot.js';
@@ -26,7 +26,8 @@ export interface ErasureContext {
   readonly partition: number;
   readonly book: PartitionBook;
   readonly writer: PlanWriter;
-  readonly d: OwnerDeps;
+  /** What the erasure reads of the owner's dependencies. */
+  readonly d: Pick<OwnerDeps, 'codec' | 'config' | 'executorId' | 'keys' | 'now'>;
   readonly log: Logger;
   readonly topics: { commands: string; snapshots: string; archive: string; blobs: string; planKeys: string };
 }

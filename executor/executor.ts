@@ -17,7 +17,8 @@ import { DEFAULT_ABORT_GRACE_MS, DEFAULT_TOOL_TIMEOUT_MS } from './item-runner.j
 import { CacheBudget, DEFAULT_EXECUTOR_CACHE_MIB } from './dormant-cache.js';
 import { createExecutorMetrics, type ExecutorMetrics } from './metrics.js';
 import { readPlanFromEvents } from './plan-reload.js';
-import { CommandStepError, PartitionOwner, type BatchGuard, type OwnerLimits } from './partition-owner.js';
+import type { OwnerLimits } from './context.js';
+import { CommandStepError, PartitionOwner, type BatchGuard } from './partition-owner.js';
 import { restoreOwnedPartition } from './restore.js';
 import { Slots } from './slots.js';
 

@@ -5,10 +5,10 @@ import type { Logger } from '../src/logging.js';
 import { getItem, isPlanFinished, pendingRecoveries, readyItem, scanItems, type ItemError, type ItemScan, type ItemView, type PlanCommand, type PlanEvent, type PlanState } from '../src/plan/index.js';
 import { toItemSpec } from '../src/plan-input.js';
 import type { AppendRequest } from './appender.js';
+import type { OwnerDeps } from './context.js';
 import { faultPoint } from './faults.js';
 import { runAttempt, type AttemptOutcome } from './item-runner.js';
 import type { Decided, PartitionBook } from './partition-book.js';
-import type { OwnerDeps } from './partition-owner.js';
 import type { PlanWriter } from './plan-writer.js';
 import { ProgressRecorder } from './progress.js';
 import { commandMessage } from './records.js';
@@ -20,6 +20,9 @@ function addDependant(index: Map<string, string[]>, dep: string, id: string): vo
   if (list) list.push(id);
   else index.set(dep, [id]);
 }
+
+/** What the scheduler reads of the owner's dependencies. */
+export type ItemSchedulerDeps = Pick<OwnerDeps, 'blobs' | 'codec' | 'config' | 'executorId' | 'keys' | 'limits' | 'metrics' | 'now' | 'slots' | 'tools'>;
 
 /** Items a step looks at from a plan's cursor on; the rest of the plan only where a step changed something. */
 const SCAN_WINDOW = 256;
@@ -57,7 +60,7 @@ export class ItemScheduler {
     private readonly partition: number,
     private readonly book: PartitionBook,
     private readonly writer: PlanWriter,
-    private readonly d: OwnerDeps,
+    private readonly d: ItemSchedulerDeps,
     private readonly log: Logger,
     private readonly topics: { commands: string; blobs: string },
     /** A step failed (not fenced): the owner must be recreated from the log. */

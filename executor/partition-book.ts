@@ -5,10 +5,10 @@ import type { Logger } from '../src/logging.js';
 import { decide, evolveInPlace, isPlanFinished, PlanError, rejectionEvent, type AnyCommand, type ApprovalPolicy, type DecideContext, type InternalCommand, type InternalCommandPayloads, type PlanEvent, type PlanState, type Rejection } from '../src/plan/index.js';
 import type { ArchiveLoader } from '../src/projection/restore.js';
 import { stateFromSnapshot } from '../src/projection/snapshot.js';
+import type { OwnerLimits, RestoredForOwner } from './context.js';
 import { CacheBudget, DEFAULT_EXECUTOR_CACHE_MIB, DormantCache } from './dormant-cache.js';
 import type { ExecutorMetrics } from './metrics.js';
 import { firstEventAt } from './plan-reload.js';
-import type { OwnerLimits, RestoredForOwner } from './partition-owner.js';
 import { eventMessages, recordBytes } from './records.js';
 
 /** What {@link PartitionBook.decideAndApply} decided: the events (applied) with their records, or why not. */

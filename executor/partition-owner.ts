@@ -1,89 +1,16 @@
-import type { Tracer } from '@opentelemetry/api';
-import type { BlobReader, PayloadLimits } from '../src/blobs/index.js';
-import type { PlanKeyring } from '../src/crypto/index.js';
-import { topicNames, type LedgerConfig } from '../src/config.js';
-import type { LedgerCodec } from '../src/codec/index.js';
-import type { FencedWriter, GroupMember, KafkaClient, LogRecord } from '../src/kafka/index.js';
+import { topicNames } from '../src/config.js';
+import type { FencedWriter, LogRecord } from '../src/kafka/index.js';
 import type { Logger } from '../src/logging.js';
-import type { ApprovalPolicy, DecideLimits, PlanState } from '../src/plan/index.js';
-import type { ArchiveLoader } from '../src/projection/restore.js';
-import type { Tool } from '../src/tools.js';
+import type { PlanState } from '../src/plan/index.js';
 import { TransactionalAppender } from './appender.js';
 import { CommandHandler, type BatchGuard } from './command-handler.js';
-import type { CacheBudget } from './dormant-cache.js';
+import type { OwnerDeps } from './context.js';
 import { ItemScheduler } from './item-scheduler.js';
-import type { ExecutorMetrics } from './metrics.js';
 import { PartitionBook } from './partition-book.js';
 import { PlanWriter } from './plan-writer.js';
-import type { Slots } from './slots.js';
 import { PlanTraces } from './tracing.js';
 
 export { CommandStepError, type BatchGuard } from './command-handler.js';
-
-export interface OwnerDeps {
-  readonly kafka: KafkaClient;
-  /** The executor's membership of the executors group: the owner commits its commands offsets for it. */
-  readonly member: GroupMember;
-  readonly config: LedgerConfig;
-  readonly codec: LedgerCodec;
-  readonly tools: ReadonlyMap<string, Tool>;
-  readonly executorId: string;
-  readonly logger: Logger;
-  readonly slots: Slots;
-  readonly restore: (partition: number) => Promise<RestoredForOwner>;
-  readonly now?: () => number;
-  /** The approval policy `decide` applies to new plans and new items (see src/plan/policy.ts); none by default. */
-  readonly policy?: ApprovalPolicy;
-  readonly limits: OwnerLimits;
-  readonly metrics: ExecutorMetrics;
-  /** Resolves payloads stored by reference (inputs, dependencies' outputs). */
-  readonly blobs: BlobReader;
-  /** The plans' data keys when a master key is configured: payloads are opened for tools and sealed when recorded. */
-  readonly keys?: PlanKeyring;
-  /** Spans of command decisions, attempts and tool calls; none when tracing is off. */
-  readonly tracer?: Tracer;
-  /** The executor's byte budget for finished plans put aside (see DormantCache); the owner's own 64 MiB without. */
-  readonly cacheBudget?: CacheBudget;
-  /** Reads a finished plan evicted from the cache back from its events (see readPlanFromEvents). */
-  readonly readPlan?: (partition: number, planId: string, since: number | null) => Promise<PlanState | undefined>;
-}
-
-/** The bounds an owner keeps every step within (see docs/reference/limits.md). */
-export interface OwnerLimits {
-  /** Largest record the events topic takes (its max.message.bytes); a bigger event is refused before it is appended. */
-  readonly maxRecordBytes: number;
-  /** Default tool timeout; a tool's own `timeoutMs` wins. */
-  readonly toolTimeoutMs: number;
-  /** How long a tool that ignores its aborted signal keeps its slot after the timeout. */
-  readonly abortGraceMs: number;
-  /** Limits `decide` enforces (inline payload bytes, items per plan). */
-  readonly decide: DecideLimits;
-  /** Payloads above `inlineBytes` go by reference to the blobs topic; none may pass `maxPayloadBytes`. */
-  readonly payload: PayloadLimits;
-  /** Closest two checkpoint writes of one attempt may follow each other; calls in between coalesce. */
-  readonly checkpointIntervalMs: number;
-}
-
-/** What the owner needs from the restore of its partition (see restore.ts). */
-export interface RestoredForOwner {
-  /** Plans seeded from a snapshot and events replayed on top (for the log and the restore benchmark). */
-  fromSnapshot?: number;
-  eventsReplayed?: number;
-  plans: Map<string, PlanState>;
-  stalled: Map<string, string>;
-  /** Plans whose keys were tombstoned last (erased); see {@link PartitionBook.erased}. */
-  erased?: Set<string>;
-  /** Highest seq among each plan's event keys (covers a stalled plan's records past its state). */
-  lastKeySeq?: Map<string, number>;
-  /** Finished plans left undecoded: planId → raw snapshot value (see {@link PartitionBook.dormant}). */
-  dormant?: Map<string, Buffer>;
-  /** Highest fencing token ever used on the partition, dormant plans included. */
-  maxFencingToken?: number;
-  /** The partition's archived plans, read on first need (see {@link PartitionBook.fromArchive}). */
-  archived?: ArchiveLoader;
-  /** Each plan's trace context, from the `traceparent` header of its last replayed event record or its snapshot record. */
-  traceparents?: Map<string, string>;
-}
 
 /**
  * The executor's view of one owned partition: the only writer of the partition's events, through
