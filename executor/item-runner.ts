@@ -4,7 +4,6 @@ import { LedgerError } from '../src/errors.js';
 import { toItemSpec } from '../src/plan-input.js';
 import { isTerminalError, isToolResult, type ChildPlanSpec, type Tool, type ToolContext } from '../src/tools.js';
 import type { Slots } from './slots.js';
-import type { ToolTrace } from './tracing.js';
 
 /** Ten minutes: the default longest a tool call may run before its attempt fails with TIMEOUT. */
 export const DEFAULT_TOOL_TIMEOUT_MS = 10 * 60_000;
@@ -41,6 +40,15 @@ export type AttemptOutcome =
   | { kind: 'result'; outcome: Outcome; outputJson: string | null; error: ItemError | null; followUps: ItemSpec[]; durationMs: number }
   | { kind: 'delegate'; delegate: ChildPlanSpec; durationMs: number }
   | { kind: 'abandoned' };
+
+/**
+ * The tool call of an attempt (a child span named after the tool); its `traceparent` goes to the tool.
+ * Declared here, where it is called; tracing.ts makes it (AttemptTrace.tool).
+ */
+export interface ToolTrace {
+  readonly traceparent: string | undefined;
+  end(outcome: AttemptOutcome): void;
+}
 
 const ABANDONED = Symbol('abandoned');
 const TIMED_OUT = Symbol('timed out');

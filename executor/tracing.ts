@@ -2,7 +2,7 @@ import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Li
 import type { LogRecord, OutRecord } from '../src/kafka/index.js';
 import type { PlanCommand } from '../src/plan/index.js';
 import { contextFromTraceparent, spanContextFromTraceparent, traceparentOf, TRACEPARENT_HEADER } from '../src/trace-context.js';
-import type { AttemptOutcome } from './item-runner.js';
+import type { ToolTrace } from './item-runner.js';
 
 /**
  * The executor's spans, for one owned partition: a `plan-ledger.command` span per command decision, a
@@ -136,12 +136,6 @@ export class CommandTrace {
       },
     );
   }
-}
-
-/** The tool call of an attempt (a child span named after the tool); its `traceparent` goes to the tool. */
-export interface ToolTrace {
-  readonly traceparent: string | undefined;
-  end(outcome: AttemptOutcome): void;
 }
 
 /** One attempt of an item: `plan-ledger.attempt`, events intent → result → complete, the tool call as a child. */
