@@ -3,7 +3,6 @@
 // (read scope for reads and the stream, write scope for commands).
 import AjvCompiler from '@fastify/ajv-compiler';
 import Fastify from 'fastify';
-import type { Ledger } from '../../src/client/index.js';
 import type { Logger } from '../../src/logging.js';
 import { OperatorViews } from '../operations.js';
 import type { ProjectionService } from '../projector.js';
@@ -14,14 +13,10 @@ import { dashboardRoutes } from './routes/dashboard.js';
 import { healthRoutes } from './routes/health.js';
 import { operationsRoutes } from './routes/operations.js';
 import { planReadRoutes, type PayloadOpenerFor } from './routes/plans-read.js';
-import { planWriteRoutes } from './routes/plans-write.js';
+import { planWriteRoutes, type CommandSubmitter } from './routes/plans-write.js';
 import { streamRoutes } from './routes/stream.js';
 
-/**
- * What the write routes need to submit commands: the ledger client (`connectLedger`) satisfies it.
- * Each call resolves once the owning executor decided the command.
- */
-export type CommandSubmitter = Pick<Ledger, 'createPlan' | 'approve' | 'reject' | 'cancel' | 'retryItem' | 'signal' | 'fork'>;
+export type { CommandSubmitter } from './routes/plans-write.js';
 
 export interface HttpOptions {
   readonly service: ProjectionService;

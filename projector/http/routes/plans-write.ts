@@ -2,11 +2,17 @@
 // The auth hook is added once, at this plugin's scope. The recorded actor (`by`, the approver) is the
 // token's principal; a `by` in the body is accepted for older clients and ignored.
 import type { FastifyPluginAsync, FastifyRequest, onRequestHookHandler } from 'fastify';
+import type { Ledger } from '../../../src/client/index.js';
 import type { Logger } from '../../../src/logging.js';
 import type { ProjectionService } from '../../projector.js';
-import type { CommandSubmitter } from '../index.js';
 import { notFound, sendOutcome } from '../errors.js';
 import { approveBody, cancelBody, createPlanBody, forkBody, itemParams, planParams, rejectBody, retryBody, signalBody, signalParams } from '../schemas.js';
+
+/**
+ * What the write routes need to submit commands: the ledger client (`connectLedger`) satisfies it.
+ * Each call resolves once the owning executor decided the command.
+ */
+export type CommandSubmitter = Pick<Ledger, 'createPlan' | 'approve' | 'reject' | 'cancel' | 'retryItem' | 'signal' | 'fork'>;
 
 export interface PlanWriteOptions {
   readonly service: ProjectionService;
