@@ -58,7 +58,7 @@ export async function runAgentDemo(o: DemoOptions = {}): Promise<number> {
   };
   process.once('SIGINT', onSignal);
   try {
-    for (const label of ['executor-A', 'executor-B']) executors.push(spawnExecutor(root, config, label, shop.url, logDir, 'agent-tools.ts', { DEMO_MODEL_LOG: modelLog }));
+    for (const label of ['executor-A', 'executor-B']) executors.push(spawnExecutor(root, config, label, shop.url, logDir, 'agent-tools', { DEMO_MODEL_LOG: modelLog }));
     await until(() => ready(executors, config.partitions), 60_000, 'both executors own and restored their partitions', executors);
     for (const e of executors) say(e.label, `pid ${e.pid}, owns partitions ${e.assigned.join(',')}, runs agent "support": model demo/scripted-support-model, tools lookup_order (MCP, demo/shop-mcp.ts) and refund`);
     ledger = await connectLedger(config);

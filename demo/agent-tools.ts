@@ -4,6 +4,7 @@
 // result from its prompt and refunds the returned lines, turn 3 answers. DEMO_SHOP_URL points at the
 // demo's shop; DEMO_MODEL_LOG, when set, gets one JSON line per model call (who asked, for which turn).
 import { appendFileSync } from 'node:fs';
+import { dirname, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MockLanguageModelV3 } from 'ai/test';
 import type { LanguageModelV3CallOptions, LanguageModelV3GenerateResult } from '@ai-sdk/provider';
@@ -27,10 +28,12 @@ async function shop<T>(ctx: ToolContext, path: string, init: { method?: string; 
 }
 
 // The order lookup is an MCP tool: the demo shop's MCP server (demo/shop-mcp.ts), one per executor process.
+// From a checkout it runs through tsx; from an installed package (dist/demo/shop-mcp.js) as plain JavaScript.
+const here = fileURLToPath(import.meta.url);
 const shopMcp = await mcpTools(
   {
     command: process.execPath,
-    args: ['--import', 'tsx', fileURLToPath(new URL('./shop-mcp.ts', import.meta.url))],
+    args: [...(extname(here) === '.ts' ? ['--import', 'tsx'] : []), join(dirname(here), `shop-mcp${extname(here)}`)],
     env: Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => typeof e[1] === 'string')),
     name: 'demo-shop',
   },

@@ -5,7 +5,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, extname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { verifyFromLog } from '../src/audit/live.js';
 import { LedgerLog } from '../src/audit/log.js';
@@ -226,8 +227,17 @@ export function paintStatusText(paint: Painter, status: string): string {
   return status === 'completed' ? paint('green', status) : status === 'failed' || status === 'cancelled' ? paint('red', status) : paint('yellow', status);
 }
 
-export function spawnExecutor(root: string, config: LedgerConfig, label: string, shopUrl: string, logDir: string, tools = 'tools.ts', env: Record<string, string> = {}): Executor {
-  const proc = spawn(process.execPath, [join(root, 'bin', 'plan-ledger.js'), 'executor', '--tools', join(root, 'demo', tools), '--id', label], {
+/**
+ * The demo module `name` (no extension) beside this one: demo/<name>.ts from a checkout (tsx), or
+ * dist/demo/<name>.js from an installed package (or PLAN_LEDGER_USE_DIST), which ships no TypeScript.
+ */
+export function demoModule(name: string): string {
+  const here = fileURLToPath(import.meta.url);
+  return join(dirname(here), `${name}${extname(here)}`);
+}
+
+export function spawnExecutor(root: string, config: LedgerConfig, label: string, shopUrl: string, logDir: string, tools = 'tools', env: Record<string, string> = {}): Executor {
+  const proc = spawn(process.execPath, [join(root, 'bin', 'plan-ledger.js'), 'executor', '--tools', demoModule(tools), '--id', label], {
     cwd: root,
     env: {
       ...process.env,

@@ -1,38 +1,88 @@
 // The package as a user installs it: built with `npm run build`, packed with `npm pack`, installed into an
 // empty project with npm, then its CLI (from dist/, no TypeScript) serves the projector's API and
-// dashboard against the real broker and registry, and its library entry exports the documented API.
+// dashboard against the real broker and registry, its library entry exports the documented API, and
+// `npx plan-ledger demo` (and `demo --agent`) runs the guided demo from the installed package to a verified ledger.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { describe, expect, it, onTestFinished } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { configToEnv } from '../../src/config.js';
 import { freePortBlock, testConfig, waitFor } from '../support/helpers.js';
 
 const root = resolve(import.meta.dirname, '../..');
-const npm = (args: string[], cwd: string, env: Record<string, string> = {}) =>
-  execFileSync('npm', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false', ...env } });
+function npm(args: string[], cwd: string, env: Record<string, string> = {}): string {
+  try {
+    return execFileSync('npm', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false', ...env } });
+  } catch (e) {
+    // tsc reports on stdout: the failure's message carries both streams' last lines.
+    const { stdout, stderr } = e as { stdout?: string; stderr?: string };
+    throw new Error(`npm ${args.join(' ')} failed in ${cwd}:\n${`${stdout ?? ''}\n${stderr ?? ''}`.trim().split('\n').slice(-30).join('\n')}`);
+  }
+}
+const kafkaClient = ['node_modules', '@confluentinc', 'kafka-javascript'];
+const version = (dir: string) => (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string }).version;
+
+/**
+ * `npx plan-ledger demo [...args]` in `app`, against the test run's broker and registry (so the demo starts
+ * no stack of its own), the dashboard on any free port. `--no`: the installed package's bin, never one
+ * fetched from the registry.
+ */
+async function npxDemo(app: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; seconds: number }> {
+  const env = { ...process.env, ...configToEnv(testConfig()), PLAN_LEDGER_HTTP_PORT: '0', NO_COLOR: '1', npm_config_update_notifier: 'false' };
+  const t0 = Date.now();
+  return new Promise((done) => {
+    const p = spawn('npx', ['--no', 'plan-ledger', 'demo', ...args], { cwd: app, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    p.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    p.on('close', (code) => done({ code, stdout, stderr, seconds: (Date.now() - t0) / 1000 }));
+  });
+}
 
 describe('the installed package', () => {
-  it('installs from its tarball; its CLI serves the projector API and dashboard from dist; its entry exports the library', { timeout: 600_000 }, async () => {
-    const work = mkdtempSync(join(tmpdir(), 'plan-ledger-pkg-'));
-    onTestFinished(() => rmSync(work, { recursive: true, force: true }));
+  let work: string;
+  let app: string;
+  let bin: string;
+
+  beforeAll(() => {
+    work = mkdtempSync(join(tmpdir(), 'plan-ledger-pkg-'));
     npm(['run', 'build'], root);
     npm(['pack', '--pack-destination', work], root);
     const tarball = readdirSync(work).find((f) => f.startsWith('plan-ledger-') && f.endsWith('.tgz'));
-    expect(tarball).toBeDefined();
-    const app = join(work, 'app');
+    if (!tarball) throw new Error(`npm pack left no plan-ledger-*.tgz in ${work}`);
+    app = join(work, 'app');
     execFileSync('mkdir', ['-p', app]);
     writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true, type: 'module' }));
-    // As a user without the internet installs it: the Kafka client's prebuilt binary cannot be downloaded,
-    // so its install builds the bundled librdkafka against the system's OpenSSL and zlib (docs/guides/kafka-client.md).
-    // Scripts on: under `npm test` this repo's .npmrc (ignore-scripts) reaches child processes as npm_config_*.
-    npm(['install', '--no-package-lock', join(work, tarball!)], app, { CKJS_LINKING: 'dynamic', npm_config_ignore_scripts: 'false' });
-    const bin = join(app, 'node_modules', '.bin', 'plan-ledger');
+    // Installed without install scripts, as this checkout installs (.npmrc: ignore-scripts), then given the
+    // checkout's own build of the Kafka client's addon (scripts/native.mjs, same version, same Node): a
+    // from-source build of librdkafka here would take minutes of the test (docs/guides/kafka-client.md
+    // describes what a user's install does). The only other install script among the dependencies is
+    // protobufjs's postinstall, which checks its CLI's versions and builds nothing.
+    npm(['install', '--no-package-lock', '--prefer-offline', join(work, tarball)], app, { npm_config_ignore_scripts: 'true' });
+    const built = join(root, ...kafkaClient, 'build');
+    if (!existsSync(built)) throw new Error(`${built} is missing: run \`npm run native\` first`);
+    if (version(join(app, ...kafkaClient)) !== version(join(root, ...kafkaClient))) throw new Error('the package installed another @confluentinc/kafka-javascript than the checkout built');
+    cpSync(built, join(app, ...kafkaClient, 'build'), { recursive: true, verbatimSymlinks: true });
+    execFileSync('node', ['-e', "require('@confluentinc/kafka-javascript')"], { cwd: app, stdio: ['ignore', 'pipe', 'pipe'] }); // the addon loads there
+    bin = join(app, 'node_modules', '.bin', 'plan-ledger');
+  }, 600_000);
+  afterAll(() => {
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
 
+  it('installs from its tarball; its CLI serves the projector API and dashboard from dist; its entry exports the library', { timeout: 120_000 }, async () => {
     // The CLI runs from dist (the package ships no src/ and no tsx).
     expect(execFileSync(bin, ['--help'], { cwd: app, encoding: 'utf8' })).toContain('Usage: plan-ledger');
-    expect(readdirSync(join(app, 'node_modules', 'plan-ledger')).sort()).toEqual(['README.md', 'bin', 'dist', 'package.json', 'projector', 'schemas', 'stack'].sort());
+    const pkg = join(app, 'node_modules', 'plan-ledger');
+    expect(readdirSync(pkg).sort()).toEqual(['README.md', 'bin', 'demo', 'dist', 'package.json', 'projector', 'schemas', 'stack'].sort());
+    // The demo ships compiled (dist/demo) with its plan file; no TypeScript source ships at all.
+    expect(readdirSync(join(pkg, 'demo'))).toEqual(['refund-plan.yaml']);
+    expect(readdirSync(join(pkg, 'dist', 'demo'))).toEqual(expect.arrayContaining(['demo.js', 'tools.js', 'shop-service.js', 'agent-demo.js', 'agent-tools.js', 'shop-mcp.js']));
+    const files = readdirSync(pkg, { recursive: true, encoding: 'utf8' });
+    expect(files.filter((f) => /\.[cm]?ts$/.test(f) && !/\.d\.[cm]?ts$/.test(f))).toEqual([]);
+    expect(existsSync(join(app, 'node_modules', 'tsx'))).toBe(false);
 
     // The library entry.
     writeFileSync(
@@ -84,5 +134,54 @@ describe('the installed package', () => {
 
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
+  });
+
+  it('runs `npx plan-ledger demo` in the clean folder against the test stack: one executor killed mid-payment, exactly one refund, verify OK with every key once', { timeout: 240_000 }, async () => {
+    const { code, stdout, stderr, seconds } = await npxDemo(app, []);
+    expect(code, `${stdout}\n${stderr}`).toBe(0);
+    expect(seconds).toBeLessThan(120);
+    expect(stdout).not.toMatch(/local stack\s+(started|already running)/);
+
+    // Two executors from the installed package (dist/demo/tools.js); the paying one SIGKILLed mid-call, the
+    // other repeats the call with the same key and gets the original refund back.
+    expect(stdout).toMatch(/executor-A\s+pid \d+, owns partitions [\d,]+/);
+    expect(stdout).toMatch(/executor-B\s+pid \d+, owns partitions [\d,]+/);
+    const call = /(executor-[AB]) \(pid (\d+)\) calls POST \/refunds, key …\/refund-payment\/1: refund performed/.exec(stdout);
+    expect(call).not.toBeNull();
+    const [, victim, pid] = call!;
+    expect(stdout).toContain(`SIGKILL          ${victim} (pid ${pid}) while its payment call is in flight`);
+    const survivor = victim === 'executor-A' ? 'executor-B' : 'executor-A';
+    expect(stdout).toMatch(new RegExp(`${survivor} \\(pid \\d+\\) calls POST /refunds, key …/refund-payment/1: key seen before`));
+
+    // What the payment service saw: one refund, two calls under one key, one e-mail.
+    expect(stdout).toMatch(/refunds performed\s+1\s+rf_0001\s+119\.40 EUR\s+key …\/refund-payment\/1/);
+    expect(stdout).toMatch(new RegExp(`calls\\s+2\\s+${victim} \\(performed\\), ${survivor} \\(replay, same key\\)`));
+    expect(stdout).toMatch(/customer e-mails\s+1\n/);
+
+    // verify, from the log: every check ok, every key in one record, seq 1..n for the n events it read.
+    const verify = stdout.slice(stdout.indexOf('6. verify'), stdout.indexOf('── result'));
+    const events = Number(/^OK {2}plan plan-\S+: (\d+) events, chain head [0-9a-f]{16}/m.exec(verify)?.[1]);
+    expect(events, verify).toBeGreaterThan(10);
+    expect(verify).toMatch(/ok\s+duplicates\s+every key in one record/);
+    expect(verify).toMatch(new RegExp(`ok\\s+seq\\s+seq 1\\.\\.${events} contiguous`));
+    expect(verify).toMatch(/ok\s+chain\s+hash chain intact/);
+    expect(verify).toMatch(/ok\s+determinism\s+3 independent rebuilds agree/);
+    expect(verify).not.toContain('FAIL');
+    expect(stdout).toMatch(new RegExp(`IntentRecorded\\s+${victim}\\s+refund-payment#1`));
+    expect(stdout).toMatch(new RegExp(`ResultCommitted\\s+${survivor}\\s+refund-payment#1\\s+…/refund-payment/1\\s+succeeded`));
+    expect(stdout).toMatch(/completed; executor-[AB] was killed mid-payment; exactly 1 refund; verify OK/);
+    expect(stdout).toContain('demo OK');
+  });
+
+  it('runs `npx plan-ledger demo --agent` there too: the shop\'s MCP server from dist without tsx, exactly one refund, verify OK', { timeout: 240_000 }, async () => {
+    const { code, stdout, stderr, seconds } = await npxDemo(app, ['--agent']);
+    expect(code, `${stdout}\n${stderr}`).toBe(0);
+    expect(seconds).toBeLessThan(120);
+    expect(stdout).toMatch(/turn-1\.call-0 +lookup_order \{"orderId":"A-1042"\}, intent by executor-[AB]/); // the MCP tool answered
+    expect(stdout).toMatch(/SIGKILL\s+executor-[AB] \(pid \d+\) while the agent's refund call is in flight/);
+    expect(stdout).toMatch(/refunds performed {3}1 {3}rf_0001 {2}113\.50 EUR/);
+    expect(stdout).toMatch(/ok\s+duplicates\s+every key in one record/);
+    expect(stdout).toMatch(/the model was asked 3 times for 3 turns; exactly 1 refund; verify OK/);
+    expect(stdout).toContain('demo OK');
   });
 });
