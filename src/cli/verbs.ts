@@ -229,7 +229,8 @@ export function registerServiceCommands(program: Command): void {
       'after',
       `
 With no PLAN_LEDGER_BROKERS the demo brings the local stack up (plan-ledger stack up) and leaves it running
-for the next run; "plan-ledger stack down" stops it. Every run uses a fresh topic prefix.${example('npm run demo', 'plan-ledger demo --keep-open', 'plan-ledger demo --agent')}`,
+for the next run; "plan-ledger stack down" stops it. Every run uses a fresh topic prefix. It runs from an
+installed package (npx plan-ledger demo) as from a checkout (npm run demo).${example('npx plan-ledger demo', 'plan-ledger demo --keep-open', 'plan-ledger demo --agent')}`,
     )
     .action(async (o: { keepOpen?: boolean; stopStack?: boolean; agent?: boolean }) => {
       if (o.agent) {
