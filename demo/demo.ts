@@ -20,6 +20,7 @@ import { isLedgerError } from '../src/errors.js';
 import { CopyCounter, partitionFor } from '../src/kafka/index.js';
 import { packageRoot } from '../src/package-root.js';
 import { isPlanFinished } from '../src/plan/index.js';
+import { settingIfSet } from '../src/settings.js';
 import { ShopService, type RefundCall } from './shop-service.js';
 
 export interface Executor {
@@ -50,7 +51,8 @@ export async function runDemo(o: DemoOptions = {}): Promise<number> {
 
   // 1. Kafka + registry: the configured ones, or the local stack.
   let startedStack = false;
-  if (!process.env.PLAN_LEDGER_BROKERS || !process.env.PLAN_LEDGER_REGISTRY_URL) {
+  const localStack = !settingIfSet('PLAN_LEDGER_BROKERS') || !settingIfSet('PLAN_LEDGER_REGISTRY_URL');
+  if (localStack) {
     const { stackUp } = await import('../src/stack/stack.js');
     const up = await stackUp({ log: (l) => say('local stack', l) });
     startedStack = !up.alreadyRunning;
@@ -85,7 +87,7 @@ export async function runDemo(o: DemoOptions = {}): Promise<number> {
       const { startProjector } = await import('../projector/index.js');
       const quiet = pino({ level: 'silent' });
       // PLAN_LEDGER_HTTP_PORT when set, else 8787, else any free port.
-      const port = process.env.PLAN_LEDGER_HTTP_PORT ? undefined : 8787;
+      const port = settingIfSet('PLAN_LEDGER_HTTP_PORT') !== undefined ? undefined : 8787;
       // The API needs a token for reads too: the demo makes one for its operator and prints it.
       const apiTokens = [{ token: demoToken, principal: 'demo-operator', scopes: ['read', 'write'] as const }];
       projector = await startProjector({ config, logger: quiet, port, defaultMetrics: false, apiTokens }).catch(() =>
@@ -196,7 +198,7 @@ export async function runDemo(o: DemoOptions = {}): Promise<number> {
     if (projector) process.stdout.write(`  dashboard   ${projector.url}/#${planId}  token ${demoToken}${o.keepOpen ? '' : '   (closed now; run with --keep-open to browse it)'}\n`);
     process.stdout.write(`  inspect     PLAN_LEDGER_TOPIC_PREFIX=${prefix} plan-ledger audit ${planId}\n`);
     process.stdout.write(`  logs        ${logDir}\n`);
-    if (!startedStack || !o.stopStack) process.stdout.write(`  the local stack keeps running for the next run: plan-ledger stack down stops it\n`);
+    if (localStack && !(startedStack && o.stopStack)) process.stdout.write(`  the local stack keeps running for the next run: plan-ledger stack down stops it\n`);
     process.stdout.write(`  ${ok ? paint('green', 'demo OK') : paint('red', 'demo FAILED')} in ${((Date.now() - t0) / 1000).toFixed(1)}s\n`);
 
     if (o.keepOpen && projector) {
