@@ -18,12 +18,13 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync, openSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connectLedger, type Ledger } from '../src/client/index.js';
 import { configToEnv, topicNames } from '../src/config.js';
 import { eventKey, parseEventKey } from '../src/kafka/partitioner.js';
+import { setting } from '../src/settings.js';
 import { benchArgs, fmt, median, metric, paired, quantile, until, writeResult, type Metric } from './lib/harness.js';
 import { benchConfig, dropTopics, freePort, readAll, spawnTs, stopProc, waitLine, type Proc } from './lib/ledger.js';
 
@@ -38,7 +39,7 @@ const sequentialPlans = Number(args.options.sequential ?? (args.quick ? 3 : 10))
 
 // ---- Restate from npm, into the cache folder --------------------------------------------------------
 
-const cacheDir = process.env.PLAN_LEDGER_PEER_CACHE ?? join(homedir(), '.cache', 'plan-ledger', 'peer');
+const cacheDir = setting('PLAN_LEDGER_PEER_CACHE');
 const platformPkg = `@restatedev/restate-server-${process.platform}-${process.arch}`;
 
 function installedVersion(pkg: string): string | undefined {

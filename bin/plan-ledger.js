@@ -8,7 +8,10 @@ import { existsSync } from 'node:fs';
 process.env.UV_THREADPOOL_SIZE ??= '16';
 
 const source = new URL('../src/cli/main.ts', import.meta.url);
-if (existsSync(source) && !process.env.PLAN_LEDGER_USE_DIST) {
+// PLAN_LEDGER_USE_DIST is declared in src/settings.ts (a flag: true, false, 1 or 0) but read here, before any
+// module can load; the CLI checks its value again at start, so a bad one fails there like any other.
+const useDist = ['1', 'true'].includes((process.env.PLAN_LEDGER_USE_DIST ?? '').trim().toLowerCase());
+if (existsSync(source) && !useDist) {
   const { register } = await import('tsx/esm/api');
   register();
   await import(source.href);

@@ -21,6 +21,7 @@ import { CopyCounter } from '../src/kafka/index.js';
 import { partitionFor } from '../src/kafka/partitioner.js';
 import { packageRoot } from '../src/package-root.js';
 import { isPlanFinished } from '../src/plan/index.js';
+import { settingIfSet } from '../src/settings.js';
 import { paintStatusText, ready, spawnExecutor, stopExecutor, until, type DemoOptions, type Executor } from './demo.js';
 import { ShopService, type RefundCall } from './shop-service.js';
 
@@ -34,7 +35,7 @@ export async function runAgentDemo(o: DemoOptions = {}): Promise<number> {
   process.stdout.write(`${paint('bold', 'plan-ledger demo --agent')}: a support agent refunds an order; the executor paying it is killed mid-call\n\n`);
 
   let startedStack = false;
-  if (!process.env.PLAN_LEDGER_BROKERS || !process.env.PLAN_LEDGER_REGISTRY_URL) {
+  if (!settingIfSet('PLAN_LEDGER_BROKERS') || !settingIfSet('PLAN_LEDGER_REGISTRY_URL')) {
     const { stackUp } = await import('../src/stack/stack.js');
     const up = await stackUp({ log: (l) => say('local stack', l) });
     startedStack = !up.alreadyRunning;

@@ -10,6 +10,7 @@ import { MockLanguageModelV3 } from 'ai/test';
 import type { LanguageModelV3CallOptions, LanguageModelV3GenerateResult } from '@ai-sdk/provider';
 import { z } from 'zod';
 import { agentTools, defineAgent, defineAgentTool, mcpTools, type McpCallOutput } from '../src/agent/index.js';
+import { setting } from '../src/settings.js';
 import { RetryableError, TerminalError, type ToolContext } from '../src/tools.js';
 import type { Order, Refund } from './shop-service.js';
 
@@ -51,7 +52,7 @@ const refund = defineAgentTool({
       body: input,
       headers: {
         'idempotency-key': ctx.idempotencyKey,
-        'x-executor-id': process.env.PLAN_LEDGER_EXECUTOR_LABEL ?? String(process.pid),
+        'x-executor-id': setting('PLAN_LEDGER_EXECUTOR_LABEL') ?? String(process.pid),
         'x-executor-pid': String(process.pid),
         'x-hold-ms': '2000',
       },
@@ -83,7 +84,7 @@ const model = new MockLanguageModelV3({
   modelId: 'scripted-support-model',
   doGenerate: async (options) => {
     const turn = options.prompt.filter((m) => m.role === 'assistant').length + 1;
-    if (process.env.DEMO_MODEL_LOG) appendFileSync(process.env.DEMO_MODEL_LOG, `${JSON.stringify({ executor: process.env.PLAN_LEDGER_EXECUTOR_LABEL, turn })}\n`);
+    if (process.env.DEMO_MODEL_LOG) appendFileSync(process.env.DEMO_MODEL_LOG, `${JSON.stringify({ executor: setting('PLAN_LEDGER_EXECUTOR_LABEL'), turn })}\n`);
     if (turn === 1) return result([{ type: 'text', text: 'I need the order to see what was returned.' }, { type: 'tool-call', toolCallId: 'call-lookup', toolName: 'lookup_order', input: JSON.stringify({ orderId: 'A-1042' }) }], 180, 24);
     if (turn === 2) {
       const order = (lastResult(options) as McpCallOutput | undefined)?.structuredContent as Order | undefined;

@@ -1,5 +1,6 @@
 // The tools of the demo's refund agent, loaded by `plan-ledger executor --tools demo/tools.ts`.
 // DEMO_SHOP_URL points at the demo's shop service (demo/shop-service.ts).
+import { setting } from '../src/settings.js';
 import { defineTool, RetryableError, TerminalError, type ToolContext } from '../src/tools.js';
 import type { Order, Refund } from './shop-service.js';
 
@@ -53,7 +54,7 @@ export const refundPayment = defineTool({
       body: { orderId: r.orderId, amountCents: r.amountCents, currency: r.currency },
       headers: {
         'idempotency-key': ctx.idempotencyKey,
-        'x-executor-id': process.env.PLAN_LEDGER_EXECUTOR_LABEL ?? String(process.pid),
+        'x-executor-id': setting('PLAN_LEDGER_EXECUTOR_LABEL') ?? String(process.pid),
         'x-executor-pid': String(process.pid),
         'x-hold-ms': String(input.holdMs ?? 2000),
       },

@@ -1,6 +1,7 @@
 import { LedgerError } from '../src/errors.js';
 import { isFencingError, MAX_RECORD_BYTES, type FencedTransaction, type FencedWriter, type GroupMember, type OutRecord } from '../src/kafka/index.js';
 import type { Logger } from '../src/logging.js';
+import { setting } from '../src/settings.js';
 import { recordBytes } from './records.js';
 
 /** One unit of work for the partition's next transaction. */
@@ -70,7 +71,7 @@ export class TransactionalAppender {
     if (o.writers.length === 0) throw new Error('TransactionalAppender needs at least one writer');
     this.maxBatch = o.maxBatch ?? 500;
     this.maxRequestBytes = o.maxRequestBytes ?? MAX_RECORD_BYTES;
-    this.lingerMs = o.lingerMs ?? Number(process.env.PLAN_LEDGER_APPEND_LINGER_MS ?? 0);
+    this.lingerMs = o.lingerMs ?? setting('PLAN_LEDGER_APPEND_LINGER_MS');
   }
 
   append(req: AppendRequest): Promise<void> {

@@ -10,11 +10,12 @@ import { createKafka, ensurePlanTopics, isWriterGivenUp, MAX_RECORD_BYTES, type 
 import { silentLogger, type Logger } from '../src/logging.js';
 import { DEFAULT_LIMITS, type ApprovalPolicy, type PlanState } from '../src/plan/index.js';
 import { resolvePolicy } from '../src/policy-file.js';
+import { loadSettings, setting } from '../src/settings.js';
 import type { Telemetry } from '../src/telemetry.js';
 import type { Tool } from '../src/tools.js';
 import { TRACER_NAME, tracingRequested } from '../src/trace-context.js';
-import { DEFAULT_ABORT_GRACE_MS, DEFAULT_TOOL_TIMEOUT_MS } from './item-runner.js';
-import { CacheBudget, DEFAULT_EXECUTOR_CACHE_MIB } from './dormant-cache.js';
+import { DEFAULT_ABORT_GRACE_MS } from './item-runner.js';
+import { CacheBudget } from './dormant-cache.js';
 import { createExecutorMetrics, type ExecutorMetrics } from './metrics.js';
 import { readPlanFromEvents } from './plan-reload.js';
 import type { OwnerLimits } from './context.js';
@@ -72,8 +73,6 @@ export interface ExecutorOptions {
   readonly masterKey?: Buffer;
 }
 
-const DEFAULT_CHECKPOINT_INTERVAL_MS = 1000;
-
 /** A command batch that failed this many times at the same command is dead-lettered at that command. */
 export const MAX_COMMAND_FAILURES = 3;
 /** Partition resets back off exponentially from this, capped at {@link MAX_RESET_BACKOFF_MS}. */
@@ -110,11 +109,6 @@ function sum(owners: Map<number, PartitionOwner>, key: 'transactions' | 'events'
   return n;
 }
 
-function envInt(name: string, fallback: number): number {
-  const v = process.env[name];
-  return v && Number.isInteger(Number(v)) ? Number(v) : fallback;
-}
-
 /**
  * Starts an executor: a member of the consumer group `<prefix>.executors` on the commands topic. It
  * owns the partitions the group assigns it — restores their plans, serves their commands, and runs
@@ -125,6 +119,7 @@ function envInt(name: string, fallback: number): number {
  * process.once('SIGTERM', () => executor.stop());
  */
 export async function startExecutor(opts: ExecutorOptions): Promise<ExecutorHandle> {
+  loadSettings(['client', 'executor']); // every PLAN_LEDGER_* variable the executor reads, checked before anything connects
   const config = loadConfig(opts.config);
   const executorId = opts.executorId ?? `${hostname()}-${process.pid}-${randomBytes(2).toString('hex')}`;
   const logger = (opts.logger ?? silentLogger()).child({ component: 'executor', executorId });
@@ -170,9 +165,8 @@ function positive(name: string, v: number | undefined): number | undefined {
 
 /** MiB of finished plans kept in memory: the option, else PLAN_LEDGER_EXECUTOR_CACHE_MIB, else 64 (fractions allowed). */
 function cacheMib(opts: ExecutorOptions): number {
-  const env = process.env.PLAN_LEDGER_EXECUTOR_CACHE_MIB;
-  const [field, v] = opts.cacheMib !== undefined ? ['cacheMib', opts.cacheMib] : env ? ['PLAN_LEDGER_EXECUTOR_CACHE_MIB', Number(env)] : ['', DEFAULT_EXECUTOR_CACHE_MIB];
-  if (!Number.isFinite(v) || v <= 0) throw new LedgerError('VALIDATION', `${field} must be a positive number of MiB, got ${String(opts.cacheMib ?? env)}`, { field });
+  const [field, v] = opts.cacheMib !== undefined ? ['cacheMib', opts.cacheMib] : ['PLAN_LEDGER_EXECUTOR_CACHE_MIB', setting('PLAN_LEDGER_EXECUTOR_CACHE_MIB')];
+  if (!Number.isFinite(v) || v <= 0) throw new LedgerError('VALIDATION', `${field} must be a positive number of MiB, got ${String(v)}`, { field });
   return v;
 }
 
@@ -180,12 +174,12 @@ function cacheMib(opts: ExecutorOptions): number {
 function ownerLimits(opts: ExecutorOptions): OwnerLimits {
   return Object.freeze({
     maxRecordBytes: MAX_RECORD_BYTES,
-    toolTimeoutMs: positive('toolTimeoutMs', opts.toolTimeoutMs) ?? positive('PLAN_LEDGER_TOOL_TIMEOUT_MS', envInt('PLAN_LEDGER_TOOL_TIMEOUT_MS', DEFAULT_TOOL_TIMEOUT_MS))!,
+    toolTimeoutMs: positive('toolTimeoutMs', opts.toolTimeoutMs) ?? setting('PLAN_LEDGER_TOOL_TIMEOUT_MS'),
     abortGraceMs: DEFAULT_ABORT_GRACE_MS,
     payload: payloadLimitsFromEnv(),
     checkpointIntervalMs:
-      positive('checkpointIntervalMs', opts.checkpointIntervalMs) ?? positive('PLAN_LEDGER_CHECKPOINT_INTERVAL_MS', envInt('PLAN_LEDGER_CHECKPOINT_INTERVAL_MS', DEFAULT_CHECKPOINT_INTERVAL_MS))!,
-    decide: Object.freeze({ ...DEFAULT_LIMITS, maxItems: positive('maxItems', opts.maxItems) ?? positive('PLAN_LEDGER_MAX_ITEMS', envInt('PLAN_LEDGER_MAX_ITEMS', DEFAULT_LIMITS.maxItems))! }),
+      positive('checkpointIntervalMs', opts.checkpointIntervalMs) ?? setting('PLAN_LEDGER_CHECKPOINT_INTERVAL_MS'),
+    decide: Object.freeze({ ...DEFAULT_LIMITS, maxItems: positive('maxItems', opts.maxItems) ?? setting('PLAN_LEDGER_MAX_ITEMS') }),
   });
 }
 
@@ -346,8 +340,8 @@ class Executor {
     this.member = await this.kafka.join({
       groupId: this.topics.executorsGroup,
       topic: this.topics.commands,
-      sessionTimeoutMs: this.opts.sessionTimeoutMs ?? envInt('PLAN_LEDGER_SESSION_TIMEOUT_MS', 10_000),
-      heartbeatIntervalMs: this.opts.heartbeatIntervalMs ?? envInt('PLAN_LEDGER_HEARTBEAT_INTERVAL_MS', 1_000),
+      sessionTimeoutMs: this.opts.sessionTimeoutMs ?? setting('PLAN_LEDGER_SESSION_TIMEOUT_MS'),
+      heartbeatIntervalMs: this.opts.heartbeatIntervalMs ?? setting('PLAN_LEDGER_HEARTBEAT_INTERVAL_MS'),
       rebalanceTimeoutMs: 30_000,
       onAssigned: (partitions) => this.assign(partitions),
       onRevoked: (partitions, lost) => this.revoke(partitions, lost),

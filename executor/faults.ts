@@ -1,3 +1,5 @@
+import { setting } from '../src/settings.js';
+
 /**
  * Fault injection for the crash tests (docs/design.md#the-item-protocol): with PLAN_LEDGER_FAULT=<point>[:<itemId>] the
  * executor process kills itself with SIGKILL at that protocol boundary — no cleanup, no flush, exactly
@@ -7,7 +9,7 @@
  */
 export type FaultPoint = 'after_intent' | 'after_tool' | 'after_result';
 
-const spec = process.env.PLAN_LEDGER_FAULT;
+const spec = setting('PLAN_LEDGER_FAULT');
 
 export function faultPoint(point: FaultPoint, where: { planId: string; itemId: string; attempt: number }): void {
   if (!spec) return;

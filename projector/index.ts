@@ -2,12 +2,12 @@ import { connectLedger, type Ledger } from '../src/client/index.js';
 import { keyringFor, masterKeyFromEnv, type PlanKeyring } from '../src/crypto/index.js';
 import { createKafka } from '../src/kafka/index.js';
 import { loadConfig, type LedgerConfig, type LedgerConfigInput } from '../src/config.js';
-import { LedgerError } from '../src/errors.js';
 import { createLogger, type Logger } from '../src/logging.js';
+import { loadSettings } from '../src/settings.js';
 import type { PlanState } from '../src/plan/index.js';
 import type { PlanView } from '../src/projection/index.js';
 import { compileTokens, type ApiToken } from './http/auth.js';
-import { buildHttp, HTTP_DEFAULTS, type CommandSubmitter } from './http/index.js';
+import { buildHttp, type CommandSubmitter } from './http/index.js';
 import { ProjectionService, type ProjectionServiceOptions } from './projector.js';
 
 export type { CommandSubmitter } from './http/index.js';
@@ -77,17 +77,6 @@ export interface ProjectorHandle {
   stop(): Promise<void>;
 }
 
-function envInt(env: NodeJS.ProcessEnv, name: string, min: number, max: number, what: string): number | undefined {
-  const v = env[name];
-  if (v === undefined || v === '') return undefined;
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < min || n > max) throw new LedgerError('VALIDATION', `${name}: expected ${what}, got "${v}"`, { field: name });
-  return n;
-}
-const envPort = (env: NodeJS.ProcessEnv) => envInt(env, 'PLAN_LEDGER_HTTP_PORT', 0, 65535, 'a port number');
-const envFlag = (v: string | undefined) => v === 'true' || v === '1';
-const envList = (v: string | undefined) => (v ? v.split(',').map((x) => x.trim()).filter(Boolean) : undefined);
-
 /**
  * Starts the projector: the projection consumer group (restore from snapshots, catch up, snapshots,
  * watermarks, DLQ) and its HTTP API and dashboard. Stop it with `stop()` (it leaves a watermark behind so
@@ -105,17 +94,17 @@ const envList = (v: string | undefined) => (v ? v.split(',').map((x) => x.trim()
  * process.on('SIGTERM', () => void projector.stop());
  */
 export async function startProjector(opts: ProjectorOptions = {}): Promise<ProjectorHandle> {
-  const env = process.env;
+  const settings = loadSettings(['client', 'projector']); // every PLAN_LEDGER_* variable the projector reads, checked at start
   const config = isCompiled(opts.config) ? opts.config : loadConfig(opts.config ?? {});
   const logger = opts.logger ?? createLogger({ name: 'plan-ledger-projector' });
-  const port = opts.port ?? envPort(env) ?? 8787;
-  const host = opts.host ?? env.PLAN_LEDGER_HTTP_HOST ?? '127.0.0.1';
-  const apiToken = opts.apiToken === undefined ? env.PLAN_LEDGER_API_TOKEN || null : opts.apiToken;
-  const tokensFile = opts.apiTokensFile ?? (env.PLAN_LEDGER_API_TOKENS_FILE || undefined);
-  const tokens = compileTokens({ apiToken, apiTokens: opts.apiTokens, tokensFile, openReads: opts.openReads ?? envFlag(env.PLAN_LEDGER_API_OPEN_READS) });
-  const corsOrigins = Object.freeze([...(opts.corsOrigins ?? envList(env.PLAN_LEDGER_API_CORS_ORIGINS) ?? [])]);
-  const bodyLimitBytes = opts.bodyLimitBytes ?? envInt(env, 'PLAN_LEDGER_API_BODY_LIMIT', 1024, 1024 ** 3, 'a byte count (1 KiB to 1 GiB)') ?? HTTP_DEFAULTS.bodyLimitBytes;
-  const maxStreamClients = opts.maxStreamClients ?? envInt(env, 'PLAN_LEDGER_API_MAX_STREAMS', 0, 100_000, 'a count') ?? HTTP_DEFAULTS.maxStreamClients;
+  const port = opts.port ?? settings.PLAN_LEDGER_HTTP_PORT;
+  const host = opts.host ?? settings.PLAN_LEDGER_HTTP_HOST;
+  const apiToken = opts.apiToken === undefined ? (settings.PLAN_LEDGER_API_TOKEN ?? null) : opts.apiToken;
+  const tokensFile = opts.apiTokensFile ?? settings.PLAN_LEDGER_API_TOKENS_FILE;
+  const tokens = compileTokens({ apiToken, apiTokens: opts.apiTokens, tokensFile, openReads: opts.openReads ?? settings.PLAN_LEDGER_API_OPEN_READS });
+  const corsOrigins = Object.freeze([...(opts.corsOrigins ?? settings.PLAN_LEDGER_API_CORS_ORIGINS ?? [])]);
+  const bodyLimitBytes = opts.bodyLimitBytes ?? settings.PLAN_LEDGER_API_BODY_LIMIT;
+  const maxStreamClients = opts.maxStreamClients ?? settings.PLAN_LEDGER_API_MAX_STREAMS;
 
   const service = new ProjectionService({
     config,
@@ -130,7 +119,7 @@ export async function startProjector(opts: ProjectorOptions = {}): Promise<Proje
     defaultMetrics: opts.defaultMetrics,
   });
   // The plans' keys, read on the first display of an encrypted plan (only with a master key).
-  const master = opts.masterKey ?? masterKeyFromEnv(env);
+  const master = opts.masterKey ?? masterKeyFromEnv();
   let ledger: Promise<Ledger> | undefined;
   const submitter = async (): Promise<CommandSubmitter> => {
     if (opts.submit) return opts.submit;

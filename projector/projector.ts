@@ -18,6 +18,7 @@ import {
 } from '../src/kafka/index.js';
 import { LedgerError } from '../src/errors.js';
 import type { Logger } from '../src/logging.js';
+import { setting } from '../src/settings.js';
 import { TRACEPARENT_HEADER } from '../src/trace-context.js';
 import { evolveAll, type PlanEvent, type PlanState } from '../src/plan/index.js';
 import {
@@ -45,9 +46,8 @@ export const DEFAULT_PROJECTOR_CACHE_MIB = 256;
 
 /** MiB of finished plans held: the option, else PLAN_LEDGER_PROJECTOR_CACHE_MIB, else 256 (fractions allowed). */
 export function projectorCacheMib(opt: number | undefined, env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env.PLAN_LEDGER_PROJECTOR_CACHE_MIB;
-  const [field, v] = opt !== undefined ? ['cacheMib', opt] : raw ? ['PLAN_LEDGER_PROJECTOR_CACHE_MIB', Number(raw)] : ['', DEFAULT_PROJECTOR_CACHE_MIB];
-  if (!Number.isFinite(v) || v <= 0) throw new LedgerError('VALIDATION', `${field} must be a positive number of MiB, got ${String(opt ?? raw)}`, { field });
+  const [field, v] = opt !== undefined ? ['cacheMib', opt] : ['PLAN_LEDGER_PROJECTOR_CACHE_MIB', setting('PLAN_LEDGER_PROJECTOR_CACHE_MIB', env)];
+  if (!Number.isFinite(v) || v <= 0) throw new LedgerError('VALIDATION', `${field} must be a positive number of MiB, got ${String(v)}`, { field });
   return v;
 }
 

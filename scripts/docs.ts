@@ -41,7 +41,7 @@ const header = (from: string) =>
  * Environment variables whose value some option defaults read when the program is built. The page shows
  * such a default as "`$NAME`, else `<value>`", whatever the environment of the machine that generated it.
  */
-const ENV_DEFAULTS = ['USER', 'PLAN_LEDGER_TOPIC_PREFIX', 'PLAN_LEDGER_PARTITIONS'] as const;
+const ENV_DEFAULTS = ['USER'] as const;
 
 async function loadBuildProgram(): Promise<() => Command> {
   // main.ts runs the CLI when it is imported (that is its job as the bin's entry): let it print its

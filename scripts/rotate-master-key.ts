@@ -4,7 +4,7 @@
 //   npx tsx scripts/rotate-master-key.ts --from old.key --to new.key
 import { parseArgs } from 'node:util';
 import { loadConfig, topicNames } from '../src/config.js';
-import { masterKeyFromEnv, rewrapPlanKeys } from '../src/crypto/index.js';
+import { masterKeyFromFile, rewrapPlanKeys } from '../src/crypto/index.js';
 import { createKafka } from '../src/kafka/index.js';
 import { silentLogger } from '../src/logging.js';
 
@@ -13,7 +13,7 @@ if (!values.to || !values.from?.length) {
   process.stderr.write('usage: rotate-master-key --from old.key [--from older.key] --to new.key\n');
   process.exit(2);
 }
-const keyFile = (file: string) => masterKeyFromEnv({ ROTATE_FILE: file }, 'ROTATE')!;
+const keyFile = (file: string) => masterKeyFromFile(file, 'key file');
 const config = loadConfig();
 const kafka = createKafka(config, silentLogger(), 'rotate-master-key');
 try {

@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { LedgerError } from './errors.js';
-import { readStackInfo, type StackSecurity } from './stack/stack.js';
+import { settingDefault, settingIfSet } from './settings.js';
+import type { StackSecurity } from './stack/credentials.js';
+import { readStackInfo, type StackInfo } from './stack/discovery.js';
 
 const saslSchema = z.object({
   mechanism: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']),
@@ -34,18 +36,6 @@ const configSchema = z.object({
 export type LedgerConfig = Readonly<z.infer<typeof configSchema>>;
 export type LedgerConfigInput = Partial<LedgerConfig>;
 
-function list(v: string | undefined): string[] | undefined {
-  return v === undefined || v === '' ? undefined : v.split(',').map((s) => s.trim()).filter(Boolean);
-}
-
-function int(env: NodeJS.ProcessEnv, name: string): number | undefined {
-  const v = env[name];
-  if (v === undefined || v === '') return undefined;
-  const n = Number(v);
-  if (!Number.isInteger(n)) throw new LedgerError('VALIDATION', `${name}: expected an integer, got "${v}"`, { field: name });
-  return n;
-}
-
 /** A secret kept in a file (the whole file, trailing newline dropped); a missing or unreadable file names the variable. */
 function readSecretFile(path: string, variable: string): string {
   try {
@@ -61,7 +51,7 @@ function readSecretFile(path: string, variable: string): string {
  */
 function saslFromStack(security: StackSecurity, env: NodeJS.ProcessEnv): Record<string, string> {
   const users = Object.keys(security.passwordFiles).filter((u) => u !== 'admin');
-  const user = env.PLAN_LEDGER_SASL_USERNAME;
+  const user = settingIfSet('PLAN_LEDGER_SASL_USERNAME', env);
   if (!user || !Object.hasOwn(security.passwordFiles, user)) {
     throw new LedgerError('VALIDATION', `the local stack runs with SASL: set PLAN_LEDGER_SASL_USERNAME to ${users.join(', ')} (the password is read from the stack)`, { field: 'sasl.username' });
   }
@@ -69,37 +59,42 @@ function saslFromStack(security: StackSecurity, env: NodeJS.ProcessEnv): Record<
   return { mechanism: security.mechanism.toLowerCase(), username: user, password: readSecretFile(passwordFile, 'the stack password file'), passwordFile };
 }
 
-/** The environment's contribution (PLAN_LEDGER_*), before defaults. */
+/** The environment's contribution (PLAN_LEDGER_*), before defaults; a bad value fails naming the variable (see src/settings.ts). */
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): LedgerConfigInput {
   const c: Record<string, unknown> = {};
   const set = (k: string, v: unknown) => {
     if (v !== undefined) c[k] = v;
   };
-  set('brokers', list(env.PLAN_LEDGER_BROKERS));
-  set('registryUrl', env.PLAN_LEDGER_REGISTRY_URL || undefined);
-  set('topicPrefix', env.PLAN_LEDGER_TOPIC_PREFIX || undefined);
-  set('clientId', env.PLAN_LEDGER_CLIENT_ID || undefined);
-  set('partitions', int(env, 'PLAN_LEDGER_PARTITIONS'));
-  set('replicationFactor', int(env, 'PLAN_LEDGER_REPLICATION_FACTOR'));
-  if (env.PLAN_LEDGER_SSL) set('ssl', env.PLAN_LEDGER_SSL === 'true' || env.PLAN_LEDGER_SSL === '1');
-  if (env.PLAN_LEDGER_SSL_CA_FILE) {
+  set('brokers', settingIfSet('PLAN_LEDGER_BROKERS', env));
+  set('registryUrl', settingIfSet('PLAN_LEDGER_REGISTRY_URL', env));
+  set('topicPrefix', settingIfSet('PLAN_LEDGER_TOPIC_PREFIX', env));
+  set('clientId', settingIfSet('PLAN_LEDGER_CLIENT_ID', env));
+  set('partitions', settingIfSet('PLAN_LEDGER_PARTITIONS', env));
+  set('replicationFactor', settingIfSet('PLAN_LEDGER_REPLICATION_FACTOR', env));
+  set('ssl', settingIfSet('PLAN_LEDGER_SSL', env));
+  const caFile = settingIfSet('PLAN_LEDGER_SSL_CA_FILE', env);
+  if (caFile) {
     set('ssl', true);
-    set('sslCaFile', env.PLAN_LEDGER_SSL_CA_FILE);
+    set('sslCaFile', caFile);
   }
-  if (env.PLAN_LEDGER_SASL_MECHANISM) {
-    const passwordFile = env.PLAN_LEDGER_SASL_PASSWORD_FILE || undefined;
-    if (passwordFile && env.PLAN_LEDGER_SASL_PASSWORD) {
+  const mechanism = settingIfSet('PLAN_LEDGER_SASL_MECHANISM', env);
+  const saslUsername = settingIfSet('PLAN_LEDGER_SASL_USERNAME', env);
+  const saslPassword = settingIfSet('PLAN_LEDGER_SASL_PASSWORD', env);
+  const passwordFile = settingIfSet('PLAN_LEDGER_SASL_PASSWORD_FILE', env);
+  if (mechanism) {
+    if (passwordFile && saslPassword) {
       throw new LedgerError('VALIDATION', 'PLAN_LEDGER_SASL_PASSWORD and PLAN_LEDGER_SASL_PASSWORD_FILE are both set: set one', { field: 'sasl.password' });
     }
     set('sasl', {
-      mechanism: env.PLAN_LEDGER_SASL_MECHANISM.toLowerCase(),
-      username: env.PLAN_LEDGER_SASL_USERNAME ?? '',
-      password: passwordFile ? readSecretFile(passwordFile, 'PLAN_LEDGER_SASL_PASSWORD_FILE') : (env.PLAN_LEDGER_SASL_PASSWORD ?? ''),
+      mechanism,
+      username: saslUsername ?? '',
+      password: passwordFile ? readSecretFile(passwordFile, 'PLAN_LEDGER_SASL_PASSWORD_FILE') : (saslPassword ?? ''),
       ...(passwordFile ? { passwordFile } : {}),
     });
   }
-  if (env.PLAN_LEDGER_REGISTRY_USERNAME) {
-    set('registryAuth', { username: env.PLAN_LEDGER_REGISTRY_USERNAME, password: env.PLAN_LEDGER_REGISTRY_PASSWORD ?? '' });
+  const registryUsername = settingIfSet('PLAN_LEDGER_REGISTRY_USERNAME', env);
+  if (registryUsername) {
+    set('registryAuth', { username: registryUsername, password: settingIfSet('PLAN_LEDGER_REGISTRY_PASSWORD', env) ?? '' });
   }
   return c as LedgerConfigInput;
 }
@@ -132,26 +127,38 @@ export function configToEnv(config: LedgerConfig): Record<string, string> {
   return env;
 }
 
+/** Where a running local stack is found: its addresses, and how to log in to a SASL stack. */
+export type StackEndpoints = Pick<StackInfo, 'brokers' | 'registryUrl' | 'security'>;
+
+/** Sources of configuration besides the explicit input and the environment. */
+export interface ConfigSources {
+  /**
+   * The running local stack, asked only when the brokers or the registry are still missing (default: the
+   * stack in PLAN_LEDGER_STACK_DIR, see src/stack/discovery.ts; `() => undefined` for none).
+   */
+  readonly stack?: () => StackEndpoints | undefined;
+}
+
 /**
  * Compiles the configuration once: explicit values, then PLAN_LEDGER_* variables, then the running
  * local stack (`plan-ledger stack up`) for the broker and registry addresses, then defaults.
- * A bad value fails with its field path and the reason.
+ * A bad value fails with its field path (or its variable) and the reason.
  *
  * @example
  * const config = loadConfig({ topicPrefix: 'billing-agent' });
  */
-export function loadConfig(input: LedgerConfigInput = {}, env: NodeJS.ProcessEnv = process.env): LedgerConfig {
+export function loadConfig(input: LedgerConfigInput = {}, env: NodeJS.ProcessEnv = process.env, sources: ConfigSources = {}): LedgerConfig {
   const merged: Record<string, unknown> = {
-    topicPrefix: 'plan-ledger',
-    clientId: 'plan-ledger',
-    partitions: 6,
-    replicationFactor: -1,
-    ssl: false,
+    topicPrefix: settingDefault('PLAN_LEDGER_TOPIC_PREFIX'),
+    clientId: settingDefault('PLAN_LEDGER_CLIENT_ID'),
+    partitions: settingDefault('PLAN_LEDGER_PARTITIONS'),
+    replicationFactor: settingDefault('PLAN_LEDGER_REPLICATION_FACTOR'),
+    ssl: settingDefault('PLAN_LEDGER_SSL'),
     ...configFromEnv(env),
     ...stripUndefined(input),
   };
   if (merged.brokers === undefined || merged.registryUrl === undefined) {
-    const stack = readStackInfo();
+    const stack = (sources.stack ?? readStackInfo)();
     if (stack) {
       const fromStack = merged.brokers === undefined;
       merged.brokers ??= stack.brokers;
@@ -161,10 +168,10 @@ export function loadConfig(input: LedgerConfigInput = {}, env: NodeJS.ProcessEnv
     }
   }
   if (merged.brokers === undefined) {
-    throw new LedgerError('VALIDATION', 'no Kafka broker configured: set PLAN_LEDGER_BROKERS or run `plan-ledger stack up`', { field: 'brokers' });
+    throw new LedgerError('VALIDATION', 'no Kafka broker configured: set PLAN_LEDGER_BROKERS or run `plan-ledger stack up`', { field: 'brokers', missing: true });
   }
   if (merged.registryUrl === undefined) {
-    throw new LedgerError('VALIDATION', 'no schema registry configured: set PLAN_LEDGER_REGISTRY_URL or run `plan-ledger stack up`', { field: 'registryUrl' });
+    throw new LedgerError('VALIDATION', 'no schema registry configured: set PLAN_LEDGER_REGISTRY_URL or run `plan-ledger stack up`', { field: 'registryUrl', missing: true });
   }
   const parsed = configSchema.safeParse(merged);
   if (!parsed.success) {

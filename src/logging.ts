@@ -1,4 +1,5 @@
 import { pino, type Logger } from 'pino';
+import { setting } from './settings.js';
 
 export type { Logger };
 
@@ -9,7 +10,7 @@ export type { Logger };
 export function createLogger(opts: { level?: string; name?: string } = {}, destination?: pino.DestinationStream): Logger {
   const options = {
     name: opts.name ?? 'plan-ledger',
-    level: opts.level ?? process.env.PLAN_LEDGER_LOG_LEVEL ?? 'info',
+    level: opts.level ?? setting('PLAN_LEDGER_LOG_LEVEL'),
     redact: LOG_REDACT,
   };
   return destination ? pino(options, destination) : pino(options);

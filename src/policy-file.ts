@@ -15,6 +15,7 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { LedgerError } from './errors.js';
 import { compilePolicy, type ApprovalPolicy } from './plan/index.js';
+import { setting } from './settings.js';
 
 const approvers = z.number().int().min(1).max(100);
 
@@ -92,6 +93,6 @@ export function resolvePolicy(option: ApprovalPolicy | string | undefined, env: 
     const { hash: _hash, ...content } = option; // validated again, and hashed from its content
     return parsePolicy(content, 'policy option');
   }
-  const path = option ?? (env.PLAN_LEDGER_POLICY || undefined);
+  const path = option ?? setting('PLAN_LEDGER_POLICY', env);
   return path === undefined ? undefined : loadPolicy(path);
 }

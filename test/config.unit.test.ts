@@ -31,10 +31,12 @@ describe('config', () => {
       }
     })();
     expect(isLedgerError(bad, 'VALIDATION')).toBe(true);
-    expect((bad as Error).message).toBe('invalid config brokers.0: host:port');
+    expect((bad as Error).message).toBe('PLAN_LEDGER_BROKERS="no-port-here" is not allowed: expected a comma-separated list of host:port');
     expect(() => loadConfig({}, { PLAN_LEDGER_BROKERS: 'a:1', PLAN_LEDGER_REGISTRY_URL: 'http://r/x', PLAN_LEDGER_PARTITIONS: 'six' })).toThrow(
-      'PLAN_LEDGER_PARTITIONS: expected an integer, got "six"',
+      'PLAN_LEDGER_PARTITIONS="six" is not allowed: expected an integer from 1 to 10000',
     );
+    // A value given in code names its field.
+    expect(() => loadConfig({ brokers: ['no-port-here'], registryUrl: 'http://r/x' }, {})).toThrow('invalid config brokers.0: host:port');
   });
 
   describe('SASL password from a file', () => {

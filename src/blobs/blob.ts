@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { OutRecord } from '../kafka/index.js';
 import { LedgerError } from '../errors.js';
+import { setting } from '../settings.js';
 
 /**
  * Large payloads by reference (claim check). A canonical-JSON payload (an item's input, a tool's output)
@@ -36,19 +37,12 @@ export interface PayloadLimits {
 
 export const DEFAULT_PAYLOAD_LIMITS: PayloadLimits = Object.freeze({ inlineBytes: DEFAULT_INLINE_BYTES, maxPayloadBytes: DEFAULT_MAX_PAYLOAD_BYTES });
 
-/** The payload limits from PLAN_LEDGER_INLINE_PAYLOAD_BYTES / PLAN_LEDGER_MAX_PAYLOAD_BYTES (validated). */
+/**
+ * The payload limits from PLAN_LEDGER_INLINE_PAYLOAD_BYTES (at most 262144: the ledger keeps inline payloads
+ * at most 256 KiB) / PLAN_LEDGER_MAX_PAYLOAD_BYTES, validated by src/settings.ts.
+ */
 export function payloadLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): PayloadLimits {
-  const read = (name: string, fallback: number) => {
-    const raw = env[name];
-    if (raw === undefined || raw === '') return fallback;
-    const n = Number(raw);
-    if (!Number.isSafeInteger(n) || n <= 0) throw new LedgerError('VALIDATION', `${name} must be a positive integer of bytes, got "${raw}"`, { field: name });
-    return n;
-  };
-  const inlineBytes = read('PLAN_LEDGER_INLINE_PAYLOAD_BYTES', DEFAULT_INLINE_BYTES);
-  const maxPayloadBytes = read('PLAN_LEDGER_MAX_PAYLOAD_BYTES', DEFAULT_MAX_PAYLOAD_BYTES);
-  if (inlineBytes > 256 * 1024) throw new LedgerError('VALIDATION', 'PLAN_LEDGER_INLINE_PAYLOAD_BYTES must be at most 262144 (the ledger keeps inline payloads at most 256 KiB)', { field: 'PLAN_LEDGER_INLINE_PAYLOAD_BYTES' });
-  return Object.freeze({ inlineBytes, maxPayloadBytes });
+  return Object.freeze({ inlineBytes: setting('PLAN_LEDGER_INLINE_PAYLOAD_BYTES', env), maxPayloadBytes: setting('PLAN_LEDGER_MAX_PAYLOAD_BYTES', env) });
 }
 
 const REF_KEY = '$blob';

@@ -3,10 +3,11 @@ import { connectLedger, type Ledger } from '../client/index.js';
 import { loadConfig } from '../config.js';
 import { pino } from 'pino';
 import { createLogger, silentLogger, type Logger } from '../logging.js';
+import { settingIfSet } from '../settings.js';
 
 /** CLI logs go to stderr and only when PLAN_LEDGER_LOG_LEVEL asks for them (stdout is for results). */
 export function cliLogger(): Logger {
-  const level = process.env.PLAN_LEDGER_LOG_LEVEL;
+  const level = settingIfSet('PLAN_LEDGER_LOG_LEVEL');
   if (!level) return silentLogger();
   return createLogger({ level, name: 'plan-ledger-cli' }, pino.destination(2));
 }

@@ -4,6 +4,7 @@ import { pathToFileURL } from 'node:url';
 import type { Command } from 'commander';
 import { LedgerError } from '../errors.js';
 import { createLogger } from '../logging.js';
+import { loadSettings } from '../settings.js';
 import type { Tool } from '../tools.js';
 
 /** Loads the tools a module exports: `tools` (an array), or a default export that is an array. */
@@ -50,6 +51,7 @@ Example:
   $ plan-ledger executor --tools ./dist/tools.js --policy examples/policies/production.yaml`,
     )
     .action(async (o: { tools: string; concurrency: number; id?: string; toolTimeout?: number; maxItems?: number; metricsPort?: number; policy?: string }) => {
+      loadSettings(['connection', 'client', 'executor']); // a bad PLAN_LEDGER_* value fails first, before the tools load or anything connects
       if (!Number.isInteger(o.concurrency) || o.concurrency < 1) throw new LedgerError('VALIDATION', '--concurrency must be a positive integer', { field: '--concurrency' });
       for (const [flag, v] of [['--tool-timeout', o.toolTimeout], ['--max-items', o.maxItems]] as const) {
         if (v !== undefined && !(Number.isSafeInteger(v) && v > 0)) throw new LedgerError('VALIDATION', `${flag} must be a positive integer`, { field: flag });

@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { isLedgerError, type LedgerError } from '../errors.js';
+import { setting } from '../settings.js';
 import { registerExecutorCommand } from './executor.js';
 import { registerMigrateCommand } from './migrate.js';
 import { registerStackCommands } from './stack.js';
@@ -47,7 +48,10 @@ function exitCodeOf(e: LedgerError): number {
 
 /** Every failure ends as one line on stderr and a non-zero exit code, never a stack trace. */
 export async function main(argv: string[]): Promise<number> {
+  let debug = false;
   try {
+    debug = setting('PLAN_LEDGER_DEBUG');
+    setting('PLAN_LEDGER_USE_DIST'); // bin/plan-ledger.js reads it before anything can load; a bad value fails here
     await buildProgram().parseAsync(argv);
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (e) {
@@ -57,7 +61,7 @@ export async function main(argv: string[]): Promise<number> {
       return exitCodeOf(e);
     }
     process.stderr.write(`plan-ledger: ${e instanceof Error ? e.message : String(e)}\n`);
-    if (process.env.PLAN_LEDGER_DEBUG && e instanceof Error) process.stderr.write(`${e.stack}\n`);
+    if (debug && e instanceof Error) process.stderr.write(`${e.stack}\n`);
     return ExitCode.failure;
   }
 }

@@ -6,6 +6,7 @@ import { assertBrokersReachable } from '../audit/log.js';
 import { connectLedger, type Ledger } from '../client/index.js';
 import { loadConfig } from '../config.js';
 import { ledgerMcpServer } from '../mcp/server.js';
+import { setting } from '../settings.js';
 import { cliLogger } from './connect.js';
 import { out } from './output.js';
 
@@ -53,7 +54,8 @@ function bearer(req: IncomingMessage): string | null {
  * PLAN_LEDGER_API_TOKEN and PLAN_LEDGER_API_TOKENS_FILE.
  */
 async function serveHttp(ledger: Ledger, port: number, host: string): Promise<void> {
-  const tokens: TokenSet = compileTokens({ apiToken: process.env.PLAN_LEDGER_API_TOKEN || null, ...(process.env.PLAN_LEDGER_API_TOKENS_FILE ? { tokensFile: process.env.PLAN_LEDGER_API_TOKENS_FILE } : {}) });
+  const tokensFile = setting('PLAN_LEDGER_API_TOKENS_FILE');
+  const tokens: TokenSet = compileTokens({ apiToken: setting('PLAN_LEDGER_API_TOKEN') ?? null, ...(tokensFile ? { tokensFile } : {}) });
   const http = createServer((req, res) => {
     void (async () => {
       if (new URL(req.url ?? '/', 'http://x').pathname !== '/mcp') return refuse(res, 404, 'not found: the MCP endpoint is /mcp');

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { LedgerError } from '../errors.js';
+import { setting } from '../settings.js';
 import { kafkaAclsScript, LEDGER_PRINCIPALS, type LedgerPrincipal } from '../stack/acls.js';
 import { rotateStackPassword } from '../stack/credentials.js';
 import { provisionPrefix, readStackInfo, stackDown, stackReset, stackStatus, stackUp, type StackSecurity } from '../stack/stack.js';
@@ -85,13 +86,14 @@ Example:
   stack
     .command('acls')
     .description('the ledger\'s ACLs for a topic prefix: create them (and its topics) on the running SASL stack, or --print them as a kafka-acls.sh script for a real cluster')
-    .option('--prefix <prefix>', 'topic prefix', process.env.PLAN_LEDGER_TOPIC_PREFIX || 'plan-ledger')
-    .option('--partitions <n>', 'partitions of the plan topics created on the stack', process.env.PLAN_LEDGER_PARTITIONS || '6')
+    .option('--prefix <prefix>', 'topic prefix (default PLAN_LEDGER_TOPIC_PREFIX, else "plan-ledger")')
+    .option('--partitions <n>', 'partitions of the plan topics created on the stack (default PLAN_LEDGER_PARTITIONS, else 6)')
     .option('--print', 'print the kafka-acls.sh lines instead of creating anything')
     .option('--principal <role=principal...>', 'with --print: the Kafka principal of a role, e.g. executor=User:svc-exec (default User:<role>)')
     .addHelpText('after', '\nExample:\n  $ plan-ledger stack acls --prefix billing --print > acls.sh\n  $ BOOTSTRAP=kafka:9093 ADMIN_CONFIG=admin.properties sh acls.sh')
-    .action(async (o: { prefix: string; partitions: string; print?: boolean; principal?: string[] }) => {
-      if (!/^[A-Za-z0-9._-]{1,100}$/.test(o.prefix)) throw new LedgerError('VALIDATION', `--prefix: letters, digits, ".", "_", "-", got "${o.prefix}"`, { field: 'prefix' });
+    .action(async (o: { prefix?: string; partitions?: string; print?: boolean; principal?: string[] }) => {
+      if (o.prefix !== undefined && !/^[A-Za-z0-9._-]{1,100}$/.test(o.prefix)) throw new LedgerError('VALIDATION', `--prefix: letters, digits, ".", "_", "-", got "${o.prefix}"`, { field: 'prefix' });
+      const prefix = o.prefix ?? setting('PLAN_LEDGER_TOPIC_PREFIX');
       if (o.print) {
         const principals: Partial<Record<LedgerPrincipal, string>> = {};
         for (const pair of o.principal ?? []) {
@@ -102,12 +104,12 @@ Example:
           }
           principals[role] = pair.slice(i + 1);
         }
-        return void process.stdout.write(kafkaAclsScript(o.prefix, principals));
+        return void process.stdout.write(kafkaAclsScript(prefix, principals));
       }
-      const partitions = Number(o.partitions);
+      const partitions = o.partitions === undefined ? setting('PLAN_LEDGER_PARTITIONS') : Number(o.partitions);
       if (!Number.isInteger(partitions) || partitions < 1) throw new LedgerError('VALIDATION', `--partitions must be a positive integer, got "${o.partitions}"`, { field: 'partitions' });
-      const r = await provisionPrefix({ prefix: o.prefix, partitions });
-      out(`prefix ${o.prefix}: ${r.topics} topics, ${r.acls} ACL bindings (created or already there)`);
+      const r = await provisionPrefix({ prefix, partitions });
+      out(`prefix ${prefix}: ${r.topics} topics, ${r.acls} ACL bindings (created or already there)`);
     });
 
   stack

@@ -13,6 +13,7 @@ import {
   auditTopic,
   createKafka,
   ensurePlanTopics,
+  kafkaErrorName,
   kafkaFailure,
   lastStableOffset,
   MAX_RECORD_BYTES,
@@ -296,7 +297,7 @@ export async function connectLedger(input?: LedgerConfigInput, opts: ConnectOpti
     const keys = keyringFor({ kafka, config, ...(opts.masterKey ? { master: opts.masterKey } : {}) });
     client = new LedgerClient(kafka, admin, codec, config, logger, opts.readStats, keys);
     await client.start();
-    return client;
+    return kafkaErrorsAsLedgerErrors(client);
   } catch (e) {
     if (client) await client.close();
     else {
@@ -305,6 +306,33 @@ export async function connectLedger(input?: LedgerConfigInput, opts: ConnectOpti
     }
     throw e;
   }
+}
+
+/**
+ * The client as its callers see it: an error of the Kafka client that a method meets reaches the caller as
+ * a LedgerError (UNAVAILABLE when the cluster did not serve in time, FORBIDDEN for ACLs, INTERNAL with the
+ * Kafka error's name otherwise), never as the client's own error. Other errors pass as they are.
+ */
+function kafkaErrorsAsLedgerErrors(client: LedgerClient): Ledger {
+  const map = (e: unknown, method: string): unknown => {
+    if (isLedgerError(e) || kafkaErrorName(e) === undefined) return e;
+    const mapped = kafkaFailure(e, `ledger.${method}`);
+    return isLedgerError(mapped) ? mapped : new LedgerError('INTERNAL', `ledger.${method}: Kafka error ${kafkaErrorName(e)}: ${(e as Error).message}`, { kafka: kafkaErrorName(e) }, { cause: e });
+  };
+  return new Proxy(client, {
+    get(target, prop, receiver) {
+      const value: unknown = Reflect.get(target, prop, receiver);
+      if (typeof value !== 'function' || typeof prop !== 'string') return value;
+      return (...args: unknown[]) => {
+        try {
+          const out: unknown = (value as (...a: unknown[]) => unknown).apply(target, args);
+          return out instanceof Promise ? out.catch((e: unknown) => Promise.reject(map(e, prop))) : out;
+        } catch (e) {
+          throw map(e, prop);
+        }
+      };
+    },
+  });
 }
 
 class LedgerClient implements Ledger {

@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { LedgerError } from '../errors.js';
+import { settingIfSet } from '../settings.js';
 
 /**
  * Payload encryption (crypto-shredding). Each plan has its own random AES-256-GCM data key; the key is
@@ -106,24 +107,26 @@ export function unwrapDataKey(master: Buffer, planId: string, value: string): Bu
 
 /**
  * The master key from `PLAN_LEDGER_MASTER_KEY_FILE` (a file holding the base64 key) or
- * `PLAN_LEDGER_MASTER_KEY` (the base64 key): 32 bytes. Undefined when neither is set (payloads are then
- * stored as given). A bad value fails naming the variable, never showing the value.
+ * `PLAN_LEDGER_MASTER_KEY` (the base64 key): 32 bytes; `PLAN_LEDGER_MASTER_KEY_PREVIOUS(_FILE)` likewise.
+ * Undefined when neither is set (payloads are then stored as given). A bad value fails naming the
+ * variable, never showing the value (src/settings.ts).
  */
-export function masterKeyFromEnv(env: NodeJS.ProcessEnv = process.env, name = 'PLAN_LEDGER_MASTER_KEY'): Buffer | undefined {
-  const file = env[`${name}_FILE`];
-  let text: string | undefined;
-  let field = name;
-  if (file) {
-    field = `${name}_FILE`;
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch (e) {
-      throw new LedgerError('VALIDATION', `${field}: cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { field });
-    }
-  } else if (env[name]) {
-    text = env[name];
+export function masterKeyFromEnv(env: NodeJS.ProcessEnv = process.env, name: 'PLAN_LEDGER_MASTER_KEY' | 'PLAN_LEDGER_MASTER_KEY_PREVIOUS' = 'PLAN_LEDGER_MASTER_KEY'): Buffer | undefined {
+  const [key, file] =
+    name === 'PLAN_LEDGER_MASTER_KEY_PREVIOUS'
+      ? [settingIfSet('PLAN_LEDGER_MASTER_KEY_PREVIOUS', env), settingIfSet('PLAN_LEDGER_MASTER_KEY_PREVIOUS_FILE', env)]
+      : [settingIfSet('PLAN_LEDGER_MASTER_KEY', env), settingIfSet('PLAN_LEDGER_MASTER_KEY_FILE', env)];
+  return file ? masterKeyFromFile(file, `${name}_FILE`) : key;
+}
+
+/** The master key in a file (32 bytes in base64, blanks around it ignored); an error names `field`, never the key. */
+export function masterKeyFromFile(file: string, field: string): Buffer {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new LedgerError('VALIDATION', `${field}: cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { field });
   }
-  if (text === undefined) return undefined;
   const t = text.trim();
   const key = B64.test(t) ? Buffer.from(t, 'base64') : Buffer.alloc(0);
   if (key.length !== 32) throw new LedgerError('VALIDATION', `${field} must hold 32 bytes in base64 (44 characters; e.g. \`openssl rand -base64 32\`)`, { field });

@@ -4,6 +4,7 @@
 import type { LedgerConfig } from '../config.js';
 import { LedgerError } from '../errors.js';
 import type { Logger } from '../logging.js';
+import { setting } from '../settings.js';
 import { confluent } from './native.js';
 
 /** librdkafka configuration properties (`bootstrap.servers`, `sasl.username`, …). */
@@ -52,7 +53,7 @@ export function connectionConfig(config: LedgerConfig, clientId: string, logger:
     event_cb: true,
   };
   // librdkafka's own debug contexts (e.g. `metadata,topic,fetch,eos`), at its debug level, for a diagnosis.
-  const debug = process.env.PLAN_LEDGER_KAFKA_DEBUG;
+  const debug = setting('PLAN_LEDGER_KAFKA_DEBUG');
   if (debug) {
     rd.debug = debug;
     rd.log_level = 7;

@@ -1,9 +1,9 @@
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { LedgerError } from '../errors.js';
 import { packageRoot } from '../package-root.js';
+import { setting } from '../settings.js';
 
 /** Versions pinned in stack/pom.xml; read from there so the pom stays the one truth. */
 export interface StackVersions {
@@ -21,7 +21,7 @@ export interface StackArtifacts {
 
 /** Where downloaded artifacts live: PLAN_LEDGER_CACHE_DIR or ~/.cache/plan-ledger. */
 export function cacheDir(): string {
-  return process.env.PLAN_LEDGER_CACHE_DIR ?? join(homedir(), '.cache', 'plan-ledger');
+  return setting('PLAN_LEDGER_CACHE_DIR');
 }
 
 export function stackPom(): string {

@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { LedgerError } from '../errors.js';
+import { setting } from '../settings.js';
 
 /** A Java runtime found on this machine. */
 export interface JavaRuntime {
@@ -21,7 +22,7 @@ export function javaMajorVersion(bin: string): number | undefined {
 
 function candidates(): string[] {
   const list: string[] = [];
-  const explicit = process.env.PLAN_LEDGER_JAVA_HOME;
+  const explicit = setting('PLAN_LEDGER_JAVA_HOME');
   if (explicit) list.push(join(explicit, 'bin', 'java'));
   if (process.env.JAVA_HOME) list.push(join(process.env.JAVA_HOME, 'bin', 'java'));
   list.push('java');

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '../config.js';
 import { LedgerError } from '../errors.js';
@@ -7,7 +7,7 @@ import { createKafka, ensurePlanTopics } from '../kafka/index.js';
 import { silentLogger } from '../logging.js';
 import { applyLedgerAcls } from './acls.js';
 import { ensurePasswords, ensureTls, javaClientProperties, secretsDir, STACK_SASL_MECHANISM, stackSasl, stackSecurity, type StackSecurity } from './credentials.js';
-import { cacheDir, ensureArtifacts, type StackArtifacts, type StackVersions } from './artifacts.js';
+import { ensureArtifacts, type StackArtifacts } from './artifacts.js';
 import { findJava } from './java.js';
 import {
   brokerList,
@@ -19,23 +19,11 @@ import {
   type KafkaNodeSpec,
 } from './kafka.js';
 import { assertPortFree, isOurs, readPid, spawnDetached, stopProcess, waitUntilReady, type PidRecord } from './processes.js';
+import { clusterFile, nodeName, pidFile, processNames, readCluster, readStackInfo, REGISTRY, stackDir, type ClusterRecord, type StackInfo } from './discovery.js';
+import { setting } from '../settings.js';
 
+export { readStackInfo, type StackInfo } from './discovery.js';
 export { STACK_SASL_MECHANISM, STACK_USERS, stackSasl, type StackSecurity, type StackUser } from './credentials.js';
-
-/** What a running local stack publishes for the CLI, the library and the tests (`<dir>/stack.json`). */
-export interface StackInfo {
-  readonly brokers: string[];
-  readonly registryUrl: string;
-  readonly dir: string;
-  readonly versions: StackVersions;
-  readonly startedAt: string;
-  /** Number of KRaft nodes (each broker and controller); topics on a 3-node stack want RF 3. */
-  readonly nodes: number;
-  /** Replication factor plan topics should use on this stack (1 on one node, 3 on three). */
-  readonly replicationFactor: number;
-  /** Present on a `stack up --sasl` stack: how to authenticate, and where each user's password is. */
-  readonly security?: StackSecurity;
-}
 
 export interface StackOptions {
   /** Runtime folder (data, logs, pid files, stack.json): PLAN_LEDGER_STACK_DIR or <cache>/stack. */
@@ -69,78 +57,14 @@ export interface StackUpResult {
   readonly seconds: number;
 }
 
-const REGISTRY = 'registry';
-const nodeName = (nodeId: number) => `kafka-${nodeId}`;
-
-/**
- * The stack's identity, written when its storage is first formatted (`<dir>/cluster.json`): the KRaft
- * cluster id every node's storage carries and the node count. `up` reads it back so a restart starts the
- * same cluster on the same data instead of formatting a new one.
- */
-interface ClusterRecord {
-  readonly clusterId: string;
-  readonly nodes: number;
-  readonly createdAt: string;
-  /** Absent on a plaintext stack. */
-  readonly security?: 'sasl_scram';
-  readonly tls?: boolean;
-}
-
-function envPort(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > 65535) throw new LedgerError('VALIDATION', `${name} must be a port number, got "${raw}"`);
-  return n;
-}
-
 function resolve(opts: StackOptions) {
-  const dir = opts.dir ?? process.env.PLAN_LEDGER_STACK_DIR ?? join(cacheDir(), 'stack');
   return {
-    dir,
+    dir: stackDir(opts.dir),
     host: opts.host ?? '127.0.0.1',
-    kafkaPort: opts.kafkaPort ?? envPort('PLAN_LEDGER_STACK_KAFKA_PORT', 9092),
-    registryPort: opts.registryPort ?? envPort('PLAN_LEDGER_STACK_REGISTRY_PORT', 8081),
+    kafkaPort: opts.kafkaPort ?? setting('PLAN_LEDGER_STACK_KAFKA_PORT'),
+    registryPort: opts.registryPort ?? setting('PLAN_LEDGER_STACK_REGISTRY_PORT'),
     log: opts.log ?? (() => {}),
   };
-}
-
-const pidFile = (dir: string, name: string) => join(dir, `${name}.pid`);
-const clusterFile = (dir: string) => join(dir, 'cluster.json');
-
-function readCluster(dir: string): ClusterRecord | undefined {
-  const file = clusterFile(dir);
-  if (!existsSync(file)) return undefined;
-  return JSON.parse(readFileSync(file, 'utf8')) as ClusterRecord;
-}
-
-/** Names of the processes a stack in `dir` runs (or ran): its Kafka nodes, then the registry. */
-function processNames(dir: string): string[] {
-  const nodes = existsSync(dir)
-    ? readdirSync(dir)
-        .map((f) => /^(kafka-\d+)\.pid$/.exec(f)?.[1])
-        .filter((n): n is string => !!n)
-    : [];
-  const count = readCluster(dir)?.nodes ?? 0;
-  for (let i = 1; i <= count; i++) if (!nodes.includes(nodeName(i))) nodes.push(nodeName(i));
-  return [...nodes.sort(), REGISTRY];
-}
-
-function runningProcesses(dir: string): PidRecord[] {
-  return processNames(dir)
-    .map((n) => readPid(pidFile(dir, n)))
-    .filter((r): r is PidRecord => !!r && isOurs(r));
-}
-
-/** The running stack's addresses, or undefined when it is not (fully) up. */
-export function readStackInfo(dir?: string): StackInfo | undefined {
-  const { dir: d } = resolve({ dir });
-  const file = join(d, 'stack.json');
-  if (!existsSync(file)) return undefined;
-  const info = JSON.parse(readFileSync(file, 'utf8')) as StackInfo;
-  const nodes = info.nodes ?? 1;
-  if (runningProcesses(d).length !== nodes + 1) return undefined;
-  return { ...info, nodes, replicationFactor: info.replicationFactor ?? 1 };
 }
 
 /** How the stack's admin logs in (and trusts its certificate); nothing on a plaintext stack. */

@@ -9,6 +9,7 @@ import { isLedgerError } from '../../src/errors.js';
 import { verifyChain, type PlanEvent } from '../../src/plan/index.js';
 import type { LedgerConfig } from '../../src/config.js';
 import type { ItemInput } from '../../src/plan-input.js';
+import { setting } from '../../src/settings.js';
 import { tools } from '../fixtures/tools.js';
 import { testConfig, testLogger, waitFor } from '../support/helpers.js';
 
@@ -58,7 +59,7 @@ const waitItem = (signal: string, timeoutMs: number | null, over: Partial<ItemIn
   ...over,
 });
 /** Plans waiting at once in the load test (PLAN_LEDGER_TEST_WAITING to change it). */
-const WAITING = Number(process.env.PLAN_LEDGER_TEST_WAITING ?? 10_000);
+const WAITING = setting('PLAN_LEDGER_TEST_WAITING');
 const once = { maxAttempts: 1, initialBackoffMs: 0, backoffMultiplier: 1, maxBackoffMs: 0 };
 
 describe('durable waits (real broker and registry)', () => {

@@ -3,12 +3,13 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { configToEnv } from '../../src/config.js';
+import { setting } from '../../src/settings.js';
 import { ledgerWithExecutor } from '../executor/support.js';
 
 describe('plan-ledger mcp from the Python MCP client', () => {
   it('lists the tools, creates a plan that runs, waits for it and verifies it', async () => {
     const { config, ledger } = await ledgerWithExecutor();
-    const python = process.env.PLAN_LEDGER_PYTHON ?? 'python3';
+    const python = setting('PLAN_LEDGER_PYTHON');
     const r = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
       const p = spawn(python, ['test/mcp/python_client.py'], { env: { ...process.env, ...configToEnv(config), NODE: process.execPath }, stdio: ['ignore', 'pipe', 'pipe'] });
       let stdout = '';

@@ -9,6 +9,7 @@ import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { chromium, type Browser } from 'playwright-core';
 import { cacheDir } from '../../src/stack/artifacts.js';
+import { setting } from '../../src/settings.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -22,7 +23,7 @@ export interface ChromiumExecutable {
 
 /** The Chromium PLAN_LEDGER_CHROMIUM names, else the bundled one (inflated on first use). */
 export async function chromiumExecutable(): Promise<ChromiumExecutable> {
-  const named = process.env.PLAN_LEDGER_CHROMIUM;
+  const named = setting('PLAN_LEDGER_CHROMIUM');
   if (named && named !== 'bundled') {
     if (!existsSync(named)) throw new Error(`PLAN_LEDGER_CHROMIUM=${named}: no such file`);
     return { path: named, source: 'system' };

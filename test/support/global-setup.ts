@@ -1,5 +1,6 @@
 import type { TestProject } from 'vitest/node';
 import { stackDown, stackUp } from '../../src/stack/stack.js';
+import { setting } from '../../src/settings.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -25,6 +26,6 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide('brokers', process.env.PLAN_LEDGER_BROKERS);
   project.provide('registryUrl', process.env.PLAN_LEDGER_REGISTRY_URL);
   return async () => {
-    if (startedHere && !process.env.PLAN_LEDGER_KEEP_STACK) await stackDown();
+    if (startedHere && !setting('PLAN_LEDGER_KEEP_STACK')) await stackDown();
   };
 }

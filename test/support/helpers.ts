@@ -4,6 +4,7 @@ import { afterAll, inject, onTestFinished } from 'vitest';
 import { loadConfig, type LedgerConfig, type LedgerConfigInput } from '../../src/config.js';
 import { createKafka, promptCompactionConfig, type GroupMember, type GroupMemberOptions, type KafkaClient, type LedgerAdmin, type LogRecord, type TopicSpec } from '../../src/kafka/index.js';
 import { createLogger, silentLogger, type Logger } from '../../src/logging.js';
+import { setting } from '../../src/settings.js';
 
 /**
  * Silent; `TEST_LOG=debug` (or any pino level) shows what the services under test log, on stdout or,
@@ -29,7 +30,7 @@ export function randomPrefix(label = 't'): string {
 }
 
 afterAll(async () => {
-  if (!prefixes.size || process.env.PLAN_LEDGER_KEEP_TOPICS) return;
+  if (!prefixes.size || setting('PLAN_LEDGER_KEEP_TOPICS')) return;
   const brokers = inject('brokers');
   if (!brokers) return;
   const kafka = createKafka(loadConfig({ brokers: brokers.split(','), registryUrl: inject('registryUrl'), topicPrefix: 'test-cleanup' }), testLogger, 'test-cleanup');
