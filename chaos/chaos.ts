@@ -31,6 +31,14 @@ export interface ChaosOptions {
   /** A fault every [min, max] ms. */
   readonly faultEveryMs: readonly [number, number];
   readonly sessionTimeoutMs: number;
+  /**
+   * `all` (default): executor faults, plus one broker kill, a registry restart and a projector kill.
+   * `brokers`: only broker kills, one broker of three at a time, again and again until the work is done
+   * (a broker is killed once the last one killed has been back `brokerGapMs`).
+   */
+  readonly faults?: 'all' | 'brokers';
+  /** In `brokers` mode, how long the restarted broker is left back before the next kill (default 15 s). */
+  readonly brokerGapMs?: number;
   readonly seed: number;
   /** Where the report and the processes' logs go. */
   readonly outDir: string;
@@ -60,6 +68,8 @@ interface Fault {
 export interface ChaosReport {
   readonly label: string;
   readonly seed: number;
+  /** Which faults the run made (see {@link ChaosOptions.faults}). */
+  readonly faultMode: 'all' | 'brokers';
   readonly startedAt: string;
   readonly seconds: number;
   readonly stack: { brokers: number; replicationFactor: number; partitions: number; upSeconds: number };
@@ -318,9 +328,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   // The broker kill and the registry restart come on their own clock, so they overlap executor faults:
   // each when a share of the plans has settled or a share of the time has passed, whichever is first.
   const due = (share: number) => terminal.size >= plans.length * share || Date.now() >= workStart + (deadline - workStart) * share;
-  const infraFaults = (async () => {
-    while (!due(0.15)) await sleep(250);
-    if (terminal.size >= plans.length) return;
+  const killBroker = async () => {
     const node = 1 + Math.floor(random() * 3);
     const b: Fault = { kind: 'broker-kill', target: `kafka-${node}`, at: Date.now(), partitions: [], recoveredAt: null };
     faults.push(b);
@@ -343,6 +351,21 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
     b.recoveredAt = Date.now();
     brokerBackMs.push(b.recoveredAt - b.at);
     o.log(`broker kafka-${node} back after ${b.recoveredAt - b.at} ms`);
+  };
+  const brokersOnly = o.faults === 'brokers';
+  const infraFaults = (async () => {
+    if (brokersOnly) {
+      // One broker of three at a time, again and again, while the plans arrive and run.
+      while (Date.now() < deadline && terminal.size < plans.length) {
+        await sleep(o.brokerGapMs ?? 15_000);
+        if (terminal.size >= plans.length) return;
+        await killBroker();
+      }
+      return;
+    }
+    while (!due(0.15)) await sleep(250);
+    if (terminal.size >= plans.length) return;
+    await killBroker();
     while (!due(0.4)) await sleep(250);
     if (terminal.size >= plans.length) return;
     const r: Fault = { kind: 'registry-restart', target: 'registry', at: Date.now(), partitions: [], recoveredAt: null };
@@ -395,7 +418,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
     }
   };
   const faultLoop = (async () => {
-    while (Date.now() < deadline && terminal.size < plans.length) {
+    while (!brokersOnly && Date.now() < deadline && terminal.size < plans.length) {
       await sleep(o.faultEveryMs[0] + random() * (o.faultEveryMs[1] - o.faultEveryMs[0]));
       if (terminal.size >= plans.length) break;
       const progress = `${terminal.size}/${plans.length} plans settled, ${submitted} submitted, ${effects.effects.size} effects`;
@@ -637,6 +660,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   const report: ChaosReport = {
     label: o.label,
     seed: o.seed,
+    faultMode: o.faults ?? 'all',
     startedAt: new Date(t0).toISOString(),
     seconds: Math.round((Date.now() - t0) / 1000),
     workSeconds: Math.round((settledAt - workStart) / 1000),
@@ -739,7 +763,7 @@ export function renderMarkdown(r: ChaosReport): string {
   return [
     `# Chaos run \`${r.label}\` — ${r.ok ? 'OK' : 'PROBLEMS'}`,
     '',
-    `Started ${r.startedAt}; ${r.seconds} s in all (stack up ${r.stack.upSeconds} s, work under faults ${r.workSeconds} s), seed ${r.seed}; ${r.stack.brokers} brokers (RF ${r.stack.replicationFactor}), ${r.stack.partitions} partitions, 3 executors.`,
+    `Started ${r.startedAt}; ${r.seconds} s in all (stack up ${r.stack.upSeconds} s, work under faults ${r.workSeconds} s), seed ${r.seed}; ${r.stack.brokers} brokers (RF ${r.stack.replicationFactor}), ${r.stack.partitions} partitions, 3 executors; faults: ${r.faultMode === 'brokers' ? 'broker kills only, one broker at a time, repeatedly' : 'all kinds'}.`,
     '',
     '| | |',
     '|---|---|',

@@ -5,6 +5,9 @@
 //   --minutes <n>    hard bound on the work once the stack is up (default 20; short 3)
 //   --seed <n>       fault schedule seed (default: random, printed in the report)
 //   --out <dir>      report folder (default chaos/results)
+//   --faults <kind>  all (default): executor faults, a broker, registry and projector kill;
+//                    brokers: only broker kills, one of three at a time, again and again
+//   --broker-gap <s> with --faults brokers: seconds a restarted broker is left back before the next kill (15)
 //   --keep-stack     stop the stack at the end instead of wiping it
 //   --docs           write the report's figures into docs/operations/chaos.md (between its markers)
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -21,10 +24,21 @@ const { values } = parseArgs({
     minutes: { type: 'string' },
     seed: { type: 'string' },
     out: { type: 'string', default: join('chaos', 'results') },
+    faults: { type: 'string', default: 'all' },
+    'broker-gap': { type: 'string', default: '15' },
     'keep-stack': { type: 'boolean', default: false },
     docs: { type: 'boolean', default: false },
   },
 });
+if (values.faults !== 'all' && values.faults !== 'brokers') {
+  process.stderr.write(`--faults must be all or brokers, not ${JSON.stringify(values.faults)}\n`);
+  process.exit(2);
+}
+const brokerGap = Number(values['broker-gap']);
+if (!Number.isFinite(brokerGap) || brokerGap < 0) {
+  process.stderr.write(`--broker-gap must be a number of seconds >= 0, not ${JSON.stringify(values['broker-gap'])}\n`);
+  process.exit(2);
+}
 const load = loadavg()[0]!.toFixed(1);
 const short = values.short === true;
 const label = `${short ? 'short' : 'full'}-${new Date().toISOString().replace(/[:.]/g, '-')}`;
@@ -36,6 +50,8 @@ const report = await runChaos({
   arrivalShare: short ? 0.5 : 0.3,
   faultEveryMs: short ? [3000, 6000] : [3000, 8000],
   sessionTimeoutMs: 6000,
+  faults: values.faults,
+  brokerGapMs: brokerGap * 1000,
   seed: Number(values.seed ?? Math.floor(Math.random() * 2 ** 31)),
   outDir: values.out!,
   stackDir,
