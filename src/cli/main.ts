@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { isLedgerError, type LedgerError } from '../errors.js';
 import { setting } from '../settings.js';
+import { registerConfigCommand } from './config-command.js';
 import { registerExecutorCommand } from './executor.js';
 import { registerMigrateCommand } from './migrate.js';
 import { registerStackCommands } from './stack.js';
@@ -36,6 +37,7 @@ Example:
   registerPlanCommands(program);
   registerAuditCommands(program);
   registerMigrateCommand(program);
+  registerConfigCommand(program);
   return program;
 }
 
