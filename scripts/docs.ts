@@ -5,6 +5,8 @@
  * - `docs/reference/cli.md` from the commander program that `src/cli/main.ts` builds (`buildProgram()`):
  *   every command, its arguments, options, defaults and the examples of its `--help`.
  * - `docs/reference/schemas.md` from `schemas/**\/*.avsc`: every record and enum with its doc and fields.
+ * - `docs/reference/configuration.md` from `src/settings.ts`: every `PLAN_LEDGER_*` variable, by component,
+ *   with what it allows, its default and its doc.
  *
  * Checked (`--check`, run by `npm run docs:check` and `.ci/run`):
  * - the generated pages are what the code says now;
@@ -22,6 +24,7 @@ import { existsSync, readdirSync, readFileSync, statSync, writeFileSync, mkdirSy
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Argument, Command, Option } from 'commander';
+import { COMPONENTS, SETTINGS, settingNames, settingText, type Component, type SettingSpec } from '../src/settings.js';
 import { loadSchemas, type NamedSchema } from './gen-types.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -29,6 +32,7 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const generatedPages = {
   cli: 'docs/reference/cli.md',
   schemas: 'docs/reference/schemas.md',
+  configuration: 'docs/reference/configuration.md',
 } as const;
 
 const header = (from: string) =>
@@ -255,6 +259,64 @@ export function generateSchemaReference(): string {
 }
 
 // ---------------------------------------------------------------------------------------------------
+// Configuration reference
+
+function settingDefaultText(s: SettingSpec): string {
+  if (s.defaultText !== undefined) return s.defaultText.startsWith('<') || s.defaultText.startsWith('~') ? code(s.defaultText) : s.defaultText;
+  if (s.default === undefined) return 'unset';
+  if (typeof s.default === 'function') throw new Error('a default computed at run time needs a defaultText in src/settings.ts');
+  return code(settingText(s.default));
+}
+
+function settingDoc(s: SettingSpec): string {
+  const notes = [s.secret ? '**Secret**: never shown (`[secret]`).' : '', s.testOnly ? '**Tests only.**' : ''].filter(Boolean);
+  const [page = '', anchor] = (s.see ?? '').split('#');
+  const see = s.see ? ` See [${page.slice(page.lastIndexOf('/') + 1, -'.md'.length)}](${relative('docs/reference', page)}${anchor ? `#${anchor}` : ''}).` : '';
+  return [s.doc + see, ...notes].join(' ');
+}
+
+export function generateConfigurationReference(): string {
+  const lines: string[] = [
+    '# Configuration',
+    '',
+    'Every `PLAN_LEDGER_*` variable the code reads, declared once in `src/settings.ts` with its type, what it',
+    'allows, its default and one line of doc. Options passed in code (`connectLedger(input)`,',
+    '`startExecutor(opts)`, `startProjector(opts)`) and command-line flags win over the variables; the',
+    'connection falls back on the running local stack (`plan-ledger stack up`) for the broker and registry',
+    'addresses. An empty variable counts as unset.',
+    '',
+    'Each component compiles its variables when it starts, and a bad value fails there, the same way',
+    'everywhere: one line naming the variable, the value (`[secret]` for a secret) and what is allowed, exit',
+    'code 2 from the CLI:',
+    '',
+    '```',
+    '$ PLAN_LEDGER_PARTITIONS=six plan-ledger executor --tools ./tools.js',
+    'plan-ledger: PLAN_LEDGER_PARTITIONS="six" is not allowed: expected an integer from 1 to 10000',
+    '```',
+    '',
+    '`plan-ledger config` prints the effective value of every variable and where it came from (`env`,',
+    '`stack`, `default`, `unset`), secrets redacted; `--json` for a program.',
+    '',
+  ];
+  for (const [component, { title, doc }] of Object.entries(COMPONENTS) as [Component, { title: string; doc: string }][]) {
+    lines.push(`## ${title}`, '', `${text(doc.charAt(0).toUpperCase() + doc.slice(1))}.`, '', '| variable | allowed | default | description |', '|---|---|---|---|');
+    for (const name of settingNames(component)) {
+      const s = SETTINGS[name] as SettingSpec;
+      lines.push(`| \`${name}\` | ${cell(s.kind.allowed)} | ${cell(settingDefaultText(s))} | ${cell(settingDoc(s))} |`);
+    }
+    lines.push('');
+  }
+  lines.push(
+    '## Other variables',
+    '',
+    '- `OTEL_*`: the standard OpenTelemetry variables turn on tracing ([tracing](../guides/tracing.md)).',
+    '- `TEST_LOG`, `TEST_LOG_FILE` (`test/support/helpers.ts`): a pino level for what the services under test',
+    '  log, and a file to append it to (else stdout).',
+  );
+  return header('src/settings.ts') + lines.join('\n').replace(/\n+$/, '\n');
+}
+
+// ---------------------------------------------------------------------------------------------------
 // Checks
 
 /** GitHub's heading anchors: lower case, punctuation dropped (except `-` and `_`), spaces as `-`. */
@@ -376,7 +438,7 @@ export function badCitations(): string[] {
 const README_MAX_LINES = 200;
 
 async function generatedContent(): Promise<Record<string, string>> {
-  return { [generatedPages.cli]: await generateCliReference(), [generatedPages.schemas]: generateSchemaReference() };
+  return { [generatedPages.cli]: await generateCliReference(), [generatedPages.schemas]: generateSchemaReference(), [generatedPages.configuration]: generateConfigurationReference() };
 }
 
 async function main(argv: string[]): Promise<number> {
