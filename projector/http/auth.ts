@@ -3,7 +3,7 @@
 // configured token (no early exit), so neither a token's length nor its position leaks through timing.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { z } from 'zod';
 import { LedgerError } from '../../src/errors.js';
 
@@ -28,6 +28,10 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** Set by the auth hook of the read and write routes. */
     principal: Principal | null;
+  }
+  interface FastifyContextConfig {
+    /** The scope a route's token needs, set by {@link guardRoutes}; absent: an open route. */
+    scope?: Scope;
   }
 }
 
@@ -133,8 +137,8 @@ function bearer(req: FastifyRequest): string | null {
  * An onRequest hook: 401 without a token (or when none is configured), 403 for an unknown token or one
  * without `scope`; otherwise `req.principal` is the token's holder.
  */
-export function requireScope(tokens: TokenSet, scope: Scope) {
-  return async (req: FastifyRequest, reply: FastifyReply) => {
+export function requireScope(tokens: TokenSet, scope: Scope): ScopeGuard {
+  const hook = async (req: FastifyRequest, reply: FastifyReply) => {
     if (scope === 'read' && tokens.openReads && bearer(req) === null) return;
     if (tokens.size === 0) {
       const what = scope === 'write' ? 'write routes are disabled' : 'read routes are closed';
@@ -147,4 +151,19 @@ export function requireScope(tokens: TokenSet, scope: Scope) {
     if (!principal.scopes.includes(scope)) return reply.code(403).send({ error: 'forbidden', message: `the token of ${principal.name} has no ${scope} scope` });
     req.principal = principal;
   };
+  return Object.assign(hook as onRequestHookHandler, { scope });
+}
+
+/** The auth hook of one scope (see {@link requireScope}). */
+export type ScopeGuard = onRequestHookHandler & { readonly scope: Scope };
+
+/**
+ * Guards the routes a plugin registers after this call: `guard` runs on each of their requests, and each
+ * route's config names the scope (`config.scope`), which the API's OpenAPI document reads.
+ */
+export function guardRoutes(app: FastifyInstance, guard: ScopeGuard): void {
+  app.addHook('onRequest', guard);
+  app.addHook('onRoute', (route) => {
+    route.config = { ...route.config, scope: guard.scope };
+  });
 }

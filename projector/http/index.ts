@@ -1,16 +1,23 @@
 // The projector's HTTP server: fastify with JSON schemas on every route, one plugin per route group.
 // /healthz, /metrics and the dashboard's static files are open; every /api route needs a bearer token
-// (read scope for reads and the stream, write scope for commands).
+// (read scope for reads, the stream and the OpenAPI document, write scope for commands). The routes'
+// schemas validate requests and describe the answers: GET /api/openapi.json is built from them.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import AjvCompiler from '@fastify/ajv-compiler';
 import Fastify from 'fastify';
 import type { Logger } from '../../src/logging.js';
+import { packageRoot } from '../../src/package-root.js';
 import { OperatorViews } from '../operations.js';
 import type { ProjectionService } from '../projector.js';
 import { requireScope, type TokenSet } from './auth.js';
 import { corsHandlers } from './cors.js';
 import { errorHandler } from './errors.js';
+import { errorJson } from './responses.js';
+import { openApiCollector } from './openapi.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { healthRoutes } from './routes/health.js';
+import { openApiRoutes } from './routes/openapi.js';
 import { operationsRoutes } from './routes/operations.js';
 import { planReadRoutes, type PayloadOpenerFor } from './routes/plans-read.js';
 import { planWriteRoutes, type CommandSubmitter } from './routes/plans-write.js';
@@ -38,7 +45,8 @@ export interface HttpOptions {
 export const HTTP_DEFAULTS = Object.freeze({ bodyLimitBytes: 1024 * 1024, maxStreamClients: 100 });
 
 const ajvCompilers = AjvCompiler();
-const AJV_BASE = { removeAdditional: false, allErrors: false } as const;
+// allowUnionTypes: `type: ['string', 'integer']` (a fork's `at`) is meant; strict mode only logged it.
+const AJV_BASE = { removeAdditional: false, allErrors: false, allowUnionTypes: true } as const;
 
 /** Validators that coerce query strings and parameters, and leave bodies as they are. */
 function validatorsByPart(externalSchemas: unknown, _options: unknown) {
@@ -46,6 +54,14 @@ function validatorsByPart(externalSchemas: unknown, _options: unknown) {
   const exact = ajvCompilers(externalSchemas as never, { customOptions: { ...AJV_BASE, coerceTypes: false } } as never);
   return (route: { httpPart?: string }) => (route.httpPart === 'body' ? exact : coercing)(route as never);
 }
+
+/**
+ * Answers are serialized as a route without a response schema would be, whatever its schema says: the
+ * response schemas document the API (responses.ts), they never drop or coerce a field.
+ */
+const asJson = () => (data: unknown) => JSON.stringify(data);
+
+const packageVersion = () => (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
 
 /** The projector's HTTP API and dashboard. */
 export function buildHttp(opts: HttpOptions) {
@@ -57,14 +73,23 @@ export function buildHttp(opts: HttpOptions) {
     bodyLimit: opts.bodyLimitBytes,
     // Query strings and path parameters arrive as text and are coerced to their schema's types; a body is
     // JSON and is taken as sent: `goal: 42` must be refused, not recorded as "42".
-    schemaController: { compilersFactory: { buildValidator: validatorsByPart } },
+    schemaController: { compilersFactory: { buildValidator: validatorsByPart, buildSerializer: () => asJson } },
   });
+  // Before any route: the document lists every route the app registers.
+  const openApi = openApiCollector({ version: packageVersion() });
+  app.addHook('onRoute', openApi.onRoute);
   app.decorateRequest('principal', null);
   app.setErrorHandler(errorHandler(logger));
   if (opts.corsOrigins.length > 0) {
     const cors = corsHandlers(opts.corsOrigins);
     app.addHook('onRequest', cors.onRequest);
-    app.options('/*', cors.preflight);
+    const preflight = {
+      tags: ['operations'],
+      summary: 'CORS preflight',
+      description: 'Only when PLAN_LEDGER_API_CORS_ORIGINS lists origins: an exact listed Origin gets 204 with the allowed methods (GET, POST) and headers (authorization, content-type); any other, 403. Every answer carries Access-Control-Allow-Origin for a listed Origin.',
+      response: { 204: { description: 'Allowed' }, 403: errorJson('The origin is not listed (`forbidden`)') },
+    };
+    app.options('/*', { schema: preflight }, cors.preflight);
   }
 
   void app.register(healthRoutes, { service });
@@ -73,5 +98,6 @@ export function buildHttp(opts: HttpOptions) {
   void app.register(operationsRoutes, { service, views: new OperatorViews(service), authorize: requireScope(tokens, 'read') });
   void app.register(streamRoutes, { service, authorize: requireScope(tokens, 'read'), maxClients: opts.maxStreamClients });
   void app.register(planWriteRoutes, { service, logger, authorize: requireScope(tokens, 'write'), submitter: opts.submitter });
+  void app.register(openApiRoutes, { authorize: requireScope(tokens, 'read'), document: openApi.document });
   return app;
 }

@@ -1,12 +1,14 @@
 // Read routes over the projection: the plan list, one plan (or its header), a page of its items, its
 // events, its audit as of a seq or time (whole, or a window of it).
-import type { FastifyPluginAsync, onRequestHookHandler } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import { summarizeAgentRun } from '../../../src/agent/records.js';
 import { FORK_LABEL, stateDigest } from '../../../src/plan/index.js';
 import { showEvents, showItem, showPlan } from '../../../src/secrets/redact.js';
 import { atOrBefore, auditAsOf, foldAsOf, parseAsOf, parsePlanQuery, queryPlans, summarize } from '../../../src/projection/index.js';
 import type { ProjectionService } from '../../projector.js';
+import { guardRoutes, type ScopeGuard } from '../auth.js';
 import { notFound } from '../errors.js';
+import { auditShape, errorJson, eventsShape, itemPageShape, json, planNotFound, planPageShape, planShape, whoamiShape } from '../responses.js';
 import { auditQuery, eventsQuery, itemsQuery, planListQuery, planParams, planQuery } from '../schemas.js';
 import { AUDIT_PAGE_MAX, auditWindow, headerSummary, ITEM_PAGE_MAX, itemPage, pageNumber, parseItemStatuses, planHeader } from './plan-pages.js';
 
@@ -15,7 +17,7 @@ export type PayloadOpenerFor = (planId: string) => Promise<((json: string) => st
 
 export interface PlanReadOptions {
   readonly service: ProjectionService;
-  readonly authorize: onRequestHookHandler;
+  readonly authorize: ScopeGuard;
   readonly openerFor?: PayloadOpenerFor;
 }
 
@@ -27,12 +29,25 @@ export interface PlanReadOptions {
 export const planReadRoutes: FastifyPluginAsync<PlanReadOptions> = async (app, { service, authorize, openerFor }) => {
   const model = service.model;
   const opener = (planId: string) => (openerFor ? openerFor(planId) : Promise.resolve(undefined));
-  app.addHook('onRequest', authorize);
+  guardRoutes(app, authorize);
 
   /** Who the token belongs to and what it may do (the dashboard shows it and hides what it may not do). */
-  app.get('/api/whoami', async (req) => ({ principal: req.principal?.name ?? null, scopes: req.principal?.scopes ?? ['read'] }));
+  const whoamiSchema = {
+    tags: ['plans'],
+    summary: 'Who the token belongs to',
+    description: 'The principal and scopes of the token sent (the dashboard shows it and hides what the token may not do). With open reads and no token: principal null, scopes read.',
+    response: { 200: json('The holder and scopes', whoamiShape) },
+  };
+  app.get('/api/whoami', { schema: whoamiSchema }, async (req) => ({ principal: req.principal?.name ?? null, scopes: req.principal?.scopes ?? ['read'] }));
 
-  app.get('/api/plans', { schema: { querystring: planListQuery } }, async (req) => {
+  const listSchema = {
+    tags: ['plans'],
+    summary: 'The plan list',
+    description: 'Plans by creation time, filtered by status and labels, a page at a time. A bad `status`, `label`, `limit` or `cursor` is a 400 naming it.',
+    querystring: planListQuery,
+    response: { 200: json('A page of plans', planPageShape) },
+  };
+  app.get('/api/plans', { schema: listSchema }, async (req) => {
     const q = req.query as { status?: string[]; label?: string[]; limit?: number; cursor?: string };
     const page = queryPlans(model.views(), parsePlanQuery(q));
     return { ...page, version: model.version };
@@ -58,7 +73,17 @@ export const planReadRoutes: FastifyPluginAsync<PlanReadOptions> = async (app, {
   };
   const statusOf = (planId: string) => model.view(planId)?.state?.status ?? model.cold.get(planId)?.summary.status ?? null;
 
-  app.get('/api/plans/:id', { schema: { params: planParams, querystring: planQuery } }, async (req, reply) => {
+  const planSchema = {
+    tags: ['plans'],
+    summary: 'One plan, with its relations',
+    description:
+      "The plan: its summary, its state (payloads decrypted when the projector holds the plan's key, secret fields \"[secret]\"), its digest, and its relations: `parent` and `children` (delegation), `forkedFrom` (null for a plan that is not a fork) and `forks`, and `agent` for an agent run (tokens in/out per turn and in all; null otherwise and with `items=none`). " +
+      'A cold (finished, archived) plan is read back from its snapshot. With `items=none` the plan without its items: `state` is the header (goal, status, mode, labels, digest, seq, approvals, the newest 50 rejections) with `itemCount`, `counts` and `rejectionCount`, and no `stateDigest` (it hashes every item: read the full plan or `/verify` for it).',
+    params: planParams,
+    querystring: planQuery,
+    response: { 200: json('The plan', planShape), 404: planNotFound },
+  };
+  app.get('/api/plans/:id', { schema: planSchema }, async (req, reply) => {
     const planId = (req.params as { id: string }).id;
     const v = await model.read(planId); // a cold plan: its archived snapshot, read back
     if (!v) return notFound(reply, planId);
@@ -85,7 +110,15 @@ export const planReadRoutes: FastifyPluginAsync<PlanReadOptions> = async (app, {
   });
 
   /** A page of the plan's items in plan order, optionally by status (any of), with the counts per status. */
-  app.get('/api/plans/:id/items', { schema: { params: planParams, querystring: itemsQuery } }, async (req, reply) => {
+  const itemsSchema = {
+    tags: ['plans'],
+    summary: "A page of a plan's items",
+    description: 'The items in plan order, optionally by status (any of), with `total` (matching), `itemCount`, `counts` per status and `nextOffset` (null on the last page). Bounded by the page whatever the plan\'s size (a plan may hold 100,000 items); the dashboard switches to these reads for a plan of more than 300 items.',
+    params: planParams,
+    querystring: itemsQuery,
+    response: { 200: json('A page of items', itemPageShape), 404: errorJson('The plan is not known, or has no state yet (`not_found`)') },
+  };
+  app.get('/api/plans/:id/items', { schema: itemsSchema }, async (req, reply) => {
     const planId = (req.params as { id: string }).id;
     const q = req.query as { offset?: number; limit?: number; status?: string[] };
     const offset = pageNumber('offset', q.offset, 0, Number.MAX_SAFE_INTEGER);
@@ -99,7 +132,15 @@ export const planReadRoutes: FastifyPluginAsync<PlanReadOptions> = async (app, {
     return { ...page, items: page.items.map((it) => showItem(it, open)) };
   });
 
-  app.get('/api/plans/:id/events', { schema: { params: planParams, querystring: eventsQuery } }, async (req, reply) => {
+  const eventsSchema = {
+    tags: ['plans'],
+    summary: "A plan's events",
+    description: 'The events from `fromSeq` on, shown (payloads decrypted when the projector holds the key, secret fields "[secret]"; hashes as recorded). With `limit`, at most that many and `nextSeq` for the next page.',
+    params: planParams,
+    querystring: eventsQuery,
+    response: { 200: json('The events', eventsShape), 404: planNotFound },
+  };
+  app.get('/api/plans/:id/events', { schema: eventsSchema }, async (req, reply) => {
     const planId = (req.params as { id: string }).id;
     if (!model.has(planId)) return notFound(reply, planId); // cold plans too: their events are read back
     const q = req.query as { fromSeq?: number; limit?: number };
@@ -113,7 +154,17 @@ export const planReadRoutes: FastifyPluginAsync<PlanReadOptions> = async (app, {
     return { planId, events: page, nextSeq: events.length > page.length ? events[page.length]!.seq : null };
   });
 
-  app.get('/api/plans/:id/audit', { schema: { params: planParams, querystring: auditQuery } }, async (req, reply) => {
+  const auditSchema = {
+    tags: ['plans'],
+    summary: "A plan's audit, as of a seq or time",
+    description:
+      'Without `limit` or `before`: the whole audit as of `asOf` (the plan, its digest, the timeline of events and the attempts). ' +
+      'With `limit` or `before`: a window of the timeline, the newest `limit` events before `before`, oldest first, the attempts whose intent falls in that window, `state` as a header, and `page.nextBefore` for the next older window (null at the first event).',
+    params: planParams,
+    querystring: auditQuery,
+    response: { 200: json('The audit, or a window of it', auditShape), 404: planNotFound },
+  };
+  app.get('/api/plans/:id/audit', { schema: auditSchema }, async (req, reply) => {
     const planId = (req.params as { id: string }).id;
     const q = req.query as { asOf?: string; limit?: number; before?: number };
     const asOf = parseAsOf(q.asOf);
