@@ -7,6 +7,9 @@
  * - `docs/reference/schemas.md` from `schemas/**\/*.avsc`: every record and enum with its doc and fields.
  * - `docs/reference/configuration.md` from `src/settings.ts`: every `PLAN_LEDGER_*` variable, by component,
  *   with what it allows, its default and its doc.
+ * - `docs/reference/http-api.md` from the projector's OpenAPI document (`GET /api/openapi.json`, built from
+ *   the routes' own schemas), read from the HTTP app built without Kafka (`buildOfflineHttp`): every route
+ *   with its scope, parameters, body and answers, and the shapes they name.
  *
  * Checked (`--check`, run by `npm run docs:check` and `.ci/run`):
  * - the generated pages are what the code says now;
@@ -24,6 +27,8 @@ import { existsSync, readdirSync, readFileSync, statSync, writeFileSync, mkdirSy
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Argument, Command, Option } from 'commander';
+import { buildOfflineHttp } from '../projector/http/offline.js';
+import type { OpenApiDocument, Operation } from '../projector/http/openapi.js';
 import { COMPONENTS, SETTINGS, settingNames, settingText, type Component, type SettingSpec } from '../src/settings.js';
 import { loadSchemas, type NamedSchema } from './gen-types.js';
 
@@ -33,6 +38,7 @@ export const generatedPages = {
   cli: 'docs/reference/cli.md',
   schemas: 'docs/reference/schemas.md',
   configuration: 'docs/reference/configuration.md',
+  httpApi: 'docs/reference/http-api.md',
 } as const;
 
 const header = (from: string) =>
@@ -317,6 +323,194 @@ export function generateConfigurationReference(): string {
 }
 
 // ---------------------------------------------------------------------------------------------------
+// HTTP API reference
+
+type JsonSchema = Record<string, unknown>;
+
+/** The document the projector serves, from its app built without Kafka (CORS on, so the preflight route is listed). */
+export async function loadOpenApiDocument(): Promise<OpenApiDocument> {
+  const app = buildOfflineHttp({ corsOrigins: ['https://dashboard.example'] });
+  try {
+    const res = await app.inject({ method: 'GET', url: '/api/openapi.json' });
+    if (res.statusCode !== 200) throw new Error(`GET /api/openapi.json: ${res.statusCode} ${res.body}`);
+    return res.json<OpenApiDocument>();
+  } finally {
+    await app.close();
+  }
+}
+
+/** Text with code spans: `<prefix>` outside code is not an HTML tag. */
+const prose = (s: string) =>
+  s
+    .split(/(`[^`]*`)/)
+    .map((part, i) => (i % 2 === 1 ? part : text(part)))
+    .join('');
+
+const refName = (ref: string) => ref.slice(ref.lastIndexOf('/') + 1);
+const isSchema = (v: unknown): v is JsonSchema => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** A schema's type for a person: named shapes linked, `or null`, arrays and maps spelled out, constraints after. */
+function schemaType(s: JsonSchema): string {
+  if (typeof s['$ref'] === 'string') return `[${refName(s['$ref'])}](#${slug(refName(s['$ref']))})`;
+  if (Array.isArray(s['anyOf'])) return (s['anyOf'] as JsonSchema[]).map(schemaType).join(' or ');
+  const types = Array.isArray(s['type']) ? (s['type'] as string[]) : typeof s['type'] === 'string' ? [s['type']] : [];
+  if (types.length === 0) return 'any';
+  const one = (t: string): string => {
+    if (t === 'array') return `array${typeof s['maxItems'] === 'number' ? ` (≤ ${s['maxItems']} items)` : ''} of ${isSchema(s['items']) ? schemaType(s['items']) : 'any'}`;
+    if (t === 'object' && isSchema(s['additionalProperties']) && !isSchema(s['properties'])) return `map of ${schemaType(s['additionalProperties'])}`;
+    if (Array.isArray(s['enum']) && t !== 'null') return (s['enum'] as unknown[]).map((v) => code(String(v))).join(' or ');
+    return t;
+  };
+  const limits: string[] = [];
+  const min = s['minimum'];
+  const max = s['maximum'];
+  if (typeof min === 'number' || typeof max === 'number') limits.push(max === Number.MAX_SAFE_INTEGER ? `≥ ${String(min)}` : `${String(min ?? '')}..${String(max ?? '')}`);
+  if (typeof s['minLength'] === 'number' && s['minLength'] > 0) limits.push(`≥ ${s['minLength']} chars`);
+  if (typeof s['maxLength'] === 'number') limits.push(`≤ ${s['maxLength']} chars`);
+  if (typeof s['maxProperties'] === 'number') limits.push(`≤ ${s['maxProperties']} keys`);
+  if (typeof s['pattern'] === 'string') limits.push(`matching ${code(s['pattern'])}`);
+  return types.map(one).join(' or ') + (limits.length ? ` (${limits.join(', ')})` : '');
+}
+
+/** The inline object a property holds (itself, its non-null branch, or its array's items), to list its fields. */
+function inlineObject(s: JsonSchema): { schema: JsonSchema; suffix: string } | undefined {
+  if (Array.isArray(s['anyOf'])) {
+    const branches = (s['anyOf'] as JsonSchema[]).filter((b) => b['type'] !== 'null');
+    return branches.length === 1 ? inlineObject(branches[0]!) : undefined;
+  }
+  if (isSchema(s['properties'])) return { schema: s, suffix: '.' };
+  if (isSchema(s['items']) && isSchema(s['items']['properties'])) return { schema: s['items'], suffix: '[].' };
+  return undefined;
+}
+
+/** One row per field, the fields of inline objects under their parent (`parent.planId`, `children[].goal`). */
+/** A schema's description, or its non-null branch's (`orNull` puts it inside). */
+function describe(s: JsonSchema): string {
+  if (typeof s['description'] === 'string') return s['description'];
+  const branch = Array.isArray(s['anyOf']) ? (s['anyOf'] as JsonSchema[]).find((b) => typeof b['description'] === 'string') : undefined;
+  return typeof branch?.['description'] === 'string' ? branch['description'] : '';
+}
+
+function fieldRows(s: JsonSchema, prefix = ''): string[] {
+  const props = isSchema(s['properties']) ? (s['properties'] as Record<string, JsonSchema>) : {};
+  const required = new Set(Array.isArray(s['required']) ? (s['required'] as string[]) : []);
+  const rows: string[] = [];
+  for (const [name, p] of Object.entries(props)) {
+    const doc = describe(p);
+    rows.push(`| ${code(prefix + name)} | ${cell(schemaType(p))} | ${required.has(name) ? 'yes' : 'no'} | ${cell(doc)} |`);
+    const inner = inlineObject(p);
+    if (inner) rows.push(...fieldRows(inner.schema, `${prefix}${name}${inner.suffix}`));
+  }
+  return rows;
+}
+
+function fieldTable(s: JsonSchema): string[] {
+  const rows = fieldRows(s);
+  return rows.length ? ['| field | type | required | description |', '|---|---|---|---|', ...rows, ''] : [];
+}
+
+const scopeText = (op: Operation) => {
+  const scope = op.security[0]?.['bearer']?.[0];
+  return scope ? `a \`${scope}\` token` : 'open, no token';
+};
+
+/** Hand-kept additions to an operation's section (what a JSON document cannot carry). */
+const OPERATION_EXTRAS: Record<string, string[]> = {
+  'GET /': ['![The Problems view: a stalled plan, a failed item and a DLQ record, each with its cause](../dashboard-problems.png)', ''],
+};
+
+function operationSection(method: string, path: string, op: Operation): string[] {
+  const out = [`### \`${method} ${path}\``, ''];
+  if (op.summary) out.push(`${prose(op.summary)}. Scope: ${scopeText(op)}.`, '');
+  if (op.description) out.push(prose(op.description), '');
+  out.push(...(OPERATION_EXTRAS[`${method} ${path}`] ?? []));
+  if (op.parameters?.length) {
+    out.push('| parameter | in | type | required | description |', '|---|---|---|---|---|');
+    for (const p of op.parameters) out.push(`| ${code(p.name)} | ${p.in} | ${cell(schemaType(p.schema))} | ${p.required ? 'yes' : 'no'} | ${cell(p.description ?? '')} |`);
+    out.push('');
+  }
+  if (op.requestBody) {
+    const [type, media] = Object.entries(op.requestBody.content)[0]!;
+    out.push(`Body (\`${type}\`, ${op.requestBody.required ? 'required' : 'optional'}): ${cell(schemaType(media.schema))}`, '');
+    out.push(...fieldTable(media.schema));
+  }
+  out.push('| status | answer | body |', '|---|---|---|');
+  // Every route may answer 500: said once, under Errors.
+  for (const [status, r] of Object.entries(op.responses).filter(([s]) => s !== '500')) {
+    const [type, media] = Object.entries(r.content ?? {})[0] ?? [];
+    const body = type === undefined ? '' : type === 'application/json' ? schemaType(media!.schema) : code(type);
+    out.push(`| ${status} | ${cell(r.description)} | ${cell(body)} |`);
+  }
+  out.push('');
+  return out;
+}
+
+export async function generateHttpApiReference(): Promise<string> {
+  const doc = await loadOpenApiDocument();
+  const ops = Object.entries(doc.paths).flatMap(([path, byMethod]) => Object.entries(byMethod).map(([m, op]) => ({ method: m.toUpperCase(), path, op })));
+  const tagOf = (op: Operation) => op.tags?.[0] ?? 'other';
+  const sections = [...doc.tags.map((t) => t.name), 'other'];
+  const anchors = new Set<string>();
+  const anchor = (heading: string) => {
+    const a = slug(heading.replace(/`/g, ''));
+    if (anchors.has(a)) throw new Error(`http-api.md: two headings slug to #${a}`);
+    anchors.add(a);
+    return a;
+  };
+  const lines: string[] = [
+    '# HTTP API',
+    '',
+    'The routes the projector serves (`plan-ledger projector`, or `startProjector`), by the scope their token',
+    'needs. Tokens, CORS and the request limits are in [running the projector](../guides/running-the-projector.md#api-tokens);',
+    'the routes are defined in `projector/http/routes/`. This page is generated from the OpenAPI 3.1 document',
+    'the projector serves at `GET /api/openapi.json` (a `read` token, like every `/api` route), which is built',
+    "from the routes' own schemas (`projector/http/schemas.ts` for requests, `projector/http/responses.ts` for",
+    'answers): what a route validates is what this page says.',
+    '',
+    prose(doc.info.description),
+    '',
+    '## Tokens',
+    '',
+    prose(String(doc.components.securitySchemes['bearer']?.['description'] ?? '')),
+    '',
+    '## Errors',
+    '',
+    'Every error is JSON of one shape, whatever the route. A request that fails a schema is a 400 naming the',
+    'field or parameter at fault, `{ "error": "bad_request", "field": "limit", "message": "querystring: limit must be <= 1000" }`;',
+    'a bad `offset`, `limit`, `before`, `fromSeq`, `status`, `label`, `cursor`, `asOf` or `items` too. Any route',
+    'may answer 500 (`internal`), which the projector logs; the routes below list their other answers.',
+    '',
+    ...fieldTable(doc.components.schemas['Error']!),
+    '## Routes',
+    '',
+    '| route | scope | what |',
+    '|---|---|---|',
+  ];
+  const body: string[] = [];
+  for (const tag of sections) {
+    const inTag = ops.filter((o) => tagOf(o.op) === tag);
+    if (inTag.length === 0) continue;
+    const t = doc.tags.find((x) => x.name === tag);
+    body.push(`## ${tag.charAt(0).toUpperCase()}${tag.slice(1)}`, '');
+    if (t) body.push(prose(t.description), '');
+    for (const { method, path, op } of inTag) {
+      const heading = `\`${method} ${path}\``;
+      lines.push(`| [${heading}](#${anchor(heading)}) | ${scopeText(op)} | ${cell(op.summary ?? '')} |`);
+      body.push(...operationSection(method, path, op));
+    }
+  }
+  lines.push('', ...body, '## Shapes', '', 'The named shapes the routes take and answer (`components.schemas` of the document).', '');
+  for (const [name, s] of Object.entries(doc.components.schemas)) {
+    lines.push(`### ${name}`, '');
+    anchor(name);
+    if (typeof s['description'] === 'string') lines.push(prose(s['description']), '');
+    const table = fieldTable(s);
+    lines.push(...(table.length ? table : [`${cell(schemaType(s))}`, '']));
+  }
+  return header('the OpenAPI document of projector/http (GET /api/openapi.json)') + lines.join('\n').replace(/\n+$/, '\n');
+}
+
+// ---------------------------------------------------------------------------------------------------
 // Checks
 
 /** GitHub's heading anchors: lower case, punctuation dropped (except `-` and `_`), spaces as `-`. */
@@ -438,7 +632,12 @@ export function badCitations(): string[] {
 const README_MAX_LINES = 200;
 
 async function generatedContent(): Promise<Record<string, string>> {
-  return { [generatedPages.cli]: await generateCliReference(), [generatedPages.schemas]: generateSchemaReference(), [generatedPages.configuration]: generateConfigurationReference() };
+  return {
+    [generatedPages.cli]: await generateCliReference(),
+    [generatedPages.schemas]: generateSchemaReference(),
+    [generatedPages.configuration]: generateConfigurationReference(),
+    [generatedPages.httpApi]: await generateHttpApiReference(),
+  };
 }
 
 async function main(argv: string[]): Promise<number> {
