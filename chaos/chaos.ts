@@ -37,6 +37,8 @@ export interface ChaosOptions {
    * (a broker is killed once the last one killed has been back `brokerGapMs`).
    */
   readonly faults?: 'all' | 'brokers';
+  /** Each broker's `broker.session.timeout.ms`: how long the controller waits before it fences a silent broker (Kafka's default 9 s). */
+  readonly brokerSessionMs?: number;
   /** In `brokers` mode, how long the restarted broker is left back before the next kill (default 15 s). */
   readonly brokerGapMs?: number;
   readonly seed: number;
@@ -72,7 +74,7 @@ export interface ChaosReport {
   readonly faultMode: 'all' | 'brokers';
   readonly startedAt: string;
   readonly seconds: number;
-  readonly stack: { brokers: number; replicationFactor: number; partitions: number; upSeconds: number };
+  readonly stack: { brokers: number; replicationFactor: number; partitions: number; upSeconds: number; brokerSessionMs: number | null };
   /** Seconds from the first plan submitted to the last plan settled (or the time bound). */
   readonly workSeconds: number;
   readonly plans: { root: number; child: number; completed: number; failed: number; expectedFailed: number; other: number; wrongOutcome: string[] };
@@ -107,7 +109,7 @@ export interface ChaosReport {
    * Every `createPlan` call of the run's clients: each one that threw (a timeout included) is a problem,
    * since two brokers of three and a registry can always serve; decision times of the ones answered.
    */
-  readonly submissions: { calls: number; failed: number; rawErrors: number; failures: string[]; decisionMs: { p50: number | null; p99: number | null; max: number | null } };
+  readonly submissions: { calls: number; failed: number; rawErrors: number; failures: string[]; decisionMs: { p50: number | null; p99: number | null; max: number | null }; slowest: string[] };
   /** Event keys (planId:seq) found more than once in the events topic: byte-identical re-sends or not. */
   readonly resends: { keys: number; identical: number; differing: string[]; examples: string[] };
   readonly dlq: { records: number; poisonSent: number; onlyPoison: boolean; unexpected: string[] };
@@ -136,6 +138,19 @@ function percentile(xs: number[], q: number): number | null {
   if (!xs.length) return null;
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
+}
+
+/** The five slowest decisions, each with the last fault before it was decided, timed from the call (+: during it). */
+function slowestDecisions(decisions: ReadonlyArray<{ planId: string; began: number; ms: number }>, faults: readonly Fault[]): string[] {
+  const s = (ms: number) => `${ms >= 0 ? '+' : ''}${(ms / 1000).toFixed(1)} s`;
+  return [...decisions]
+    .sort((a, b) => b.ms - a.ms)
+    .slice(0, 5)
+    .map((d) => {
+      const f = faults.filter((x) => x.at <= d.began + d.ms).sort((a, b) => b.at - a.at)[0];
+      const fault = f ? `${f.kind} of ${f.target} at ${s(f.at - d.began)}${f.recoveredAt !== null ? `, back at ${s(f.recoveredAt - d.began)}` : ''}` : 'no fault before it';
+      return `${d.planId} ${(d.ms / 1000).toFixed(1)} s (${fault})`;
+    });
 }
 
 function median(xs: number[]): number | null {
@@ -181,7 +196,8 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
     }
     await (o.keepStack ? stackDown({ dir: o.stackDir }) : stackReset({ dir: o.stackDir, confirm: true }));
   });
-  const up = await stackUp({ dir: o.stackDir, brokers: 3, kafkaPort, registryPort, log: o.log });
+  const brokerSettings: Record<string, string> = o.brokerSessionMs === undefined ? {} : { 'broker.session.timeout.ms': String(o.brokerSessionMs), 'broker.heartbeat.interval.ms': String(Math.min(2000, Math.max(100, Math.floor(o.brokerSessionMs / 6)))) };
+  const up = await stackUp({ dir: o.stackDir, brokers: 3, kafkaPort, registryPort, brokerSettings, log: o.log });
   o.log(`stack up in ${up.seconds.toFixed(1)}s: ${up.info.brokers.join(',')}`);
   const partitions = 6;
   const config: LedgerConfig = loadConfig({
@@ -265,6 +281,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   // then meets PLAN_EXISTS, which counts as submitted.
   const queue = [...plans];
   const decisionMs: number[] = [];
+  const decisions: Array<{ planId: string; began: number; ms: number }> = [];
   const submitFailures: string[] = [];
   let submitCalls = 0;
   let rawErrors = 0;
@@ -275,6 +292,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
       try {
         await ledger.createPlan(p.input, { timeoutMs: 60_000 });
         decisionMs.push(Date.now() - began);
+        decisions.push({ planId: p.planId, began, ms: Date.now() - began });
         return;
       } catch (e) {
         const msg = e instanceof Error ? e.message : String(e);
@@ -664,7 +682,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
     startedAt: new Date(t0).toISOString(),
     seconds: Math.round((Date.now() - t0) / 1000),
     workSeconds: Math.round((settledAt - workStart) / 1000),
-    stack: { brokers: up.info.nodes, replicationFactor: up.info.replicationFactor, partitions, upSeconds: Math.round(up.seconds) },
+    stack: { brokers: up.info.nodes, replicationFactor: up.info.replicationFactor, partitions, upSeconds: Math.round(up.seconds), brokerSessionMs: o.brokerSessionMs ?? null },
     plans: { root: plans.length, child: childIds.length, completed, failed, expectedFailed: plans.filter((p) => p.expected === 'failed').length, other, wrongOutcome: wrongOutcome.slice(0, 50) },
     items: { total: itemsTotal, effectItems, followUps },
     effects: { keys: effects.effects.size, calls, replays: calls - effects.effects.size, duplicates, lost, unexplainedKeys: unexplainedKeys.slice(0, 50) },
@@ -684,7 +702,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
     fencing: { fencedAppendsRefused, zombieAppendsVisible: zombieAppendsVisible + resends.differing.length, intentsChecked, zombieEvents: zombieEvents.slice(0, 50) },
     rebuilds: { plans: ours.length, digestsEqual: mismatches.length === 0, mismatches: mismatches.slice(0, 50) },
     chains: { verified: verified.length, broken: broken.slice(0, 50) },
-    submissions: { calls: submitCalls, failed: submitFailures.length, rawErrors, failures: submitFailures.slice(0, 50), decisionMs: { p50: percentile(decisionMs, 0.5), p99: percentile(decisionMs, 0.99), max: decisionMs.length ? Math.max(...decisionMs) : null } },
+    submissions: { calls: submitCalls, failed: submitFailures.length, rawErrors, failures: submitFailures.slice(0, 50), decisionMs: { p50: percentile(decisionMs, 0.5), p99: percentile(decisionMs, 0.99), max: decisionMs.length ? Math.max(...decisionMs) : null }, slowest: slowestDecisions(decisions, faults) },
     resends,
     dlq: { records: dlqKeys.length, poisonSent: poisonKeys.length, onlyPoison, unexpected: unexpectedDlq.slice(0, 50) },
     lost,
@@ -749,6 +767,7 @@ function reportRows(r: ChaosReport): Array<[string, string]> {
     ['chains verified / broken', `${r.chains.verified} / ${r.chains.broken.length}`],
     ['createPlan calls / failed (raw client errors)', `${r.submissions.calls} / ${r.submissions.failed} (${r.submissions.rawErrors})`],
     ['command decided after: p50 / p99 / max', `${r.submissions.decisionMs.p50 ?? 'n/a'} / ${r.submissions.decisionMs.p99 ?? 'n/a'} / ${r.submissions.decisionMs.max ?? 'n/a'} ms`],
+    ['slowest decisions', r.submissions.slowest.join('; ') || 'n/a'],
     ['events re-sent (identical / differing)', `${r.resends.keys} (${r.resends.identical} / ${r.resends.differing.length})`],
     ['tool calls repeated under a key: recoveries / unexplained', `${r.repeats.explained} / ${r.repeats.unexplained.length} (${r.repeats.keys} keys)`],
     ['independent reader (Python census): plans / events / chains OK / findings', r.independent.ran ? `${r.independent.plans} / ${r.independent.events} / ${r.independent.chainsOk} / ${Object.entries(r.independent.findingsByKind).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'} (${r.independent.agrees ? 'agrees' : 'DISAGREES'})` : `did not run: ${r.independent.error}`],
@@ -763,7 +782,7 @@ export function renderMarkdown(r: ChaosReport): string {
   return [
     `# Chaos run \`${r.label}\` — ${r.ok ? 'OK' : 'PROBLEMS'}`,
     '',
-    `Started ${r.startedAt}; ${r.seconds} s in all (stack up ${r.stack.upSeconds} s, work under faults ${r.workSeconds} s), seed ${r.seed}; ${r.stack.brokers} brokers (RF ${r.stack.replicationFactor}), ${r.stack.partitions} partitions, 3 executors; faults: ${r.faultMode === 'brokers' ? 'broker kills only, one broker at a time, repeatedly' : 'all kinds'}.`,
+    `Started ${r.startedAt}; ${r.seconds} s in all (stack up ${r.stack.upSeconds} s, work under faults ${r.workSeconds} s), seed ${r.seed}; ${r.stack.brokers} brokers (RF ${r.stack.replicationFactor}), ${r.stack.partitions} partitions, 3 executors; faults: ${r.faultMode === 'brokers' ? 'broker kills only, one broker at a time, repeatedly' : 'all kinds'}; broker session timeout ${r.stack.brokerSessionMs === null ? "Kafka's default (9 s)" : `${r.stack.brokerSessionMs} ms`}.`,
     '',
     '| | |',
     '|---|---|',

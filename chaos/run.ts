@@ -8,6 +8,7 @@
 //   --faults <kind>  all (default): executor faults, a broker, registry and projector kill;
 //                    brokers: only broker kills, one of three at a time, again and again
 //   --broker-gap <s> with --faults brokers: seconds a restarted broker is left back before the next kill (15)
+//   --broker-session <ms>  each broker's broker.session.timeout.ms (Kafka's default 9000): how soon a killed broker is fenced
 //   --keep-stack     stop the stack at the end instead of wiping it
 //   --docs           write the report's figures into docs/operations/chaos.md (between its markers)
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -26,6 +27,7 @@ const { values } = parseArgs({
     out: { type: 'string', default: join('chaos', 'results') },
     faults: { type: 'string', default: 'all' },
     'broker-gap': { type: 'string', default: '15' },
+    'broker-session': { type: 'string' },
     'keep-stack': { type: 'boolean', default: false },
     docs: { type: 'boolean', default: false },
   },
@@ -37,6 +39,11 @@ if (values.faults !== 'all' && values.faults !== 'brokers') {
 const brokerGap = Number(values['broker-gap']);
 if (!Number.isFinite(brokerGap) || brokerGap < 0) {
   process.stderr.write(`--broker-gap must be a number of seconds >= 0, not ${JSON.stringify(values['broker-gap'])}\n`);
+  process.exit(2);
+}
+const brokerSession = values['broker-session'] === undefined ? undefined : Number(values['broker-session']);
+if (brokerSession !== undefined && !(Number.isInteger(brokerSession) && brokerSession >= 1000)) {
+  process.stderr.write(`--broker-session must be an integer number of ms >= 1000, not ${JSON.stringify(values['broker-session'])}\n`);
   process.exit(2);
 }
 const load = loadavg()[0]!.toFixed(1);
@@ -52,6 +59,7 @@ const report = await runChaos({
   sessionTimeoutMs: 6000,
   faults: values.faults,
   brokerGapMs: brokerGap * 1000,
+  ...(brokerSession !== undefined ? { brokerSessionMs: brokerSession } : {}),
   seed: Number(values.seed ?? Math.floor(Math.random() * 2 ** 31)),
   outDir: values.out!,
   stackDir,

@@ -46,6 +46,8 @@ export interface StackOptions {
   readonly sasl?: boolean;
   /** With `sasl`: TLS on the client listener (SASL_SSL), a self-signed certificate made with keytool. Fixed at format time. */
   readonly tls?: boolean;
+  /** Broker settings written into every node's server.properties over the local defaults (e.g. `broker.session.timeout.ms`). */
+  readonly brokerSettings?: Readonly<Record<string, string>>;
   readonly log?: (line: string) => void;
 }
 
@@ -307,7 +309,7 @@ export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
           ...(tlsFiles ? { tls: { keystore: tlsFiles.keystore, truststore: tlsFiles.truststore, storePassword: tlsFiles.storePassword } } : {}),
         }
       : { kind: 'plaintext' },
-    overrides: {},
+    overrides: opts.brokerSettings ?? {},
   };
   const auth = adminAuth(security);
   const brokers = brokerList(spec);
