@@ -8,7 +8,7 @@ import { defineConfig } from 'vitest/config';
 // otherwise brings the local stack up (and takes it down again only if it started it).
 // Test workers inherit this: each runs executors, projectors and clients side by side, whose librdkafka
 // readers wait on libuv's thread pool (4 threads by default).
-process.env.UV_THREADPOOL_SIZE ??= '16';
+process.env.UV_THREADPOOL_SIZE ??= '64';
 
 export default defineConfig({
   test: {

@@ -16,7 +16,7 @@ import { writeSummary } from './summary.js';
 
 // Each bench runs clients, tails and executors in one process, whose librdkafka reads wait on libuv's
 // thread pool (4 threads by default): the same 16 that `plan-ledger` and the tests give theirs.
-process.env.UV_THREADPOOL_SIZE ??= '16';
+process.env.UV_THREADPOOL_SIZE ??= '64';
 
 const SCRIPTS: Record<string, { script: string; args?: string[] }> = {
   peer: { script: 'peer.ts' },

@@ -4,8 +4,10 @@
 import { existsSync } from 'node:fs';
 
 // librdkafka's Node binding waits for records on libuv's thread pool (4 threads by default); an executor
-// or projector runs several readers and a group member at once. Set before the pool's first use.
-process.env.UV_THREADPOOL_SIZE ??= '16';
+// or projector runs several readers and a group member at once, and a transaction call that never
+// answers (librdkafka's coordinator lookup, see src/kafka/writers.ts) holds a thread for good: a pool of
+// 64, set before its first use.
+process.env.UV_THREADPOOL_SIZE ??= '64';
 
 const source = new URL('../src/cli/main.ts', import.meta.url);
 // PLAN_LEDGER_USE_DIST is declared in src/settings.ts (a flag: true, false, 1 or 0) but read here, before any

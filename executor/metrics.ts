@@ -1,4 +1,5 @@
 import { Counter, Gauge, Registry } from 'prom-client';
+import { abandonedWriters } from '../src/kafka/index.js';
 
 /** The executor's Prometheus metrics, in a registry of its own (several executors may share a process in tests). */
 export function createExecutorMetrics() {
@@ -44,6 +45,14 @@ export function createExecutorMetrics() {
       this.set({ state: 'in_use' }, s.inUse);
       this.set({ state: 'wanted' }, s.waitingCount);
       this.set({ state: 'limit' }, s.limit);
+    },
+  });
+  new Gauge({
+    name: 'plan_ledger_kafka_writers_left_open',
+    help: 'Transactional producers this process holds open because a Kafka call on them has not ended (librdkafka cannot close them before): each holds a libuv thread; restart the process when it grows.',
+    registers: [registry],
+    collect() {
+      this.set(abandonedWriters());
     },
   });
   /** Where the tool slots gauge reads the executor's slots from. */

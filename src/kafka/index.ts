@@ -4,4 +4,4 @@ export { createKafka, isFencingError, authenticationFailure, isRetriableKafkaErr
 export { newReadStats, readPlanRecords, readRecordAt, lastStableOffset, CopyCounter, type DuplicateRecord } from './log-reader.js';
 export { partitionFor, eventKey, parseEventKey, type EventKey } from './partitioner.js';
 export { auditTopic, planTopicSpecs, ensurePlanTopics, ensureTopics, promptCompactionConfig, PLAN_KEYS_SEGMENT_MS } from './topics.js';
-export { isWriterGivenUp } from './writers.js';
+export { abandonedWriters, isWriterGivenUp } from './writers.js';

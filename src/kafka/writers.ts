@@ -146,13 +146,22 @@ abstract class NativeWriter {
   }
 
   async disconnect(): Promise<void> {
+    await this.detach()?.close();
+  }
+
+  /** Takes the producer out of use (later calls fail as not connected) and returns how to close it. */
+  protected detach(): { close(): Promise<void> } | undefined {
     const p = this.producer;
     this.producer = undefined;
-    if (!p) return;
-    await watched(this.logger, 'flush', this.describe(), promised((cb) => p.flush(5_000, cb as never))).catch(() => {});
-    await watched(this.logger, 'disconnect', this.describe(), promised((cb) => p.disconnect(5_000, cb as never))).catch(() => {});
-    for (const w of this.waiting.values()) w.reject(new Error('the producer was disconnected'));
-    this.waiting.clear();
+    if (!p) return undefined;
+    return {
+      close: async () => {
+        await watched(this.logger, 'flush', this.describe(), promised((cb) => p.flush(5_000, cb as never))).catch(() => {});
+        await watched(this.logger, 'disconnect', this.describe(), promised((cb) => p.disconnect(5_000, cb as never))).catch(() => {});
+        for (const w of this.waiting.values()) w.reject(new Error('the producer was disconnected'));
+        this.waiting.clear();
+      },
+    };
   }
 }
 
@@ -188,8 +197,14 @@ const TRANSACTION_CALL_TIMEOUT_MS = 60_000;
 const SEND_OFFSETS_TIMEOUT_MS = 20_000;
 /** Past librdkafka's own timeout, the margin after which a transaction call that has not answered is given up. */
 const CALL_MARGIN_MS = 10_000;
-/** How long a writer that was given up may take to close before it is left to librdkafka. */
-const GIVEN_UP_CLOSE_MS = 10_000;
+
+/** Handles left open because a transaction call on them never ended; see {@link NativeFencedWriter.disconnect}. */
+const abandoned = new Set<{ close(): Promise<void> }>();
+
+/** How many transactional producers this process holds open because a call on them has not ended. */
+export function abandonedWriters(): number {
+  return abandoned.size;
+}
 
 /** The code and details of the error a {@link NativeFencedWriter} that was given up fails with. */
 export const WRITER_GIVEN_UP = 'writer-given-up';
@@ -211,6 +226,8 @@ export function isWriterGivenUp(e: unknown): boolean {
  */
 export class NativeFencedWriter extends NativeWriter implements FencedWriter {
   private givenUp: LedgerError | undefined;
+  /** Settles when each native transaction call in flight ends (answered or failed), given up or not. */
+  private readonly inFlight = new Set<Promise<void>>();
 
   constructor(
     rd: RdConfig,
@@ -229,6 +246,12 @@ export class NativeFencedWriter extends NativeWriter implements FencedWriter {
   /** `call`, watched and bounded by `ms`: past it the writer is given up. */
   private step<T>(what: string, ms: number, call: Promise<T>): Promise<T> {
     if (this.givenUp) return Promise.reject(this.givenUp);
+    const settled = call.then(
+      () => {},
+      () => {},
+    );
+    this.inFlight.add(settled);
+    void settled.then(() => this.inFlight.delete(settled));
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.givenUp ??= new LedgerError(
@@ -293,19 +316,26 @@ export class NativeFencedWriter extends NativeWriter implements FencedWriter {
     };
   }
 
-  /** Closes the producer; one that was given up gets {@link GIVEN_UP_CLOSE_MS}, then is left to close on its own. */
+  /**
+   * Closes the producer once no transaction call is in flight on it. librdkafka's destroy of a handle
+   * waits for a call in flight, on a libuv thread: a given-up call that never answers would hold that
+   * thread and another for the destroy, for good, and with a few of them the pool that every Kafka read
+   * waits on is gone (a chaos run with brokers killed every few seconds wedged all three executors so).
+   * So a handle with a call in flight is closed only when the call ends; one whose call never ends is
+   * left open, held here so its finalizer never runs the destroy on the main thread, and counted
+   * ({@link abandonedWriters}).
+   */
   override async disconnect(): Promise<void> {
-    if (!this.givenUp) return super.disconnect();
-    const closing = super.disconnect();
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<void>((resolve) => {
-      timer = setTimeout(() => {
-        this.logger.warn({ transactionalId: this.transactionalId, waitedMs: GIVEN_UP_CLOSE_MS }, 'a given-up transactional writer is still closing; left to close in the background');
-        resolve();
-      }, GIVEN_UP_CLOSE_MS);
-      timer.unref();
+    if (this.inFlight.size === 0) return super.disconnect();
+    const calls = [...this.inFlight];
+    const handle = this.detach();
+    if (!handle) return;
+    abandoned.add(handle);
+    this.logger.warn({ transactionalId: this.transactionalId, callsInFlight: calls.length }, 'a transactional writer with a Kafka call in flight is closed when the call ends (left open until then)');
+    void Promise.all(calls).then(async () => {
+      abandoned.delete(handle);
+      await handle.close();
     });
-    await Promise.race([closing, late]);
-    clearTimeout(timer);
   }
+
 }

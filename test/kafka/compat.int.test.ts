@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import { topicNames } from '../../src/config.js';
-import { ensurePlanTopics, ensureTopics, isFencingError, isWriterGivenUp, MAX_RECORD_BYTES, type FencedWriter, type KafkaClient, type LogRecord } from '../../src/kafka/index.js';
+import { abandonedWriters, ensurePlanTopics, ensureTopics, isFencingError, isWriterGivenUp, MAX_RECORD_BYTES, type FencedWriter, type KafkaClient, type LogRecord } from '../../src/kafka/index.js';
 import { closeAfter, joinTestGroup, randomGroupId, randomPrefix, testAdmin, testConfig, testKafka, waitFor } from '../support/helpers.js';
 import { topicConfig } from '../support/kafka-tools.js';
 
@@ -180,6 +180,12 @@ describe('the Kafka port against the real broker', () => {
     expect(err).toMatchObject({ code: 'TIMEOUT', details: { transactionalId: id, call: 'sendOffsetsToTransaction' } });
     await tx.abort(); // resolves: the fencing writer aborts it
     expect(await failure(hung.transaction())).toBe(err);
+    // Closing it returns at once; its handle closes once the call in flight ends (it does here, the
+    // broker answers a moment later), so nothing is left open. A call that never ends would leave it open.
+    const closing = Date.now();
+    await hung.disconnect();
+    expect(Date.now() - closing).toBeLessThan(1_000);
+    await waitFor(() => abandonedWriters() === 0, { message: 'the given-up handle is closed once its call ended', timeoutMs: 30_000 });
 
     const next = closeAfter(kafka.fencedWriter(id));
     await next.connect();
