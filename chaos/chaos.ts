@@ -95,6 +95,8 @@ export interface ChaosReport {
     maxMs: number | null;
     unrecovered: number;
     brokerBackMs: number[];
+    /** With `--faults brokers`: how long after a restart every replica was back in sync (the next kill waits for it). */
+    brokerInSyncMs: number[];
     registryBackMs: number[];
     projectorBackMs: number[];
     /** Restarts of the killed broker whose JVM exited during start-up (started again, at most twice). */
@@ -346,6 +348,16 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   // The broker kill and the registry restart come on their own clock, so they overlap executor faults:
   // each when a share of the plans has settled or a share of the time has passed, whichever is first.
   const due = (share: number) => terminal.size >= plans.length * share || Date.now() >= workStart + (deadline - workStart) * share;
+  const inSyncMs: number[] = [];
+  /** Until every partition of the run's topics and of the brokers' own (offsets, transactions) has all its replicas in sync (at most 3 minutes). */
+  const waitInSync = async () => {
+    for (const until = Date.now() + 180_000; Date.now() < until; await sleep(500)) {
+      const names = (await admin.listTopics().catch(() => [] as string[])).filter((t) => t.startsWith(`${config.topicPrefix}.`) || t === '__consumer_offsets' || t === '__transaction_state');
+      const meta = names.length ? await admin.fetchTopicMetadata(names).catch(() => undefined) : undefined;
+      if (meta && meta.every((t) => t.partitions.every((p) => p.isr.length === p.replicas.length))) return;
+    }
+    o.log('replicas not all back in sync after 3 minutes; killing the next broker anyway');
+  };
   const killBroker = async () => {
     const node = 1 + Math.floor(random() * 3);
     const b: Fault = { kind: 'broker-kill', target: `kafka-${node}`, at: Date.now(), partitions: [], recoveredAt: null };
@@ -375,6 +387,12 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
     if (brokersOnly) {
       // One broker of three at a time, again and again, while the plans arrive and run.
       while (Date.now() < deadline && terminal.size < plans.length) {
+        // One broker of three at a time: the next kill waits until the last one killed is back in every
+        // partition's in-sync replicas (else a second kill leaves fewer than min.insync.replicas, an outage
+        // no client can ride out), then the gap.
+        const t = Date.now();
+        await waitInSync();
+        if (faults.length) inSyncMs.push(Date.now() - t);
         await sleep(o.brokerGapMs ?? 15_000);
         if (terminal.size >= plans.length) return;
         await killBroker();
@@ -698,7 +716,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
       registryRestarts: faults.filter((f) => f.kind === 'registry-restart').length,
     },
     faultList: faults.map((f) => ({ atS: Math.round((f.at - workStart) / 100) / 10, kind: f.kind, target: f.target, partitions: f.partitions, recoveredMs: f.recoveredAt === null ? null : f.recoveredAt - f.at })),
-    recoveries: { count: measured.length, medianMs: median(measured), maxMs: measured.length ? Math.max(...measured) : null, unrecovered, brokerBackMs, registryBackMs, projectorBackMs, brokerStartsFailed },
+    recoveries: { count: measured.length, medianMs: median(measured), maxMs: measured.length ? Math.max(...measured) : null, unrecovered, brokerBackMs, brokerInSyncMs: inSyncMs, registryBackMs, projectorBackMs, brokerStartsFailed },
     fencing: { fencedAppendsRefused, zombieAppendsVisible: zombieAppendsVisible + resends.differing.length, intentsChecked, zombieEvents: zombieEvents.slice(0, 50) },
     rebuilds: { plans: ours.length, digestsEqual: mismatches.length === 0, mismatches: mismatches.slice(0, 50) },
     chains: { verified: verified.length, broken: broken.slice(0, 50) },
@@ -761,6 +779,7 @@ function reportRows(r: ChaosReport): Array<[string, string]> {
     ['median / max recovery', `${ms(r.recoveries.medianMs)} / ${ms(r.recoveries.maxMs)}`],
     ['broker starts that exited during start-up (started again)', String(r.recoveries.brokerStartsFailed.length)],
     ['broker / registry / projector back after', [r.recoveries.brokerBackMs, r.recoveries.registryBackMs, r.recoveries.projectorBackMs].map((xs) => xs.map((x) => ms(x)).join(', ') || 'n/a').join(' / ')],
+    ...(r.recoveries.brokerInSyncMs.length ? [['every replica in sync again, after each restart (before the next kill)', r.recoveries.brokerInSyncMs.map((x) => ms(x)).join(', ')] as [string, string]] : []),
     ['fenced appends refused', String(r.fencing.fencedAppendsRefused)],
     ['zombie events visible (intents below an earlier fencing token, or a second record at a position)', `${r.fencing.zombieAppendsVisible} (of ${r.fencing.intentsChecked} intents)`],
     ['rebuilds equal (replay vs projector)', `${r.rebuilds.digestsEqual ? 'yes' : 'NO'} (${r.rebuilds.plans} plans)`],
