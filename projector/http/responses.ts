@@ -64,14 +64,19 @@ const stall = obj(
 );
 const parentRef = obj({ planId: str(), itemId: str('The item that delegated to this plan') }, { title: 'ParentRef', open: true });
 
+/** The fields a plan's list entry and its state share. */
+const planHeader = {
+  planId: str(),
+  goal: str(),
+  mode: orNull({ type: 'string', enum: ['propose', 'execute'] }),
+  status: planStatus,
+  labels: map(str()),
+  parent: orNull(parentRef),
+};
+
 export const planSummary = obj(
   {
-    planId: str(),
-    goal: str(),
-    mode: orNull({ type: 'string', enum: ['propose', 'execute'] }),
-    status: planStatus,
-    labels: map(str()),
-    parent: orNull(parentRef),
+    ...planHeader,
     seq: int('Events applied'),
     digest: str('What an operator approves'),
     createdAt: orNull(ms('Created')),
@@ -83,12 +88,7 @@ export const planSummary = obj(
 );
 
 const planStateFields = {
-  planId: str(),
-  goal: str(),
-  mode: orNull({ type: 'string', enum: ['propose', 'execute'] }),
-  status: planStatus,
-  labels: map(str()),
-  parent: orNull(parentRef),
+  ...planHeader,
   digest: str('Digest of what an operator reviews, for the current items'),
   approvedDigest: orNull(str()),
   approvals: arr({ type: 'object' }, 'Approvals and rejections of the plan: decision, digest, by, at, seq, note'),
