@@ -15,6 +15,7 @@ import type { Telemetry } from '../src/telemetry.js';
 import type { Tool } from '../src/tools.js';
 import { TRACER_NAME, tracingRequested } from '../src/trace-context.js';
 import { DEFAULT_ABORT_GRACE_MS } from './item-runner.js';
+import { MAX_COMMAND_FAILURES, MAX_RESET_BACKOFF_MS, RESET_BACKOFF_MS } from './bounds.js';
 import { CacheBudget } from './dormant-cache.js';
 import { createExecutorMetrics, type ExecutorMetrics } from './metrics.js';
 import { readPlanFromEvents } from './plan-reload.js';
@@ -74,10 +75,7 @@ export interface ExecutorOptions {
 }
 
 /** A command batch that failed this many times at the same command is dead-lettered at that command. */
-export const MAX_COMMAND_FAILURES = 3;
-/** Partition resets back off exponentially from this, capped at {@link MAX_RESET_BACKOFF_MS}. */
-const RESET_BACKOFF_MS = 500;
-const MAX_RESET_BACKOFF_MS = 30_000;
+export { MAX_COMMAND_FAILURES };
 
 export interface ExecutorHandle {
   readonly executorId: string;

@@ -5,6 +5,7 @@ import type { Logger } from '../src/logging.js';
 import { getItem, isPlanFinished, pendingRecoveries, readyItem, scanItems, type ItemError, type ItemScan, type ItemView, type PlanCommand, type PlanEvent, type PlanState } from '../src/plan/index.js';
 import { toItemSpec } from '../src/plan-input.js';
 import type { AppendRequest } from './appender.js';
+import { SCAN_WINDOW } from './bounds.js';
 import type { OwnerDeps } from './context.js';
 import { faultPoint } from './faults.js';
 import { runAttempt, type AttemptOutcome } from './item-runner.js';
@@ -23,9 +24,6 @@ function addDependant(index: Map<string, string[]>, dep: string, id: string): vo
 
 /** What the scheduler reads of the owner's dependencies. */
 export type ItemSchedulerDeps = Pick<OwnerDeps, 'blobs' | 'codec' | 'config' | 'executorId' | 'keys' | 'limits' | 'metrics' | 'now' | 'slots' | 'tools'>;
-
-/** Items a step looks at from a plan's cursor on; the rest of the plan only where a step changed something. */
-const SCAN_WINDOW = 256;
 
 /**
  * Runs the items of one owned partition: recoveries of items caught mid-protocol, ready items (intent

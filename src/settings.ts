@@ -59,6 +59,8 @@ export interface SettingSpec<T = unknown, Required extends boolean = boolean, C 
 // Kinds
 
 const MAX_TIMER_MS = 2_147_483_647; // the longest setTimeout Node keeps
+/** The most PLAN_LEDGER_INLINE_PAYLOAD_BYTES may be set to (256 KiB): the ledger keeps inline payloads at most that. */
+export const MAX_INLINE_PAYLOAD_BYTES = 262_144;
 
 function integer(min: number, max: number, allowed = `an integer from ${min} to ${max}`): SettingKind<number> {
   return { type: 'integer', allowed, schema: z.string().trim().regex(/^[+-]?\d+$/).transform(Number).pipe(z.number().int().min(min).max(max)) };
@@ -169,7 +171,7 @@ export const SETTINGS = {
   PLAN_LEDGER_MASTER_KEY_FILE: declare('client', path(), 'File holding the master key (32 bytes in base64).', { see: 'docs/concepts/erasure-and-keys.md' }),
   PLAN_LEDGER_MASTER_KEY_PREVIOUS: declare('client', masterKey(), 'Previous master key during a rotation: still unwraps keys not re-wrapped yet.', { secret: true, see: 'docs/guides/security.md#rotating-the-master-key' }),
   PLAN_LEDGER_MASTER_KEY_PREVIOUS_FILE: declare('client', path(), 'File holding the previous master key during a rotation.', { see: 'docs/guides/security.md#rotating-the-master-key' }),
-  PLAN_LEDGER_INLINE_PAYLOAD_BYTES: declare('client', integer(1, 262_144), 'Payloads above this many UTF-8 bytes are stored by reference (blob records).', { default: 65_536, see: 'docs/reference/limits.md' }),
+  PLAN_LEDGER_INLINE_PAYLOAD_BYTES: declare('client', integer(1, MAX_INLINE_PAYLOAD_BYTES), 'Payloads above this many UTF-8 bytes are stored by reference (blob records).', { default: 65_536, see: 'docs/reference/limits.md' }),
   PLAN_LEDGER_MAX_PAYLOAD_BYTES: declare('client', positiveInteger(), 'Payloads above this many bytes are refused (PAYLOAD_TOO_LARGE).', { default: 67_108_864, see: 'docs/reference/limits.md' }),
   PLAN_LEDGER_LOG_LEVEL: declare('client', oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'pino level of executors and projectors; the CLI logs (to stderr) only when it is set.', {
     default: 'info',
