@@ -10,6 +10,8 @@
  * - `docs/reference/http-api.md` from the projector's OpenAPI document (`GET /api/openapi.json`, built from
  *   the routes' own schemas), read from the HTTP app built without Kafka (`buildOfflineHttp`): every route
  *   with its scope, parameters, body and answers, and the shapes they name.
+ * - `docs/reference/limits.md` from `src/limits.ts`: every limit, its default (computed from the constant or
+ *   setting the code runs with), what sets it and what happens past it.
  *
  * Checked (`--check`, run by `npm run docs:check` and `.ci/run`):
  * - the generated pages are what the code says now;
@@ -29,6 +31,7 @@ import { fileURLToPath } from 'node:url';
 import type { Argument, Command, Option } from 'commander';
 import { buildOfflineHttp } from '../projector/http/offline.js';
 import type { OpenApiDocument, Operation } from '../projector/http/openapi.js';
+import { limitsReference } from '../src/limits.js';
 import { COMPONENTS, SETTINGS, settingNames, settingText, type Component, type SettingSpec } from '../src/settings.js';
 import { loadSchemas, type NamedSchema } from './gen-types.js';
 
@@ -39,6 +42,7 @@ export const generatedPages = {
   schemas: 'docs/reference/schemas.md',
   configuration: 'docs/reference/configuration.md',
   httpApi: 'docs/reference/http-api.md',
+  limits: 'docs/reference/limits.md',
 } as const;
 
 const header = (from: string) =>
@@ -637,6 +641,7 @@ async function generatedContent(): Promise<Record<string, string>> {
     [generatedPages.schemas]: generateSchemaReference(),
     [generatedPages.configuration]: generateConfigurationReference(),
     [generatedPages.httpApi]: await generateHttpApiReference(),
+    [generatedPages.limits]: header('src/limits.ts') + limitsReference(),
   };
 }
 
