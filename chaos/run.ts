@@ -9,6 +9,7 @@
 //                    brokers: only broker kills, one of three at a time, again and again
 //   --broker-gap <s> with --faults brokers: seconds a restarted broker is left back before the next kill (15)
 //   --broker-session <ms>  each broker's broker.session.timeout.ms (Kafka's default 9000): how soon a killed broker is fenced
+//   --session <ms>   the executors' consumer-group session timeout (default 6000)
 //   --keep-stack     stop the stack at the end instead of wiping it
 //   --docs           write the report's figures into docs/operations/chaos.md (between its markers)
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -28,6 +29,7 @@ const { values } = parseArgs({
     faults: { type: 'string', default: 'all' },
     'broker-gap': { type: 'string', default: '15' },
     'broker-session': { type: 'string' },
+    session: { type: 'string', default: '6000' },
     'keep-stack': { type: 'boolean', default: false },
     docs: { type: 'boolean', default: false },
   },
@@ -46,6 +48,11 @@ if (brokerSession !== undefined && !(Number.isInteger(brokerSession) && brokerSe
   process.stderr.write(`--broker-session must be an integer number of ms >= 1000, not ${JSON.stringify(values['broker-session'])}\n`);
   process.exit(2);
 }
+const session = Number(values.session);
+if (!(Number.isInteger(session) && session >= 1000)) {
+  process.stderr.write(`--session must be an integer number of ms >= 1000, not ${JSON.stringify(values.session)}\n`);
+  process.exit(2);
+}
 const load = loadavg()[0]!.toFixed(1);
 const short = values.short === true;
 const label = `${short ? 'short' : 'full'}-${new Date().toISOString().replace(/[:.]/g, '-')}`;
@@ -56,7 +63,7 @@ const report = await runChaos({
   maxMinutes: Number(values.minutes ?? (short ? 3 : 20)),
   arrivalShare: short ? 0.5 : 0.3,
   faultEveryMs: short ? [3000, 6000] : [3000, 8000],
-  sessionTimeoutMs: 6000,
+  sessionTimeoutMs: session,
   faults: values.faults,
   brokerGapMs: brokerGap * 1000,
   ...(brokerSession !== undefined ? { brokerSessionMs: brokerSession } : {}),
