@@ -337,5 +337,4 @@ export class NativeFencedWriter extends NativeWriter implements FencedWriter {
       await handle.close();
     });
   }
-
 }

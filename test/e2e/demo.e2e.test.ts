@@ -2,6 +2,7 @@
 // exactly one refund, a verified ledger — and exits 0 well within two minutes.
 import { spawn } from 'node:child_process';
 import { describe, expect, inject, it } from 'vitest';
+import { expectKillAndReplay } from '../support/demo-output.js';
 
 describe('plan-ledger demo', () => {
   it('kills the paying executor mid-call and still refunds exactly once', async () => {
@@ -28,12 +29,7 @@ describe('plan-ledger demo', () => {
 
     // The executor that called the payment service was killed during the call; the other one repeated
     // the call with the same key and got the original refund back.
-    const call = /(executor-[AB]) \(pid (\d+)\) calls POST \/refunds, key …\/refund-payment\/1: refund performed/.exec(stdout);
-    expect(call).not.toBeNull();
-    const [, victim, pid] = call!;
-    expect(stdout).toContain(`SIGKILL          ${victim} (pid ${pid}) while its payment call is in flight`);
-    const survivor = victim === 'executor-A' ? 'executor-B' : 'executor-A';
-    expect(stdout).toMatch(new RegExp(`${survivor} \\(pid \\d+\\) calls POST /refunds, key …/refund-payment/1: key seen before`));
+    const { victim, survivor } = expectKillAndReplay(stdout);
 
     // Each line of the run is printed once: the takeover once (it was printed twice, once per
     // 'partition restored' log line of the survivor), and no progress line repeats.

@@ -9,6 +9,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { configToEnv } from '../../src/config.js';
 import { freePortBlock, testConfig, waitFor } from '../support/helpers.js';
+import { expectKillAndReplay } from '../support/demo-output.js';
 
 const root = resolve(import.meta.dirname, '../..');
 function npm(args: string[], cwd: string, env: Record<string, string> = {}): string {
@@ -28,16 +29,15 @@ const version = (dir: string) => (JSON.parse(readFileSync(join(dir, 'package.jso
  * no stack of its own), the dashboard on any free port. `--no`: the installed package's bin, never one
  * fetched from the registry.
  */
-async function npxDemo(app: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; seconds: number }> {
+async function npxDemo(app: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const env = { ...process.env, ...configToEnv(testConfig()), PLAN_LEDGER_HTTP_PORT: '0', NO_COLOR: '1', npm_config_update_notifier: 'false' };
-  const t0 = Date.now();
   return new Promise((done) => {
     const p = spawn('npx', ['--no', 'plan-ledger', 'demo', ...args], { cwd: app, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     p.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
     p.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    p.on('close', (code) => done({ code, stdout, stderr, seconds: (Date.now() - t0) / 1000 }));
+    p.on('close', (code) => done({ code, stdout, stderr }));
   });
 }
 
@@ -137,21 +137,15 @@ describe('the installed package', () => {
   });
 
   it('runs `npx plan-ledger demo` in the clean folder against the test stack: one executor killed mid-payment, exactly one refund, verify OK with every key once', { timeout: 240_000 }, async () => {
-    const { code, stdout, stderr, seconds } = await npxDemo(app, []);
+    const { code, stdout, stderr } = await npxDemo(app, []);
     expect(code, `${stdout}\n${stderr}`).toBe(0);
-    expect(seconds).toBeLessThan(120);
     expect(stdout).not.toContain('local stack'); // neither started nor said to keep running
 
     // Two executors from the installed package (dist/demo/tools.js); the paying one SIGKILLed mid-call, the
     // other repeats the call with the same key and gets the original refund back.
     expect(stdout).toMatch(/executor-A\s+pid \d+, owns partitions [\d,]+/);
     expect(stdout).toMatch(/executor-B\s+pid \d+, owns partitions [\d,]+/);
-    const call = /(executor-[AB]) \(pid (\d+)\) calls POST \/refunds, key …\/refund-payment\/1: refund performed/.exec(stdout);
-    expect(call).not.toBeNull();
-    const [, victim, pid] = call!;
-    expect(stdout).toContain(`SIGKILL          ${victim} (pid ${pid}) while its payment call is in flight`);
-    const survivor = victim === 'executor-A' ? 'executor-B' : 'executor-A';
-    expect(stdout).toMatch(new RegExp(`${survivor} \\(pid \\d+\\) calls POST /refunds, key …/refund-payment/1: key seen before`));
+    const { victim, survivor } = expectKillAndReplay(stdout);
 
     // What the payment service saw: one refund, two calls under one key, one e-mail.
     expect(stdout).toMatch(/refunds performed\s+1\s+rf_0001\s+119\.40 EUR\s+key …\/refund-payment\/1/);
@@ -174,9 +168,8 @@ describe('the installed package', () => {
   });
 
   it('runs `npx plan-ledger demo --agent` there too: the shop\'s MCP server from dist without tsx, exactly one refund, verify OK', { timeout: 240_000 }, async () => {
-    const { code, stdout, stderr, seconds } = await npxDemo(app, ['--agent']);
+    const { code, stdout, stderr } = await npxDemo(app, ['--agent']);
     expect(code, `${stdout}\n${stderr}`).toBe(0);
-    expect(seconds).toBeLessThan(120);
     expect(stdout).toMatch(/turn-1\.call-0 +lookup_order \{"orderId":"A-1042"\}, intent by executor-[AB]/); // the MCP tool answered
     expect(stdout).toMatch(/SIGKILL\s+executor-[AB] \(pid \d+\) while the agent's refund call is in flight/);
     expect(stdout).toMatch(/refunds performed {3}1 {3}rf_0001 {2}113\.50 EUR/);
