@@ -19,24 +19,40 @@ import { parseArgs } from 'node:util';
 import { cacheDir } from '../src/stack/artifacts.js';
 import { renderDocsBlock, runChaos } from './chaos.js';
 
-const { values } = parseArgs({
-  options: {
-    short: { type: 'boolean', default: false },
-    plans: { type: 'string' },
-    minutes: { type: 'string' },
-    seed: { type: 'string' },
-    out: { type: 'string', default: join('chaos', 'results') },
-    faults: { type: 'string', default: 'all' },
-    'broker-gap': { type: 'string', default: '15' },
-    'broker-session': { type: 'string' },
-    session: { type: 'string', default: '6000' },
-    'keep-stack': { type: 'boolean', default: false },
-    docs: { type: 'boolean', default: false },
-  },
-});
+const OPTIONS = {
+  short: { type: 'boolean', default: false },
+  plans: { type: 'string' },
+  minutes: { type: 'string' },
+  seed: { type: 'string' },
+  out: { type: 'string', default: join('chaos', 'results') },
+  faults: { type: 'string', default: 'all' },
+  'broker-gap': { type: 'string', default: '15' },
+  'broker-session': { type: 'string' },
+  session: { type: 'string', default: '6000' },
+  'keep-stack': { type: 'boolean', default: false },
+  docs: { type: 'boolean', default: false },
+} as const;
+
+function parse() {
+  try {
+    return parseArgs({ options: OPTIONS });
+  } catch (e) {
+    // An unknown option or a value that looks like one ("-1"): one line, not a stack.
+    process.stderr.write(`${(e as Error).message.replace(/\s*\n\s*/g, ' ')}\n`);
+    process.exit(2);
+  }
+}
+const { values } = parse();
 if (values.faults !== 'all' && values.faults !== 'brokers') {
   process.stderr.write(`--faults must be all or brokers, not ${JSON.stringify(values.faults)}\n`);
   process.exit(2);
+}
+for (const [name, min] of [['plans', 1], ['minutes', 1], ['seed', 0]] as const) {
+  const v = values[name];
+  if (v !== undefined && !(Number.isInteger(Number(v)) && Number(v) >= min)) {
+    process.stderr.write(`--${name} must be an integer >= ${min}, not ${JSON.stringify(v)}\n`);
+    process.exit(2);
+  }
 }
 const brokerGap = Number(values['broker-gap']);
 if (!Number.isFinite(brokerGap) || brokerGap < 0) {
