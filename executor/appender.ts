@@ -38,6 +38,12 @@ export interface AppenderOptions {
    * one commits. Default {@link MAX_RECORD_BYTES}.
    */
   readonly maxRequestBytes?: number;
+  /**
+   * The owner's clock: a record written without a timestamp (the events carry theirs, their occurredAt) is
+   * stamped with it, so every record the executor writes has the time of the clock its events have, as
+   * a host whose clock is off stamps its records. Default: the producer stamps them (the process clock).
+   */
+  readonly now?: () => number;
 }
 
 interface Pending {
@@ -118,11 +124,13 @@ export class TransactionalAppender {
   private async commit(reqs: AppendRequest[]): Promise<void> {
     const events = reqs.flatMap((r) => r.events);
     const byTopic = new Map<string, OutRecord[]>();
-    if (events.length) byTopic.set(this.o.eventsTopic, events.map((m) => ({ ...m, partition: this.o.partition })));
+    const at = this.o.now === undefined ? undefined : String(this.o.now());
+    const stamped = (m: OutRecord): OutRecord => (at === undefined || m.timestamp !== undefined ? m : { ...m, timestamp: at });
+    if (events.length) byTopic.set(this.o.eventsTopic, events.map((m) => ({ ...stamped(m), partition: this.o.partition })));
     for (const r of reqs) {
       for (const x of r.extra ?? []) {
         const list = byTopic.get(x.topic) ?? [];
-        list.push(...x.messages);
+        list.push(...x.messages.map(stamped));
         byTopic.set(x.topic, list);
       }
     }

@@ -10,12 +10,13 @@ import { createKafka, ensurePlanTopics, isWriterGivenUp, MAX_RECORD_BYTES, type 
 import { silentLogger, type Logger } from '../src/logging.js';
 import { DEFAULT_LIMITS, type ApprovalPolicy, type PlanState } from '../src/plan/index.js';
 import { resolvePolicy } from '../src/policy-file.js';
-import { loadSettings, setting } from '../src/settings.js';
+import { CLOCK_OFFSET_MAX_MS, loadSettings, setting } from '../src/settings.js';
 import type { Telemetry } from '../src/telemetry.js';
 import type { Tool } from '../src/tools.js';
 import { TRACER_NAME, tracingRequested } from '../src/trace-context.js';
 import { DEFAULT_ABORT_GRACE_MS } from './item-runner.js';
 import { MAX_COMMAND_FAILURES, MAX_RESET_BACKOFF_MS, RESET_BACKOFF_MS } from './bounds.js';
+import { offsetClock, SKEW_WARN_MS, SkewEstimate, type Clock } from './clock.js';
 import { CacheBudget } from './dormant-cache.js';
 import { createExecutorMetrics, type ExecutorMetrics } from './metrics.js';
 import { readPlanFromEvents } from './plan-reload.js';
@@ -72,6 +73,11 @@ export interface ExecutorOptions {
    * records (outputs, follow-up inputs, checkpoints, evidence) for plans that have a key.
    */
   readonly masterKey?: Buffer;
+  /**
+   * Shifts every wall-clock read of this executor by this many ms (tests only: a host whose clock is off;
+   * see docs/concepts/item-protocol.md#clocks); default PLAN_LEDGER_CLOCK_OFFSET_MS or 0.
+   */
+  readonly clockOffsetMs?: number;
 }
 
 /** A command batch that failed this many times at the same command is dead-lettered at that command. */
@@ -127,6 +133,8 @@ export async function startExecutor(opts: ExecutorOptions): Promise<ExecutorHand
     tools.set(t.name, t);
   }
   cacheMib(opts); // a bad value fails here, naming its field, before anything connects
+  const clock = offsetClock(clockOffset(opts));
+  if (clock.offsetMs !== 0) logger.warn({ clockOffsetMs: clock.offsetMs }, 'clock offset set (a test setting): every time this executor reads or writes is shifted');
   const policy = resolvePolicy(opts.policy);
   if (policy !== undefined) logger.info({ policyId: policy.id, policyHash: policy.hash, approval: policy.approval, rules: policy.rules.length }, 'approval policy loaded');
   const kafka = createKafka(config, logger, 'executor', 'service');
@@ -145,7 +153,7 @@ export async function startExecutor(opts: ExecutorOptions): Promise<ExecutorHand
   const telemetry = opts.tracerProvider === undefined && tracingRequested() ? (await import('../src/telemetry.js')).tracerProviderFromEnv('plan-ledger-executor') : undefined;
   const tracer = (opts.tracerProvider ?? telemetry?.provider)?.getTracer(TRACER_NAME);
   if (tracer !== undefined) logger.info({ fromEnv: telemetry !== undefined }, 'tracing on');
-  const exec = new Executor(kafka, admin, codec, config, tools, executorId, logger, opts, limits, policy, tracer, telemetry);
+  const exec = new Executor(kafka, admin, codec, config, tools, executorId, logger, opts, limits, policy, tracer, telemetry, clock);
   try {
     await exec.start();
   } catch (e) {
@@ -165,6 +173,16 @@ function positive(name: string, v: number | undefined): number | undefined {
 function cacheMib(opts: ExecutorOptions): number {
   const [field, v] = opts.cacheMib !== undefined ? ['cacheMib', opts.cacheMib] : ['PLAN_LEDGER_EXECUTOR_CACHE_MIB', setting('PLAN_LEDGER_EXECUTOR_CACHE_MIB')];
   if (!Number.isFinite(v) || v <= 0) throw new LedgerError('VALIDATION', `${field} must be a positive number of MiB, got ${String(v)}`, { field });
+  return v;
+}
+
+/** The clock offset: the option, else PLAN_LEDGER_CLOCK_OFFSET_MS (both within ±{@link CLOCK_OFFSET_MAX_MS}). */
+function clockOffset(opts: ExecutorOptions): number {
+  if (opts.clockOffsetMs === undefined) return setting('PLAN_LEDGER_CLOCK_OFFSET_MS');
+  const v = opts.clockOffsetMs;
+  if (!Number.isSafeInteger(v) || Math.abs(v) > CLOCK_OFFSET_MAX_MS) {
+    throw new LedgerError('VALIDATION', `clockOffsetMs must be an integer from ${-CLOCK_OFFSET_MAX_MS} to ${CLOCK_OFFSET_MAX_MS}, got ${v}`, { field: 'clockOffsetMs' });
+  }
   return v;
 }
 
@@ -214,7 +232,10 @@ class Executor {
     private readonly tracer: Tracer | undefined,
     /** The provider built from OTEL_* (not the caller's): flushed and shut down with the executor. */
     private readonly telemetry: Telemetry | undefined,
+    /** Every wall-clock read of the owners (see clock.ts). */
+    private readonly clock: Clock,
   ) {
+    this.metrics.trackSkew(() => this.skew.estimate());
     this.slots = new Slots(opts.concurrency ?? 16);
     this.metrics.trackSlots(() => this.slots);
     this.cacheBudget = new CacheBudget(Math.floor(cacheMib(opts) * 1024 * 1024));
@@ -232,6 +253,7 @@ class Executor {
       tools: this.tools,
       executorId: this.executorId,
       logger: this.logger,
+      now: () => this.clock.now(),
       slots: this.slots,
       limits: this.limits,
       metrics: this.metrics,
@@ -263,6 +285,20 @@ class Executor {
   /** Consecutive resets per partition, for the backoff; forgotten once an owner restores, or after a quiet minute. */
   private readonly resets = new Map<number, { count: number; at: number }>();
   private readonly batchFailures = new Map<number, BatchFailures>();
+  /** This executor's clock against the writers of the commands it consumes (plan_ledger_clock_skew_ms). */
+  private readonly skew = new SkewEstimate();
+
+  /** Samples the clock skew from the commands' CreateTime, and warns when it is past SKEW_WARN_MS. */
+  private sampleSkew(records: readonly LogRecord[]): void {
+    const now = this.clock.now();
+    for (const r of records) this.skew.sample(Number(r.timestamp), now);
+    if (this.skew.shouldWarn()) {
+      this.logger.warn(
+        { clockSkewMs: this.skew.estimate(), thresholdMs: SKEW_WARN_MS },
+        'this executor\'s clock differs from the command writers\' clocks by more than the threshold; retries and waits stay bounded (docs/concepts/item-protocol.md#clocks), but check the host\'s time sync',
+      );
+    }
+  }
 
   /**
    * Replaces a broken owner with a fresh one (re-fence, restore from the log) if we still own the
@@ -358,6 +394,7 @@ class Executor {
   private async onCommands(partition: number, records: LogRecord[]): Promise<string | undefined> {
     const first = records[0]?.offset;
     if (first === undefined) return undefined;
+    this.sampleSkew(records);
     const owner = this.owners.get(partition);
     // Not served here (yet): read again after a pause, so a partition without an owner does not spin.
     if (!owner || owner.isStopping || this.stopping) return later(first);

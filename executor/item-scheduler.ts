@@ -165,7 +165,7 @@ export class ItemScheduler {
     if (budget > 0 && !this.draining && state && !this.book.stalled.has(planId) && !isPlanFinished(state.status)) {
       const full = this.fullScan.has(planId);
       const now = this.now();
-      const found = scanItems(state, now, { from: this.cursor.get(planId) ?? 0, limit: budget, ...(full ? {} : { maxScan: SCAN_WINDOW }) });
+      const found = scanItems(state, now, { from: this.cursor.get(planId) ?? 0, limit: budget, firstSeen: this.book.firstSeen.ask, ...(full ? {} : { maxScan: SCAN_WINDOW }) });
       this.cursor.set(planId, found.firstOpen);
       if (full && found.complete) this.fullScan.delete(planId);
       scan = full ? found : { nextWakeUp: found.nextWakeUp, complete: false };
@@ -240,6 +240,7 @@ export class ItemScheduler {
 
   /** Stops keeping anything for a plan (finished, stalled, gone). */
   private forget(planId: string): void {
+    this.book.firstSeen.forget(planId);
     this.cursor.delete(planId);
     this.candidates.delete(planId);
     this.dependants.delete(planId);
@@ -292,7 +293,7 @@ export class ItemScheduler {
       if (out.length >= budget) break;
       set.delete(id);
       if (taken.has(id)) continue;
-      const r = readyItem(state, id, now);
+      const r = readyItem(state, id, now, this.book.firstSeen.ask);
       if (r === null) continue;
       if (typeof r === 'number') this.retries.noteEarliest(planId, r);
       else out.push(r);

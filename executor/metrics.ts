@@ -55,9 +55,21 @@ export function createExecutorMetrics() {
       this.set(abandonedWriters());
     },
   });
+  let skew: (() => number | undefined) | undefined;
+  new Gauge({
+    name: 'plan_ledger_clock_skew_ms',
+    help: 'How far this executor\'s clock is ahead (positive) or behind (negative) the writers of the commands it consumes: the lower quartile of now minus the record timestamp over the latest 64 commands. Absent before the first command. A warning is logged past 30 s.',
+    registers: [registry],
+    collect() {
+      const e = skew?.();
+      if (e !== undefined) this.set(e);
+    },
+  });
+  /** Where the clock skew gauge reads the executor's estimate from. */
+  const trackSkew = (source: () => number | undefined) => (skew = source);
   /** Where the tool slots gauge reads the executor's slots from. */
   const trackSlots = (source: () => { inUse: number; waitingCount: number; limit: number }) => (slots = source);
-  return { registry, partitionResets, deadLettered, decideFaults, toolTimeouts, attempts, trackSlots };
+  return { registry, partitionResets, deadLettered, decideFaults, toolTimeouts, attempts, trackSlots, trackSkew };
 }
 
 export type ExecutorMetrics = ReturnType<typeof createExecutorMetrics>;

@@ -8,6 +8,7 @@ import { stateFromSnapshot } from '../src/projection/snapshot.js';
 import type { OwnerLimits, RestoredForOwner } from './context.js';
 import { CacheBudget, DEFAULT_EXECUTOR_CACHE_MIB, DormantCache } from './dormant-cache.js';
 import type { ExecutorMetrics } from './metrics.js';
+import { FirstSeenMemo } from './clock.js';
 import { firstEventAt } from './plan-reload.js';
 import { eventMessages, recordBytes } from './records.js';
 
@@ -66,12 +67,18 @@ export class PartitionBook {
   readonly stalledKeySeq = new Map<string, number>();
   /** Above every token ever used on the partition (see {@link seed}). */
   fencingToken = 1;
+  /**
+   * When this owner first saw each open retry and wait, on its clock: scans and `decide` read it, so a
+   * retry or timeout recorded on a clock ahead of ours is due at most its full delay after we saw it.
+   */
+  readonly firstSeen: FirstSeenMemo;
 
   constructor(
     private readonly d: BookDeps,
     private readonly log: Logger,
   ) {
     this.dormant = new DormantCache(d.cacheBudget ?? new CacheBudget(DEFAULT_EXECUTOR_CACHE_MIB * 1024 * 1024));
+    this.firstSeen = new FirstSeenMemo(() => this.now());
   }
 
   private now(): number {
@@ -153,6 +160,7 @@ export class PartitionBook {
     const state = this.plans.get(planId);
     if (state === undefined || !isPlanFinished(state.status) || this.stalled.has(planId)) return;
     this.plans.delete(planId);
+    this.firstSeen.forget(planId);
     this.dormant.set(planId, { kind: 'state', value: Buffer.from(JSON.stringify(state)), since: firstEventAt(state) });
   }
 
@@ -277,9 +285,9 @@ export class PartitionBook {
     return { events, messages, ...(rejection ? { rejection } : {}) };
   }
 
-  /** Time, limits and the approval policy, as data for `decide`. */
+  /** Time (with when this owner first saw each retry and wait), limits and the approval policy, as data for `decide`. */
   decideContext(): DecideContext {
-    return { now: this.now(), limits: this.d.limits.decide, ...(this.d.policy !== undefined ? { policy: this.d.policy } : {}) };
+    return { now: this.now(), limits: this.d.limits.decide, firstSeen: this.firstSeen.ask, ...(this.d.policy !== undefined ? { policy: this.d.policy } : {}) };
   }
 
   internal<K extends keyof InternalCommandPayloads>(type: K, planId: string, commandId: string, data: InternalCommandPayloads[K]): InternalCommand {

@@ -59,6 +59,11 @@ export interface SettingSpec<T = unknown, Required extends boolean = boolean, C 
 // Kinds
 
 const MAX_TIMER_MS = 2_147_483_647; // the longest setTimeout Node keeps
+/**
+ * The furthest PLAN_LEDGER_CLOCK_OFFSET_MS may shift an executor's clock (30 min): a Kafka 4 broker refuses
+ * records stamped more than log.message.timestamp.after.max.ms (1 h by default) ahead of its own clock.
+ */
+export const CLOCK_OFFSET_MAX_MS = 1_800_000;
 /** The most PLAN_LEDGER_INLINE_PAYLOAD_BYTES may be set to (256 KiB): the ledger keeps inline payloads at most that. */
 export const MAX_INLINE_PAYLOAD_BYTES = 262_144;
 
@@ -236,6 +241,12 @@ export const SETTINGS = {
     text(/^(after_intent|after_tool|after_result)(:.+)?$/, '<point>[:<itemId>] with point after_intent, after_tool or after_result', 'fault'),
     'The executor kills itself (SIGKILL) at that item-protocol boundary (crash tests).',
     { testOnly: true },
+  ),
+  PLAN_LEDGER_CLOCK_OFFSET_MS: declare(
+    'development',
+    integer(-CLOCK_OFFSET_MAX_MS, CLOCK_OFFSET_MAX_MS),
+    'Shifts every wall-clock read of an executor process by this many ms (event times, retry and wait timers, record timestamps), as on a host whose clock is off; the startExecutor option clockOffsetMs wins.',
+    { default: 0, testOnly: true, see: 'docs/concepts/item-protocol.md#clocks' },
   ),
   PLAN_LEDGER_TEST_CRASH_IN_TOOL: declare('development', anyText('an item id'), 'The test tools kill their process inside the tool of this item.', { testOnly: true }),
   PLAN_LEDGER_TEST_CRASH_AFTER_CHECKPOINT: declare('development', integer(0, Number.MAX_SAFE_INTEGER, 'a page number (an integer of at least 0)'), 'The test paging tool kills its process right after checkpointing this page.', {

@@ -20,7 +20,7 @@ import { isPlanError, type Rejection } from './errors.js';
 import type { EventBody, PlanEvent, UnsealedEvent } from './events.js';
 import { initialState } from './evolve.js';
 import { Fold, type StatusCounts } from './fold.js';
-import { canProgress, nextRetryAt, resolveRetryPolicy } from './execution.js';
+import { canProgress, nextRetryAt, resolveRetryPolicy, retryDueAt, waitDueAt, type FirstSeen } from './execution.js';
 import { planCommandSchema, eventSchemaVersion } from './generated/schemas.js';
 import type {
   AddItems,
@@ -67,6 +67,13 @@ export interface DecideContext {
    * one, decisions are exactly those of a ledger without policies.
    */
   policy?: ApprovalPolicy;
+  /**
+   * When the deciding owner first saw an item's open retry or wait (its memo; see execution.ts): a retry may
+   * start, and a wait time out, at min(the recorded time, first seen + the full delay), so an owner whose
+   * clock is behind the one that recorded it is never held back by the difference. Without it, the recorded
+   * times alone decide.
+   */
+  firstSeen?: FirstSeen;
 }
 
 /**
@@ -267,10 +274,10 @@ function decideOrThrow(state: PlanState | undefined, input: unknown, ctx: Decide
       signalItem(out, s, command.data, limits);
       break;
     case 'ExpireWait':
-      expireWait(out, s, command.data, ctx.now);
+      expireWait(out, s, command.data, ctx.now, ctx.firstSeen);
       break;
     case 'RecordIntent':
-      recordIntent(out, s, command.data, ctx.now);
+      recordIntent(out, s, command.data, ctx.now, ctx.firstSeen);
       break;
     case 'CommitResult':
       commitResult(out, s, command.data, limits, policy);
@@ -611,14 +618,15 @@ function erasePlan(s: PlanState, data: ErasePlan): void {
 // ---------------------------------------------------------------------------------------------------------
 // executor commands
 
-function recordIntent(out: Emitter, s: PlanState, data: RecordIntent, now: number): void {
+function recordIntent(out: Emitter, s: PlanState, data: RecordIntent, now: number, firstSeen: FirstSeen | undefined): void {
   requireNotFinished(s);
   if (s.status !== 'running' && s.status !== 'approved') reject('INVALID_STATE', `plan ${s.planId} is ${s.status}; nothing runs before approval`, null);
   const item = requireItem(s, data.itemId, 'data.itemId');
   if (item.status !== 'pending') reject('INVALID_STATE', `item ${item.id} is ${item.status}, not pending`, 'data.itemId');
   const waiting = item.dependsOn.filter((d) => getItem(s, d)?.status !== 'completed');
   if (waiting.length > 0) reject('INVALID_STATE', `item ${item.id} waits for ${waiting.join(', ')}`, 'data.itemId');
-  if (item.retryAt !== null && item.retryAt > now) reject('INVALID_STATE', `item ${item.id} may not retry before ${item.retryAt}`, 'data.itemId');
+  const due = retryDueAt(s, item, firstSeen);
+  if (due !== null && due > now) reject('INVALID_STATE', `item ${item.id} may not retry before ${due}`, 'data.itemId');
   nonEmpty(data.executorId, 'data.executorId');
   const attempt = item.attempts.length + 1;
   if (item.wait != null) {
@@ -786,13 +794,14 @@ function signalItem(out: Emitter, s: PlanState, data: SignalItem, limits: Decide
 }
 
 /** A waiting attempt's deadline passed: it fails, retryably, with WAIT_TIMEOUT (SettleItem applies the retry policy). */
-function expireWait(out: Emitter, s: PlanState, data: ExpireWait, now: number): void {
+function expireWait(out: Emitter, s: PlanState, data: ExpireWait, now: number, firstSeen: FirstSeen | undefined): void {
   const item = requireItem(s, data.itemId, 'data.itemId');
   const attempt = currentAttempt(item);
   if (item.status !== 'in_progress' || attempt?.wait === undefined) reject('INVALID_STATE', `item ${item.id} is ${item.status}, not waiting`, 'data.itemId');
   if (attempt.attempt !== data.attempt) reject('INVALID_STATE', `attempt ${data.attempt} is not the current attempt ${attempt.attempt} of ${item.id}`, 'data.attempt');
   const deadline = attempt.wait.deadline;
-  if (deadline === null || deadline > now) reject('INVALID_STATE', `the wait of ${item.id} has ${deadline === null ? 'no deadline' : `its deadline at ${deadline}`}`, 'data.itemId');
+  const due = waitDueAt(s, item, firstSeen);
+  if (deadline === null || due === null || due > now) reject('INVALID_STATE', `the wait of ${item.id} has ${deadline === null ? 'no deadline' : `its deadline at ${due ?? deadline}`}`, 'data.itemId');
   nonEmpty(data.executorId, 'data.executorId');
   out.emit({
     type: 'ResultCommitted',

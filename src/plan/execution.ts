@@ -28,6 +28,60 @@ export function nextRetryAt(policy: RetryPolicy | null, attempt: number, from: n
   return from + Math.max(0, backoff);
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// Times written by one owner, read by another (docs/concepts/item-protocol.md#clocks)
+//
+// `retryAt` and a wait's `deadline` are absolute times on the clock of the owner that decided them. A later
+// owner whose clock is behind would wait out the difference on top (a retry or a timeout minutes late); one
+// whose clock is ahead comes early by the difference. So an owner never waits longer than the full delay
+// from when it first saw the retry or the wait: it is due at min(recorded time, firstSeen + delay), where the
+// delay is exact — a wait's is `deadline - startedAt` (both from its WaitStarted event, one clock), a retry's
+// is its backoff, recomputed from the item's policy and attempt count as `nextRetryAt` computed it. An owner
+// whose clock is ahead is early by at most its skew (a retry starts sooner; a wait times out sooner), which
+// no time on record can prevent; the skew each owner measures is a metric (plan_ledger_clock_skew_ms).
+
+/**
+ * When the owner deciding or scanning first saw an item's open retry or wait, on its own clock: `mark` names
+ * which retry or wait ({@link dueMark}). The owner answers from its memo and records the first question, so
+ * the same question gets the same answer; without one, the recorded times alone decide.
+ */
+export type FirstSeen = (planId: string, itemId: string, mark: string) => number;
+
+/** Names an item's open retry (`r:<attempts>:<retryAt>`) or wait (`w:<attempt>:<deadline>`): a new one gets a new first-seen time. */
+export function dueMark(item: ItemState): string | null {
+  if (item.status === 'pending' && item.retryAt !== null) return `r:${item.attempts.length}:${item.retryAt}`;
+  const a = item.status === 'in_progress' ? currentAttempt(item) : undefined;
+  if (a?.wait !== undefined && a.wait.deadline !== null) return `w:${a.attempt}:${a.wait.deadline}`;
+  return null;
+}
+
+/**
+ * The delay a pending retry was scheduled with: 0 for a manual retry (RetryItem: `attemptBase` is the
+ * attempt count), else the backoff {@link nextRetryAt} added after the attempts used so far.
+ */
+export function retryDelayMs(item: ItemState): number {
+  const used = item.attempts.length - item.attemptBase;
+  return used <= 0 ? 0 : nextRetryAt(item.retry, used, 0);
+}
+
+/** When a pending item's retry is due for this owner: min(retryAt, firstSeen + its delay); null when it has none. */
+export function retryDueAt(state: PlanState, item: ItemState, firstSeen?: FirstSeen): number | null {
+  if (item.retryAt === null) return null;
+  if (firstSeen === undefined) return item.retryAt;
+  const mark = dueMark(item);
+  return mark === null ? item.retryAt : Math.min(item.retryAt, firstSeen(state.planId, item.id, mark) + retryDelayMs(item));
+}
+
+/** When a waiting item's wait times out for this owner: min(deadline, firstSeen + timeout); null without a deadline. */
+export function waitDueAt(state: PlanState, item: ItemState, firstSeen?: FirstSeen): number | null {
+  const a = item.status === 'in_progress' ? currentAttempt(item) : undefined;
+  const deadline = a?.wait?.deadline ?? null;
+  if (a === undefined || deadline === null) return null;
+  if (firstSeen === undefined) return deadline;
+  const mark = dueMark(item);
+  return mark === null ? deadline : Math.min(deadline, firstSeen(state.planId, item.id, mark) + Math.max(0, deadline - a.startedAt));
+}
+
 /** What an executor needs to run an item's next attempt. */
 export interface ItemView {
   planId: PlanId;
@@ -57,8 +111,8 @@ function depsCompleted(state: PlanState, item: ItemState): boolean {
  * Items an executor may start now, in the order they were added: pending, every dependency completed,
  * retry time reached, in a running (or approved propose-mode) plan. Items in flight are never ready.
  */
-export function readyItems(state: PlanState, now: number): ItemView[] {
-  return scanItems(state, now).ready;
+export function readyItems(state: PlanState, now: number, firstSeen?: FirstSeen): ItemView[] {
+  return scanItems(state, now, firstSeen === undefined ? {} : { firstSeen }).ready;
 }
 
 /** What {@link scanItems} found. */
@@ -84,7 +138,7 @@ const SETTLED: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled'
  * a step costs what is open near the front, not the plan's size (the items a step can ready further on it
  * looks at one by one: {@link readyItem}).
  */
-export function scanItems(state: PlanState, now: number, opts: { from?: number; limit?: number; maxScan?: number } = {}): ItemScan {
+export function scanItems(state: PlanState, now: number, opts: { from?: number; limit?: number; maxScan?: number; firstSeen?: FirstSeen } = {}): ItemScan {
   const from = Math.max(0, opts.from ?? 0);
   const limit = opts.limit ?? Infinity;
   const end = Math.min(state.itemOrder.length, from + (opts.maxScan ?? Infinity));
@@ -110,15 +164,14 @@ export function scanItems(state: PlanState, now: number, opts: { from?: number; 
     if (item === undefined) continue;
     if (firstOpen < 0 && !SETTLED.has(item.status)) firstOpen = i;
     if (item.status === 'in_progress') {
-      const a = currentAttempt(item);
-      const deadline = a?.wait?.deadline ?? null;
-      if (a !== undefined && deadline !== null) {
-        if (deadline <= now) expired.push({ itemId: id, attempt: a.attempt });
-        else wake = wake === null ? deadline : Math.min(wake, deadline);
+      const due = waitDueAt(state, item, opts.firstSeen);
+      if (due !== null) {
+        if (due <= now) expired.push({ itemId: id, attempt: currentAttempt(item)!.attempt });
+        else wake = wake === null ? due : Math.min(wake, due);
       }
       continue;
     }
-    const r = readyAt(state, id, item, now);
+    const r = readyAt(state, id, item, now, opts.firstSeen);
     if (r === null) continue;
     if (typeof r === 'number') wake = wake === null ? r : Math.min(wake, r);
     else out.push(r);
@@ -131,15 +184,16 @@ export function scanItems(state: PlanState, now: number, opts: { from?: number; 
  * One item as {@link scanItems} sees it: its view when it can start now, the time it may (a pending
  * retry), or null (not pending, a dependency not completed, or the plan cannot start items).
  */
-export function readyItem(state: PlanState, itemId: string, now: number): ItemView | number | null {
+export function readyItem(state: PlanState, itemId: string, now: number, firstSeen?: FirstSeen): ItemView | number | null {
   const item = getItem(state, itemId);
   if (item === undefined || !canStartItems(state)) return null;
-  return readyAt(state, itemId, item, now);
+  return readyAt(state, itemId, item, now, firstSeen);
 }
 
-function readyAt(state: PlanState, id: string, item: ItemState, now: number): ItemView | number | null {
+function readyAt(state: PlanState, id: string, item: ItemState, now: number, firstSeen: FirstSeen | undefined): ItemView | number | null {
   if (item.status !== 'pending' || !depsCompleted(state, item)) return null;
-  if (item.retryAt !== null && item.retryAt > now) return item.retryAt;
+  const due = retryDueAt(state, item, firstSeen);
+  if (due !== null && due > now) return due;
   const nextAttempt = item.attempts.length + 1;
   return {
     planId: state.planId as PlanId,
@@ -155,16 +209,16 @@ function readyAt(state: PlanState, id: string, item: ItemState, now: number): It
 }
 
 /** The earliest retryAt of a pending item still waiting for it, or deadline of a waiting item (for the executor's timer), or null. */
-export function nextWakeUp(state: PlanState, now: number): number | null {
+export function nextWakeUp(state: PlanState, now: number, firstSeen?: FirstSeen): number | null {
   if (!canStartItems(state)) return null;
   let min: number | null = null;
   for (const id of state.itemOrder) {
     const item = getItem(state, id);
-    const deadline = item?.status === 'in_progress' ? (currentAttempt(item)?.wait?.deadline ?? null) : null;
+    if (item === undefined) continue;
+    const deadline = waitDueAt(state, item, firstSeen);
     if (deadline !== null) min = min === null ? deadline : Math.min(min, deadline);
-    if (item?.status === 'pending' && item.retryAt !== null && item.retryAt > now && depsCompleted(state, item)) {
-      min = min === null ? item.retryAt : Math.min(min, item.retryAt);
-    }
+    const due = item.status === 'pending' && depsCompleted(state, item) ? retryDueAt(state, item, firstSeen) : null;
+    if (due !== null && due > now) min = min === null ? due : Math.min(min, due);
   }
   return min;
 }
