@@ -4,6 +4,12 @@
 //   npm run bench -- failover [--quick] [--rounds 5]    kill -9 of the owner
 //   npm run bench -- handover [--quick] [--rounds 5]    SIGTERM of the owner (executor.stop(): running
 //                                                       items finish, no half transaction, the group is left)
+//   ... [--group-protocol classic|consumer]             the group protocol of both sides (default
+//                                                       PLAN_LEDGER_GROUP_PROTOCOL's)
+//
+// Both run on the bench's own one-broker stack (bench/lib/private-stack.ts), whatever the protocol: its
+// broker's group.consumer.* settings give the consumer protocol the same session timeout and heartbeat
+// interval the classic members ask for, so the two protocols are measured on the same stack settings.
 //
 // plan-ledger: two executors (`startExecutor`, bench/procs/executor.ts) on a one-partition ledger (so the
 // owner is certain), session timeout 6 s, heartbeat 0.5 s; the owner runs a long chain of no-op items.
@@ -19,13 +25,27 @@ import { connectLedger } from '../src/client/index.js';
 import { createCodec } from '../src/codec/index.js';
 import { configToEnv, topicNames, type LedgerConfig } from '../src/config.js';
 import type { LedgerAdmin } from '../src/kafka/index.js';
+import { setting } from '../src/settings.js';
 import { benchArgs, metric, paired, sleep, until, writeResult } from './lib/harness.js';
-import { benchConfig, benchKafka, dropTopics, spawnJson, spawnTs, type Proc } from './lib/ledger.js';
+import { benchConfig, benchKafka, spawnJson, spawnTs, type Proc } from './lib/ledger.js';
+import { privateStack } from './lib/private-stack.js';
 
 const SESSION = 6000;
 const HEARTBEAT = 500;
 const handover = process.argv.includes('--handover');
-const args = benchArgs();
+const args = benchArgs(['group-protocol']);
+const protocol = args.options['group-protocol'] ?? setting('PLAN_LEDGER_GROUP_PROTOCOL');
+if (protocol !== 'classic' && protocol !== 'consumer') {
+  console.error(`${handover ? 'handover' : 'failover'}: --group-protocol must be classic or consumer, got ${protocol}`);
+  process.exit(2);
+}
+/** The consumer protocol's session and heartbeat are the broker's: the same as the classic members ask for. */
+const BROKER_SETTINGS = {
+  'group.consumer.session.timeout.ms': String(SESSION),
+  'group.consumer.min.session.timeout.ms': String(SESSION),
+  'group.consumer.heartbeat.interval.ms': String(HEARTBEAT),
+  'group.consumer.min.heartbeat.interval.ms': String(HEARTBEAT),
+};
 const signal: NodeJS.Signals = handover ? 'SIGTERM' : 'SIGKILL';
 const name = handover ? 'handover' : 'failover';
 
@@ -55,7 +75,7 @@ interface Pair {
 }
 
 async function ledgerPair(config: LedgerConfig): Promise<Pair> {
-  const env = { ...configToEnv(config), PLAN_LEDGER_SESSION_TIMEOUT_MS: String(SESSION), PLAN_LEDGER_HEARTBEAT_INTERVAL_MS: String(HEARTBEAT), BENCH_CONCURRENCY: '4' };
+  const env = { ...configToEnv(config), PLAN_LEDGER_GROUP_PROTOCOL: protocol, PLAN_LEDGER_SESSION_TIMEOUT_MS: String(SESSION), PLAN_LEDGER_HEARTBEAT_INTERVAL_MS: String(HEARTBEAT), BENCH_CONCURRENCY: '4' };
   const script = fileURLToPath(new URL('./procs/executor.ts', import.meta.url));
   let n = 0;
   const start = (standby: boolean) => {
@@ -139,7 +159,7 @@ async function rawPair(config: LedgerConfig): Promise<Pair> {
   let n = 0;
   const start = () => {
     const label = `raw-${++n}`;
-    return spawnJson(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./raw-consumer.ts', import.meta.url)), topic, group, label, String(SESSION), String(HEARTBEAT)], label, configToEnv(config));
+    return spawnJson(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./raw-consumer.ts', import.meta.url)), topic, group, label, String(SESSION), String(HEARTBEAT)], label, { ...configToEnv(config), PLAN_LEDGER_GROUP_PROTOCOL: protocol });
   };
   const producer = kafka.writer();
   await producer.connect();
@@ -183,7 +203,8 @@ async function rawPair(config: LedgerConfig): Promise<Pair> {
   return pair;
 }
 
-const config = benchConfig(name, { partitions: 1 });
+const stack = await privateStack(name, BROKER_SETTINGS);
+const config = benchConfig(name, { partitions: 1, brokers: stack.brokers, registryUrl: stack.registryUrl, replicationFactor: stack.replicationFactor });
 let ledgerSide: Pair | undefined;
 let rawSide: Pair | undefined;
 try {
@@ -201,7 +222,7 @@ try {
     name,
     title: handover ? 'Graceful handover (SIGTERM of the owner) → the new owner’s first event, vs a raw consumer group' : 'Failover (kill -9 of the owner) → the survivor’s first event, vs a raw consumer group with the same timeouts',
     quick: args.quick,
-    settings: { signal, sessionTimeoutMs: SESSION, heartbeatIntervalMs: HEARTBEAT, partitions: 1, rounds: args.rounds, warmupRounds: args.quick ? 0 : 1 },
+    settings: { signal, groupProtocol: protocol, stack: 'the bench\'s own one-broker stack', brokerSettings: BROKER_SETTINGS, sessionTimeoutMs: SESSION, heartbeatIntervalMs: HEARTBEAT, partitions: 1, rounds: args.rounds, warmupRounds: args.quick ? 0 : 1 },
     metrics: [metric(rounds, { key: 'ms', label: handover ? 'graceful handover' : 'failover after kill -9', unit: 'ms', better: 'lower', baselineLabel: 'raw consumer group, same session/heartbeat', ...(handover ? {} : { aim: '≤ 1.1×' }) })],
     rounds,
     notes: [
@@ -214,6 +235,6 @@ try {
 } finally {
   await ledgerSide?.close();
   await rawSide?.close();
-  await dropTopics(config, [`${config.topicPrefix}.raw-records`]);
+  await stack.down();
 }
 process.exit(0);

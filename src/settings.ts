@@ -185,6 +185,12 @@ export const SETTINGS = {
   // executor
   PLAN_LEDGER_SESSION_TIMEOUT_MS: declare('executor', integer(1, 3_600_000), 'Executor group session timeout; failover time follows it.', { default: 10_000 }),
   PLAN_LEDGER_HEARTBEAT_INTERVAL_MS: declare('executor', integer(1, 3_600_000), 'Executor group heartbeat interval.', { default: 1_000 }),
+  PLAN_LEDGER_GROUP_PROTOCOL: declare(
+    'executor',
+    oneOf(['classic', 'consumer']),
+    'Group protocol of executors and projectors: classic (the two settings above apply), or consumer (the broker assigns; session and heartbeat come from the broker\'s group.consumer.* settings or the group\'s config, and the two settings above are not used).',
+    { default: 'classic', see: 'docs/guides/kafka-client.md#group-protocol' },
+  ),
   PLAN_LEDGER_TOOL_TIMEOUT_MS: declare('executor', integer(1, MAX_TIMER_MS), 'Longest a tool call may run before its attempt fails with TIMEOUT; a tool\'s own timeoutMs wins.', { default: 600_000, see: 'docs/reference/limits.md' }),
   PLAN_LEDGER_MAX_ITEMS: declare('executor', positiveInteger(), 'Most items one plan may hold.', { default: 100_000, see: 'docs/reference/limits.md' }),
   PLAN_LEDGER_CHECKPOINT_INTERVAL_MS: declare('executor', integer(1, MAX_TIMER_MS), 'Closest two checkpoint writes of one attempt may follow each other; calls in between coalesce.', { default: 1_000 }),

@@ -1,5 +1,6 @@
 import type { LedgerConfig } from '../config.js';
 import type { Logger } from '../logging.js';
+import { setting } from '../settings.js';
 import { connectWatched, routeLogs, type RdConfig } from './connection.js';
 import { confluent } from './native.js';
 import type { GroupMember, GroupMemberOptions, LogRecord } from './port.js';
@@ -39,10 +40,11 @@ interface PartitionRun {
 }
 
 /**
- * Consumer-group membership on librdkafka: cooperative-sticky assignment (a rebalance moves only the
- * partitions that change hands), group heartbeats on librdkafka's own thread (a long `onRecords` never
- * makes the member miss one), per-partition in-order delivery with one `onRecords` at a time, and
- * re-reading from an offset the callback names.
+ * Consumer-group membership on librdkafka: incremental assignment (a rebalance moves only the partitions
+ * that change hands: cooperative-sticky under the classic protocol, the broker's assignor under
+ * `consumer`), group heartbeats on librdkafka's own thread (a long `onRecords` never makes the member miss
+ * one), per-partition in-order delivery with one `onRecords` at a time, and re-reading from an offset the
+ * callback names.
  */
 class NativeMember implements GroupMember {
   private readonly parts = new Map<number, PartitionRun>();
@@ -222,6 +224,18 @@ class NativeMember implements GroupMember {
   }
 }
 
+/**
+ * The group protocol's part of a member's librdkafka config. `classic`: the member asks for its session
+ * timeout and heartbeat interval and the members assign (cooperative-sticky). `consumer`: the broker assigns
+ * (incrementally, as cooperative-sticky does) and owns the session timeout and heartbeat interval (its
+ * `group.consumer.session.timeout.ms` and `group.consumer.heartbeat.interval.ms`, or the group's own config),
+ * so librdkafka refuses the three client-side settings and they are left out.
+ */
+export function groupProtocolConfig(protocol: string, o: Pick<GroupMemberOptions, 'sessionTimeoutMs' | 'heartbeatIntervalMs'>): Record<string, string | number> {
+  if (protocol === 'consumer') return { 'group.protocol': 'consumer' };
+  return { 'group.protocol': 'classic', 'session.timeout.ms': o.sessionTimeoutMs, 'heartbeat.interval.ms': o.heartbeatIntervalMs, 'partition.assignment.strategy': 'cooperative-sticky' };
+}
+
 export async function joinGroup(ctx: { rd: RdConfig; logger: Logger; config: LedgerConfig }, o: GroupMemberOptions): Promise<GroupMember> {
   const { KafkaConsumer } = confluent();
   const member = new NativeMember(o, ctx.logger);
@@ -232,10 +246,8 @@ export async function joinGroup(ctx: { rd: RdConfig; logger: Logger; config: Led
       'enable.auto.commit': false,
       'enable.auto.offset.store': false,
       'isolation.level': 'read_committed',
-      'session.timeout.ms': o.sessionTimeoutMs,
-      'heartbeat.interval.ms': o.heartbeatIntervalMs,
+      ...groupProtocolConfig(setting('PLAN_LEDGER_GROUP_PROTOCOL'), o),
       'max.poll.interval.ms': Math.max(o.rebalanceTimeoutMs, o.sessionTimeoutMs),
-      'partition.assignment.strategy': 'cooperative-sticky',
       'fetch.wait.max.ms': 100,
       'fetch.error.backoff.ms': 50,
       rebalance_cb: (err: { code: number; message?: string }, assignment: Array<{ topic: string; partition: number }>) => member.onRebalance(err, assignment),
