@@ -1,6 +1,6 @@
 // The peer side by side (issue 12's table), in one run: plan-ledger against Restate, same work.
 //
-//   npm run bench -- peer [--quick] [--rounds 5] [--plans 200] [--sequential 10]
+//   npm run bench -- peer [--quick] [--rounds 5] [--plans 200] [--sequential 10] [--durability matched]
 //
 // Work: N plans, each a chain of 10 items (each item depends on the previous one) with a no-op tool,
 // 20 plans in flight, timed by a client from "start" to "completed" → steps/s; then plans one at a time
@@ -13,6 +13,17 @@
 // goes first; medians. Also: plan-ledger's command → first event, from Kafka record timestamps (the
 // CreatePlan command record's timestamp vs the plan's first event record's, the executor's decide time).
 //
+// Durability: by default each side runs as it is configured out of the box: Restate's server with its
+// defaults, the Kafka broker with its defaults (it does not flush its log to disk per write; a record is
+// durable by replication, here one broker). `--durability matched` makes the broker flush every message
+// too: the bench creates its plan topics with `flush.messages=1` (every write to them is fsynced before
+// it is acknowledged, transaction markers included), and writes bench/results/peer-durable.json instead.
+// The group offsets and transaction state topics keep the broker's defaults.
+//
+// BENCH_KAFKA_REQUESTS=1: the executor counts the Kafka requests it sends by type (librdkafka's protocol
+// debug lines, see bench/procs/executor.ts) and the result's extra gives them per step. The debug logging
+// costs time: use it for the counts, not the figures (BENCH_RESULTS_DIR=/tmp/...).
+//
 // Restate is installed with npm into a cache folder (PLAN_LEDGER_PEER_CACHE, default
 // ~/.cache/plan-ledger/peer); it is not a dependency of plan-ledger. Writes bench/results/peer.json.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -23,17 +34,31 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connectLedger, type Ledger } from '../src/client/index.js';
 import { configToEnv, topicNames } from '../src/config.js';
+import { ensureTopics, planTopicSpecs } from '../src/kafka/index.js';
 import { eventKey, parseEventKey } from '../src/kafka/partitioner.js';
 import { setting } from '../src/settings.js';
 import { benchArgs, fmt, median, metric, paired, quantile, until, writeResult, type Metric } from './lib/harness.js';
-import { benchConfig, dropTopics, freePort, readAll, spawnTs, stopProc, waitLine, type Proc } from './lib/ledger.js';
+import { benchConfig, benchKafka, dropTopics, freePort, readAll, spawnTs, stopProc, waitLine, type Proc } from './lib/ledger.js';
 
 const RESTATE_SERVER_VERSION = process.env.BENCH_RESTATE_SERVER_VERSION ?? '1.7.12';
 const RESTATE_SDK_VERSION = process.env.BENCH_RESTATE_SDK_VERSION ?? '1.17.2';
 const STEPS = 10;
 const IN_FLIGHT = 20;
 
-const args = benchArgs(['plans', 'sequential']);
+const args = benchArgs(['plans', 'sequential', 'durability']);
+const durability = args.options.durability ?? 'default';
+if (durability !== 'default' && durability !== 'matched') {
+  console.error(`peer: --durability must be default or matched, got ${durability}`);
+  process.exit(2);
+}
+const countRequests = process.env.BENCH_KAFKA_REQUESTS === '1';
+/** restate-server's defaults (`restate-server --dump-config`): its log's RocksDB WAL is fsynced. */
+const RESTATE_DEFAULTS = 'restate-server defaults: [bifrost.local] rocksdb-disable-wal-fsync = false, so its log\'s WAL is fsynced';
+/** What each side does to make a step durable, as the result records it. */
+const DURABILITY =
+  durability === 'matched'
+    ? { broker: 'flush.messages=1 on every plan topic: each write (and transaction marker) is fsynced before it is acknowledged; one broker', restate: RESTATE_DEFAULTS }
+    : { broker: 'broker defaults: no flush per write (the OS writes back; durability by replication, here one broker)', restate: RESTATE_DEFAULTS };
 const plans = Number(args.options.plans ?? (args.quick ? 40 : 200));
 const sequentialPlans = Number(args.options.sequential ?? (args.quick ? 3 : 10));
 
@@ -178,8 +203,24 @@ const peer = installPeer();
 console.log(`peer: restate-server ${peer.serverVersion}, @restatedev/restate-sdk ${peer.sdkVersion}; ${plans} plans × ${STEPS} steps at ${IN_FLIGHT} in flight, ${sequentialPlans} plans one at a time, ${args.rounds} rounds`);
 const restate = await startRestate(peer.server, peer.sdk);
 const config = benchConfig('peer');
+if (durability === 'matched') {
+  // The plan topics exist before the ledger connects: it finds them and keeps their configs.
+  const kafka = benchKafka(config, 'peer-topics');
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await ensureTopics(admin, planTopicSpecs(config).map((s) => ({ ...s, configEntries: [...(s.configEntries ?? []), { name: 'flush.messages', value: '1' }] })));
+  } finally {
+    await admin.disconnect();
+    await kafka.close();
+  }
+}
 const ledger = await connectLedger(config);
-const executor = spawnTs(fileURLToPath(new URL('./procs/executor.ts', import.meta.url)), 'executor', { ...configToEnv(config), BENCH_CONCURRENCY: String(IN_FLIGHT) });
+const executor = spawnTs(fileURLToPath(new URL('./procs/executor.ts', import.meta.url)), 'executor', {
+  ...configToEnv(config),
+  BENCH_CONCURRENCY: String(IN_FLIGHT),
+  ...(countRequests ? { BENCH_KAFKA_REQUESTS: '1', PLAN_LEDGER_KAFKA_DEBUG: 'protocol' } : {}),
+});
 try {
   await waitLine(executor, 'ready', 120_000);
   const ledgerRun = () => ledgerChain(ledger);
@@ -232,12 +273,23 @@ try {
   }
   const phaseMedians = Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, median(v)]));
 
+  // The executor's Kafka requests over the whole run (warm-up included), per step it completed.
+  let kafkaRequests: { perStep: Record<string, number>; total: Record<string, number>; steps: number; how: string } | undefined;
+  if (countRequests) {
+    const from = executor.lines.length;
+    executor.p.kill('SIGUSR2');
+    const line = (await waitLine(executor, 'kafka-requests', 30_000, from)) as unknown as { requests: Record<string, number>; steps: number };
+    const perStep = Object.fromEntries(Object.entries(line.requests).sort((a, b) => b[1] - a[1]).map(([k, v]) => [k, Math.round((v / line.steps) * 1000) / 1000]));
+    kafkaRequests = { perStep, total: line.requests, steps: line.steps, how: 'requests the executor process sent (librdkafka protocol debug lines), warm-up included, over the item attempts it completed' };
+    console.log(`executor Kafka requests per step (${line.steps} steps): ${Object.entries(perStep).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+  }
+
   const restateLabel = `Restate ${peer.serverVersion}`;
   const result = writeResult({
-    name: 'peer',
-    title: `The peer side by side: N plans × a ${STEPS}-item chain, no-op tool (plan-ledger vs ${restateLabel})`,
+    name: durability === 'matched' ? 'peer-durable' : 'peer',
+    title: `The peer side by side: N plans × a ${STEPS}-item chain, no-op tool (plan-ledger vs ${restateLabel})${durability === 'matched' ? ', the broker flushing every message' : ''}`,
     quick: args.quick,
-    settings: { plans, steps: STEPS, inFlight: IN_FLIGHT, sequentialPlans, rounds: args.rounds, partitions: config.partitions, executorConcurrency: IN_FLIGHT, restateServer: peer.serverVersion, restateSdk: peer.sdkVersion, restateConfig: 'defaults, loopback ports, temp data dir' },
+    settings: { plans, steps: STEPS, inFlight: IN_FLIGHT, sequentialPlans, rounds: args.rounds, partitions: config.partitions, executorConcurrency: IN_FLIGHT, restateServer: peer.serverVersion, restateSdk: peer.sdkVersion, restateConfig: 'defaults, loopback ports, temp data dir', durability, brokerDurability: DURABILITY.broker, restateDurability: DURABILITY.restate },
     metrics: [
       metric(rounds, { key: 'stepsPerSecond', label: `steps/s at ${IN_FLIGHT} in flight`, unit: 'steps/s', better: 'higher', baselineLabel: restateLabel, aim: '≥ 1.0×' }),
       metric(rounds, { key: 'msPerStep', label: 'per step, one plan at a time', unit: 'ms', better: 'lower', baselineLabel: restateLabel, aim: '≤ 2×' }),
@@ -246,9 +298,11 @@ try {
     notes: [
       'Client-timed on both sides: plan-ledger from createPlan to waitFor(completed); Restate from the ingress call to its response.',
       'Executor and SDK service each run in their own node process; restate-server and the Kafka broker are separate processes on the same machine.',
+      `Durability: plan-ledger's broker: ${DURABILITY.broker}; Restate: ${DURABILITY.restate}.`,
     ],
     extra: {
       oneAtATimePhasesMedianMs: { ...phaseMedians, samples: phases.chain.length, how: 'record timestamps and the client clock; chain = first to last event of the plan (all its 10 steps); lastEventToCreateReturn is from the first event' },
+      ...(kafkaRequests ? { kafkaRequests } : {}),
       commandToFirstEvent: { p50Ms: median(firstEvent), p99Ms: quantile(firstEvent, 0.99), samples: firstEvent.length, aimP50Ms: 10, how: 'Kafka record timestamps: CreatePlan command record vs the plan’s first event record (the executor’s decide time)' },
     },
   });

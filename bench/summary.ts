@@ -12,7 +12,7 @@ export const BEGIN = '<!-- bench:begin -->';
 export const END = '<!-- bench:end -->';
 
 /** The order of the suite (bench/run.ts), which is also the order of the summary. */
-export const ORDER = ['peer', 'executor', 'latency', 'codec', 'rebuild', 'restore', 'failover', 'handover', 'memory', 'big-plan'];
+export const ORDER = ['peer', 'peer-durable', 'executor', 'latency', 'codec', 'rebuild', 'restore', 'failover', 'handover', 'memory', 'big-plan'];
 
 export function loadResults(dir = RESULTS_DIR): BenchResult[] {
   const out: BenchResult[] = [];
@@ -84,6 +84,25 @@ export function commandLine(results: readonly BenchResult[]): string {
   return [...new Set(results.map((r) => `\`${r.command}\``))].join(', ');
 }
 
+/**
+ * The peer table twice when both runs are there: as each side comes out of the box (`peer`) and with
+ * matching durability (`peer-durable`: the broker flushing every message, `--durability matched`).
+ */
+export function peerTables(results: readonly BenchResult[]): string[] {
+  const runs = ['peer', 'peer-durable'].map((n) => results.find((r) => r.name === n)).filter((r): r is BenchResult => r !== undefined);
+  if (!runs.length) return [];
+  const lines = ['The peer table, as each side comes out of the box and with matching durability:', '', '| durability | Restate steps/s | plan-ledger steps/s | ratio | Restate ms/step, one at a time | plan-ledger ms/step | ratio | measured |', '|---|---:|---:|---:|---:|---:|---:|---|'];
+  for (const r of runs) {
+    const tp = r.metrics.find((m) => m.key === 'stepsPerSecond');
+    const lat = r.metrics.find((m) => m.key === 'msPerStep');
+    if (!tp || !lat) continue;
+    const st = r.settings as { brokerDurability?: string; restateDurability?: string };
+    const what = `${r.name === 'peer-durable' ? '**matched**' : 'defaults'}: broker ${st.brokerDurability ?? 'defaults'}; ${st.restateDurability ?? 'Restate defaults'}`;
+    lines.push(`| ${what} | ${fmt(tp.baseline.median)} | ${fmt(tp.subject.median)} | **${fmt(tp.ratio)}×** | ${fmt(lat.baseline.median)} | ${fmt(lat.subject.median)} | **${fmt(lat.ratio)}×** | ${r.date.slice(0, 16).replace('T', ' ')} UTC, \`${r.command}\` |`);
+  }
+  return lines;
+}
+
 /** The block shared by summary.md and the README (imagePath relative to where the block is shown). */
 export function renderBlock(results: readonly BenchResult[], imagePath: string): string {
   const lines: string[] = [];
@@ -108,6 +127,8 @@ export function renderBlock(results: readonly BenchResult[], imagePath: string):
         lines.push(`| ${r.name} | ${x.label} (${x.better} is better) | ${value(x.subject.median, x.unit)} | ${x.baselineLabel}: ${value(x.baseline.median, x.unit)} | **${fmt(x.ratio)}×** | ${x.aim ?? ''} | ${x.subject.rounds.length} |`);
       }
     }
+    const peer = peerTables(results);
+    if (peer.length) lines.push('', ...peer);
     const extras: string[] = [];
     for (const r of results) {
       const visit = (k: string, v: unknown, depth: number) => {

@@ -2,12 +2,41 @@
 // as an application would). Config from PLAN_LEDGER_*; BENCH_CONCURRENCY tool slots. Prints one JSON line
 // `{"msg":"ready"}` once it owns and has restored its partitions (not with BENCH_STANDBY=1), `owned` lines as
 // its partitions change, and stops gracefully on SIGTERM.
+//
+// BENCH_KAFKA_REQUESTS=1 (with PLAN_LEDGER_KAFKA_DEBUG=protocol, so librdkafka logs each request it sends):
+// counts the Kafka requests this process sent, by type, and on SIGUSR2 prints them as one JSON line
+// `{"msg":"kafka-requests","requests":{"Produce":n,...},"steps":n}` (steps: item attempts completed, from
+// the executor's metrics). Nothing else is logged.
+import { Writable } from 'node:stream';
 import { startExecutor } from '../../src/index.js';
-import { silentLogger } from '../../src/logging.js';
+import { createLogger, silentLogger } from '../../src/logging.js';
 import { defineTool } from '../../src/tools.js';
 
+const requests: Record<string, number> = {};
+/** librdkafka's protocol debug line of a request it sent: `... Sent ProduceRequest (v9, 1234 bytes @ 0, CorrId 5)`. */
+const SENT = /\bSent (\w+)Request \(/;
+const counting = new Writable({
+  write(chunk: Buffer, _enc, done) {
+    for (const line of chunk.toString().split('\n')) {
+      const m = SENT.exec(line);
+      if (m) requests[m[1]!] = (requests[m[1]!] ?? 0) + 1;
+    }
+    done();
+  },
+});
+const countRequests = process.env.BENCH_KAFKA_REQUESTS === '1';
+const logger = countRequests ? createLogger({ level: 'trace' }, counting) : silentLogger();
 const noop = defineTool({ name: 'noop', run: () => ({ ok: true }) });
-const executor = await startExecutor({ tools: [noop], concurrency: Number(process.env.BENCH_CONCURRENCY ?? 20), logger: silentLogger(), ...(process.env.BENCH_EXECUTOR_ID ? { executorId: process.env.BENCH_EXECUTOR_ID } : {}) });
+const executor = await startExecutor({ tools: [noop], concurrency: Number(process.env.BENCH_CONCURRENCY ?? 20), logger, ...(process.env.BENCH_EXECUTOR_ID ? { executorId: process.env.BENCH_EXECUTOR_ID } : {}) });
+if (countRequests) {
+  process.on('SIGUSR2', () => {
+    void executor.metrics().then((text) => {
+      let steps = 0;
+      for (const m of text.matchAll(/^plan_ledger_executor_attempts_total\{[^}]*outcome="completed"[^}]*\} (\d+)$/gm)) steps += Number(m[1]);
+      console.log(JSON.stringify({ msg: 'kafka-requests', requests: { ...requests }, steps, at: Date.now() }));
+    });
+  });
+}
 console.log(JSON.stringify({ msg: 'started', at: Date.now() }));
 // Ownership as it changes (a standby owns nothing, so `started` never resolves for it).
 let owned = '';

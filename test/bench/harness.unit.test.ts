@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { median, metric, paired, quantile, type BenchResult } from '../../bench/lib/harness.js';
 import { updateReadme } from '../../bench/readme.js';
-import { BEGIN, commandLine, END, loadResults, relative, renderBlock, renderSvg, writeSummary } from '../../bench/summary.js';
+import { BEGIN, commandLine, END, loadResults, peerTables, relative, renderBlock, renderSvg, writeSummary } from '../../bench/summary.js';
 
 describe('bench harness', () => {
   it('takes medians and nearest-rank quantiles', () => {
@@ -93,6 +93,29 @@ describe('bench summary and README section', () => {
     expect(svg).toContain('peer: throughput &lt;fast&gt;');
     expect(svg.match(/<rect /g)).toHaveLength(3); // background + one bar per metric
     expect(renderSvg([])).toContain('no results');
+  });
+
+  it('shows the peer table twice, as each side comes out of the box and with matching durability, saying what each side did', () => {
+    const peerResult = (name: string, tp: [number, number], ms: [number, number], broker: string) => {
+      const rounds = [1, 2, 3, 4, 5].map((i) => ({ round: i, first: i % 2 ? ('subject' as const) : ('baseline' as const), subject: { stepsPerSecond: tp[0], msPerStep: ms[0] }, baseline: { stepsPerSecond: tp[1], msPerStep: ms[1] } }));
+      return result(name, {
+        command: `npm run bench -- peer${name === 'peer-durable' ? ' --durability matched' : ''} --quick`,
+        settings: { brokerDurability: broker, restateDurability: 'Restate fsyncs' },
+        rounds,
+        metrics: [
+          metric(rounds, { key: 'stepsPerSecond', label: 'steps/s', unit: 'steps/s', better: 'higher', baselineLabel: 'Restate' }),
+          metric(rounds, { key: 'msPerStep', label: 'per step', unit: 'ms', better: 'lower', baselineLabel: 'Restate' }),
+        ],
+      });
+    };
+    const both = [peerResult('peer-durable', [50, 100], [12, 6], 'flush per message'), result('codec'), peerResult('peer', [80, 100], [8, 6], 'no flush')];
+    const lines = peerTables(both);
+    expect(lines.filter((l) => l.startsWith('| defaults') || l.startsWith('| **matched**'))).toEqual([
+      '| defaults: broker no flush; Restate fsyncs | 100 | 80.0 | **0.80×** | 6.00 | 8.00 | **1.33×** | 2026-12-01 03:00 UTC, `npm run bench -- peer --quick` |',
+      '| **matched**: broker flush per message; Restate fsyncs | 100 | 50.0 | **0.50×** | 6.00 | 12.0 | **2.00×** | 2026-12-01 03:00 UTC, `npm run bench -- peer --durability matched --quick` |',
+    ]);
+    expect(peerTables([result('codec')])).toEqual([]);
+    expect(renderBlock(both, 'summary.svg')).toContain('The peer table, as each side comes out of the box and with matching durability:');
   });
 
   it('replaces only the marked block of the README, and refuses a README without markers', () => {
