@@ -2,7 +2,7 @@ import type { LedgerConfig } from '../config.js';
 import type { Logger } from '../logging.js';
 import { ConfluentAdmin } from './admin.js';
 import { connectionConfig, type RdConfig } from './connection.js';
-import type { FencedWriter, GroupMember, GroupMemberOptions, KafkaClient, LedgerAdmin, PartitionTail, PartitionTailOptions, ReadToEndOptions, RecordWriter } from './port.js';
+import type { FencedWriter, FencedWriterBounds, GroupMember, GroupMemberOptions, KafkaClient, LedgerAdmin, PartitionTail, PartitionTailOptions, ReadToEndOptions, RecordWriter } from './port.js';
 import { joinGroup } from './member.js';
 import { openTail, readToEnd } from './reader.js';
 import { NativeFencedWriter, NativeRecordWriter } from './writers.js';
@@ -48,8 +48,8 @@ class ConfluentKafka implements KafkaClient {
     return new NativeRecordWriter(this.rd(), this.logger, CLIENT_PROFILES[this.profile], this.config);
   }
 
-  fencedWriter(transactionalId: string, bounds?: { sendOffsetsMs?: number }): FencedWriter {
-    return new NativeFencedWriter(this.rd(), this.logger, transactionalId, this.config, bounds?.sendOffsetsMs);
+  fencedWriter(transactionalId: string, bounds?: FencedWriterBounds): FencedWriter {
+    return new NativeFencedWriter(this.rd(), this.logger, transactionalId, this.config, bounds);
   }
 
   private readerAdmin(): Promise<ConfluentAdmin> {

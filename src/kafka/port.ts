@@ -60,6 +60,22 @@ export interface RecordWriter {
   disconnect(): Promise<void>;
 }
 
+/**
+ * How long a {@link FencedWriter}'s calls may take before the writer is given up (its owner replaces it
+ * with a fresh one, which fences it). Tests use less.
+ */
+export interface FencedWriterBounds {
+  /** A transaction's offset commit (default 20 s). */
+  readonly sendOffsetsMs?: number;
+  /**
+   * The first bound of a fence (`connect`) and of a commit (default 15 s each). It doubles with each
+   * consecutive miss of the same transactional id, up to 60 s, so a cluster that is only slow gets the
+   * time it needs.
+   */
+  readonly fenceMs?: number;
+  readonly commitMs?: number;
+}
+
 /** One open transaction of a {@link FencedWriter}. */
 export interface FencedTransaction {
   /** Writes records in the transaction; resolves once they are acknowledged (visible only after commit). */
@@ -238,11 +254,8 @@ export interface KafkaClient {
   admin(): LedgerAdmin;
   /** An idempotent producer (acks=all). */
   writer(): RecordWriter;
-  /**
-   * A transactional producer; see {@link FencedWriter.connect}. `bounds.sendOffsetsMs` overrides how long
-   * a transaction's offset commit may take before the writer is given up (default 20 s; tests use less).
-   */
-  fencedWriter(transactionalId: string, bounds?: { sendOffsetsMs?: number }): FencedWriter;
+  /** A transactional producer; see {@link FencedWriter.connect} and, for its calls' bounds, {@link FencedWriterBounds}. */
+  fencedWriter(transactionalId: string, bounds?: FencedWriterBounds): FencedWriter;
   /**
    * Reads partitions from a start offset up to their end offset as it was when the read began (`read_committed`:
    * the last stable offset), and stops; returns the next offset of every partition read.

@@ -1,10 +1,10 @@
 import type { LedgerConfig } from '../config.js';
 import { isLedgerError, LedgerError } from '../errors.js';
 import type { Logger } from '../logging.js';
-import { connectWatched, routeLogs, withBrokerCode, type HandleErrors, type RdConfig } from './connection.js';
+import { connectWatched, isFencingError, isRetriableKafkaError, routeLogs, withBrokerCode, type HandleErrors, type RdConfig } from './connection.js';
 import { nativeConsumerOf } from './member.js';
 import { confluent } from './native.js';
-import type { Delivered, FencedTransaction, FencedWriter, GroupMember, OutRecord, RecordWriter } from './port.js';
+import type { Delivered, FencedTransaction, FencedWriter, FencedWriterBounds, GroupMember, OutRecord, RecordWriter } from './port.js';
 
 type NativeProducer = InstanceType<ReturnType<typeof confluent>['Producer']>;
 
@@ -186,8 +186,20 @@ export class NativeRecordWriter extends NativeWriter implements RecordWriter {
   }
 }
 
-/** How long initialising, committing or aborting a transaction may take through a broker outage. */
+/** How long a transaction may stay open on the broker, and its records wait for a leader, through a broker outage. */
 const TRANSACTION_CALL_TIMEOUT_MS = 60_000;
+/**
+ * The first bound of a fence (`initTransactions`) and a commit. Both wait on the transaction coordinator,
+ * which a killed broker's partitions hand to a survivor within a leader election (a few seconds past the
+ * broker session timeout, 9 s by default). A call that waits longer is usually waiting on librdkafka's own
+ * coordinator lookup, which leaves some errors to a later broker state change (librdkafka issues 5456 and
+ * 5511): in a chaos run, fences and commits on a handle waited until the killed broker came back, up to
+ * 60 s, while the two brokers left served. A fresh handle looks the coordinator up from the live brokers:
+ * so a call past this bound gives the writer up and its owner replaces it. Each consecutive miss of the
+ * same transactional id doubles the next writer's bound, up to {@link TRANSACTION_CALL_TIMEOUT_MS}, so a
+ * cluster that is only slow still gets the time it needs.
+ */
+const FIRST_CALL_BOUND_MS = 15_000;
 /**
  * How long a transaction's offset commit may take. librdkafka 2.15 does not time this call out itself
  * (librdkafka issues 5456 and 5511): when its lookup of the group's coordinator meets an error it leaves
@@ -196,7 +208,15 @@ const TRANSACTION_CALL_TIMEOUT_MS = 60_000;
  */
 const SEND_OFFSETS_TIMEOUT_MS = 20_000;
 /** Past librdkafka's own timeout, the margin after which a transaction call that has not answered is given up. */
-const CALL_MARGIN_MS = 10_000;
+const CALL_MARGIN_MS = 5_000;
+
+/** Consecutive fences or commits given up, per transactional id (forgotten on the id's next success). */
+const misses = new Map<string, number>();
+
+/** The bound of the next fence or commit of `transactionalId`: `first`, doubled per consecutive miss, capped. */
+export function transactionCallBound(transactionalId: string, first = FIRST_CALL_BOUND_MS): number {
+  return Math.min(Math.max(first, TRANSACTION_CALL_TIMEOUT_MS), first * 2 ** (misses.get(transactionalId) ?? 0));
+}
 
 /** Handles left open because a transaction call on them never ended; see {@link NativeFencedWriter.disconnect}. */
 const abandoned = new Set<{ close(): Promise<void> }>();
@@ -221,30 +241,49 @@ export function isWriterGivenUp(e: unknown): boolean {
  *
  * Every transaction call is bounded here, whatever librdkafka does with its own timeout: one that has not
  * answered by then fails with a TIMEOUT {@link LedgerError} ({@link isWriterGivenUp}) and the writer is
- * given up: every later call fails the same way at once. Its transaction is left open; the next writer of
- * the id (created by the owner, which alone knows whether it still owns the id) fences and aborts it.
+ * given up: every later call fails the same way at once. A fence or a commit that librdkafka itself timed
+ * out (a retriable error) gives the writer up the same way, so the owner retries on a fresh handle rather
+ * than on one whose coordinator lookup is stuck. Its transaction is left open; the next writer of the id
+ * (created by the owner, which alone knows whether it still owns the id) fences it: the broker completes
+ * a commit the coordinator had already taken, and aborts anything else.
  */
 export class NativeFencedWriter extends NativeWriter implements FencedWriter {
   private givenUp: LedgerError | undefined;
   /** Settles when each native transaction call in flight ends (answered or failed), given up or not. */
   private readonly inFlight = new Set<Promise<void>>();
+  private readonly sendOffsetsMs: number;
+  private readonly fenceMs: number | undefined;
+  private readonly commitMs: number | undefined;
 
-  constructor(
-    rd: RdConfig,
-    logger: Logger,
-    readonly transactionalId: string,
-    config: LedgerConfig,
-    private readonly sendOffsetsMs = SEND_OFFSETS_TIMEOUT_MS,
-  ) {
+  constructor(rd: RdConfig, logger: Logger, readonly transactionalId: string, config: LedgerConfig, bounds: FencedWriterBounds = {}) {
     super(rd, logger, config);
+    this.sendOffsetsMs = bounds.sendOffsetsMs ?? SEND_OFFSETS_TIMEOUT_MS;
+    this.fenceMs = bounds.fenceMs;
+    this.commitMs = bounds.commitMs;
   }
 
   protected override describe(): object {
     return { transactionalId: this.transactionalId };
   }
 
-  /** `call`, watched and bounded by `ms`: past it the writer is given up. */
-  private step<T>(what: string, ms: number, call: Promise<T>): Promise<T> {
+  private giveUp(what: string, ms: number, cause?: unknown): LedgerError {
+    if (this.givenUp) return this.givenUp;
+    if (what === 'initTransactions' || what === 'commitTransaction') misses.set(this.transactionalId, (misses.get(this.transactionalId) ?? 0) + 1);
+    this.givenUp = new LedgerError(
+      'TIMEOUT',
+      `${what} of transactional id ${this.transactionalId} did not answer in ${ms} ms; the writer is given up, a new writer of the id must replace it`,
+      { reason: WRITER_GIVEN_UP, transactionalId: this.transactionalId, call: what },
+      ...(cause !== undefined ? [{ cause }] : []),
+    );
+    this.logger.error({ transactionalId: this.transactionalId, call: what, timeoutMs: ms, err: cause }, 'transactional writer given up: a Kafka call did not answer');
+    return this.givenUp;
+  }
+
+  /**
+   * `call`, watched and bounded by `ms`: past it the writer is given up. With `retriesOnFreshHandle`, a
+   * retriable error of the call (librdkafka's own timeout) gives it up too.
+   */
+  private step<T>(what: string, ms: number, call: Promise<T>, retriesOnFreshHandle = false): Promise<T> {
     if (this.givenUp) return Promise.reject(this.givenUp);
     const settled = call.then(
       () => {},
@@ -253,23 +292,16 @@ export class NativeFencedWriter extends NativeWriter implements FencedWriter {
     this.inFlight.add(settled);
     void settled.then(() => this.inFlight.delete(settled));
     return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.givenUp ??= new LedgerError(
-          'TIMEOUT',
-          `${what} of transactional id ${this.transactionalId} did not answer in ${ms} ms; the writer is given up, a new writer of the id must replace it`,
-          { reason: WRITER_GIVEN_UP, transactionalId: this.transactionalId, call: what },
-        );
-        this.logger.error({ transactionalId: this.transactionalId, call: what, timeoutMs: ms }, 'transactional writer given up: a Kafka call did not answer');
-        reject(this.givenUp);
-      }, ms);
+      const timer = setTimeout(() => reject(this.giveUp(what, ms)), ms);
       watched(this.logger, what, { transactionalId: this.transactionalId }, call).then(
         (v) => {
           clearTimeout(timer);
+          if (retriesOnFreshHandle) misses.delete(this.transactionalId);
           resolve(v);
         },
         (e: unknown) => {
           clearTimeout(timer);
-          reject(e);
+          reject(retriesOnFreshHandle && isRetriableKafkaError(e) && !isFencingError(e) ? this.giveUp(what, ms, e) : e);
         },
       );
     });
@@ -281,8 +313,9 @@ export class NativeFencedWriter extends NativeWriter implements FencedWriter {
       'transaction.timeout.ms': TRANSACTION_CALL_TIMEOUT_MS,
       'message.timeout.ms': TRANSACTION_CALL_TIMEOUT_MS - 5_000,
     });
+    const bound = transactionCallBound(this.transactionalId, this.fenceMs);
     try {
-      await this.step('initTransactions', TRANSACTION_CALL_TIMEOUT_MS + CALL_MARGIN_MS, promised((cb) => p.initTransactions(TRANSACTION_CALL_TIMEOUT_MS, cb as never)));
+      await this.step('initTransactions', bound + CALL_MARGIN_MS, promised((cb) => p.initTransactions(bound, cb as never)), true);
     } catch (e) {
       await this.disconnect();
       throw e;
@@ -307,10 +340,14 @@ export class NativeFencedWriter extends NativeWriter implements FencedWriter {
           ),
         ),
       );
+    const commit = () => {
+      const bound = transactionCallBound(this.transactionalId, this.commitMs);
+      return this.step('commitTransaction', bound + CALL_MARGIN_MS, promised((cb) => p.commitTransaction(bound, cb as never)), true);
+    };
     return {
       send: (topic, records) => (this.givenUp ? Promise.reject(this.givenUp) : this.produce(topic, records)),
       sendOffsets: offsets,
-      commit: () => this.step('commitTransaction', TRANSACTION_CALL_TIMEOUT_MS + CALL_MARGIN_MS, promised((cb) => p.commitTransaction(TRANSACTION_CALL_TIMEOUT_MS, cb as never))),
+      commit,
       // A given-up writer's transaction is aborted by the writer that fences it; a call now would only conflict with the one still waiting.
       abort: () => (this.givenUp ? Promise.resolve() : this.step('abortTransaction', TRANSACTION_CALL_TIMEOUT_MS + CALL_MARGIN_MS, promised((cb) => p.abortTransaction(TRANSACTION_CALL_TIMEOUT_MS, cb as never)))),
     };

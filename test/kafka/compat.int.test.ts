@@ -197,6 +197,45 @@ describe('the Kafka port against the real broker', () => {
     expect((await readAll(kafka, output)).records.map((r) => r.value?.toString())).toEqual(['kept']);
   });
 
+  // A fence or a commit that librdkafka itself times out (its coordinator lookup can wait for a killed
+  // broker to come back) gives the writer up too, so its owner retries on a fresh handle. A commit the
+  // coordinator had already taken is completed when the next writer fences the id, anything else aborted:
+  // the log holds each record at most once.
+  it('gives up a writer whose fence or commit times out; the next writer of the id fences it', async () => {
+    const kafka = testKafka();
+    const { topic } = await newTopic(kafka);
+    const id = randomPrefix('fence-bound');
+    // 1 ms: no InitProducerId answers that fast. An EndTxn on this machine can (1-2 ms), so the commit's
+    // bound is 0: librdkafka times it out at once and goes on with it in the background.
+    const slowFence = closeAfter(kafka.fencedWriter(id, { fenceMs: 1 }));
+    const fenceErr = await failure(slowFence.connect());
+    expect(isWriterGivenUp(fenceErr)).toBe(true);
+    expect(fenceErr).toMatchObject({ code: 'TIMEOUT', details: { transactionalId: id, call: 'initTransactions' } });
+
+    const slowCommit = closeAfter(kafka.fencedWriter(id, { commitMs: 0 }));
+    await slowCommit.connect();
+    const tx = await slowCommit.transaction();
+    await tx.send(topic, [{ value: 'maybe', partition: 0 }]);
+    const commitErr = await failure(tx.commit());
+    expect(isWriterGivenUp(commitErr)).toBe(true);
+    expect(commitErr).toMatchObject({ code: 'TIMEOUT', details: { transactionalId: id, call: 'commitTransaction' } });
+    await tx.abort(); // resolves: the fencing writer settles it
+    expect(await failure(slowCommit.transaction())).toBe(commitErr);
+    await slowCommit.disconnect();
+    await waitFor(() => abandonedWriters() === 0, { message: 'no handle is left open', timeoutMs: 30_000 });
+
+    const next = closeAfter(kafka.fencedWriter(id));
+    await next.connect();
+    const t2 = await next.transaction();
+    await t2.send(topic, [{ value: 'kept', partition: 0 }]);
+    await t2.commit();
+    await waitFor(async () => (await readAll(kafka, topic)).records.some((r) => r.value?.toString() === 'kept'), { message: 'the committed record is stable' });
+    const values = (await readAll(kafka, topic)).records.map((r) => r.value?.toString());
+    expect(values.filter((v) => v === 'kept')).toEqual(['kept']);
+    expect(values.filter((v) => v === 'maybe').length).toBeLessThanOrEqual(1);
+    expect(values.length).toBe(values.filter((v) => v === 'kept' || v === 'maybe').length);
+  });
+
   it('commits output and input offsets in one transaction; an aborted one is invisible', async () => {
     const kafka = testKafka();
     const { admin, topic: input } = await newTopic(kafka);
