@@ -2,6 +2,8 @@
 // skew estimate behind plan_ledger_clock_skew_ms.
 import { describe, expect, it } from 'vitest';
 import { FirstSeenMemo, offsetClock, SKEW_WARN_MS, SkewEstimate } from '../../executor/clock.js';
+import { isLedgerError } from '../../src/errors.js';
+import { CLOCK_OFFSET_MAX_MS, setting } from '../../src/settings.js';
 
 describe('offsetClock', () => {
   it('shifts every read by the offset', () => {
@@ -11,6 +13,24 @@ describe('offsetClock', () => {
     t = 2_000;
     expect(c.now()).toBe(2_000 - 300_000);
     expect(offsetClock(0, () => t).now()).toBe(2_000);
+  });
+});
+
+describe('PLAN_LEDGER_CLOCK_OFFSET_MS', () => {
+  it('is 0 by default, an integer within ±30 min, and a bad value fails naming the variable', () => {
+    expect(setting('PLAN_LEDGER_CLOCK_OFFSET_MS', {})).toBe(0);
+    expect(setting('PLAN_LEDGER_CLOCK_OFFSET_MS', { PLAN_LEDGER_CLOCK_OFFSET_MS: '-300000' })).toBe(-300_000);
+    expect(setting('PLAN_LEDGER_CLOCK_OFFSET_MS', { PLAN_LEDGER_CLOCK_OFFSET_MS: String(CLOCK_OFFSET_MAX_MS) })).toBe(1_800_000);
+    for (const bad of ['1800001', '-1800001', '5m', '1.5']) {
+      let err: unknown;
+      try {
+        setting('PLAN_LEDGER_CLOCK_OFFSET_MS', { PLAN_LEDGER_CLOCK_OFFSET_MS: bad });
+      } catch (e) {
+        err = e;
+      }
+      expect(isLedgerError(err)).toBe(true);
+      expect(String((err as Error).message)).toContain('PLAN_LEDGER_CLOCK_OFFSET_MS');
+    }
   });
 });
 
