@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { LedgerError } from '../errors.js';
 
 /**
  * A local KRaft cluster: every node runs broker+controller (combined mode). One node is the default;
@@ -12,6 +13,37 @@ export interface KafkaClusterSpec {
   readonly security: KafkaSecurity;
   /** Extra broker properties (tests tune the log cleaner here). */
   readonly overrides: Readonly<Record<string, string>>;
+  /** Further plaintext client listeners on every node (see {@link ExtraListener}). */
+  readonly extraListeners?: readonly ExtraListener[];
+}
+
+/**
+ * A further client listener on every node, advertised at another port: a client that bootstraps through
+ * it is handed only the advertised addresses, so a TCP proxy listening there carries all its traffic (the
+ * chaos run partitions an executor from the brokers so). Node i (0-based) listens on `ports[i]` and is
+ * advertised as `advertisedPorts[i]`; the inter-broker and controller listeners stay as they are.
+ * Plaintext stacks only.
+ */
+export interface ExtraListener {
+  /** Upper-case listener name, e.g. `CHAOS0` (not CLIENT or CONTROLLER). */
+  readonly name: string;
+  readonly ports: readonly number[];
+  readonly advertisedPorts: readonly number[];
+}
+
+/** Throws when an extra listener cannot be rendered for this cluster (name, port count, security). */
+export function checkExtraListeners(spec: Pick<KafkaClusterSpec, 'nodes' | 'security' | 'extraListeners'>): void {
+  const names = new Set<string>();
+  for (const l of spec.extraListeners ?? []) {
+    if (!/^[A-Z][A-Z0-9_]*$/.test(l.name) || l.name === 'CLIENT' || l.name === 'CONTROLLER' || names.has(l.name)) {
+      throw new LedgerError('VALIDATION', `extra listener name ${JSON.stringify(l.name)} must be upper-case, unique, and neither CLIENT nor CONTROLLER`, { field: 'extraListeners' });
+    }
+    names.add(l.name);
+    if (l.ports.length !== spec.nodes.length || l.advertisedPorts.length !== spec.nodes.length) {
+      throw new LedgerError('VALIDATION', `extra listener ${l.name} needs one port and one advertised port per node (${spec.nodes.length})`, { field: 'extraListeners' });
+    }
+    if (spec.security.kind !== 'plaintext') throw new LedgerError('VALIDATION', `extra listener ${l.name}: only a plaintext stack takes extra listeners`, { field: 'extraListeners' });
+  }
 }
 
 export interface KafkaNodeSpec {
@@ -70,13 +102,16 @@ export function renderServerProperties(spec: KafkaClusterSpec, node: KafkaNodeSp
   const isr = Math.max(1, rf - 1);
   const protocol = spec.security.kind === 'plaintext' ? 'PLAINTEXT' : 'SASL_PLAINTEXT';
   const clientProtocol = spec.security.kind === 'sasl_scram' && spec.security.tls ? 'SASL_SSL' : protocol;
+  checkExtraListeners(spec);
+  const index = spec.nodes.findIndex((n) => n.nodeId === node.nodeId);
+  const extra = spec.extraListeners ?? [];
   const props: Record<string, string> = {
     'process.roles': 'broker,controller',
     'node.id': String(node.nodeId),
     'controller.quorum.voters': spec.nodes.map((n) => `${n.nodeId}@${spec.host}:${n.controllerPort}`).join(','),
-    listeners: `CLIENT://${spec.host}:${node.port},CONTROLLER://${spec.host}:${node.controllerPort}`,
-    'advertised.listeners': `CLIENT://${spec.host}:${node.port}`,
-    'listener.security.protocol.map': `CLIENT:${clientProtocol},CONTROLLER:${protocol}`,
+    listeners: [`CLIENT://${spec.host}:${node.port}`, `CONTROLLER://${spec.host}:${node.controllerPort}`, ...extra.map((l) => `${l.name}://${spec.host}:${l.ports[index]}`)].join(','),
+    'advertised.listeners': [`CLIENT://${spec.host}:${node.port}`, ...extra.map((l) => `${l.name}://${spec.host}:${l.advertisedPorts[index]}`)].join(','),
+    'listener.security.protocol.map': [`CLIENT:${clientProtocol}`, `CONTROLLER:${protocol}`, ...extra.map((l) => `${l.name}:PLAINTEXT`)].join(','),
     'controller.listener.names': 'CONTROLLER',
     'inter.broker.listener.name': 'CLIENT',
     'log.dirs': `${node.dir}/data`,

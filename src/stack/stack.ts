@@ -14,7 +14,9 @@ import {
   formatArgs,
   log4j2Properties,
   newClusterId,
+  checkExtraListeners,
   renderServerProperties,
+  type ExtraListener,
   type KafkaClusterSpec,
   type KafkaNodeSpec,
 } from './kafka.js';
@@ -48,6 +50,11 @@ export interface StackOptions {
   readonly tls?: boolean;
   /** Broker settings written into every node's server.properties over the local defaults (e.g. `broker.session.timeout.ms`). */
   readonly brokerSettings?: Readonly<Record<string, string>>;
+  /**
+   * Further plaintext client listeners on every node, each advertised at another port (a proxy's: see
+   * {@link ExtraListener}). Written into the nodes' configs, so a restarted node keeps them.
+   */
+  readonly extraListeners?: readonly ExtraListener[];
   readonly log?: (line: string) => void;
 }
 
@@ -310,7 +317,10 @@ export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
         }
       : { kind: 'plaintext' },
     overrides: opts.brokerSettings ?? {},
+    ...(opts.extraListeners?.length ? { extraListeners: opts.extraListeners } : {}),
   };
+  checkExtraListeners(spec);
+  for (const l of spec.extraListeners ?? []) for (const port of l.ports) await assertPortFree(o.host, port, `Kafka listener ${l.name}`, 'extraListeners');
   const auth = adminAuth(security);
   const brokers = brokerList(spec);
   const rf = Math.min(3, count);

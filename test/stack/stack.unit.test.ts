@@ -38,6 +38,33 @@ describe('local stack configuration', () => {
     expect(spec.clusterId).toMatch(/^[A-Za-z0-9_-]{22}$/);
   });
 
+  it('renders extra plaintext listeners, each node advertised at its own other port (a proxy in front)', () => {
+    const spec: KafkaClusterSpec = {
+      clusterId: newClusterId(),
+      host: '127.0.0.1',
+      nodes: [1, 2, 3].map((n) => ({ nodeId: n, port: 19090 + n * 2, controllerPort: 19091 + n * 2, dir: `/tmp/n${n}` })),
+      security: { kind: 'plaintext' },
+      overrides: {},
+      extraListeners: [
+        { name: 'CHAOS0', ports: [21000, 21001, 21002], advertisedPorts: [21006, 21007, 21008] },
+        { name: 'CHAOS1', ports: [21003, 21004, 21005], advertisedPorts: [21009, 21010, 21011] },
+      ],
+    };
+    const p3 = props(renderServerProperties(spec, spec.nodes[2]!));
+    expect(p3['listeners']).toBe('CLIENT://127.0.0.1:19096,CONTROLLER://127.0.0.1:19097,CHAOS0://127.0.0.1:21002,CHAOS1://127.0.0.1:21005');
+    expect(p3['advertised.listeners']).toBe('CLIENT://127.0.0.1:19096,CHAOS0://127.0.0.1:21008,CHAOS1://127.0.0.1:21011');
+    expect(p3['listener.security.protocol.map']).toBe('CLIENT:PLAINTEXT,CONTROLLER:PLAINTEXT,CHAOS0:PLAINTEXT,CHAOS1:PLAINTEXT');
+    // Brokers and controllers keep talking on their own listeners.
+    expect(p3['inter.broker.listener.name']).toBe('CLIENT');
+    expect(p3['controller.listener.names']).toBe('CONTROLLER');
+    const bad = (extraListeners: KafkaClusterSpec['extraListeners'], security: KafkaClusterSpec['security'] = { kind: 'plaintext' }) => () =>
+      renderServerProperties({ ...spec, security, extraListeners }, spec.nodes[0]!);
+    expect(bad([{ name: 'CLIENT', ports: [1, 2, 3], advertisedPorts: [4, 5, 6] }])).toThrow(/neither CLIENT nor CONTROLLER/);
+    expect(bad([{ name: 'chaos', ports: [1, 2, 3], advertisedPorts: [4, 5, 6] }])).toThrow(/upper-case/);
+    expect(bad([{ name: 'CHAOS0', ports: [1, 2], advertisedPorts: [4, 5, 6] }])).toThrow(/one port and one advertised port per node \(3\)/);
+    expect(bad([{ name: 'CHAOS0', ports: [1, 2, 3], advertisedPorts: [4, 5, 6] }], { kind: 'sasl_scram', mechanism: 'SCRAM-SHA-512', users: [{ name: 'admin', password: 'x' }], secretsDir: '/tmp/s' })).toThrow(/only a plaintext stack/);
+  });
+
   it('renders a 3-node cluster with SASL/SCRAM from the same spec', () => {
     const spec: KafkaClusterSpec = {
       clusterId: newClusterId(),
