@@ -9,9 +9,12 @@ import type { PlanIndex } from './plan-index.js';
 
 /**
  * How far before a plan's `createdAt` its first event may sit by record timestamp. The owner writes each
- * event record with `timestamp = occurredAt` (the same clock as `createdAt`), so no margin is needed in
- * principle; this one covers a broker that stamps records itself (`LogAppendTime`, later, so still safe)
- * or a future writer with a skewed clock.
+ * event record with `timestamp = occurredAt`, and `createdAt` is the first event's occurredAt, so the
+ * lookup asks for a time the record it looks for carries itself: Kafka answers the first offset stamped at
+ * or after it, so the plan's first event is never skipped, however far ahead or behind the clocks of the
+ * owners that wrote its later events are (docs/concepts/item-protocol.md#clocks). No margin is needed in
+ * principle; this one covers a broker that stamps records itself (`LogAppendTime`) with a clock up to a
+ * minute behind the owner's.
  */
 export const PLAN_START_MARGIN_MS = 60_000;
 

@@ -66,7 +66,9 @@ export interface RecordEvidence {
 }
 
 /**
- * A waiting item's deadline passed (the executor's timer, on whichever executor owns the plan now).
+ * A waiting item's deadline passed (the executor's timer, on whichever executor owns the plan now): the
+ * recorded deadline, or first seen + the wait's timeout when that is sooner on an owner whose clock is
+ * behind the one that started the wait (see `waitDueAt`).
  * Decides `ResultCommitted` with outcome `failed_retryable` and error code `WAIT_TIMEOUT`; `SettleItem`
  * then applies the item's retry policy as for any failure.
  */

@@ -41,8 +41,9 @@ export interface AttemptState {
   /** Set when the attempt was delegated to a child plan. */
   childPlanId: string | null;
   /**
-   * Set for an attempt of a wait item (WaitStarted): the signal it waits for and its deadline (epoch ms,
-   * null = none); once signalled, the signal's id and who sent it. Absent for tool attempts.
+   * Set for an attempt of a wait item (WaitStarted): the signal it waits for and its deadline (epoch ms on
+   * the clock of the owner that started it, null = none; see `waitDueAt`); once signalled, the signal's id
+   * and who sent it. Absent for tool attempts.
    */
   wait?: WaitState;
 }
@@ -61,7 +62,11 @@ export interface ItemState extends ItemSpec {
   /** The item whose tool returned this item as a follow-up. */
   followUpOf: string | null;
   attempts: AttemptState[];
-  /** A pending item may not start before this time (set by a scheduled retry). */
+  /**
+   * A pending item may not start before this time (set by a scheduled retry), on the clock of the owner
+   * that scheduled it; another owner may start it at first seen + its backoff when that is sooner (see
+   * `retryDueAt`), so a clock behind is not held back by the difference.
+   */
   retryAt: number | null;
   /** Attempts made before the last manual retry; the retry budget counts attempts after it. */
   attemptBase: number;
