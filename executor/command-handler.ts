@@ -1,5 +1,5 @@
 import { isLedgerError } from '../src/errors.js';
-import { eventKey, isWriterGivenUp, partitionFor, type LogRecord } from '../src/kafka/index.js';
+import { eventKey, isFencingError, isRetriableKafkaError, isWriterGivenUp, kafkaErrorName, partitionFor, type LogRecord } from '../src/kafka/index.js';
 import type { Logger } from '../src/logging.js';
 import { decide, rejectionEvent, type PlanCommand } from '../src/plan/index.js';
 import type { OwnerDeps } from './context.js';
@@ -69,7 +69,7 @@ export class CommandHandler {
         try {
           await req;
         } catch (e) {
-          throw isLedgerError(e, 'FENCED') || isLedgerError(e, 'UNAVAILABLE') || isWriterGivenUp(e) ? e : new CommandStepError(m.offset, e);
+          throw isKafkaTrouble(e) ? e : new CommandStepError(m.offset, e);
         }
       } else {
         reqs.push(req);
@@ -183,4 +183,18 @@ export class CommandHandler {
     const dlq = deadLetterMessage(m, { topic: this.topics.commands, partition: this.partition }, { code: String(err.code ?? 'SCHEMA'), reason, message: String(err.message ?? e) });
     return this.writer.appender.append({ events: [], extra: [{ topic: this.topics.dlq, messages: [dlq] }], commitOffset });
   }
+}
+
+/** A retriable error of the Kafka client itself (it carries librdkafka's code): a produce that timed out through an outage, a leader moving. */
+export function isKafkaOutage(e: unknown): boolean {
+  return kafkaErrorName(e) !== undefined && !isFencingError(e) && isRetriableKafkaError(e);
+}
+
+/**
+ * A failure of Kafka, not of the command: fenced, the registry or the cluster unavailable, a writer given
+ * up, or {@link isKafkaOutage}. Never counted against a command, so an outage of any length dead-letters
+ * nothing.
+ */
+export function isKafkaTrouble(e: unknown): boolean {
+  return isLedgerError(e, 'FENCED') || isLedgerError(e, 'UNAVAILABLE') || isWriterGivenUp(e) || isFencingError(e) || isKafkaOutage(e);
 }

@@ -22,6 +22,7 @@ import { createExecutorMetrics, type ExecutorMetrics } from './metrics.js';
 import { readPlanFromEvents } from './plan-reload.js';
 import type { OwnerLimits } from './context.js';
 import { CommandStepError, PartitionOwner, type BatchGuard } from './partition-owner.js';
+import { isKafkaOutage } from './command-handler.js';
 import { restoreOwnedPartition } from './restore.js';
 import { Slots } from './slots.js';
 
@@ -413,10 +414,11 @@ class Executor {
       if (this.owners.get(partition) !== owner) {
         // Revoked or lost meanwhile (an offset commit of a member that lost the partition fails): not the batch's fault.
         this.logger.info({ err: e, partition }, 'command batch ended with its partition gone; the next owner reads it again');
-      } else if (isWriterGivenUp(e)) {
-        // Kafka, not the commands: a writer call that never answered. A new owner (new writers, fencing the
-        // old) takes the same commands again; nothing is counted against them.
-        this.logger.warn({ err: e, partition }, 'a transactional writer was given up; resetting the partition');
+      } else if (isWriterGivenUp(e) || isKafkaOutage(e)) {
+        // Kafka, not the commands: a writer call that never answered, a produce that timed out through an
+        // outage. A new owner (new writers, fencing the old) takes the same commands again; nothing is
+        // counted against them.
+        this.logger.warn({ err: e, partition }, 'a Kafka call failed (a writer given up, or a retriable error); resetting the partition');
         void this.reset(partition, owner);
       } else if (isLedgerError(e, 'UNAVAILABLE')) {
         this.logger.warn({ err: e, partition }, 'registry unavailable; the batch will be retried');

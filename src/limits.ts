@@ -143,7 +143,7 @@ export const LIMITS: readonly Limit[] = Object.freeze([
     default: `${timesText(v.maxCommandFailures)} in a row`,
     setBy: NONE,
     pastIt:
-      "after the first failure the partition's commands go one per transaction, so the failing one is known; after three, it goes to the DLQ (`reason=repeated_failure`, with the last error) and the partition moves on",
+      "after the first failure the partition's commands go one per transaction, so the failing one is known; after three, it goes to the DLQ (`reason=repeated_failure`, with the last error) and the partition moves on. A failure of Kafka (an outage, a fence, a writer given up, the registry down) is never counted: an outage of any length dead-letters nothing",
   },
   {
     limit: 'partition resets',

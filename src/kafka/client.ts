@@ -8,7 +8,7 @@ import { openTail, readToEnd } from './reader.js';
 import { NativeFencedWriter, NativeRecordWriter } from './writers.js';
 
 // Kafka's errors, read in connection.ts (a leaf the handles share), for the port's callers (index.ts).
-export { authenticationFailure, isFencingError, isRetriableKafkaError, kafkaErrorName, kafkaFailure } from './connection.js';
+export { authenticationFailure, isFencingError, isRetriableKafkaError, kafkaErrorCode, kafkaErrorName, kafkaFailure } from './connection.js';
 
 /**
  * How long a client keeps trying through a broker outage. Services (executor, projector) ride out an

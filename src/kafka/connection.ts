@@ -163,6 +163,12 @@ export function kafkaErrorName(e: unknown): string | undefined {
   return codeNames.get(code);
 }
 
+/** The code librdkafka gives the error named `name` (e.g. `_MSG_TIMED_OUT`, `NOT_LEADER_FOR_PARTITION`): the inverse of {@link kafkaErrorName}. */
+export function kafkaErrorCode(name: string): number | undefined {
+  const code = (confluent().CODES.ERRORS as Record<string, number>)[`ERR_${name}`];
+  return typeof code === 'number' ? code : undefined;
+}
+
 /**
  * The one-line error of a refused SASL login: the mechanism, the user and the brokers, never the
  * password. Undefined when `e` is not an authentication failure.
