@@ -20,6 +20,7 @@ process.env.UV_THREADPOOL_SIZE ??= '64';
 
 const SCRIPTS: Record<string, { script: string; args?: string[] }> = {
   peer: { script: 'peer.ts' },
+  'peer-durable': { script: 'peer.ts', args: ['--durability', 'matched'] },
   executor: { script: 'executor.ts' },
   latency: { script: 'latency.ts' },
   codec: { script: 'codec.ts' },
