@@ -5,7 +5,7 @@
 //
 // Self time (the time a function was on top of the stack, not its callees') summed by group: the librdkafka
 // binding, avsc, the registry client, pino, our executor, our plan fold/decide, our Kafka port, the rest of
-// our code, node internals, the tsx loader, other dependencies, and V8's own entries: native code outside
+// our code, node internals, module loading (start-up), the tsx loader, other dependencies, and V8's own entries: native code outside
 // JS ("(program)": librdkafka's threads do not count, only the main thread's time in C++), the garbage
 // collector, idle. Then the functions with the most self time. Percentages are of all sampled time and of
 // busy time (all but idle).
@@ -37,6 +37,7 @@ export const GROUPS = [
   'ledger (other)',
   'bench harness',
   'node internals',
+  'module loading',
   'tsx loader',
   'other dependencies',
   'native, outside JS',
@@ -61,6 +62,8 @@ export function groupOf(frame: { functionName: string; url: string }): Group {
     if (/\/node_modules\/(tsx|esbuild|get-tsconfig)\//.test(u)) return 'tsx loader';
     return 'other dependencies';
   }
+  // Loading and compiling modules (node's loaders, through tsx's hooks): start-up, not the steady state.
+  if (u.startsWith('node:internal/modules/')) return 'module loading';
   if (u.startsWith('node:') || (u === '' && fn !== '(root)')) return 'node internals';
   if (/\/executor\/[^/]+\.[cm]?[jt]s$/.test(u)) return 'executor';
   if (u.includes('/src/plan/')) return 'plan fold/decide';
