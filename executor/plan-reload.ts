@@ -3,7 +3,14 @@ import { topicNames, type LedgerConfig } from '../src/config.js';
 import { readPlanRecords, type KafkaClient, type LedgerAdmin } from '../src/kafka/index.js';
 import { evolveAll, type PlanEvent, type PlanState } from '../src/plan/index.js';
 
-/** How far before a plan's first event time the read starts (a broker that stamps records itself, a skewed clock). */
+/**
+ * How far before a plan's first event time the read starts. The time is the first event record's own
+ * timestamp (its occurredAt), and Kafka answers the first offset stamped at or after the time asked, so
+ * that record is found whatever the clocks of later writers (docs/concepts/item-protocol.md#clocks); the
+ * margin covers a topic whose broker stamps records itself (LogAppendTime) with a clock a little behind the
+ * owner's. Past it, the read finds the plan's events without their start and reads again from the
+ * partition's start.
+ */
 const START_MARGIN_MS = 60_000;
 
 /**
@@ -32,13 +39,11 @@ export async function readPlanFromEvents(opts: {
       from = low !== undefined && BigInt(low) > BigInt(at) ? low : at;
     }
   }
-  const records = await readPlanRecords({
-    kafka: opts.kafka,
-    topic,
-    partition: opts.partition,
-    planId: opts.planId,
-    ...(from !== undefined ? { from } : {}),
-  });
+  const read = (start: string | undefined) =>
+    readPlanRecords({ kafka: opts.kafka, topic, partition: opts.partition, planId: opts.planId, ...(start !== undefined ? { from: start } : {}) });
+  let records = await read(from);
+  // Located by time but without the plan's first event: the timestamps were not what the owner wrote.
+  if (from !== undefined && records.length > 0 && !records.some((r) => r.seq === 1)) records = await read(undefined);
   const events: PlanEvent[] = [];
   for (const r of [...records].sort((a, b) => a.seq - b.seq)) {
     const e = await opts.codec.decodeEvent(r.value);
