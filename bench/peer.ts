@@ -279,8 +279,9 @@ try {
     const from = executor.lines.length;
     executor.p.kill('SIGUSR2');
     const line = (await waitLine(executor, 'kafka-requests', 30_000, from)) as unknown as { requests: Record<string, number>; steps: number };
+    if (line.steps === 0) throw new Error('peer: the executor counted no item attempts, so its requests per step are unknown');
     const perStep = Object.fromEntries(Object.entries(line.requests).sort((a, b) => b[1] - a[1]).map(([k, v]) => [k, Math.round((v / line.steps) * 1000) / 1000]));
-    kafkaRequests = { perStep, total: line.requests, steps: line.steps, how: 'requests the executor process sent (librdkafka protocol debug lines), warm-up included, over the item attempts it completed' };
+    kafkaRequests = { perStep, total: line.requests, steps: line.steps, how: 'requests the executor process sent (librdkafka protocol debug lines), warm-up included, over the item attempts it recorded an outcome of' };
     console.log(`executor Kafka requests per step (${line.steps} steps): ${Object.entries(perStep).map(([k, v]) => `${k} ${v}`).join(', ')}`);
   }
 

@@ -5,8 +5,8 @@
 //
 // BENCH_KAFKA_REQUESTS=1 (with PLAN_LEDGER_KAFKA_DEBUG=protocol, so librdkafka logs each request it sends):
 // counts the Kafka requests this process sent, by type, and on SIGUSR2 prints them as one JSON line
-// `{"msg":"kafka-requests","requests":{"Produce":n,...},"steps":n}` (steps: item attempts completed, from
-// the executor's metrics). Nothing else is logged.
+// `{"msg":"kafka-requests","requests":{"Produce":n,...},"steps":n}` (steps: item attempts with a recorded
+// outcome, from the executor's metrics). Nothing else is logged.
 import { Writable } from 'node:stream';
 import { startExecutor } from '../../src/index.js';
 import { createLogger, silentLogger } from '../../src/logging.js';
@@ -32,7 +32,8 @@ if (countRequests) {
   process.on('SIGUSR2', () => {
     void executor.metrics().then((text) => {
       let steps = 0;
-      for (const m of text.matchAll(/^plan_ledger_executor_attempts_total\{[^}]*outcome="completed"[^}]*\} (\d+)$/gm)) steps += Number(m[1]);
+      // Every attempt with a recorded outcome (succeeded, failed_retryable, failed_terminal) is a step.
+      for (const m of text.matchAll(/^plan_ledger_executor_attempts_total\{[^}]*\} (\d+)$/gm)) steps += Number(m[1]);
       console.log(JSON.stringify({ msg: 'kafka-requests', requests: { ...requests }, steps, at: Date.now() }));
     });
   });
