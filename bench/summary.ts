@@ -103,6 +103,25 @@ export function peerTables(results: readonly BenchResult[]): string[] {
   return lines;
 }
 
+/**
+ * One line per bench (or per set of benches saying the same): a note several results share is said once,
+ * and with the peer tables shown a result's `Durability:` note is left out (the table's first column says it).
+ */
+export function noteLines(results: readonly BenchResult[], peerTablesShown: boolean): string[] {
+  const owners = new Map<string, string[]>();
+  for (const r of results) {
+    for (const n of r.notes) {
+      if (peerTablesShown && n.startsWith('Durability:')) continue;
+      const names = owners.get(n) ?? [];
+      if (!names.includes(r.name)) names.push(r.name);
+      owners.set(n, names);
+    }
+  }
+  const byOwners = new Map<string, string[]>();
+  for (const [n, names] of owners) byOwners.set(names.join(', '), [...(byOwners.get(names.join(', ')) ?? []), n]);
+  return [...byOwners].map(([names, ns]) => `- ${names}: ${ns.join(' ')}`);
+}
+
 /** The block shared by summary.md and the README (imagePath relative to where the block is shown). */
 export function renderBlock(results: readonly BenchResult[], imagePath: string): string {
   const lines: string[] = [];
@@ -148,7 +167,7 @@ export function renderBlock(results: readonly BenchResult[], imagePath: string):
     }
     lines.push('');
     lines.push(`![plan-ledger relative to its baselines](${imagePath})`);
-    const notes = results.flatMap((r) => r.notes.map((n) => `- ${r.name}: ${n}`));
+    const notes = noteLines(results, peer.length > 0);
     if (notes.length) {
       lines.push('');
       lines.push('Notes:');

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { median, metric, paired, quantile, type BenchResult } from '../../bench/lib/harness.js';
 import { updateReadme } from '../../bench/readme.js';
-import { BEGIN, commandLine, END, loadResults, peerTables, relative, renderBlock, renderSvg, writeSummary } from '../../bench/summary.js';
+import { BEGIN, commandLine, END, loadResults, noteLines, peerTables, relative, renderBlock, renderSvg, writeSummary } from '../../bench/summary.js';
 
 describe('bench harness', () => {
   it('takes medians and nearest-rank quantiles', () => {
@@ -116,6 +116,12 @@ describe('bench summary and README section', () => {
     ]);
     expect(peerTables([result('codec')])).toEqual([]);
     expect(renderBlock(both, 'summary.svg')).toContain('The peer table, as each side comes out of the box and with matching durability:');
+  });
+
+  it('says a note several benches share once, one line per bench, and leaves durability notes to the peer tables', () => {
+    const rs = [result('failover', { notes: ['Quick.', 'Session.'] }), result('handover', { notes: ['Quick.', 'Stop.'] }), result('peer', { notes: ['Durability: broker defaults.', 'Client-timed.'] })];
+    expect(noteLines(rs, true)).toEqual(['- failover, handover: Quick.', '- failover: Session.', '- handover: Stop.', '- peer: Client-timed.']);
+    expect(noteLines(rs, false)).toContain('- peer: Durability: broker defaults. Client-timed.');
   });
 
   it('replaces only the marked block of the README, and refuses a README without markers', () => {
