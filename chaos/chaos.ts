@@ -1,8 +1,10 @@
 // A chaos run: a private 3-broker stack, three executor processes and a projector, hundreds of plans
 // calling an idempotent effects service, and faults arriving at random — executors killed (SIGKILL),
-// stopped (SIGTERM) and frozen past their session timeout (SIGSTOP, then SIGCONT: a zombie), one broker
-// killed and restarted, the registry restarted. At the end it checks what the ledger promises and writes
-// a JSON and a Markdown report. Loopback only; bounded in plans and in time; stops by itself.
+// stopped (SIGTERM), frozen past their session timeout (SIGSTOP, then SIGCONT: a zombie) and cut off from
+// the brokers while they keep running (a network partition, through the proxies of network.ts), one broker
+// killed and restarted, another killed while a partition's leadership moves, the registry restarted. At
+// the end it checks what the ledger promises and writes a JSON and a Markdown report. Loopback only;
+// bounded in plans and in time; stops by itself.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -14,11 +16,14 @@ import { createKafka, ensurePlanTopics, partitionFor } from '../src/kafka/index.
 import { silentLogger } from '../src/logging.js';
 import { LedgerError } from '../src/errors.js';
 import type { PlanState } from '../src/plan/index.js';
+import { moveLeader, prepareJvmAdmin } from '../src/stack/jvm-admin.js';
 import { restartRegistry, stackDown, stackReset, stackUp, startBroker, stopBroker } from '../src/stack/stack.js';
 import { EffectsService } from '../test/fixtures/effects-service.js';
+import { lateEvents, type StampedRecord } from './late-events.js';
+import { openLinks } from './network.js';
 import { chaosPlan, type ChaosPlan } from './plans.js';
 import { freePortBlock } from '../src/stack/processes.js';
-import { CHAOS_API_TOKEN, executorProcess, projectorProcess, type ServiceProcess } from './processes.js';
+import { CHAOS_API_TOKEN, executorProcess, projectorProcess, type LogLine, type ServiceProcess } from './processes.js';
 
 export interface ChaosOptions {
   /** Root plans to run (each ten items; children and follow-ups come on top). */
@@ -32,9 +37,11 @@ export interface ChaosOptions {
   readonly faultEveryMs: readonly [number, number];
   readonly sessionTimeoutMs: number;
   /**
-   * `all` (default): executor faults, plus one broker kill, a registry restart and a projector kill.
+   * `all` (default): executor faults (network partitions among them), plus one broker kill, one broker
+   * killed while a partition's leadership moves, a registry restart and a projector kill.
    * `brokers`: only broker kills, one broker of three at a time, again and again until the work is done
-   * (a broker is killed once the last one killed has been back `brokerGapMs`).
+   * (a broker is killed once the last one killed has been back `brokerGapMs`); every other one while a
+   * partition's leadership moves.
    */
   readonly faults?: 'all' | 'brokers';
   /** Each broker's `broker.session.timeout.ms`: how long the controller waits before it fences a silent broker (Kafka's default 9 s). */
@@ -51,10 +58,15 @@ export interface ChaosOptions {
   readonly log: (line: string) => void;
 }
 
-/** `kill9-pair`: two executors killed -9 at once (each a fault of its own); `projector-kill`: kill -9 and a new projector process. */
-type FaultKind = 'kill9' | 'kill9-pair' | 'sigterm' | 'freeze' | 'broker-kill' | 'registry-restart' | 'projector-kill';
+/**
+ * `kill9-pair`: two executors killed -9 at once (each a fault of its own); `network-partition`: an executor
+ * cut off from every broker while it runs, until its partitions are taken over; `leader-move-kill`: a
+ * broker killed -9 while an events-topic partition's leadership moves to or from it; `projector-kill`:
+ * kill -9 and a new projector process.
+ */
+type FaultKind = 'kill9' | 'kill9-pair' | 'sigterm' | 'freeze' | 'network-partition' | 'broker-kill' | 'leader-move-kill' | 'registry-restart' | 'projector-kill';
 
-const isExecutorFault = (kind: FaultKind) => kind === 'kill9' || kind === 'kill9-pair' || kind === 'sigterm' || kind === 'freeze';
+const isExecutorFault = (kind: FaultKind) => kind === 'kill9' || kind === 'kill9-pair' || kind === 'sigterm' || kind === 'freeze' || kind === 'network-partition';
 
 interface Fault {
   readonly kind: FaultKind;
@@ -63,8 +75,12 @@ interface Fault {
   /** Partitions the target owned (executor faults). */
   readonly partitions: number[];
   recoveredAt: number | null;
-  /** For a freeze: when the process was continued. */
+  /** For a freeze: when the process was continued; for a network partition: when it was healed. */
   continuedAt?: number;
+  /** For a network partition: when the victim restored a partition again after the heal. */
+  rejoinedAt?: number | null;
+  /** What else the fault did (a leadership move: the partition, the leaders, the delay of the kill). */
+  detail?: string;
 }
 
 export interface ChaosReport {
@@ -88,7 +104,14 @@ export interface ChaosReport {
   readonly repeats: { keys: number; calls: number; explained: number; unexplained: string[] };
   /** The second reader (the Python verifier's census, confluent-kafka + fastavro, no code shared): every topic at read_committed. */
   readonly independent: { ran: boolean; error: string | null; plans: number; events: number; chainsOk: number; findingsByKind: Record<string, number>; agrees: boolean; disagreements: string[] };
-  readonly faults: { kill9: number; kill9Pairs: number; sigterm: number; freeze: number; brokerKills: number; registryRestarts: number; projectorKills: number };
+  readonly faults: { kill9: number; kill9Pairs: number; sigterm: number; freeze: number; networkPartitions: number; brokerKills: number; leaderMoveKills: number; registryRestarts: number; projectorKills: number };
+  /**
+   * Each network partition: how long the executor was cut off, whether every partition it owned was
+   * restored by another executor before the heal, until when (the recovery, as for the other faults) and
+   * until the first event a new owner appended there (null when none came); how long after the heal it
+   * restored a partition again, and its log lines after the heal that say a writer of it was fenced.
+   */
+  readonly networkPartitions: Array<{ atS: number; target: string; partitions: number[]; cutMs: number | null; takenOverBeforeHeal: boolean; recoveredMs: number | null; firstEventMs: number | null; rejoinedMs: number | null; fencedAfterHeal: number }>;
   readonly recoveries: {
     count: number;
     medianMs: number | null;
@@ -101,10 +124,25 @@ export interface ChaosReport {
     projectorBackMs: number[];
     /** Restarts of the killed broker whose JVM exited during start-up (started again, at most twice). */
     brokerStartsFailed: string[];
+    /**
+     * Executors that exited without a fault of the run (an executor started while the registry is down
+     * exits: it registers its schemas at start-up); the run starts the slot again 2 s later, as a
+     * supervisor would. Each: the process, its exit, its last log lines.
+     */
+    executorExits: string[];
   };
-  /** Every fault in order: seconds into the work, its target, the partitions it owned, and how long until they (or it) were back. */
-  readonly faultList: Array<{ atS: number; kind: FaultKind; target: string; partitions: number[]; recoveredMs: number | null }>;
-  readonly fencing: { fencedAppendsRefused: number; zombieAppendsVisible: number; intentsChecked: number; zombieEvents: string[] };
+  /**
+   * Every fault in order: seconds into the work, its target, the partitions it owned, and how long until
+   * they (or it) were back; for a leadership move, until the partition had a live leader and the killed
+   * broker was out of its in-sync replicas (writable with acks=all again).
+   */
+  readonly faultList: Array<{ atS: number; kind: FaultKind; target: string; partitions: number[]; recoveredMs: number | null; detail?: string }>;
+  /**
+   * `lateEvents`: events that follow, in their partition's log, an event a new owner decided after taking
+   * the partition over, though they were decided before that take-over began (see late-events.ts); each is
+   * also counted in `zombieAppendsVisible` and listed in `zombieEvents`.
+   */
+  readonly fencing: { fencedAppendsRefused: number; zombieAppendsVisible: number; lateEvents: number; intentsChecked: number; zombieEvents: string[] };
   readonly rebuilds: { plans: number; digestsEqual: boolean; mismatches: string[] };
   readonly chains: { verified: number; broken: string[] };
   /**
@@ -199,7 +237,11 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
     await (o.keepStack ? stackDown({ dir: o.stackDir }) : stackReset({ dir: o.stackDir, confirm: true }));
   });
   const brokerSettings: Record<string, string> = o.brokerSessionMs === undefined ? {} : { 'broker.session.timeout.ms': String(o.brokerSessionMs), 'broker.heartbeat.interval.ms': String(Math.min(2000, Math.max(100, Math.floor(o.brokerSessionMs / 6)))) };
-  const up = await stackUp({ dir: o.stackDir, brokers: 3, kafkaPort, registryPort, brokerSettings, log: o.log });
+  // Each executor slot reaches the brokers through proxies of its own, in front of a listener of its own
+  // on every broker: cutting one slot's link partitions that executor alone (see network.ts).
+  const links = await openLinks(await freePortBlock(2 * o.executors * 3 - 1), o.executors, 3);
+  cleanups.push(() => Promise.all(links.map((l) => l.close())));
+  const up = await stackUp({ dir: o.stackDir, brokers: 3, kafkaPort, registryPort, brokerSettings, extraListeners: links.map((l) => l.listener), log: o.log });
   o.log(`stack up in ${up.seconds.toFixed(1)}s: ${up.info.brokers.join(',')}`);
   const partitions = 6;
   const config: LedgerConfig = loadConfig({
@@ -216,6 +258,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   cleanups.push(() => admin.disconnect());
   cleanups.push(() => kafka.close());
   await ensurePlanTopics(admin, config);
+  prepareJvmAdmin(); // java found and the admin tool compiled now, not during the faults
 
   const effects = await new EffectsService().start();
   cleanups.push(() => effects.stop());
@@ -229,11 +272,21 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   cleanups.push(() => Promise.all(all.map((p) => p.stop())));
   const slots: ServiceProcess[] = [];
   const generation: number[] = [];
+  /** Executors that exited without a fault (e.g. at start-up, the registry down): each started again, like a supervisor would. */
+  const unplannedExits: string[] = [];
+  let supervising = true;
   const spawnSlot = (i: number) => {
     generation[i] = (generation[i] ?? 0) + 1;
-    const p = executorProcess(config, `exec${i}-g${generation[i]}`, { logDir, cwd, effectsUrl: effects.url, sessionTimeoutMs: o.sessionTimeoutMs });
+    const p = executorProcess({ ...config, brokers: links[i]!.brokers }, `exec${i}-g${generation[i]}`, { logDir, cwd, effectsUrl: effects.url, sessionTimeoutMs: o.sessionTimeoutMs });
     slots[i] = p;
     all.push(p);
+    void p.exited.then(async ({ code, signal }) => {
+      if (p.expectedExit || !supervising || slots[i] !== p) return;
+      unplannedExits.push(`${p.label} exited (${code ?? signal}): ${tailOf(join(logDir, `${p.label}.log`), 2)}`);
+      o.log(`${p.label} exited on its own (${code ?? signal}); starting the slot again in 2 s`);
+      await sleep(2000);
+      if (supervising && slots[i] === p) spawnSlot(i);
+    });
   };
   for (let i = 0; i < o.executors; i++) spawnSlot(i);
 
@@ -243,7 +296,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
       p.lines
         .filter((l) => l.line.msg === 'partition restored' && l.line.component === 'partition-owner')
         // The executor's own clock (pino's time), not when this process read the line.
-        .map((l) => ({ label: p.label, at: Number(l.line.time ?? l.at), partition: Number(l.line.partition) })),
+        .map((l) => ({ label: p.label, at: Number(l.line.time ?? l.at), partition: Number(l.line.partition), ms: Number(l.line.ms ?? 0) })),
     );
   const ownedBy = (label: string) => {
     const last = new Map<number, { label: string; at: number }>();
@@ -364,7 +417,56 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
     faults.push(b);
     o.log(`fault: kill -9 broker kafka-${node}`);
     await stopBroker({ dir: o.stackDir, node, hard: true });
-    await sleep(5000);
+    b.recoveredAt = await restartKilledBroker(node, b.at);
+    o.log(`broker kafka-${node} back after ${b.recoveredAt - b.at} ms`);
+  };
+  /**
+   * A leadership move on an events-topic partition (its replicas reordered so another in-sync replica is
+   * the preferred one, then a preferred-leader election), and the new or the old leader killed -9 within
+   * 300 ms of asking for the election. Recovered once the partition has a live leader and the killed
+   * broker is out of its in-sync replicas (writes with acks=all go through again); then the broker restarts.
+   */
+  const leaderMoveKill = async () => {
+    const p = Math.floor(random() * partitions);
+    const meta = (await admin.fetchTopicMetadata([topics.events]))[0]!.partitions.find((x) => x.partitionId === p)!;
+    const from = meta.leader;
+    const others = meta.isr.filter((r) => r !== from);
+    if (from < 0 || !others.length) {
+      o.log(`events p${p} has leader ${from} and in-sync replicas ${meta.isr.join(',')}: no leadership to move; a plain broker kill instead`);
+      return killBroker();
+    }
+    const to = pick(others);
+    const killNew = random() < 0.5;
+    const node = killNew ? to : from;
+    const delay = Math.floor(random() * 300);
+    const move = moveLeader({ brokers: up.info.brokers }, topics.events, p, to);
+    cleanups.push(async () => move.cancel());
+    let asked: { at: number; leaderBefore: number };
+    try {
+      asked = await move.moving;
+    } catch (e) {
+      problems.push(`the leadership move of events p${p} (${from} → ${to}) did not start: ${(e as Error).message}`);
+      move.cancel();
+      return;
+    }
+    await sleep(delay);
+    const f: Fault = { kind: 'leader-move-kill', target: `kafka-${node}`, at: Date.now(), partitions: [], recoveredAt: null, detail: `events p${p}: leader ${asked.leaderBefore} → ${to}, the ${killNew ? 'new' : 'old'} leader killed ${Date.now() - asked.at} ms after the election was asked for` };
+    faults.push(f);
+    o.log(`fault: kill -9 broker kafka-${node} while ${f.detail}`);
+    await stopBroker({ dir: o.stackDir, node, hard: true });
+    move.killed(node);
+    // The tool (Kafka's Java AdminClient) looks at the partition every 100 ms until it is writable.
+    const writable = await Promise.race([move.writable.catch(() => null), sleep(180_000).then(() => null)]);
+    f.recoveredAt = writable?.at ?? null;
+    f.detail += `; ${writable ? `led by ${writable.leader}, in sync without ${node}` : 'NOT writable again within 3 minutes'}`;
+    void move.elected.then((e) => (f.detail += `; the election's answer: ${e}`));
+    o.log(`events p${p} writable again ${writable === null ? 'NOT within 3 minutes' : `after ${writable.at - f.at} ms (leader ${writable.leader})`}`);
+    const back = await restartKilledBroker(node, f.at);
+    o.log(`broker kafka-${node} back after ${back - f.at} ms`);
+  };
+  /** A killed broker started again (5 s after the kill) on its storage; returns when it is back. */
+  const restartKilledBroker = async (node: number, killedAt: number) => {
+    await sleep(Math.max(0, killedAt + 5000 - Date.now()));
     // A restarted JVM that exits during start-up (the harness's problem, not the ledger's; seen in 1 of 4
     // CI rehearsals, cause not found yet) is started again, at most twice; each such start is counted.
     for (let attempt = 1; ; attempt++) {
@@ -378,30 +480,22 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
         await sleep(2000);
       }
     }
-    b.recoveredAt = Date.now();
-    brokerBackMs.push(b.recoveredAt - b.at);
-    o.log(`broker kafka-${node} back after ${b.recoveredAt - b.at} ms`);
+    const back = Date.now();
+    brokerBackMs.push(back - killedAt);
+    return back;
   };
-  const brokersOnly = o.faults === 'brokers';
-  const infraFaults = (async () => {
-    if (brokersOnly) {
-      // One broker of three at a time, again and again, while the plans arrive and run.
-      while (Date.now() < deadline && terminal.size < plans.length) {
-        // One broker of three at a time: the next kill waits until the last one killed is back in every
-        // partition's in-sync replicas (else a second kill leaves fewer than min.insync.replicas, an outage
-        // no client can ride out), then the gap.
-        const t = Date.now();
-        await waitInSync();
-        if (faults.length) inSyncMs.push(Date.now() - t);
-        await sleep(o.brokerGapMs ?? 15_000);
-        if (terminal.size >= plans.length) return;
-        await killBroker();
-      }
-      return;
-    }
+  /** One broker killed, then — once every replica is back in sync — another while a partition's leadership moves. */
+  const brokerFaults = async () => {
     while (!due(0.15)) await sleep(250);
     if (terminal.size >= plans.length) return;
     await killBroker();
+    await waitInSync();
+    while (!due(0.25)) await sleep(250);
+    if (terminal.size >= plans.length) return;
+    await leaderMoveKill();
+  };
+  /** The registry killed and restarted, then the projector. */
+  const serviceFaults = async () => {
     while (!due(0.4)) await sleep(250);
     if (terminal.size >= plans.length) return;
     const r: Fault = { kind: 'registry-restart', target: 'registry', at: Date.now(), partitions: [], recoveredAt: null };
@@ -430,6 +524,27 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
     pk.recoveredAt = Date.now();
     projectorBackMs.push(pk.recoveredAt - pk.at);
     o.log(`projector back after ${pk.recoveredAt - pk.at} ms`);
+  };
+  const brokersOnly = o.faults === 'brokers';
+  const infraFaults = (async () => {
+    if (brokersOnly) {
+      // One broker of three at a time, again and again, while the plans arrive and run.
+      while (Date.now() < deadline && terminal.size < plans.length) {
+        // One broker of three at a time: the next kill waits until the last one killed is back in every
+        // partition's in-sync replicas (else a second kill leaves fewer than min.insync.replicas, an outage
+        // no client can ride out), then the gap.
+        const t = Date.now();
+        await waitInSync();
+        if (faults.length) inSyncMs.push(Date.now() - t);
+        await sleep(o.brokerGapMs ?? 15_000);
+        if (terminal.size >= plans.length) return;
+        // Every other kill lands while a partition's leadership moves.
+        await (faults.length % 2 === 1 ? leaderMoveKill() : killBroker());
+      }
+      return;
+    }
+    // The brokers' faults and the services' go on two clocks of their own.
+    await Promise.all([brokerFaults(), serviceFaults()]);
   })();
   /** One executor fault: the victim's partitions as it owned them, then its kind; a killed or stopped executor's slot is filled again. */
   const strike = async (slot: number, kind: FaultKind) => {
@@ -444,7 +559,26 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
       victim.signal('SIGCONT');
       victim.frozen = false;
       f.continuedAt = Date.now();
+    } else if (kind === 'network-partition') {
+      // Cut off from every broker while it runs: its group session expires (it revokes its partitions as
+      // lost), another executor fences and restores them; what it had in flight reaches the brokers only
+      // after the heal, where the new owners' fencing refuses it. The cut lasts past the session timeout
+      // and until its partitions have been taken over (at most a minute past the session timeout: other
+      // faults at the same time, a broker's above all, can hold a take-over up).
+      const link = links[slot]!;
+      link.cut();
+      await sleep(o.sessionTimeoutMs + 4000);
+      while (f.recoveredAt === null && f.partitions.length && Date.now() < f.at + o.sessionTimeoutMs + 60_000) await sleep(250);
+      link.heal();
+      f.continuedAt = Date.now();
+      o.log(`healed ${victim.label} after ${f.continuedAt - f.at} ms${f.partitions.length ? `; its partitions ${f.recoveredAt === null ? 'were NOT all taken over' : `were taken over after ${f.recoveredAt - f.at} ms`}` : ''}`);
+      // Back in the group, it owns partitions again (at most a minute).
+      const since = f.continuedAt;
+      const rejoined = () => restores().find((r) => r.label === victim.label && r.at >= since)?.at ?? null;
+      while ((f.rejoinedAt = rejoined()) === null && Date.now() < since + 60_000 && victim.alive) await sleep(250);
+      o.log(`${victim.label} ${f.rejoinedAt === null ? 'did NOT restore a partition within a minute of the heal' : `restored a partition ${f.rejoinedAt - since} ms after the heal`}`);
     } else {
+      victim.expectedExit = true;
       victim.signal(kind === 'sigterm' ? 'SIGTERM' : 'SIGKILL');
       const t = setTimeout(() => victim.signal('SIGKILL'), 30_000);
       await victim.exited;
@@ -466,6 +600,11 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
       const owners = slots.map((p, i) => ({ i, owns: ownedBy(p.label).length })).filter((x) => x.owns > 0);
       const pairs = faults.filter((f) => f.kind === 'kill9-pair').length;
       const executorFaultsSoFar = faults.filter((f) => isExecutorFault(f.kind)).length;
+      // A network partition at the first chance after the first fault, then among the others.
+      if (owners.length && executorFaultsSoFar >= 1 && !faults.some((f) => f.kind === 'network-partition')) {
+        await strike(pick(owners).i, 'network-partition');
+        continue;
+      }
       if (owners.length >= 2 && ((pairs === 0 && executorFaultsSoFar >= 2) || random() < 1 / 6)) {
         const first = pick(owners);
         const second = pick(owners.filter((x) => x.i !== first.i));
@@ -473,17 +612,18 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
         continue;
       }
       const slot = owners.length ? pick(owners).i : Math.floor(random() * slots.length);
-      await strike(slot, pick<FaultKind>(['kill9', 'kill9', 'sigterm', 'freeze']));
+      // A network partition only of an executor that owns partitions: cutting one off that owns nothing shows nothing.
+      await strike(slot, pick<FaultKind>(owners.length ? ['kill9', 'kill9', 'sigterm', 'freeze', 'network-partition'] : ['kill9', 'kill9', 'sigterm', 'freeze']));
     }
   })();
 
   // A fault is recovered once every partition its target owned has been restored after it by another
-  // process — or, for a freeze, by the target itself once it was continued: a member that comes back after
+  // process — or, for a freeze (a partition), by the target itself once it was continued (healed): a member that comes back after
   // its session expired has lost its partitions, and the group may hand them straight back to it, which
   // fences and restores them afresh like any new owner.
   const trackRecoveries = () => {
     for (const f of faults) {
-      if (f.recoveredAt !== null || !f.partitions.length) continue;
+      if (f.recoveredAt !== null || !f.partitions.length || !isExecutorFault(f.kind)) continue;
       const after = restores().filter((r) => r.at >= f.at && (r.label !== f.target || (f.continuedAt !== undefined && r.at >= f.continuedAt)));
       const times = f.partitions.map((p) => after.filter((r) => r.partition === p).map((r) => r.at).sort((a, b) => a - b)[0]);
       if (times.every((x) => x !== undefined)) f.recoveredAt = Math.max(...(times as number[]));
@@ -493,6 +633,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
 
   await Promise.all([submitAll, pollTerminal, faultLoop, infraFaults]);
   const settledAt = Date.now();
+  supervising = false;
   // Give the last faults' take-overs a moment to show up.
   const settle = Date.now() + 30_000;
   while (Date.now() < settle && faults.some((f) => f.recoveredAt === null && f.partitions.length)) {
@@ -632,12 +773,13 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
     }
   }
   const intentsChecked = [...intents.values()].reduce((n, l) => n + l.length, 0);
-  const fencedAppendsRefused = all.reduce((n, p) => n + p.lines.filter((l) => /fenced/i.test(String(l.line.msg ?? '')) || (l.line.err as { code?: string } | undefined)?.code === 'FENCED').length, 0);
+  const fencedAppendsRefused = all.reduce((n, p) => n + p.lines.filter(saysFenced).length, 0);
 
   // Re-sends: the events topic read raw. The design allows an exact re-send of an event (same key, same
   // bytes; the fold ignores it and compaction removes it); a second record under a key with other bytes
   // would be two different facts at one position.
   const byKey = new Map<string, Array<{ offset: string; partition: number; value: string }>>();
+  const stamped = new Map<number, StampedRecord[]>();
   await kafka.readToEnd({
     topic: topics.events,
     onRecords: (records) => {
@@ -645,9 +787,15 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
         const key = r.key?.toString() ?? '(null)';
         if (!byKey.has(key)) byKey.set(key, []);
         byKey.get(key)!.push({ offset: r.offset, partition: r.partition, value: r.value?.toString('base64') ?? '' });
+        if (r.value === null) continue;
+        const list = stamped.get(r.partition) ?? [];
+        list.push({ offset: BigInt(r.offset), stamp: Number(r.timestamp), key });
+        stamped.set(r.partition, list);
       }
     },
   });
+  // Late events: decided by an owner before a take-over began, appended after the new owner's first event.
+  const late = lateEvents(stamped, restores());
   const resent = [...byKey].filter(([, rs]) => rs.length > 1);
   const resends = {
     keys: resent.length,
@@ -689,10 +837,17 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   if (resends.keys) problems.push(`${resends.keys} events re-sent (${resends.identical} identical, ${resends.differing.length} differing)`);
   if (submitFailures.length) problems.push(`${submitFailures.length} createPlan calls failed (${rawErrors} with a raw client error)`);
   if (zombieAppendsVisible) problems.push(`${zombieAppendsVisible} intents with a fencing token below an earlier one are in the log`);
+  if (late.length) problems.push(`${late.length} events decided before an owner took their partition over were appended after its first event (a fenced owner's events)`);
   if (unexplainedKeys.length) problems.push(`${unexplainedKeys.length} effects under keys the ledger never recorded`);
   if (unexplainedRepeats.length) problems.push(`${unexplainedRepeats.length} tool calls repeated under a key without a recovery`);
   if (!independent.agrees) problems.push(`the independent reader disagrees: ${independent.error ?? independent.disagreements.join('; ')}`);
   if (unrecovered) problems.push(`${unrecovered} executor faults whose partitions were not taken over`);
+  const networkPartitions = partitionFigures(faults, all, restores(), stamped, workStart);
+  for (const n of networkPartitions) {
+    if (!n.takenOverBeforeHeal) problems.push(`network partition of ${n.target} at ${n.atS} s: its partitions ${n.partitions.join(',')} were not all taken over while it was cut off`);
+    if (n.rejoinedMs === null && n.partitions.length) problems.push(`network partition of ${n.target} at ${n.atS} s: it did not own a partition again within a minute of the heal`);
+  }
+  for (const f of faults.filter((x) => x.kind === 'leader-move-kill' && x.recoveredAt === null)) problems.push(`${f.detail}: not writable again within 3 minutes`);
   const report: ChaosReport = {
     label: o.label,
     seed: o.seed,
@@ -712,12 +867,15 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
       projectorKills: faults.filter((f) => f.kind === 'projector-kill').length,
       sigterm: faults.filter((f) => f.kind === 'sigterm').length,
       freeze: faults.filter((f) => f.kind === 'freeze').length,
+      networkPartitions: networkPartitions.length,
       brokerKills: faults.filter((f) => f.kind === 'broker-kill').length,
+      leaderMoveKills: faults.filter((f) => f.kind === 'leader-move-kill').length,
       registryRestarts: faults.filter((f) => f.kind === 'registry-restart').length,
     },
-    faultList: faults.map((f) => ({ atS: Math.round((f.at - workStart) / 100) / 10, kind: f.kind, target: f.target, partitions: f.partitions, recoveredMs: f.recoveredAt === null ? null : f.recoveredAt - f.at })),
-    recoveries: { count: measured.length, medianMs: median(measured), maxMs: measured.length ? Math.max(...measured) : null, unrecovered, brokerBackMs, brokerInSyncMs: inSyncMs, registryBackMs, projectorBackMs, brokerStartsFailed },
-    fencing: { fencedAppendsRefused, zombieAppendsVisible: zombieAppendsVisible + resends.differing.length, intentsChecked, zombieEvents: zombieEvents.slice(0, 50) },
+    networkPartitions,
+    faultList: faults.map((f) => ({ atS: Math.round((f.at - workStart) / 100) / 10, kind: f.kind, target: f.target, partitions: f.partitions, recoveredMs: f.recoveredAt === null ? null : f.recoveredAt - f.at, ...(f.detail !== undefined ? { detail: f.detail } : {}) })),
+    recoveries: { count: measured.length, medianMs: median(measured), maxMs: measured.length ? Math.max(...measured) : null, unrecovered, brokerBackMs, brokerInSyncMs: inSyncMs, registryBackMs, projectorBackMs, brokerStartsFailed, executorExits: unplannedExits.slice(0, 50) },
+    fencing: { fencedAppendsRefused, zombieAppendsVisible: zombieAppendsVisible + resends.differing.length + late.length, lateEvents: late.length, intentsChecked, zombieEvents: [...zombieEvents, ...late].slice(0, 50) },
     rebuilds: { plans: ours.length, digestsEqual: mismatches.length === 0, mismatches: mismatches.slice(0, 50) },
     chains: { verified: verified.length, broken: broken.slice(0, 50) },
     submissions: { calls: submitCalls, failed: submitFailures.length, rawErrors, failures: submitFailures.slice(0, 50), decisionMs: { p50: percentile(decisionMs, 0.5), p99: percentile(decisionMs, 0.99), max: decisionMs.length ? Math.max(...decisionMs) : null }, slowest: slowestDecisions(decisions, faults) },
@@ -735,11 +893,47 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
 
 const ms = (x: number | null) => (x === null ? 'n/a' : `${(x / 1000).toFixed(1)} s`);
 
+/** A log line of an executor that says one of its writers was fenced by a newer owner. */
+const saysFenced = (l: LogLine) => /fenced/i.test(String(l.line.msg ?? '')) || (l.line.err as { code?: string } | undefined)?.code === 'FENCED' || l.line.reason === 'fenced';
+
+/** The report's figures of each network partition (see {@link ChaosReport.networkPartitions}). */
+function partitionFigures(
+  faults: readonly Fault[],
+  processes: readonly ServiceProcess[],
+  restores: ReadonlyArray<{ label: string; at: number; partition: number }>,
+  events: ReadonlyMap<number, readonly StampedRecord[]>,
+  workStart: number,
+): ChaosReport['networkPartitions'] {
+  return faults
+    .filter((f) => f.kind === 'network-partition')
+    .map((f) => {
+      const healed = f.continuedAt ?? null;
+      const victim = processes.find((p) => p.label === f.target);
+      // The first event a new owner decided in each partition the victim owned: stamped at or after its take-over.
+      const firsts = f.partitions.map((p) => {
+        const takeover = restores.filter((r) => r.partition === p && r.at >= f.at && r.label !== f.target).sort((a, b) => a.at - b.at)[0];
+        const stamps = (events.get(p) ?? []).map((r) => r.stamp).filter((t) => takeover !== undefined && t >= takeover.at);
+        return stamps.length ? Math.min(...stamps) : undefined;
+      });
+      return {
+        atS: Math.round((f.at - workStart) / 100) / 10,
+        target: f.target,
+        partitions: f.partitions,
+        cutMs: healed === null ? null : healed - f.at,
+        takenOverBeforeHeal: f.partitions.length === 0 || (f.recoveredAt !== null && healed !== null && f.recoveredAt <= healed),
+        recoveredMs: f.recoveredAt === null ? null : f.recoveredAt - f.at,
+        firstEventMs: f.partitions.length && firsts.every((t) => t !== undefined) ? Math.max(...(firsts as number[])) - f.at : null,
+        rejoinedMs: f.rejoinedAt == null || healed === null ? null : f.rejoinedAt - healed,
+        fencedAfterHeal: healed === null || !victim ? 0 : victim.lines.filter((l) => Number(l.line.time ?? l.at) >= healed && saysFenced(l)).length,
+      };
+    });
+}
+
 function faultRows(r: ChaosReport): string[] {
   return [
-    '| at (s) | fault | target | owned | back after |',
-    '|---:|---|---|---|---:|',
-    ...r.faultList.map((f) => `| ${f.atS} | ${f.kind} | ${f.target} | ${f.partitions.join(',') || '-'} | ${f.recoveredMs === null ? (f.partitions.length || f.kind === 'broker-kill' || f.kind === 'registry-restart' || f.kind === 'projector-kill' ? '**not**' : '-') : ms(f.recoveredMs)} |`),
+    '| at (s) | fault | target | owned | back after | |',
+    '|---:|---|---|---|---:|---|',
+    ...r.faultList.map((f) => `| ${f.atS} | ${f.kind} | ${f.target} | ${f.partitions.join(',') || '-'} | ${f.recoveredMs === null ? (f.partitions.length || !isExecutorFault(f.kind) ? '**not**' : '-') : ms(f.recoveredMs)} | ${f.detail ?? ''} |`),
   ];
 }
 
@@ -772,16 +966,30 @@ function reportRows(r: ChaosReport): Array<[string, string]> {
     ['effects performed / tool calls', `${r.effects.keys} / ${r.effects.calls}`],
     ['executor kill -9 / two at once / SIGTERM', `${r.faults.kill9} / ${r.faults.kill9Pairs} / ${r.faults.sigterm}`],
     ['zombie freezes (SIGSTOP past the session timeout)', String(r.faults.freeze)],
+    ['network partitions (an executor cut off from every broker while it runs)', String(r.faults.networkPartitions)],
+    ...(r.networkPartitions.length
+      ? [
+          [
+            'partitions: cut for / taken over / first event of the new owner / owning again after the heal / fenced lines after the heal',
+            r.networkPartitions.map((n) => `${ms(n.cutMs)} / ${n.takenOverBeforeHeal ? ms(n.recoveredMs) : '**not before the heal**'} / ${ms(n.firstEventMs)} / ${ms(n.rejoinedMs)} / ${n.fencedAfterHeal}`).join('; '),
+          ] as [string, string],
+        ]
+      : []),
     ['broker kills (kill -9, of 3)', String(r.faults.brokerKills)],
+    ['broker kills while a partition\'s leadership moves (kill -9 the new or old leader)', String(r.faults.leaderMoveKills)],
     ['registry restarts (kill -9)', String(r.faults.registryRestarts)],
     ['projector kills (kill -9, a new process)', String(r.faults.projectorKills)],
     ['recoveries (partitions taken over)', `${r.recoveries.count}${r.recoveries.unrecovered ? `, ${r.recoveries.unrecovered} not` : ''}`],
     ['median / max recovery', `${ms(r.recoveries.medianMs)} / ${ms(r.recoveries.maxMs)}`],
     ['broker starts that exited during start-up (started again)', String(r.recoveries.brokerStartsFailed.length)],
+    ['executors that exited without a fault (started again, as a supervisor would)', String(r.recoveries.executorExits.length)],
     ['broker / registry / projector back after', [r.recoveries.brokerBackMs, r.recoveries.registryBackMs, r.recoveries.projectorBackMs].map((xs) => xs.map((x) => ms(x)).join(', ') || 'n/a').join(' / ')],
+    ...(r.faults.leaderMoveKills
+      ? [['moved partition writable again (a live leader, the killed broker out of its in-sync replicas)', r.faultList.filter((f) => f.kind === 'leader-move-kill').map((f) => (f.recoveredMs === null ? '**not**' : ms(f.recoveredMs))).join(', ')] as [string, string]]
+      : []),
     ...(r.recoveries.brokerInSyncMs.length ? [['every replica in sync again, after each restart (before the next kill)', r.recoveries.brokerInSyncMs.map((x) => ms(x)).join(', ')] as [string, string]] : []),
     ['fenced appends refused', String(r.fencing.fencedAppendsRefused)],
-    ['zombie events visible (intents below an earlier fencing token, or a second record at a position)', `${r.fencing.zombieAppendsVisible} (of ${r.fencing.intentsChecked} intents)`],
+    ['zombie events visible (intents below an earlier fencing token, a second record at a position, or an event decided before a take-over after the new owner\'s first)', `${r.fencing.zombieAppendsVisible} (of ${r.fencing.intentsChecked} intents; ${r.fencing.lateEvents} late)`],
     ['rebuilds equal (replay vs projector)', `${r.rebuilds.digestsEqual ? 'yes' : 'NO'} (${r.rebuilds.plans} plans)`],
     ['chains verified / broken', `${r.chains.verified} / ${r.chains.broken.length}`],
     ['createPlan calls / failed (raw client errors)', `${r.submissions.calls} / ${r.submissions.failed} (${r.submissions.rawErrors})`],
@@ -815,6 +1023,7 @@ export function renderMarkdown(r: ChaosReport): string {
     ...faultRows(r),
     '',
     ...(r.submissions.failures.length ? ['## createPlan calls that failed', '', ...r.submissions.failures.map((b) => `- ${b}`), ''] : []),
+    ...(r.recoveries.executorExits.length ? ['## Executors that exited without a fault', '', ...r.recoveries.executorExits.map((b) => `- ${b}`), ''] : []),
     ...(r.resends.keys ? ['## Re-sent events (first ten)', '', ...r.resends.examples.map((b) => `- ${b}`), ''] : []),
     ...(r.repeats.unexplained.length ? ['## Tool calls repeated without a recovery', '', ...r.repeats.unexplained.map((b) => `- ${b}`), ''] : []),
   ].join('\n');

@@ -15,6 +15,8 @@ export class ServiceProcess {
   readonly lines: LogLine[] = [];
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   frozen = false;
+  /** Set before the run ends the process on purpose (a fault): its exit is no surprise. */
+  expectedExit = false;
   private readonly proc: ChildProcess;
   private readonly file: WriteStream;
 

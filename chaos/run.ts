@@ -5,11 +5,14 @@
 //   --minutes <n>    hard bound on the work once the stack is up (default 20; short 3)
 //   --seed <n>       fault schedule seed (default: random, printed in the report)
 //   --out <dir>      report folder (default chaos/results)
-//   --faults <kind>  all (default): executor faults, a broker, registry and projector kill;
-//                    brokers: only broker kills, one of three at a time, again and again
+//   --faults <kind>  all (default): executor faults (network partitions among them), a broker killed, another
+//                    killed while a partition's leadership moves, a registry and a projector kill;
+//                    brokers: only broker kills, one of three at a time, again and again (every other one
+//                    while a partition's leadership moves)
 //   --broker-gap <s> with --faults brokers: seconds a restarted broker is left back before the next kill (15)
 //   --broker-session <ms>  each broker's broker.session.timeout.ms (Kafka's default 9000): how soon a killed broker is fenced
-//   --session <ms>   the executors' consumer-group session timeout (default 6000)
+//   --session <ms>   the executors' consumer-group session timeout (default 6000); a network partition lasts
+//                    past it (at least 4 s more) until the cut executor's partitions are taken over
 //   --keep-stack     stop the stack at the end instead of wiping it
 //   --docs           write the report's figures into docs/operations/chaos.md (between its markers)
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';

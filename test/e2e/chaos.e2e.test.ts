@@ -1,8 +1,10 @@
 // The short chaos run (`npm run chaos -- --short`) as a test: a private 3-broker stack, three executor
 // processes and a projector under random kill -9 (now and then two executors at once) / SIGTERM / SIGSTOP
-// faults, one broker kill, one registry restart and one projector kill. The report must show every promise
-// kept: no lost work, no duplicated effect, no repeated call but a recovery's, equal rebuilds, intact
-// chains, a DLQ of deliberate poison only, no zombie event in the log, and a second reader that agrees.
+// faults and network partitions (an executor cut off from the brokers while it runs), one broker kill, one
+// broker killed while a partition's leadership moves, one registry restart and one projector kill. The
+// report must show every promise kept: no lost work, no duplicated effect, no repeated call but a
+// recovery's, equal rebuilds, intact chains, a DLQ of deliberate poison only, no zombie event in the log
+// (none of a fenced owner's), and a second reader that agrees.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,10 +44,23 @@ describe('chaos (short)', () => {
     expect(report.chains.verified).toBe(report.plans.root + report.plans.child);
     expect(report.dlq).toMatchObject({ records: 3, poisonSent: 3, onlyPoison: true });
     expect(report.fencing.zombieAppendsVisible).toBe(0);
+    expect(report.fencing.lateEvents).toBe(0);
     expect(report.resends).toMatchObject({ keys: 0, identical: 0, differing: [] });
     expect(report.submissions).toMatchObject({ failed: 0, rawErrors: 0 });
     expect(report.submissions.calls).toBe(20);
     expect(report.faults.brokerKills).toBe(1);
+    expect(report.faults.leaderMoveKills).toBe(1);
+    expect(report.faultList.filter((f) => f.kind === 'leader-move-kill').every((f) => f.recoveredMs !== null)).toBe(true);
+    // At least one network partition: its partitions taken over while it was cut off, and it owned
+    // partitions again after the heal.
+    expect(report.faults.networkPartitions).toBeGreaterThanOrEqual(1);
+    expect(report.networkPartitions).toHaveLength(report.faults.networkPartitions);
+    for (const n of report.networkPartitions) {
+      expect(n.partitions.length).toBeGreaterThan(0); // only an executor that owns partitions is cut off
+      expect(n.takenOverBeforeHeal).toBe(true);
+      expect(n.rejoinedMs).not.toBeNull();
+      expect(n.cutMs).toBeGreaterThan(6000);
+    }
     expect(report.faults.registryRestarts).toBe(1);
     expect(report.faults.kill9 + report.faults.sigterm + report.faults.freeze).toBeGreaterThan(0);
     expect(report.faults.projectorKills).toBe(1);
