@@ -97,7 +97,7 @@ export function peerTables(results: readonly BenchResult[]): string[] {
     const lat = r.metrics.find((m) => m.key === 'msPerStep');
     if (!tp || !lat) continue;
     const st = r.settings as { brokerDurability?: string; restateDurability?: string };
-    const what = `${r.name === 'peer-durable' ? '**matched**' : 'defaults'}: broker ${st.brokerDurability ?? 'defaults'}; ${st.restateDurability ?? 'Restate defaults'}`;
+    const what = `${r.name === 'peer-durable' ? '**matched**' : 'defaults'} — Kafka: ${st.brokerDurability ?? 'broker defaults'}; Restate: ${st.restateDurability ?? 'defaults'}`;
     lines.push(`| ${what} | ${fmt(tp.baseline.median)} | ${fmt(tp.subject.median)} | **${fmt(tp.ratio)}×** | ${fmt(lat.baseline.median)} | ${fmt(lat.subject.median)} | **${fmt(lat.ratio)}×** | ${r.date.slice(0, 16).replace('T', ' ')} UTC, \`${r.command}\` |`);
   }
   return lines;

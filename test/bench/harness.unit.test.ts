@@ -111,8 +111,8 @@ describe('bench summary and README section', () => {
     const both = [peerResult('peer-durable', [50, 100], [12, 6], 'flush per message'), result('codec'), peerResult('peer', [80, 100], [8, 6], 'no flush')];
     const lines = peerTables(both);
     expect(lines.filter((l) => l.startsWith('| defaults') || l.startsWith('| **matched**'))).toEqual([
-      '| defaults: broker no flush; Restate fsyncs | 100 | 80.0 | **0.80×** | 6.00 | 8.00 | **1.33×** | 2026-12-01 03:00 UTC, `npm run bench -- peer --quick` |',
-      '| **matched**: broker flush per message; Restate fsyncs | 100 | 50.0 | **0.50×** | 6.00 | 12.0 | **2.00×** | 2026-12-01 03:00 UTC, `npm run bench -- peer --durability matched --quick` |',
+      '| defaults — Kafka: no flush; Restate: Restate fsyncs | 100 | 80.0 | **0.80×** | 6.00 | 8.00 | **1.33×** | 2026-12-01 03:00 UTC, `npm run bench -- peer --quick` |',
+      '| **matched** — Kafka: flush per message; Restate: Restate fsyncs | 100 | 50.0 | **0.50×** | 6.00 | 12.0 | **2.00×** | 2026-12-01 03:00 UTC, `npm run bench -- peer --durability matched --quick` |',
     ]);
     expect(peerTables([result('codec')])).toEqual([]);
     expect(renderBlock(both, 'summary.svg')).toContain('The peer table, as each side comes out of the box and with matching durability:');
