@@ -484,27 +484,37 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
     brokerBackMs.push(back - killedAt);
     return back;
   };
+  // A broker fault and the registry's restart never overlap: a registry restarting with a broker down
+  // takes four times as long, and every executor started meanwhile exits at start-up.
+  let infraTurn: Promise<unknown> = Promise.resolve();
+  const oneAtATime = <T>(fault: () => Promise<T>): Promise<T> => {
+    const run = infraTurn.then(fault);
+    infraTurn = run.catch(() => {});
+    return run;
+  };
   /** One broker killed, then — once every replica is back in sync — another while a partition's leadership moves. */
   const brokerFaults = async () => {
     while (!due(0.15)) await sleep(250);
     if (terminal.size >= plans.length) return;
-    await killBroker();
+    await oneAtATime(killBroker);
     await waitInSync();
     while (!due(0.25)) await sleep(250);
     if (terminal.size >= plans.length) return;
-    await leaderMoveKill();
+    await oneAtATime(leaderMoveKill);
   };
   /** The registry killed and restarted, then the projector. */
   const serviceFaults = async () => {
     while (!due(0.4)) await sleep(250);
     if (terminal.size >= plans.length) return;
-    const r: Fault = { kind: 'registry-restart', target: 'registry', at: Date.now(), partitions: [], recoveredAt: null };
-    faults.push(r);
-    o.log('fault: kill -9 and restart the registry');
-    await restartRegistry({ dir: o.stackDir, hard: true });
-    r.recoveredAt = Date.now();
-    registryBackMs.push(r.recoveredAt - r.at);
-    o.log(`registry back after ${r.recoveredAt - r.at} ms`);
+    await oneAtATime(async () => {
+      const r: Fault = { kind: 'registry-restart', target: 'registry', at: Date.now(), partitions: [], recoveredAt: null };
+      faults.push(r);
+      o.log('fault: kill -9 and restart the registry');
+      await restartRegistry({ dir: o.stackDir, hard: true });
+      r.recoveredAt = Date.now();
+      registryBackMs.push(r.recoveredAt - r.at);
+      o.log(`registry back after ${r.recoveredAt - r.at} ms`);
+    });
     // The projector killed -9 while it projects and writes snapshots (it writes them after every batch
     // that changes a plan, and a watermark every interval); a new process restores from what it wrote.
     while (!due(0.6)) await sleep(250);
@@ -597,6 +607,10 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
       // Prefer an executor that owns partitions: one that has just restarted and owns nothing yet would
       // test little. Now and then two at once (kill -9 both; the first chance after the second fault, then
       // one in six): one executor is left to take everything over.
+      // Never the last executor running: with none left (the others restarting, perhaps unable to start
+      // while the registry is down) nothing can be decided, an outage no ledger rides out.
+      const running = slots.filter((p) => p.alive && !p.frozen).length;
+      if (running < 2) continue;
       const owners = slots.map((p, i) => ({ i, owns: ownedBy(p.label).length })).filter((x) => x.owns > 0);
       const pairs = faults.filter((f) => f.kind === 'kill9-pair').length;
       const executorFaultsSoFar = faults.filter((f) => isExecutorFault(f.kind)).length;
@@ -605,7 +619,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
         await strike(pick(owners).i, 'network-partition');
         continue;
       }
-      if (owners.length >= 2 && ((pairs === 0 && executorFaultsSoFar >= 2) || random() < 1 / 6)) {
+      if (owners.length >= 2 && running >= 3 && ((pairs === 0 && executorFaultsSoFar >= 2) || random() < 1 / 6)) {
         const first = pick(owners);
         const second = pick(owners.filter((x) => x.i !== first.i));
         await Promise.all([strike(first.i, 'kill9-pair'), strike(second.i, 'kill9-pair')]);
