@@ -19,6 +19,7 @@ import type { PlanState } from '../src/plan/index.js';
 import { moveLeader, prepareJvmAdmin } from '../src/stack/jvm-admin.js';
 import { restartRegistry, stackDown, stackReset, stackUp, startBroker, stopBroker } from '../src/stack/stack.js';
 import { EffectsService } from '../test/fixtures/effects-service.js';
+import { WRITER_HEADER } from '../executor/appender.js';
 import { lateEvents, type StampedRecord } from './late-events.js';
 import { openLinks } from './network.js';
 import { chaosPlan, type ChaosPlan } from './plans.js';
@@ -48,6 +49,12 @@ export interface ChaosOptions {
   readonly brokerSessionMs?: number;
   /** In `brokers` mode, how long the restarted broker is left back before the next kill (default 15 s). */
   readonly brokerGapMs?: number;
+  /**
+   * Executor slot 1's clock runs this far ahead and slot 2's this far behind, for the whole run (every
+   * executor started in those slots); slot 0 keeps the machine's clock. Default 0. The checks that read
+   * record timestamps take each record's writer (its header) and correct by that writer's offset.
+   */
+  readonly clockSkewMs?: number;
   readonly seed: number;
   /** Where the report and the processes' logs go. */
   readonly outDir: string;
@@ -90,7 +97,9 @@ export interface ChaosReport {
   readonly faultMode: 'all' | 'brokers';
   readonly startedAt: string;
   readonly seconds: number;
-  readonly stack: { brokers: number; replicationFactor: number; partitions: number; upSeconds: number; brokerSessionMs: number | null };
+  readonly stack: { brokers: number; replicationFactor: number; partitions: number; upSeconds: number; brokerSessionMs: number | null; clockSkewMs: number };
+  /** Events records written by executors whose clock ran ahead and behind (`clockSkewMs`), by their writer header. */
+  readonly skewedRecords: { ahead: number; behind: number };
   /** Seconds from the first plan submitted to the last plan settled (or the time bound). */
   readonly workSeconds: number;
   readonly plans: { root: number; child: number; completed: number; failed: number; expectedFailed: number; other: number; wrongOutcome: string[] };
@@ -272,12 +281,17 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   cleanups.push(() => Promise.all(all.map((p) => p.stop())));
   const slots: ServiceProcess[] = [];
   const generation: number[] = [];
+  /** Each executor's clock offset, by its id (the label), for the checks that read record timestamps. */
+  const clockOffsets = new Map<string, number>();
+  const slotClockOffset = (i: number) => (i === 1 ? (o.clockSkewMs ?? 0) : i === 2 ? -(o.clockSkewMs ?? 0) : 0);
   /** Executors that exited without a fault (e.g. at start-up, the registry down): each started again, like a supervisor would. */
   const unplannedExits: string[] = [];
   let supervising = true;
   const spawnSlot = (i: number) => {
     generation[i] = (generation[i] ?? 0) + 1;
-    const p = executorProcess({ ...config, brokers: links[i]!.brokers }, `exec${i}-g${generation[i]}`, { logDir, cwd, effectsUrl: effects.url, sessionTimeoutMs: o.sessionTimeoutMs });
+    const label = `exec${i}-g${generation[i]}`;
+    clockOffsets.set(label, slotClockOffset(i));
+    const p = executorProcess({ ...config, brokers: links[i]!.brokers }, label, { logDir, cwd, effectsUrl: effects.url, sessionTimeoutMs: o.sessionTimeoutMs, clockOffsetMs: slotClockOffset(i) });
     slots[i] = p;
     all.push(p);
     void p.exited.then(async ({ code, signal }) => {
@@ -794,6 +808,8 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   // would be two different facts at one position.
   const byKey = new Map<string, Array<{ offset: string; partition: number; value: string }>>();
   const stamped = new Map<number, StampedRecord[]>();
+  /** Events records written by an executor whose clock ran ahead, and behind. */
+  const skewedRecords = { ahead: 0, behind: 0 };
   await kafka.readToEnd({
     topic: topics.events,
     onRecords: (records) => {
@@ -803,7 +819,12 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
         byKey.get(key)!.push({ offset: r.offset, partition: r.partition, value: r.value?.toString('base64') ?? '' });
         if (r.value === null) continue;
         const list = stamped.get(r.partition) ?? [];
-        list.push({ offset: BigInt(r.offset), stamp: Number(r.timestamp), key });
+        // On the machine's clock: less the offset of the executor that wrote it (a skewed one stamps its own time).
+        const writer = r.headers[WRITER_HEADER];
+        const offset = writer === undefined ? 0 : (clockOffsets.get(writer.toString()) ?? 0);
+        if (offset > 0) skewedRecords.ahead++;
+        else if (offset < 0) skewedRecords.behind++;
+        list.push({ offset: BigInt(r.offset), stamp: Number(r.timestamp) - offset, key });
         stamped.set(r.partition, list);
       }
     },
@@ -843,6 +864,9 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   const measured = executorFaults.filter((f) => f.partitions.length && f.recoveredAt !== null).map((f) => f.recoveredAt! - f.at);
   const unrecovered = executorFaults.filter((f) => f.partitions.length && f.recoveredAt === null).length;
   const calls = effects.calls.length;
+  if ((o.clockSkewMs ?? 0) > 0 && (skewedRecords.ahead === 0 || skewedRecords.behind === 0)) {
+    problems.push(`clock skew did not happen: ${skewedRecords.ahead} events written by an executor ahead, ${skewedRecords.behind} by one behind`);
+  }
   if (terminal.size < plans.length) problems.push(`${plans.length - terminal.size} plans had not settled within ${o.maxMinutes} minutes of work`);
   if (wrongOutcome.length) problems.push(`${wrongOutcome.length} plans or items ended otherwise than their tools dictate`);
   if (mismatches.length) problems.push(`${mismatches.length} plans rebuild differently`);
@@ -869,7 +893,8 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
     startedAt: new Date(t0).toISOString(),
     seconds: Math.round((Date.now() - t0) / 1000),
     workSeconds: Math.round((settledAt - workStart) / 1000),
-    stack: { brokers: up.info.nodes, replicationFactor: up.info.replicationFactor, partitions, upSeconds: Math.round(up.seconds), brokerSessionMs: o.brokerSessionMs ?? null },
+    stack: { brokers: up.info.nodes, replicationFactor: up.info.replicationFactor, partitions, upSeconds: Math.round(up.seconds), brokerSessionMs: o.brokerSessionMs ?? null, clockSkewMs: o.clockSkewMs ?? 0 },
+    skewedRecords,
     plans: { root: plans.length, child: childIds.length, completed, failed, expectedFailed: plans.filter((p) => p.expected === 'failed').length, other, wrongOutcome: wrongOutcome.slice(0, 50) },
     items: { total: itemsTotal, effectItems, followUps },
     effects: { keys: effects.effects.size, calls, replays: calls - effects.effects.size, duplicates, lost, unexplainedKeys: unexplainedKeys.slice(0, 50) },
@@ -1004,6 +1029,7 @@ function reportRows(r: ChaosReport): Array<[string, string]> {
     ...(r.recoveries.brokerInSyncMs.length ? [['every replica in sync again, after each restart (before the next kill)', r.recoveries.brokerInSyncMs.map((x) => ms(x)).join(', ')] as [string, string]] : []),
     ['fenced appends refused', String(r.fencing.fencedAppendsRefused)],
     ['zombie events visible (intents below an earlier fencing token, a second record at a position, or an event decided before a take-over after the new owner\'s first)', `${r.fencing.zombieAppendsVisible} (of ${r.fencing.intentsChecked} intents; ${r.fencing.lateEvents} late)`],
+    ['events written by an executor whose clock ran ahead / behind', r.stack.clockSkewMs ? `${r.skewedRecords.ahead} / ${r.skewedRecords.behind} (±${r.stack.clockSkewMs / 1000} s)` : 'n/a (no skew)'],
     ['rebuilds equal (replay vs projector)', `${r.rebuilds.digestsEqual ? 'yes' : 'NO'} (${r.rebuilds.plans} plans)`],
     ['chains verified / broken', `${r.chains.verified} / ${r.chains.broken.length}`],
     ['createPlan calls / failed (raw client errors)', `${r.submissions.calls} / ${r.submissions.failed} (${r.submissions.rawErrors})`],
@@ -1023,7 +1049,7 @@ export function renderMarkdown(r: ChaosReport): string {
   return [
     `# Chaos run \`${r.label}\` — ${r.ok ? 'OK' : 'PROBLEMS'}`,
     '',
-    `Started ${r.startedAt}; ${r.seconds} s in all (stack up ${r.stack.upSeconds} s, work under faults ${r.workSeconds} s), seed ${r.seed}; ${r.stack.brokers} brokers (RF ${r.stack.replicationFactor}), ${r.stack.partitions} partitions, 3 executors; faults: ${r.faultMode === 'brokers' ? 'broker kills only, one broker at a time, repeatedly' : 'all kinds'}; broker session timeout ${r.stack.brokerSessionMs === null ? "Kafka's default (9 s)" : `${r.stack.brokerSessionMs} ms`}.`,
+    `Started ${r.startedAt}; ${r.seconds} s in all (stack up ${r.stack.upSeconds} s, work under faults ${r.workSeconds} s), seed ${r.seed}; ${r.stack.brokers} brokers (RF ${r.stack.replicationFactor}), ${r.stack.partitions} partitions, 3 executors; faults: ${r.faultMode === 'brokers' ? 'broker kills only, one broker at a time, repeatedly' : 'all kinds'}; broker session timeout ${r.stack.brokerSessionMs === null ? "Kafka's default (9 s)" : `${r.stack.brokerSessionMs} ms`}; executor clocks ${r.stack.clockSkewMs ? `+0 / +${r.stack.clockSkewMs / 1000} s / −${r.stack.clockSkewMs / 1000} s (slots 0 / 1 / 2)` : 'all on the machine\'s clock'}.`,
     '',
     '| | |',
     '|---|---|',

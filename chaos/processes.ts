@@ -72,7 +72,8 @@ export class ServiceProcess {
   }
 }
 
-export function executorProcess(config: LedgerConfig, label: string, o: { logDir: string; cwd: string; effectsUrl: string; sessionTimeoutMs: number }): ServiceProcess {
+/** An executor through the CLI; `clockOffsetMs` runs its clock that far ahead (negative: behind), as on a host whose clock is off. */
+export function executorProcess(config: LedgerConfig, label: string, o: { logDir: string; cwd: string; effectsUrl: string; sessionTimeoutMs: number; clockOffsetMs?: number }): ServiceProcess {
   return new ServiceProcess(
     label,
     ['executor', '--tools', 'test/fixtures/tools.ts', '--id', label],
@@ -83,6 +84,7 @@ export function executorProcess(config: LedgerConfig, label: string, o: { logDir
       PLAN_LEDGER_HEARTBEAT_INTERVAL_MS: '500',
       PLAN_LEDGER_LOG_LEVEL: 'info',
       PLAN_LEDGER_EXECUTOR_LABEL: label,
+      ...(o.clockOffsetMs ? { PLAN_LEDGER_CLOCK_OFFSET_MS: String(o.clockOffsetMs) } : {}),
     },
     o.logDir,
     o.cwd,

@@ -32,6 +32,7 @@ const OPTIONS = {
   'broker-gap': { type: 'string', default: '15' },
   'broker-session': { type: 'string' },
   session: { type: 'string', default: '6000' },
+  skew: { type: 'string', default: '300000' },
   'keep-stack': { type: 'boolean', default: false },
   docs: { type: 'boolean', default: false },
 } as const;
@@ -72,6 +73,12 @@ if (!(Number.isInteger(session) && session >= 1000)) {
   process.stderr.write(`--session must be an integer number of ms >= 1000, not ${JSON.stringify(values.session)}\n`);
   process.exit(2);
 }
+const skew = Number(values.skew);
+// An executor refuses an offset past 30 min (a broker refuses records stamped more than an hour ahead).
+if (!(Number.isInteger(skew) && skew >= 0 && skew <= 1_800_000)) {
+  process.stderr.write(`--skew must be an integer number of ms from 0 to 1800000, not ${JSON.stringify(values.skew)}\n`);
+  process.exit(2);
+}
 const load = loadavg()[0]!.toFixed(1);
 const short = values.short === true;
 const label = `${short ? 'short' : 'full'}-${new Date().toISOString().replace(/[:.]/g, '-')}`;
@@ -83,6 +90,7 @@ const report = await runChaos({
   arrivalShare: short ? 0.5 : 0.3,
   faultEveryMs: short ? [3000, 6000] : [3000, 8000],
   sessionTimeoutMs: session,
+  clockSkewMs: skew,
   faults: values.faults,
   brokerGapMs: brokerGap * 1000,
   ...(brokerSession !== undefined ? { brokerSessionMs: brokerSession } : {}),

@@ -44,7 +44,12 @@ export interface AppenderOptions {
    * a host whose clock is off stamps its records. Default: the producer stamps them (the process clock).
    */
   readonly now?: () => number;
+  /** The executor writing (its id): every events record carries it in {@link WRITER_HEADER}, so a reader of the log alone knows whose clock stamped it. */
+  readonly writer?: string;
 }
+
+/** The header naming the executor that wrote an events record. */
+export const WRITER_HEADER = 'plan-ledger-writer';
 
 interface Pending {
   req: AppendRequest;
@@ -126,7 +131,9 @@ export class TransactionalAppender {
     const byTopic = new Map<string, OutRecord[]>();
     const at = this.o.now === undefined ? undefined : String(this.o.now());
     const stamped = (m: OutRecord): OutRecord => (at === undefined || m.timestamp !== undefined ? m : { ...m, timestamp: at });
-    if (events.length) byTopic.set(this.o.eventsTopic, events.map((m) => ({ ...stamped(m), partition: this.o.partition })));
+    const writer = this.o.writer;
+    const signed = (m: OutRecord): OutRecord => (writer === undefined || m.value == null ? m : { ...m, headers: { ...m.headers, [WRITER_HEADER]: writer } });
+    if (events.length) byTopic.set(this.o.eventsTopic, events.map((m) => ({ ...signed(stamped(m)), partition: this.o.partition })));
     for (const r of reqs) {
       for (const x of r.extra ?? []) {
         const list = byTopic.get(x.topic) ?? [];

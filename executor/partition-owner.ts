@@ -88,6 +88,7 @@ export class PartitionOwner {
       logger: this.log,
       maxRequestBytes: this.d.limits.maxRecordBytes,
       ...(this.d.now !== undefined ? { now: this.d.now } : {}),
+      writer: this.d.executorId,
     });
     const writer = new PlanWriter(this.appender, this.book, { codec: this.d.codec, config: this.d.config, executorId: this.d.executorId, now: () => this.now() }, this.topics, this.traces);
     const ctx = { partition: this.partition, book: this.book, writer, d: this.d, log: this.log, topics: this.topics };

@@ -22,6 +22,7 @@ describe('chaos (short)', () => {
       arrivalShare: 0.5,
       faultEveryMs: [3000, 6000],
       sessionTimeoutMs: 6000,
+      clockSkewMs: 300_000,
       seed: Math.floor(Math.random() * 2 ** 31),
       outDir,
       stackDir,
@@ -61,6 +62,10 @@ describe('chaos (short)', () => {
       expect(n.rejoinedMs).not.toBeNull();
       expect(n.cutMs).toBeGreaterThan(6000);
     }
+    // Executors 5 minutes ahead and 5 minutes behind wrote events, and every check above held.
+    expect(report.stack.clockSkewMs).toBe(300_000);
+    expect(report.skewedRecords.ahead).toBeGreaterThan(0);
+    expect(report.skewedRecords.behind).toBeGreaterThan(0);
     expect(report.faults.registryRestarts).toBe(1);
     expect(report.faults.kill9 + report.faults.sigterm + report.faults.freeze).toBeGreaterThan(0);
     expect(report.faults.projectorKills).toBe(1);

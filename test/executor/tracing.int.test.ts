@@ -9,6 +9,7 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type Re
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { startExecutor } from '../../executor/index.js';
+import { WRITER_HEADER } from '../../executor/appender.js';
 import { connectLedger } from '../../src/client/index.js';
 import { topicNames } from '../../src/config.js';
 import { isLedgerError } from '../../src/errors.js';
@@ -166,6 +167,10 @@ describe('tracing', () => {
     const planTrace = `00-${traceId}-${create.spanContext().spanId}-01`;
     expect(records.length).toBeGreaterThan(8);
     expect(records.map((r) => r.headers.traceparent)).toEqual(records.map(() => planTrace));
+    // And names the executor that wrote it (whose clock stamped it): A before the hand-over, B after.
+    const writers = records.map((r) => r.headers[WRITER_HEADER]);
+    expect(writers.every((w) => w === 'trace-A' || w === 'trace-B')).toBe(true);
+    expect(writers.indexOf('trace-B')).toBeGreaterThan(writers.lastIndexOf('trace-A'));
     const verification = await ledger.verify(planId);
     expect(verification).toMatchObject({ planId, ok: true, events: records.length, firstBroken: null });
     if (snapshotted) {
