@@ -125,6 +125,16 @@ async function readWhole(config: LedgerConfig, ledger: Ledger, planId: string, d
   return events;
 }
 
+/** The retry scheduled and the wait started by A, the retry and the timeout decided by B after the takeover. */
+function milestones(events: PlanEvent[]) {
+  const scheduled = events.find((e) => e.type === 'ItemRetryScheduled' && e.data.itemId === 'charge' && !e.data.manual)!;
+  const retried = events.find((e) => e.type === 'IntentRecorded' && e.data.itemId === 'charge' && e.data.attempt === 2)!;
+  const waited = events.find((e) => e.type === 'WaitStarted' && e.data.attempt === 1)!;
+  const timedOut = events.find((e) => e.type === 'ResultCommitted' && e.data.itemId === 'answer' && e.data.attempt === 1)!;
+  expect([scheduled.actor, waited.actor, retried.actor, timedOut.actor]).toEqual(['skew-A', 'skew-A', 'skew-B', 'skew-B']);
+  return { scheduled, retried, waited, timedOut };
+}
+
 function effectsOf(planId: string) {
   const mine = calls.filter((c) => c.key.includes(planId));
   expect(new Set(mine.map((c) => c.key)).size).toBe(mine.length); // one call per attempt key
@@ -136,11 +146,7 @@ describe('clock skew between owners (real broker and registry)', () => {
     const { config, ledger, planId, done, skewA, skewB, takeoverFrom, takenOver } = await handOver(MIN5, -MIN5);
     const events = await readWhole(config, ledger, planId, done);
     expect(effectsOf(planId)).toEqual(['charge#1', 'charge#2', 'ship#1']);
-    const scheduled = events.find((e) => e.type === 'ItemRetryScheduled' && e.data.itemId === 'charge' && !e.data.manual)!;
-    const retried = events.find((e) => e.type === 'IntentRecorded' && e.data.itemId === 'charge' && e.data.attempt === 2)!;
-    const waited = events.find((e) => e.type === 'WaitStarted' && e.data.attempt === 1)!;
-    const timedOut = events.find((e) => e.type === 'ResultCommitted' && e.data.itemId === 'answer' && e.data.attempt === 1)!;
-    expect([scheduled.actor, waited.actor, retried.actor, timedOut.actor]).toEqual(['skew-A', 'skew-A', 'skew-B', 'skew-B']);
+    const { scheduled, retried, waited, timedOut } = milestones(events);
     expect(timedOut).toMatchObject({ data: { outcome: 'failed_retryable', error: { code: 'WAIT_TIMEOUT' } } });
     if (scheduled.type !== 'ItemRetryScheduled' || waited.type !== 'WaitStarted') throw new Error('unreachable');
     // B's clock is 10 min behind A's: the recorded times are 10 min ahead of B's now
@@ -164,11 +170,7 @@ describe('clock skew between owners (real broker and registry)', () => {
     const { config, ledger, planId, done, takenOver } = await handOver(-MIN5, MIN5);
     const events = await readWhole(config, ledger, planId, done);
     expect(effectsOf(planId)).toEqual(['charge#1', 'charge#2', 'ship#1']);
-    const scheduled = events.find((e) => e.type === 'ItemRetryScheduled' && e.data.itemId === 'charge' && !e.data.manual)!;
-    const retried = events.find((e) => e.type === 'IntentRecorded' && e.data.itemId === 'charge' && e.data.attempt === 2)!;
-    const waited = events.find((e) => e.type === 'WaitStarted' && e.data.attempt === 1)!;
-    const timedOut = events.find((e) => e.type === 'ResultCommitted' && e.data.itemId === 'answer' && e.data.attempt === 1)!;
-    expect([scheduled.actor, waited.actor, retried.actor, timedOut.actor]).toEqual(['skew-A', 'skew-A', 'skew-B', 'skew-B']);
+    const { scheduled, retried, waited, timedOut } = milestones(events);
     if (scheduled.type !== 'ItemRetryScheduled' || waited.type !== 'WaitStarted') throw new Error('unreachable');
     // on B's clock the recorded times had passed: never before them, and at once after the takeover
     expect(retried.occurredAt).toBeGreaterThanOrEqual(scheduled.data.retryAt);
