@@ -218,6 +218,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const cleanups: Array<() => Promise<unknown>> = [];
   try {
     return await chaos(o, cleanups);
+  } catch (e) {
+    // A run that stops before its report still names its seed (and where its logs are): the one way to repeat it.
+    const message = e instanceof Error ? e.message : String(e);
+    throw new Error(`chaos run (seed ${o.seed}) stopped before its report: ${message} (logs in ${join(o.outDir, `${o.label}-logs`)})`, { cause: e });
   } finally {
     for (const c of cleanups.reverse()) await c().catch((e: unknown) => o.log(`clean-up: ${e instanceof Error ? e.message : String(e)}`));
   }

@@ -9,6 +9,8 @@ type NativeAdmin = ReturnType<ReturnType<typeof confluent>['AdminClient']['creat
 const REQUEST_TIMEOUT_MS = 10_000;
 /** How long an admin read rides out a leader election or a broker restart before it gives up. */
 const RETRY_WINDOW_MS = 60_000;
+/** How long a topic's own "unknown" answer is asked again: the time a topic created a moment ago takes to reach every broker. */
+const TOPIC_SETTLE_MS = 10_000;
 
 const GROUP_STATES = ['Unknown', 'PreparingRebalance', 'CompletingRebalance', 'Stable', 'Dead', 'Empty', 'Assigning', 'Reconciling'];
 
@@ -112,9 +114,21 @@ export class ConfluentAdmin implements LedgerAdmin {
 
   async fetchTopicMetadata(topics: readonly string[]): Promise<Array<{ name: string; partitions: PartitionMetadata[] }>> {
     type Described = { name: string; error?: unknown; partitions: Array<{ partition: number; leader?: { id: number } | null; replicas: Array<{ id: number }>; isr: Array<{ id: number }> }> };
-    const described = await retrying(() => call<Described[]>((cb) => this.a.describeTopics([...topics], { timeout: REQUEST_TIMEOUT_MS }, cb as never)));
-    const failed = described.find((t) => t.error);
-    if (failed) throw failed.error;
+    // A topic's own error comes back inside the answer, not as a failed call: a broker that has not yet
+    // heard of a topic created a moment ago answers UNKNOWN_TOPIC_OR_PART for it, and a later ask may
+    // not. Such an answer is asked again for a few seconds (a topic that really is missing fails then).
+    const settleUntil = Date.now() + TOPIC_SETTLE_MS;
+    let missing: unknown;
+    const described = await retrying(async () => {
+      const answer = await call<Described[]>((cb) => this.a.describeTopics([...topics], { timeout: REQUEST_TIMEOUT_MS }, cb as never));
+      const failed = answer.find((t) => t.error);
+      if (!failed) return answer;
+      const error = Object.assign(failed.error as object, { topic: failed.name });
+      if (Date.now() < settleUntil && (isRetriableKafkaError(error) || SETTLING.has(kafkaErrorName(error) ?? ''))) throw error;
+      missing = error;
+      return [];
+    });
+    if (missing) throw missing;
     return described.map((t) => ({
       name: t.name,
       partitions: t.partitions.map((p) => ({ partitionId: p.partition, leader: p.leader ? p.leader.id : -1, replicas: p.replicas.map((r) => r.id), isr: p.isr.map((r) => r.id) })),

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import { topicNames } from '../../src/config.js';
-import { abandonedWriters, ensurePlanTopics, ensureTopics, isFencingError, isWriterGivenUp, MAX_RECORD_BYTES, type FencedWriter, type KafkaClient, type LogRecord } from '../../src/kafka/index.js';
+import { abandonedWriters, ensurePlanTopics, ensureTopics, isFencingError, isWriterGivenUp, kafkaErrorName, MAX_RECORD_BYTES, type FencedWriter, type KafkaClient, type LogRecord } from '../../src/kafka/index.js';
 import { closeAfter, joinTestGroup, randomGroupId, randomPrefix, testAdmin, testConfig, testKafka, waitFor } from '../support/helpers.js';
 import { topicConfig } from '../support/kafka-tools.js';
 
@@ -69,6 +69,14 @@ describe('the Kafka port against the real broker', () => {
     const meta = await admin.fetchTopicMetadata([t.commands, t.events, t.snapshots, t.archive]);
     expect(meta.map((m) => m.name).sort()).toEqual([t.commands, t.events, t.snapshots, t.archive].sort());
     expect(meta.map((m) => m.partitions.length)).toEqual([3, 3, 3, 3]);
+    // A topic that does not exist is asked of again for a few seconds (one created a moment ago may not
+    // have reached every broker yet), then fails with Kafka's own error, naming the topic.
+    const missing = `${config.topicPrefix}.missing`;
+    const t0 = Date.now();
+    const e = (await admin.fetchTopicMetadata([t.events, missing]).then(() => undefined, (x: unknown) => x)) as { code?: number; topic?: string } | undefined;
+    expect(e).toMatchObject({ topic: missing });
+    expect(kafkaErrorName(e)).toBe('UNKNOWN_TOPIC_OR_PART');
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(10_000);
 
     await expect(ensurePlanTopics(admin, { ...config, partitions: 5 })).rejects.toMatchObject({ code: 'CONFLICT' });
   });
