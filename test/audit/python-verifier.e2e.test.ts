@@ -200,11 +200,23 @@ describe('the Python verifier agrees with verify (real stack)', () => {
     expect(ts.checks.find((c) => c.name === 'duplicates')?.detail).toMatch(new RegExp(`^1 key written more than once: seq 2 at offsets ${partition}/${second.offset}, ${partition}/\\d+ \\(identical bytes\\)$`));
     expect(ts.checks.find((c) => c.name === 'chain')?.ok).toBe(true);
 
+    // An aborted transaction in the events topic: a record under the plan's next key that no reader at
+    // read_committed may see (the census lists it by offset as not committed; the ledger's verify and the
+    // census's own count of events do not change).
+    const aborter = kafka.fencedWriter(`${config.topicPrefix}.test-aborter`);
+    await aborter.connect();
+    onTestFinished(() => aborter.disconnect());
+    const tx = await aborter.transaction();
+    const [abortedAt] = await tx.send(events, [{ key: Buffer.from(eventKey(plain.planId, ts.events + 1)), value: Buffer.from('an aborted record'), partition }]);
+    await tx.abort();
+    expect((await ledger.verify(plain.planId)) as PlanVerification).toMatchObject({ events: ts.events, head: ts.head });
+
     // The census (what the chaos run asks of it): every topic of the prefix at read_committed, every plan
     // verified, each planId:seq counted once — the same plans and events as the ledger, the re-send named.
     const replays = (await ledger.replay({ all: true })).filter((r): r is PlanReplay => r.ok);
     const events_ = replays.reduce((n, r) => n + r.events, 0);
-    const census = (await pyJson(['census', '--prefix', config.topicPrefix], env, 1)) as { plans: number; events: number; chainsOk: number; topics: Record<string, number>; findingsByKind: Record<string, number>; findings: Array<{ kind: string; planId: string; seq: number }>; ok: boolean };
+    const census = (await pyJson(['census', '--prefix', config.topicPrefix], env, 1)) as { plans: number; events: number; chainsOk: number; topics: Record<string, number>; findingsByKind: Record<string, number>; findings: Array<{ kind: string; planId: string; seq: number }>; uncommitted: { records: number; offsets: Record<string, number[]> }; ok: boolean };
+    expect(census.uncommitted).toEqual({ records: 1, offsets: { [String(partition)]: [Number(abortedAt!.offset)] } });
     expect(replays.length).toBeGreaterThanOrEqual(5);
     expect({ plans: census.plans, events: census.events, chainsOk: census.chainsOk, ok: census.ok }).toEqual({ plans: replays.length, events: events_, chainsOk: replays.length, ok: false });
     expect(census.findingsByKind).toEqual({ duplicate: 1 });

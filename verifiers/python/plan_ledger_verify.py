@@ -370,11 +370,12 @@ class Registry:
         return self.cache[sid]
 
 
-def read_partition(conf: dict, topic: str, partition: int, offset: Any, timeout_s: float = 60.0) -> list:
-    """Every committed record of one partition from `offset` to its end (read_committed: the LSO)."""
+def read_partition(conf: dict, topic: str, partition: int, offset: Any, timeout_s: float = 60.0, isolation: str = "read_committed") -> list:
+    """Every committed record of one partition from `offset` to its end (read_committed: the LSO); with
+    isolation "read_uncommitted", every record to the high watermark, aborted ones included."""
     from confluent_kafka import Consumer, KafkaError, TopicPartition
     import time
-    c = Consumer({**conf, "group.id": "plan-ledger-verify-py", "enable.auto.commit": False, "enable.partition.eof": True, "isolation.level": "read_committed"})
+    c = Consumer({**conf, "group.id": "plan-ledger-verify-py", "enable.auto.commit": False, "enable.partition.eof": True, "isolation.level": isolation})
     try:
         c.assign([TopicPartition(topic, partition, offset)])
         out, deadline = [], time.monotonic() + timeout_s
@@ -414,7 +415,10 @@ def census(conf: dict, prefix: str, registry: Registry, contract: dict) -> dict:
     """Every topic of a prefix read to its end at read_committed; every plan of the events topic verified.
 
     Counts each planId:seq once: a second record under a key is a finding (identical or differing), a
-    missing seq is a gap. The records of each topic are counted too (commands, snapshots, ...)."""
+    missing seq is a gap. The records of each topic are counted too (commands, snapshots, ...). The events
+    topic is read a second time at read_uncommitted: a record there and not among the committed ones is
+    one of an aborted transaction (or one still open), listed by offset under "uncommitted" so a caller
+    can check that no reader of its own was shown one."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer
     meta = Consumer({**conf, "group.id": "plan-ledger-verify-py"})
     try:
@@ -424,15 +428,22 @@ def census(conf: dict, prefix: str, registry: Registry, contract: dict) -> dict:
     mine = sorted(t for t in listed if t.startswith(f"{prefix}."))
     counts: dict[str, int] = {}
     by_plan: dict[str, list] = {}
+    uncommitted: dict[str, list[int]] = {}
     events_topic = f"{prefix}.plan-events"
     for topic in mine:
         n = 0
         for partition in sorted(listed[topic].partitions):
+            committed = set()
             for m in read_partition(conf, topic, partition, OFFSET_BEGINNING, timeout_s=300.0):
                 n += 1
                 if topic == events_topic:
+                    committed.add(m.offset())
                     k = parse_key(m.key())
                     by_plan.setdefault(k[0] if k else f"(unparsable key {m.key()!r})", []).append(m)
+            if topic == events_topic:
+                extra = [m.offset() for m in read_partition(conf, topic, partition, OFFSET_BEGINNING, timeout_s=300.0, isolation="read_uncommitted") if m.offset() not in committed]
+                if extra:
+                    uncommitted[str(partition)] = extra
         counts[topic] = n
     reader = parse(contract)
     plans, findings = [], []
@@ -453,6 +464,7 @@ def census(conf: dict, prefix: str, registry: Registry, contract: dict) -> dict:
         "events": sum(p["events"] for p in plans),
         "chainsOk": sum(1 for p in plans if p["ok"]),
         "findingsByKind": kinds,
+        "uncommitted": {"records": sum(len(v) for v in uncommitted.values()), "offsets": uncommitted},
         "findings": findings[:200],
         "ok": not findings,
     }
@@ -591,7 +603,7 @@ def main(argv: list[str] | None = None) -> int:
             conf = kafka_conf(a.brokers, os.environ)
             if a.cmd == "census":
                 result = census(conf, a.prefix, Registry(a.registry, a.schemas), contract)
-                print(json.dumps(result, indent=2) if a.json else f"census {a.prefix}: {result['plans']} plans, {result['events']} events, {result['chainsOk']} chains OK; findings {result['findingsByKind'] or 'none'}; records per topic {result['topics']}")
+                print(json.dumps(result, indent=2) if a.json else f"census {a.prefix}: {result['plans']} plans, {result['events']} events, {result['chainsOk']} chains OK; findings {result['findingsByKind'] or 'none'}; records per topic {result['topics']}; events records not committed {result['uncommitted']['records']}")
                 return 0 if result["ok"] else 1
             result = verify_live(conf, a.prefix, a.plan, Registry(a.registry, a.schemas), contract, check_blobs=not a.no_blobs)
     except (OSError, ValueError, KeyError, RuntimeError, TimeoutError) as err:
