@@ -65,6 +65,24 @@ export interface ChaosOptions {
   readonly log: (line: string) => void;
 }
 
+/** The CI-sized run (`npm run chaos -- --short` and test/e2e/chaos.e2e.test.ts): 20 plans in at most 3 minutes of work. */
+export const SHORT_RUN = { plans: 20, executors: 3, maxMinutes: 3, arrivalShare: 0.5, faultEveryMs: [3000, 6000], sessionTimeoutMs: 6000, clockSkewMs: 300_000 } as const satisfies Partial<ChaosOptions>;
+
+/**
+ * The seeds every short run repeats before a random one of its own: fault schedules that once went wrong,
+ * or checked a fix.
+ * A seed repeats the run's random choices (which fault, which executor, when), not the machine's timing.
+ */
+export const SHORT_SEEDS: ReadonlyArray<{ readonly seed: number; readonly found: string }> = [
+  { seed: 797224394, found: 'restarted beside a broker kill, the registry took 39.8 s; executors started meanwhile exited at start-up and, the last one killed, no executor decided two createPlan calls for 60 s (fixed in 1230ce2: the two faults take turns, no executor fault strikes the last executor running)' },
+  { seed: 867253643, found: 'the run that checked that fix: a network partition (taken over in 7.2 s) and a kill during a leadership move (writable in 9.8 s), OK' },
+];
+
+/** A seed for a random run: printed in its report, so `--seed` repeats its schedule. */
+export function randomSeed(): number {
+  return Math.floor(Math.random() * 2 ** 31);
+}
+
 /**
  * `kill9-pair`: two executors killed -9 at once (each a fault of its own); `network-partition`: an executor
  * cut off from every broker while it runs, until its partitions are taken over; `leader-move-kill`: a
@@ -112,7 +130,7 @@ export interface ChaosReport {
    */
   readonly repeats: { keys: number; calls: number; explained: number; unexplained: string[] };
   /** The second reader (the Python verifier's census, confluent-kafka + fastavro, no code shared): every topic at read_committed. */
-  readonly independent: { ran: boolean; error: string | null; plans: number; events: number; chainsOk: number; findingsByKind: Record<string, number>; agrees: boolean; disagreements: string[] };
+  readonly independent: { ran: boolean; error: string | null; plans: number; events: number; chainsOk: number; findingsByKind: Record<string, number>; agrees: boolean; disagreements: string[]; uncommitted: Record<string, number[]> };
   readonly faults: { kill9: number; kill9Pairs: number; sigterm: number; freeze: number; networkPartitions: number; brokerKills: number; leaderMoveKills: number; registryRestarts: number; projectorKills: number };
   /**
    * Each network partition: how long the executor was cut off, whether every partition it owned was
@@ -161,6 +179,12 @@ export interface ChaosReport {
   readonly submissions: { calls: number; failed: number; rawErrors: number; failures: string[]; decisionMs: { p50: number | null; p99: number | null; max: number | null }; slowest: string[] };
   /** Event keys (planId:seq) found more than once in the events topic: byte-identical re-sends or not. */
   readonly resends: { keys: number; identical: number; differing: string[]; examples: string[] };
+  /**
+   * Records of the events topic that were never committed (aborted transactions of fenced or killed
+   * owners), found by the second reader at read_uncommitted, and how many of them the ledger's own
+   * reader (read_committed) was shown: any is a failure.
+   */
+  readonly aborted: { records: number; visible: number; examples: string[] };
   readonly dlq: { records: number; poisonSent: number; onlyPoison: boolean; unexpected: string[] };
   readonly lost: number;
   readonly duplicates: number;
@@ -520,8 +544,8 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
     if (terminal.size >= plans.length) return;
     await oneAtATime(leaderMoveKill);
   };
-  /** The registry killed and restarted, then the projector. */
-  const serviceFaults = async () => {
+  /** The registry killed and restarted (one at a time with the broker faults). */
+  const registryFault = async () => {
     while (!due(0.4)) await sleep(250);
     if (terminal.size >= plans.length) return;
     await oneAtATime(async () => {
@@ -533,10 +557,14 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
       registryBackMs.push(r.recoveredAt - r.at);
       o.log(`registry back after ${r.recoveredAt - r.at} ms`);
     });
-    // The projector killed -9 while it projects and writes snapshots (it writes them after every batch
-    // that changes a plan, and a watermark every interval); a new process restores from what it wrote.
-    while (!due(0.6)) await sleep(250);
-    if (terminal.size >= plans.length) return;
+  };
+  /**
+   * The projector killed -9 while it projects and writes snapshots (it writes them after every batch that
+   * changes a plan, and a watermark every interval); a new process restores from what it wrote. On a clock
+   * of its own, and killed even when the work settled first: its restore is checked either way.
+   */
+  const projectorFault = async () => {
+    while (!due(0.3)) await sleep(250);
     const pk: Fault = { kind: 'projector-kill', target: 'projector', at: Date.now(), partitions: [], recoveredAt: null };
     faults.push(pk);
     o.log('fault: kill -9 the projector');
@@ -544,9 +572,20 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
     await projector.exited;
     await sleep(500 + random() * 1500);
     projector = projectorProcess(config, projectorPort, { logDir, cwd });
-    for (;;) {
+    for (const until = Date.now() + 180_000; ; ) {
+      if (Date.now() > until) {
+        problems.push('the projector did not serve again within 3 minutes of its kill');
+        return;
+      }
       const res = await fetch(`${projectorUrl}/api/plans?limit=1`, { headers: { authorization: `Bearer ${CHAOS_API_TOKEN}` } }).catch(() => null);
       if (res?.ok) break;
+      if (!projector.alive) {
+        // Exited at start-up (the registry restarting meanwhile, say): started again, as a supervisor would.
+        unplannedExits.push(`${projector.label} exited (${projector.exitStatus}): ${tailOf(join(logDir, `${projector.label}.log`), 2)}`);
+        o.log('the projector exited on its own; starting it again in 2 s');
+        await sleep(2000);
+        projector = projectorProcess(config, projectorPort, { logDir, cwd });
+      }
       await sleep(250);
     }
     pk.recoveredAt = Date.now();
@@ -572,7 +611,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
       return;
     }
     // The brokers' faults and the services' go on two clocks of their own.
-    await Promise.all([brokerFaults(), serviceFaults()]);
+    await Promise.all([brokerFaults(), registryFault(), projectorFault()]);
   })();
   /** One executor fault: the victim's partitions as it owned them, then its kind; a killed or stopped executor's slot is filled again. */
   const strike = async (slot: number, kind: FaultKind) => {
@@ -811,6 +850,8 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   // bytes; the fold ignores it and compaction removes it); a second record under a key with other bytes
   // would be two different facts at one position.
   const byKey = new Map<string, Array<{ offset: string; partition: number; value: string }>>();
+  /** Every offset the ledger's reader returned, by partition (for the aborted-records check). */
+  const seenOffsets = new Map<number, Set<number>>();
   const stamped = new Map<number, StampedRecord[]>();
   /** Events records written by an executor whose clock ran ahead, and behind. */
   const skewedRecords = { ahead: 0, behind: 0 };
@@ -819,6 +860,8 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
     onRecords: (records) => {
       for (const r of records) {
         const key = r.key?.toString() ?? '(null)';
+        if (!seenOffsets.has(r.partition)) seenOffsets.set(r.partition, new Set());
+        seenOffsets.get(r.partition)!.add(Number(r.offset));
         if (!byKey.has(key)) byKey.set(key, []);
         byKey.get(key)!.push({ offset: r.offset, partition: r.partition, value: r.value?.toString('base64') ?? '' });
         if (r.value === null) continue;
@@ -847,6 +890,11 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   // ledger, each plan's chain verified from the spec; it must see the plans and events the ledger does.
   const folded = ours.filter((r): r is Extract<(typeof ours)[number], { ok: true }> => r.ok);
   const independent = await independentCensus(config, { plans: folded.length, events: folded.reduce((n, r) => n + r.events, 0) }, o.log);
+  // Aborted records: what the second reader found at read_uncommitted and not at read_committed; the
+  // ledger's reader must have been shown none of them.
+  const abortedAt = Object.entries(independent.uncommitted).flatMap(([p, offsets]) => offsets.map((offset) => ({ partition: Number(p), offset })));
+  const abortedSeen = abortedAt.filter((a) => seenOffsets.get(a.partition)?.has(a.offset));
+  const aborted = { records: abortedAt.length, visible: abortedSeen.length, examples: abortedSeen.slice(0, 10).map((a) => `p${a.partition}@${a.offset}`) };
 
   // Every plan that does not verify is broken, whatever the cause (a re-sent event included).
   const broken = verified.filter((x) => !x.ok).map((v) => `${v.planId}: ${v.firstBroken?.check} at seq ${v.firstBroken?.seq}: ${v.firstBroken?.reason}`);
@@ -876,6 +924,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   if (mismatches.length) problems.push(`${mismatches.length} plans rebuild differently`);
   if (broken.length) problems.push(`${broken.length} chains do not verify`);
   if (!onlyPoison) problems.push(`the DLQ holds ${dlqKeys.length} records, unexpected: ${unexpectedDlq.join(', ') || 'none'}; poison missing: ${poisonKeys.filter((k) => !dlqKeys.includes(k)).join(', ') || 'none'}`);
+  if (aborted.visible) problems.push(`${aborted.visible} aborted records were shown to the ledger's reader: ${aborted.examples.join(', ')}`);
   if (resends.keys) problems.push(`${resends.keys} events re-sent (${resends.identical} identical, ${resends.differing.length} differing)`);
   if (submitFailures.length) problems.push(`${submitFailures.length} createPlan calls failed (${rawErrors} with a raw client error)`);
   if (zombieAppendsVisible) problems.push(`${zombieAppendsVisible} intents with a fencing token below an earlier one are in the log`);
@@ -903,6 +952,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
     items: { total: itemsTotal, effectItems, followUps },
     effects: { keys: effects.effects.size, calls, replays: calls - effects.effects.size, duplicates, lost, unexplainedKeys: unexplainedKeys.slice(0, 50) },
     repeats,
+    aborted,
     independent,
     faults: {
       kill9: faults.filter((f) => f.kind === 'kill9').length,
@@ -1001,6 +1051,21 @@ export function renderDocsBlock(r: ChaosReport, command: string, machine: string
   ].join('\n');
 }
 
+/** RELIABILITY.md's summary of one run (`--docs`): each promise as a count, the faults, the recoveries. */
+export function renderSummaryBlock(r: ChaosReport, command: string, machine: string): string {
+  const f = r.faults;
+  const plansVerified = r.plans.root + r.plans.child;
+  return [
+    `\`${command}\` (seed ${r.seed}) on ${machine}, ${r.startedAt.slice(0, 10)}: **${r.ok ? 'OK' : 'PROBLEMS'}**, ${r.plans.root} plans and ${r.plans.child} child plans (${r.items.total} items, ${r.effects.keys} effects) under ${r.faultList.length} faults in ${r.workSeconds} s of work. Whole report: [docs/operations/chaos.md](docs/operations/chaos.md).`,
+    '',
+    `- Faults: executors killed -9 ${f.kill9} times (${f.kill9Pairs} of them two at once), stopped with SIGTERM ${f.sigterm}, frozen past their session ${f.freeze}, cut off from every broker ${f.networkPartitions}; a broker killed ${f.brokerKills}, a broker killed while a partition's leadership moved ${f.leaderMoveKills}; the registry restarted ${f.registryRestarts}, the projector killed -9 ${f.projectorKills}; ${r.stack.clockSkewMs ? `one executor's clock ${r.stack.clockSkewMs / 60_000} min ahead and one ${r.stack.clockSkewMs / 60_000} min behind throughout (${r.skewedRecords.ahead} and ${r.skewedRecords.behind} events written by them)` : 'every clock on the machine\'s time'}.`,
+    `- Lost: **${r.lost}**. Duplicated effects: **${r.duplicates}**. Events re-sent: **${r.resends.keys}**. Aborted records shown to a reader: **${r.aborted.visible}** (of ${r.aborted.records} in the log). Zombie events: **${r.fencing.zombieAppendsVisible + r.fencing.lateEvents}**. Tool calls repeated without a recovery: **${r.repeats.unexplained.length}** (${r.repeats.explained} by recoveries). \`createPlan\` calls failed: **${r.submissions.failed}** of ${r.submissions.calls}.`,
+    `- Chains verified: ${r.chains.verified} of ${plansVerified} by the ledger's \`verify\`, ${r.independent.chainsOk} of ${r.independent.plans} by the Python reader (${r.independent.agrees ? 'it agrees: same plans, same events, no finding' : `**it disagrees**: ${r.independent.error ?? r.independent.disagreements.slice(0, 3).join('; ')}`}); rebuilds ${r.rebuilds.digestsEqual ? 'equal' : '**differ**'}; the DLQ holds ${r.dlq.onlyPoison ? 'only the deliberate poison' : '**more than the poison**'}.`,
+    `- Recoveries: ${r.recoveries.count} take-overs, median ${ms(r.recoveries.medianMs)}, max ${ms(r.recoveries.maxMs)}${r.recoveries.unrecovered ? ` (**${r.recoveries.unrecovered} not**)` : ''}; a command decided in ${r.submissions.decisionMs.p50 ?? 'n/a'} / ${r.submissions.decisionMs.p99 ?? 'n/a'} / ${r.submissions.decisionMs.max ?? 'n/a'} ms (p50 / p99 / max).`,
+    ...(r.problems.length ? ['', 'Problems:', '', ...r.problems.map((p) => `- ${p}`)] : []),
+  ].join('\n');
+}
+
 function reportRows(r: ChaosReport): Array<[string, string]> {
   return [
     ['plans (root + child)', `${r.plans.root} + ${r.plans.child}`],
@@ -1039,6 +1104,7 @@ function reportRows(r: ChaosReport): Array<[string, string]> {
     ['createPlan calls / failed (raw client errors)', `${r.submissions.calls} / ${r.submissions.failed} (${r.submissions.rawErrors})`],
     ['command decided after: p50 / p99 / max', `${r.submissions.decisionMs.p50 ?? 'n/a'} / ${r.submissions.decisionMs.p99 ?? 'n/a'} / ${r.submissions.decisionMs.max ?? 'n/a'} ms`],
     ['slowest decisions', r.submissions.slowest.join('; ') || 'n/a'],
+    ['events records never committed (aborted transactions) / shown to the ledger\'s reader', `${r.aborted.records} / ${r.aborted.visible}`],
     ['events re-sent (identical / differing)', `${r.resends.keys} (${r.resends.identical} / ${r.resends.differing.length})`],
     ['tool calls repeated under a key: recoveries / unexplained', `${r.repeats.explained} / ${r.repeats.unexplained.length} (${r.repeats.keys} keys)`],
     ['independent reader (Python census): plans / events / chains OK / findings', r.independent.ran ? `${r.independent.plans} / ${r.independent.events} / ${r.independent.chainsOk} / ${Object.entries(r.independent.findingsByKind).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'} (${r.independent.agrees ? 'agrees' : 'DISAGREES'})` : `did not run: ${r.independent.error}`],
@@ -1081,7 +1147,7 @@ const VERIFIER = join('verifiers', 'python');
  * finding (a second record under a key, a gap, an undecodable record).
  */
 async function independentCensus(config: LedgerConfig, ledgerSaw: { plans: number; events: number }, log: (l: string) => void): Promise<ChaosReport['independent']> {
-  const none = { plans: 0, events: 0, chainsOk: 0, findingsByKind: {}, disagreements: [] };
+  const none = { plans: 0, events: 0, chainsOk: 0, findingsByKind: {}, disagreements: [], uncommitted: {} };
   const python = join(VERIFIER, '.venv', 'bin', 'python');
   try {
     if (!existsSync(python)) await execFileAsync('bash', [join(VERIFIER, 'setup.sh')], { timeout: 300_000 });
@@ -1093,7 +1159,7 @@ async function independentCensus(config: LedgerConfig, ledgerSaw: { plans: numbe
       if (e.stdout?.trim().startsWith('{')) return { stdout: e.stdout };
       throw e;
     });
-    const c = JSON.parse(stdout) as { plans: number; events: number; chainsOk: number; findingsByKind: Record<string, number>; findings: Array<{ kind: string; planId: string; seq: number; detail: string }> };
+    const c = JSON.parse(stdout) as { plans: number; events: number; chainsOk: number; findingsByKind: Record<string, number>; findings: Array<{ kind: string; planId: string; seq: number; detail: string }>; uncommitted: { records: number; offsets: Record<string, number[]> } };
     const disagreements = [
       ...(c.plans !== ledgerSaw.plans ? [`${c.plans} plans, the ledger folded ${ledgerSaw.plans}`] : []),
       ...(c.events !== ledgerSaw.events ? [`${c.events} events, the ledger read ${ledgerSaw.events}`] : []),
@@ -1101,7 +1167,7 @@ async function independentCensus(config: LedgerConfig, ledgerSaw: { plans: numbe
       ...c.findings.slice(0, 20).map((f) => `${f.kind} ${f.planId}:${f.seq}: ${f.detail}`),
     ];
     log(`independent reader: ${c.plans} plans, ${c.events} events, ${c.chainsOk} chains OK, findings ${JSON.stringify(c.findingsByKind)}`);
-    return { ran: true, error: null, plans: c.plans, events: c.events, chainsOk: c.chainsOk, findingsByKind: c.findingsByKind, agrees: disagreements.length === 0, disagreements };
+    return { ran: true, error: null, plans: c.plans, events: c.events, chainsOk: c.chainsOk, findingsByKind: c.findingsByKind, agrees: disagreements.length === 0, disagreements, uncommitted: c.uncommitted.offsets };
   } catch (e) {
     return { ...none, ran: false, error: (e as Error).message.split('\n')[0]!.slice(0, 300), agrees: false };
   }

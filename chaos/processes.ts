@@ -53,6 +53,11 @@ export class ServiceProcess {
     return this.proc.pid!;
   }
 
+  /** How the process ended (its exit code or signal), or "running". */
+  get exitStatus(): string {
+    return String(this.proc.exitCode ?? this.proc.signalCode ?? 'running');
+  }
+
   get alive(): boolean {
     return this.proc.exitCode === null && this.proc.signalCode === null;
   }

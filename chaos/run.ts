@@ -1,9 +1,10 @@
 // `npm run chaos` — a bounded chaos run against a private 3-broker stack; writes
 // chaos/results/<label>.json and .md and exits 1 when any promise did not hold.
-//   --short          the CI-sized run (about 4 minutes on a 2-core machine, stack start included)
+//   --short          the CI-sized runs: the fixed seeds of SHORT_SEEDS (chaos.ts), then one random seed,
+//                    each about 4 minutes on a 2-core machine (stack start included)
 //   --plans <n>      root plans (default 200; short 20)
 //   --minutes <n>    hard bound on the work once the stack is up (default 20; short 3)
-//   --seed <n>       fault schedule seed (default: random, printed in the report)
+//   --seed <n>       fault schedule seed: one run of it (default: random, printed in the report)
 //   --out <dir>      report folder (default chaos/results)
 //   --faults <kind>  all (default): executor faults (network partitions among them), a broker killed, another
 //                    killed while a partition's leadership moves, a registry and a projector kill;
@@ -14,13 +15,15 @@
 //   --session <ms>   the executors' consumer-group session timeout (default 6000); a network partition lasts
 //                    past it (at least 4 s more) until the cut executor's partitions are taken over
 //   --keep-stack     stop the stack at the end instead of wiping it
-//   --docs           write the report's figures into docs/operations/chaos.md (between its markers)
+//   --docs           write the report's figures into docs/operations/chaos.md and its summary into
+//                    RELIABILITY.md (each between its markers); one run only (not --short without --seed)
+import { execFileSync } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { cacheDir } from '../src/stack/artifacts.js';
-import { renderDocsBlock, runChaos } from './chaos.js';
+import { randomSeed, renderDocsBlock, renderSummaryBlock, runChaos, SHORT_RUN, SHORT_SEEDS, type ChaosReport } from './chaos.js';
 
 const OPTIONS = {
   short: { type: 'boolean', default: false },
@@ -80,41 +83,67 @@ if (!(Number.isInteger(skew) && skew >= 0 && skew <= 1_800_000)) {
   process.exit(2);
 }
 const load = loadavg()[0]!.toFixed(1);
+/** The code the run exercises, as it was when the run began (a docs block names it). */
+const commit = (() => {
+  try {
+    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+    const changed = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim() !== '';
+    return `commit ${head}${changed ? ' with uncommitted changes' : ''}`;
+  } catch {
+    return 'a tree outside git';
+  }
+})();
 const short = values.short === true;
-const label = `${short ? 'short' : 'full'}-${new Date().toISOString().replace(/[:.]/g, '-')}`;
-const stackDir = join(cacheDir(), `chaos-stack-${process.pid}`);
-const report = await runChaos({
-  plans: Number(values.plans ?? (short ? 20 : 200)),
-  executors: 3,
-  maxMinutes: Number(values.minutes ?? (short ? 3 : 20)),
-  arrivalShare: short ? 0.5 : 0.3,
-  faultEveryMs: short ? [3000, 6000] : [3000, 8000],
-  sessionTimeoutMs: session,
-  clockSkewMs: skew,
-  faults: values.faults,
-  brokerGapMs: brokerGap * 1000,
-  ...(brokerSession !== undefined ? { brokerSessionMs: brokerSession } : {}),
-  seed: Number(values.seed ?? Math.floor(Math.random() * 2 ** 31)),
-  outDir: values.out!,
-  stackDir,
-  keepStack: values['keep-stack'],
-  label,
-  log: (l) => process.stderr.write(`[chaos] ${l}\n`),
-});
-if (!values['keep-stack']) rmSync(stackDir, { recursive: true, force: true });
+const seeds = values.seed !== undefined ? [Number(values.seed)] : short ? [...SHORT_SEEDS.map((s) => s.seed), randomSeed()] : [randomSeed()];
+if (values.docs && seeds.length > 1) {
+  process.stderr.write('--docs writes the figures of one run: give --seed with --short, or run the full one\n');
+  process.exit(2);
+}
+if (seeds.length > 1) process.stderr.write(`[chaos] ${seeds.length} short runs: seeds ${seeds.join(', ')} (the last one random)\n`);
+
+const results: Array<{ label: string; report: ChaosReport }> = [];
+for (const seed of seeds) {
+  const label = `${short ? 'short' : 'full'}-${new Date().toISOString().replace(/[:.]/g, '-')}-seed${seed}`;
+  const stackDir = join(cacheDir(), `chaos-stack-${process.pid}`);
+  const report = await runChaos({
+    ...(short ? SHORT_RUN : { plans: 200, executors: 3, maxMinutes: 20, arrivalShare: 0.3, faultEveryMs: [3000, 8000] as const }),
+    ...(values.plans !== undefined ? { plans: Number(values.plans) } : {}),
+    ...(values.minutes !== undefined ? { maxMinutes: Number(values.minutes) } : {}),
+    sessionTimeoutMs: session,
+    clockSkewMs: skew,
+    faults: values.faults,
+    brokerGapMs: brokerGap * 1000,
+    ...(brokerSession !== undefined ? { brokerSessionMs: brokerSession } : {}),
+    seed,
+    outDir: values.out!,
+    stackDir,
+    keepStack: values['keep-stack'],
+    label,
+    log: (l) => process.stderr.write(`[chaos] ${l}\n`),
+  });
+  if (!values['keep-stack']) rmSync(stackDir, { recursive: true, force: true });
+  results.push({ label, report });
+  process.stdout.write(`${join(values.out!, `${label}.md`)}\n`);
+  process.stdout.write(`seed ${seed}: plans ${report.plans.root}+${report.plans.child}, items ${report.items.total}, faults ${JSON.stringify(report.faults)}, lost ${report.lost}, duplicates ${report.duplicates}: ${report.ok ? 'OK' : report.problems.join('; ')}\n`);
+}
+
 if (values.docs) {
-  const page = join('docs', 'operations', 'chaos.md');
-  const [open, close] = ['<!-- chaos:latest -->', '<!-- /chaos:latest -->'];
+  const { report } = results[0]!;
+  const args = process.argv.slice(2).filter((a) => a !== '--docs');
+  const command = `npm run chaos${args.length ? ` -- ${args.join(' ')}` : ''}`;
+  const machine = `${commit}, a ${cpus().length}-core machine (load average ${load} at the start)`;
+  writeBlock(join('docs', 'operations', 'chaos.md'), 'chaos:latest', renderDocsBlock(report, command, machine));
+  writeBlock('RELIABILITY.md', 'chaos:summary', renderSummaryBlock(report, command, machine));
+}
+process.exit(results.every((r) => r.report.ok) ? 0 : 1);
+
+/** Replaces what stands between `<!-- name -->` and `<!-- /name -->` in a page. */
+function writeBlock(page: string, name: string, block: string): void {
+  const [open, close] = [`<!-- ${name} -->`, `<!-- /${name} -->`];
   const text = readFileSync(page, 'utf8');
   const from = text.indexOf(open);
   const to = text.indexOf(close);
   if (from < 0 || to < from) throw new Error(`${page} has no ${open} … ${close} block`);
-  const args = process.argv.slice(2).filter((a) => a !== '--docs');
-  const command = `npm run chaos${args.length ? ` -- ${args.join(' ')}` : ''}`;
-  const machine = `a ${cpus().length}-core machine (load average ${load} at the start)`;
-  writeFileSync(page, `${text.slice(0, from + open.length)}\n${renderDocsBlock(report, command, machine)}\n${text.slice(to)}`);
+  writeFileSync(page, `${text.slice(0, from + open.length)}\n${block}\n${text.slice(to)}`);
   process.stderr.write(`[chaos] wrote the figures into ${page}\n`);
 }
-process.stdout.write(`${join(values.out!, `${label}.md`)}\n`);
-process.stdout.write(`plans ${report.plans.root}+${report.plans.child}, items ${report.items.total}, faults ${JSON.stringify(report.faults)}, lost ${report.lost}, duplicates ${report.duplicates}: ${report.ok ? 'OK' : report.problems.join('; ')}\n`);
-process.exit(report.ok ? 0 : 1);

@@ -4,31 +4,22 @@
 // broker killed while a partition's leadership moves, one registry restart and one projector kill. The
 // report must show every promise kept: no lost work, no duplicated effect, no repeated call but a
 // recovery's, equal rebuilds, intact chains, a DLQ of deliberate poison only, no zombie event in the log
-// (none of a fenced owner's), and a second reader that agrees.
+// (none of a fenced owner's), no aborted record shown to a reader, and a second reader that agrees. Once
+// for each fixed seed of SHORT_SEEDS (schedules that once went wrong) and once for a random seed, which the
+// test's name prints: `npm run chaos -- --short --seed N` repeats its schedule.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runChaos, type ChaosReport } from '../../chaos/chaos.js';
+import { randomSeed, runChaos, SHORT_RUN, SHORT_SEEDS, type ChaosReport } from '../../chaos/chaos.js';
+
+const seeds = [...SHORT_SEEDS.map((s) => ({ seed: s.seed, kind: 'fixed' })), { seed: randomSeed(), kind: 'random' }];
 
 describe('chaos (short)', () => {
-  it('keeps every promise under random executor, broker and registry faults', async () => {
+  it.each(seeds)('seed $seed ($kind): keeps every promise under random executor, broker and registry faults', async ({ seed }) => {
     const outDir = mkdtempSync(join(tmpdir(), 'plan-ledger-chaos-'));
     const stackDir = mkdtempSync(join(tmpdir(), 'plan-ledger-chaos-stack-'));
-    const report = await runChaos({
-      plans: 20,
-      executors: 3,
-      maxMinutes: 3,
-      arrivalShare: 0.5,
-      faultEveryMs: [3000, 6000],
-      sessionTimeoutMs: 6000,
-      clockSkewMs: 300_000,
-      seed: Math.floor(Math.random() * 2 ** 31),
-      outDir,
-      stackDir,
-      label: 'ci-short',
-      log: () => {},
-    });
+    const report = await runChaos({ ...SHORT_RUN, seed, outDir, stackDir, label: 'ci-short', log: () => {} });
     rmSync(stackDir, { recursive: true, force: true }); // runChaos wiped its data; the report and logs stay in outDir
     // The report on disk is the one returned.
     expect(JSON.parse(readFileSync(join(outDir, 'ci-short.json'), 'utf8')) as ChaosReport).toEqual(report);
@@ -47,7 +38,9 @@ describe('chaos (short)', () => {
     expect(report.fencing.zombieAppendsVisible).toBe(0);
     expect(report.fencing.lateEvents).toBe(0);
     expect(report.resends).toMatchObject({ keys: 0, identical: 0, differing: [] });
+    expect(report.aborted).toMatchObject({ visible: 0, examples: [] });
     expect(report.submissions).toMatchObject({ failed: 0, rawErrors: 0 });
+    expect(report.seed).toBe(seed);
     expect(report.submissions.calls).toBe(20);
     expect(report.faults.brokerKills).toBe(1);
     expect(report.faults.leaderMoveKills).toBe(1);
