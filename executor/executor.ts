@@ -4,7 +4,7 @@ import type { Tracer, TracerProvider } from '@opentelemetry/api';
 import { loadConfig, topicNames, type LedgerConfig, type LedgerConfigInput } from '../src/config.js';
 import { BlobReader, payloadLimitsFromEnv } from '../src/blobs/index.js';
 import { keyringFor, type PlanKeyring } from '../src/crypto/index.js';
-import { codecFromConfig, type LedgerCodec } from '../src/codec/index.js';
+import { codecWhenRegistryAnswers, type LedgerCodec } from '../src/codec/index.js';
 import { isLedgerError, LedgerError } from '../src/errors.js';
 import { createKafka, ensurePlanTopics, isWriterGivenUp, MAX_RECORD_BYTES, type GroupMember, type KafkaClient, type LedgerAdmin, type LogRecord } from '../src/kafka/index.js';
 import { silentLogger, type Logger } from '../src/logging.js';
@@ -147,7 +147,7 @@ export async function startExecutor(opts: ExecutorOptions): Promise<ExecutorHand
     await admin.disconnect();
     throw e;
   }
-  const codec = await codecFromConfig(config, { logger });
+  const codec = await codecWhenRegistryAnswers(config, { logger });
   const limits = ownerLimits(opts);
   logger.info({ limits: { ...limits, decide: { ...limits.decide } } }, 'limits');
   // Tracing: the caller's provider, else one from OTEL_* (the SDK is loaded only then), else off.

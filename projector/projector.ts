@@ -1,4 +1,4 @@
-import { codecFromConfig, type LedgerCodec } from '../src/codec/index.js';
+import { codecWhenRegistryAnswers, type LedgerCodec } from '../src/codec/index.js';
 import { topicNames, type LedgerConfig } from '../src/config.js';
 import {
   createKafka,
@@ -221,7 +221,7 @@ export class ProjectionService {
     this.admin = this.kafka.admin();
     await this.admin.connect();
     await ensurePlanTopics(this.admin, config);
-    this.codec = await codecFromConfig(config, { logger: this.opts.logger });
+    this.codec = await codecWhenRegistryAnswers(config, { logger: this.opts.logger });
     this.dlq = this.kafka.writer();
     await this.dlq.connect();
     this.member = await this.kafka.join({

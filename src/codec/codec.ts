@@ -273,7 +273,8 @@ class Codec implements LedgerCodec {
  *
  * Fails with `SCHEMA` `incompatible` when the registry refuses a schema as not BACKWARD compatible with
  * the subject's latest version (the message names the subject), `SCHEMA` `invalid_schema` for a schema
- * avsc or the registry rejects, and `UNAVAILABLE` when the registry cannot be reached: retry start-up later.
+ * avsc or the registry rejects, and `UNAVAILABLE` when the registry cannot be reached: retry start-up later
+ * (services do: {@link codecWhenRegistryAnswers}).
  *
  * @example
  * const codec = await createCodec({ registryUrl: config.registryUrl, topicPrefix: config.topicPrefix, auth: config.registryAuth, logger });
@@ -325,4 +326,24 @@ export async function createCodec(opts: CodecOptions): Promise<LedgerCodec> {
  */
 export function codecFromConfig(config: LedgerConfig, opts: Omit<CodecOptions, 'registryUrl' | 'topicPrefix' | 'auth'> = {}): Promise<LedgerCodec> {
   return createCodec({ ...opts, registryUrl: config.registryUrl, topicPrefix: config.topicPrefix, ...(config.registryAuth ? { auth: config.registryAuth } : {}) });
+}
+
+/**
+ * {@link codecFromConfig} for a service starting up (an executor, a projector): while the registry cannot
+ * be reached (`UNAVAILABLE`: restarting, not up yet) it is asked again, 1 s and then up to 10 s apart, with
+ * a warning each time, until it answers, like the Kafka client waits for brokers. A refusal that waiting
+ * cannot change is thrown at once: a schema the registry rejects, credentials it refuses (401, 403).
+ */
+export async function codecWhenRegistryAnswers(config: LedgerConfig, opts: Omit<CodecOptions, 'registryUrl' | 'topicPrefix' | 'auth'> = {}): Promise<LedgerCodec> {
+  const log = (opts.logger ?? silentLogger()).child({ component: 'codec' });
+  for (let attempt = 1, delay = 1000; ; attempt++, delay = Math.min(delay * 2, 10_000)) {
+    try {
+      return await codecFromConfig(config, opts);
+    } catch (e) {
+      const status = isLedgerError(e, 'UNAVAILABLE') ? e.details.status : undefined;
+      if (!isLedgerError(e, 'UNAVAILABLE') || status === 401 || status === 403) throw e;
+      log.warn({ attempt, retryInMs: delay, registryUrl: config.registryUrl, err: errorMessage(e) }, 'schema registry unavailable at start-up; asking again');
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
 }

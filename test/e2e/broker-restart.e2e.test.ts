@@ -10,8 +10,9 @@ import { loadConfig, type LedgerConfig } from '../../src/config.js';
 import { isLedgerError } from '../../src/errors.js';
 import { createLogger } from '../../src/logging.js';
 import { verifyChain } from '../../src/plan/index.js';
-import { restartBroker, startBroker, stackDown, stackUp, stopBroker } from '../../src/stack/stack.js';
+import { restartBroker, restartRegistry, startBroker, stackDown, stackUp, stopBroker } from '../../src/stack/stack.js';
 import { startExecutor } from '../../executor/index.js';
+import { startProjector } from '../../projector/index.js';
 import { EffectsService } from '../fixtures/effects-service.js';
 import { tools } from '../fixtures/tools.js';
 import { freePortBlock, randomPrefix, waitFor } from '../support/helpers.js';
@@ -69,6 +70,35 @@ describe('broker outage', () => {
       await executor.stop();
     }
   });
+
+  it('an executor and a projector started while the registry restarts wait for it, saying so, and then serve', async () => {
+    const lines: string[] = [];
+    const logger = createLogger({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
+    // restartRegistry kills the registry at once (SIGKILL) and starts a new JVM, which takes seconds to answer.
+    const restarting = restartRegistry({ dir, hard: true });
+    const [executor, projector] = await Promise.all([
+      startExecutor({ tools, config, executorId: 'registry-late-exec', logger, sessionTimeoutMs: 10_000, heartbeatIntervalMs: 1000 }),
+      startProjector({ config, logger, port: 0, apiToken: null, openReads: true, groupId: `${config.topicPrefix}.projector-registry-late`, defaultMetrics: false }),
+    ]);
+    await restarting;
+    const ledger = await connectLedger(config);
+    try {
+      // Both asked again while the registry was down (before, each exited with UNAVAILABLE here).
+      const waited = lines.map((l) => JSON.parse(l) as { msg: string; executorId?: string }).filter((l) => l.msg === 'schema registry unavailable at start-up; asking again');
+      expect(waited.filter((l) => l.executorId === 'registry-late-exec').length).toBeGreaterThanOrEqual(1);
+      expect(waited.filter((l) => l.executorId === undefined).length).toBeGreaterThanOrEqual(1);
+      await executor.started;
+      const { planId } = await ledger.createPlan({ goal: 'after the registry came back', mode: 'execute', items: [{ id: 'x', title: 'x', why: 'served by the executor that waited', tool: 'effect', input: {} }] });
+      const done = await ledger.waitFor(planId, 'completed', { timeoutMs: 60_000 });
+      expect(done.items['x']!.status).toBe('completed');
+      expect([...effects.effects.keys()].filter((k) => k.startsWith(`${planId}/`))).toEqual([`${planId}/x/1`]);
+      await waitFor(async () => (await fetch(`${projector.url}/api/plans/${planId}`)).status === 200, { message: 'the projector that waited serves the plan', timeoutMs: 60_000 });
+    } finally {
+      await ledger.close();
+      await projector.stop();
+      await executor.stop();
+    }
+  }, 300_000);
 
   it('a command the broker could not take is written again under its commandId until the caller\'s timeout: decided once after a 35 s outage, UNAVAILABLE when the outage outlasts the timeout', async () => {
     const executor = await startExecutor({ tools, config, executorId: 'outage-exec-2', sessionTimeoutMs: 10_000, heartbeatIntervalMs: 1000 });
