@@ -51,6 +51,9 @@ describe('local stack configuration', () => {
       ],
     };
     const p3 = props(renderServerProperties(spec, spec.nodes[2]!));
+    // Several nodes on one machine: a quorum that rides out a few seconds' stall instead of re-electing.
+    expect(p3['controller.quorum.fetch.timeout.ms']).toBe('6000');
+    expect(props(renderServerProperties({ ...spec, nodes: [spec.nodes[0]!], extraListeners: [] }, spec.nodes[0]!))['controller.quorum.fetch.timeout.ms']).toBeUndefined();
     expect(p3['listeners']).toBe('CLIENT://127.0.0.1:19096,CONTROLLER://127.0.0.1:19097,CHAOS0://127.0.0.1:21002,CHAOS1://127.0.0.1:21005');
     expect(p3['advertised.listeners']).toBe('CLIENT://127.0.0.1:19096,CHAOS0://127.0.0.1:21008,CHAOS1://127.0.0.1:21011');
     expect(p3['listener.security.protocol.map']).toBe('CLIENT:PLAINTEXT,CONTROLLER:PLAINTEXT,CHAOS0:PLAINTEXT,CHAOS1:PLAINTEXT');
