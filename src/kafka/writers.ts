@@ -21,6 +21,8 @@ const CLIENT_MAX_REQUEST_BYTES = 64 * 1024 * 1024;
 
 /** Delivery errors that stand for another: _PURGE_QUEUE, _PURGE_INFLIGHT, _FATAL. */
 const PURGED = new Set([-152, -151, -150]);
+/** librdkafka's _FATAL: the producer failed for good. */
+const FATAL = -150;
 
 function promised<T = void>(fn: (cb: (err: unknown, value?: T) => void) => void): Promise<T> {
   return new Promise<T>((resolve, reject) => fn((err, value) => (err ? reject(err) : resolve(value as T))));
@@ -87,6 +89,19 @@ abstract class NativeWriter {
         w.reject(err);
       }
     });
+    // A fatal error (a refused producer id, a fence) ends the producer for good. librdkafka then purges
+    // only the records still in its own queue: one already handed to a broker thread waits out the
+    // message timeout (30 s) and fails as timed out, its cause lost (seen in CI: an auditor's refused
+    // write came back _MSG_TIMED_OUT after 30 s, not CLUSTER_AUTHORIZATION_FAILED). Every waiting
+    // record fails now, with the cause.
+    p.on('event.error', ((err: { code?: number }) => {
+      if (err.code !== FATAL) return;
+      const cause = withBrokerCode(err);
+      for (const [id, w] of this.waiting) {
+        this.waiting.delete(id);
+        w.reject(cause);
+      }
+    }) as never);
     const connecting = promised((cb) => p.connect({ timeout: 30_000 } as never, cb as never));
     try {
       await connectWatched(errors, connecting, this.config);
