@@ -216,7 +216,15 @@ export class ConfluentAdmin implements LedgerAdmin {
     const n = await this.partitionCount(topic);
     const partitions = Array.from({ length: n }, (_, partition) => ({ topic, partition }));
     type Result = { groupId: string; error?: unknown; partitions: Array<{ topic: string; partition: number; offset: number; error?: unknown }> };
-    const res = await retrying(() => call<Result[]>((cb) => this.a.listConsumerGroupOffsets([{ groupId, partitions }], { timeout: REQUEST_TIMEOUT_MS, requireStableOffsets: true }, cb as never)));
+    // With requireStableOffsets a partition whose transactional offset commit is still being completed
+    // (the coordinator writes the commit's markers after it answers) answers UNSTABLE_OFFSET_COMMIT, inside
+    // the answer: asked again, not read as "no offset".
+    const res = await retrying(async () => {
+      const answer = await call<Result[]>((cb) => this.a.listConsumerGroupOffsets([{ groupId, partitions }], { timeout: REQUEST_TIMEOUT_MS, requireStableOffsets: true }, cb as never));
+      const failed = answer[0]?.partitions.find((p) => p.error);
+      if (failed) throw failed.error;
+      return answer;
+    });
     const r = res[0];
     if (r?.error) throw r.error;
     return (r?.partitions ?? []).map((p) => ({ partition: p.partition, offset: String(p.offset !== undefined && p.offset >= 0 ? p.offset : -1) })).sort((a, b) => a.partition - b.partition);
