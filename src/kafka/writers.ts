@@ -1,7 +1,7 @@
 import type { LedgerConfig } from '../config.js';
 import { isLedgerError, LedgerError } from '../errors.js';
 import type { Logger } from '../logging.js';
-import { connectWatched, isFencingError, isRetriableKafkaError, routeLogs, withBrokerCode, type HandleErrors, type RdConfig } from './connection.js';
+import { connectWatched, isFencingError, isRetriableKafkaError, kafkaErrorName, routeLogs, withBrokerCode, type HandleErrors, type RdConfig } from './connection.js';
 import { nativeConsumerOf } from './member.js';
 import { confluent } from './native.js';
 import type { Delivered, FencedTransaction, FencedWriter, FencedWriterBounds, GroupMember, OutRecord, RecordWriter } from './port.js';
@@ -23,6 +23,8 @@ const CLIENT_MAX_REQUEST_BYTES = 64 * 1024 * 1024;
 const PURGED = new Set([-152, -151, -150]);
 /** librdkafka's _FATAL: the producer failed for good. */
 const FATAL = -150;
+/** Refusals of a producer id, which librdkafka makes fatal for an idempotent or transactional producer. */
+const FATAL_REFUSALS = new Set(['CLUSTER_AUTHORIZATION_FAILED', 'TRANSACTIONAL_ID_AUTHORIZATION_FAILED']);
 
 function promised<T = void>(fn: (cb: (err: unknown, value?: T) => void) => void): Promise<T> {
   return new Promise<T>((resolve, reject) => fn((err, value) => (err ? reject(err) : resolve(value as T))));
@@ -95,8 +97,10 @@ abstract class NativeWriter {
     // write came back _MSG_TIMED_OUT after 30 s, not CLUSTER_AUTHORIZATION_FAILED). Every waiting
     // record fails now, with the cause.
     p.on('event.error', ((err: { code?: number }) => {
-      if (err.code !== FATAL) return;
+      // The binding reports a refused producer id with code -1 and the broker's words ("cluster
+      // authorization failed"); librdkafka makes either refusal of a producer id fatal.
       const cause = withBrokerCode(err);
+      if (err.code !== FATAL && !FATAL_REFUSALS.has(kafkaErrorName(cause) ?? '')) return;
       for (const [id, w] of this.waiting) {
         this.waiting.delete(id);
         w.reject(cause);
