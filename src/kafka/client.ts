@@ -4,7 +4,7 @@ import { ConfluentAdmin } from './admin.js';
 import { connectionConfig, type RdConfig } from './connection.js';
 import type { FencedWriter, FencedWriterBounds, GroupMember, GroupMemberOptions, KafkaClient, LedgerAdmin, PartitionTail, PartitionTailOptions, ReadToEndOptions, RecordWriter } from './port.js';
 import { joinGroup } from './member.js';
-import { openTail, readToEnd } from './reader.js';
+import { openTail, readToEnd, ReaderPool } from './reader.js';
 import { NativeFencedWriter, NativeRecordWriter } from './writers.js';
 
 // Kafka's errors, read in connection.ts (a leaf the handles share), for the port's callers (index.ts).
@@ -28,6 +28,8 @@ export type ClientProfile = keyof typeof CLIENT_PROFILES;
  */
 class ConfluentKafka implements KafkaClient {
   private sharedAdmin: Promise<ConfluentAdmin> | undefined;
+  /** Consumers for ranged reads, opened on first use and reused (reader.ts). */
+  private pool: ReaderPool | undefined;
 
   constructor(
     readonly clientId: string,
@@ -63,7 +65,10 @@ class ConfluentKafka implements KafkaClient {
   }
 
   async readToEnd(opts: ReadToEndOptions): Promise<Map<number, string>> {
-    return readToEnd(this.readerContext(), await this.readerAdmin(), opts);
+    const admin = await this.readerAdmin();
+    if (opts.follow) return readToEnd(this.readerContext(), admin, opts);
+    this.pool ??= new ReaderPool(this.readerContext());
+    return readToEnd(this.readerContext(), admin, opts, this.pool);
   }
 
   tail(opts: PartitionTailOptions): Promise<PartitionTail> {
@@ -78,10 +83,13 @@ class ConfluentKafka implements KafkaClient {
     return { rd: this.rd(), logger: this.logger, groupId: `${this.config.topicPrefix}.reader`, config: this.config };
   }
 
-  /** Closes the shared admin (readers' end offsets); handles the caller made close on their own. */
+  /** Closes the shared admin (readers' end offsets) and the pooled readers; handles the caller made close on their own. */
   async close(): Promise<void> {
     const a = this.sharedAdmin;
     this.sharedAdmin = undefined;
+    const pool = this.pool;
+    this.pool = undefined;
+    await pool?.close();
     if (a) await (await a.catch(() => undefined))?.disconnect().catch(() => {});
   }
 }

@@ -109,6 +109,8 @@ export interface ReadStats {
   records: Record<string, number>;
   /** Records fetched below the start offset and dropped. */
   skipped?: number;
+  /** Consumers a ranged read had to open (the rest reused one a client keeps for its reads). */
+  opened?: number;
   /** Records the ledger client's plan index read, per `topic/partition`. */
   indexed?: Record<string, number>;
 }

@@ -3,7 +3,7 @@ import type { LedgerConfig } from '../config.js';
 import { connectWatched, routeLogs, type RdConfig } from './connection.js';
 import { confluent } from './native.js';
 import type { ConfluentAdmin } from './admin.js';
-import type { LogRecord, PartitionTail, PartitionTailOptions, ReadToEndOptions } from './port.js';
+import type { LogRecord, PartitionTail, PartitionTailOptions, ReadStats, ReadToEndOptions } from './port.js';
 
 type TopicPartitionOffset = { topic: string; partition: number; offset?: number };
 /** librdkafka's consumer; the binding has these methods (lib/kafka-consumer.js) but its typings leave them out. */
@@ -79,7 +79,7 @@ export async function consumeOrPause(c: NativeConsumer, logger: Logger, what: st
 }
 
 /** A `read_committed` consumer for assigned partitions: no subscription, no commits, end-of-partition events on. */
-export async function openAssignedConsumer(ctx: ReaderContext): Promise<NativeConsumer> {
+export async function openAssignedConsumer(ctx: ReaderContext, fetchWaitMs = CONSUME_WAIT_MS): Promise<NativeConsumer> {
   const { KafkaConsumer } = confluent();
   const c = new KafkaConsumer(
     {
@@ -89,7 +89,7 @@ export async function openAssignedConsumer(ctx: ReaderContext): Promise<NativeCo
       'enable.auto.offset.store': false,
       'isolation.level': 'read_committed',
       'enable.partition.eof': true,
-      'fetch.wait.max.ms': CONSUME_WAIT_MS,
+      'fetch.wait.max.ms': fetchWaitMs,
       'fetch.error.backoff.ms': 50,
     } as never,
     { 'auto.offset.reset': 'earliest' } as never,
@@ -116,6 +116,98 @@ export function disconnectConsumer(c: NativeConsumer): Promise<void> {
   });
 }
 
+/**
+ * Where the application's reading of a partition has reached: the offset after the last record *or
+ * transaction marker* the consumer has handed over (librdkafka moves it past the markers it swallows).
+ * Undefined while the partition has no position (just assigned, nothing taken yet).
+ */
+export function consumedPosition(c: NativeConsumer, topic: string, partition: number): bigint | undefined {
+  try {
+    const [tp] = (c as unknown as { position(tps: Array<{ topic: string; partition: number }>): Array<{ offset?: number }> }).position([{ topic, partition }]);
+    return tp?.offset !== undefined && tp.offset >= 0 ? BigInt(tp.offset) : undefined;
+  } catch {
+    return undefined; // not assigned (any more)
+  }
+}
+
+/** How long a pooled read waits for a first record per consume call, and the broker for data per fetch. */
+const POOLED_WAIT_MS = 10;
+
+/**
+ * Consumers kept open for ranged reads. Opening a consumer costs a connection and a metadata round trip
+ * (about 30 ms on a quiet machine), and closing one as much again, which made every point read (a
+ * `getPlan`) cost hundreds of milliseconds; a client's reads take one from here and give it back. A
+ * read holds its consumer alone (assign → read → unassign); at most `max` are open, further reads wait.
+ * A read that failed closes its consumer rather than returning it: the next read opens a fresh one.
+ *
+ * Pooled consumers fetch with a short `fetch.wait.max.ms`: a fetch at a partition's end waits that long
+ * on the broker, and librdkafka keeps one fetch in flight per broker, so the next read's first fetch
+ * would queue behind the last read's idle one. Between reads a consumer is unassigned and fetches nothing.
+ */
+export class ReaderPool {
+  private readonly idle: NativeConsumer[] = [];
+  private opened = 0;
+  private waiters: Array<() => void> = [];
+  private closed = false;
+
+  constructor(
+    private readonly ctx: ReaderContext,
+    private readonly max = 4,
+  ) {}
+
+  async acquire(stats?: ReadStats): Promise<NativeConsumer> {
+    for (;;) {
+      if (this.closed) throw new Error('the reader pool is closed');
+      const c = this.idle.pop();
+      if (c !== undefined) return c;
+      if (this.opened < this.max) {
+        this.opened += 1;
+        try {
+          const fresh = await openAssignedConsumer(this.ctx, POOLED_WAIT_MS);
+          if (stats) stats.opened = (stats.opened ?? 0) + 1;
+          // One consume call takes what is ready: it waits only for the first record.
+          (fresh as unknown as { setDefaultIsTimeoutOnlyForFirstMessage(on: boolean): void }).setDefaultIsTimeoutOnlyForFirstMessage(true);
+          return fresh;
+        } catch (e) {
+          this.opened -= 1;
+          this.wake();
+          throw e;
+        }
+      }
+      await new Promise<void>((r) => this.waiters.push(r));
+    }
+  }
+
+  /** Gives a consumer back (unassigned); `healthy: false` closes it instead. */
+  release(c: NativeConsumer, healthy: boolean): void {
+    if (healthy && !this.closed) {
+      try {
+        c.unassign();
+        this.idle.push(c);
+        this.wake();
+        return;
+      } catch {
+        // fall through: a consumer that cannot unassign is not reused
+      }
+    }
+    this.opened -= 1;
+    void disconnectConsumer(c);
+    this.wake();
+  }
+
+  private wake(): void {
+    this.waiters.shift()?.();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const w of this.waiters.splice(0)) w();
+    const idle = this.idle.splice(0);
+    this.opened -= idle.length;
+    await Promise.all(idle.map(disconnectConsumer));
+  }
+}
+
 /** Groups messages by partition, keeping offset order within each. */
 function byPartition(messages: NativeMessage[]): Map<number, NativeMessage[]> {
   const out = new Map<number, NativeMessage[]>();
@@ -133,7 +225,7 @@ function byPartition(messages: NativeMessage[]): Map<number, NativeMessage[]> {
  * the next offset to read reaches the end — known from the records read and from librdkafka's
  * end-of-partition events, which also cover a tail of markers — never by counting records.
  */
-export async function readToEnd(ctx: ReaderContext, admin: ConfluentAdmin, opts: ReadToEndOptions): Promise<Map<number, string>> {
+export async function readToEnd(ctx: ReaderContext, admin: ConfluentAdmin, opts: ReadToEndOptions, pool?: ReaderPool): Promise<Map<number, string>> {
   const offsets = opts.follow ? await admin.fetchTopicOffsets(opts.topic) : await admin.fetchStableEnds(opts.topic, opts.partitions);
   const wanted = new Set(opts.partitions ?? offsets.map((o) => o.partition));
   const end = new Map<number, bigint>();
@@ -159,21 +251,33 @@ export async function readToEnd(ctx: ReaderContext, admin: ConfluentAdmin, opts:
   if (done() || follow?.aborted) return capped();
 
   if (opts.stats) opts.stats.reads += 1;
-  const c = await openAssignedConsumer(ctx);
+  // A live tail keeps its consumer for as long as it follows: one of its own. A ranged read borrows one.
+  const pooled = follow === undefined ? pool : undefined;
+  const c = pooled ? await pooled.acquire(opts.stats) : await openAssignedConsumer(ctx);
+  if (!pooled && opts.stats) opts.stats.opened = (opts.stats.opened ?? 0) + 1;
+  let healthy = false;
+  // Partitions this read has taken a record or an end-of-partition event of: only their position is this
+  // read's own (a reused consumer's position may still be its last read's until librdkafka has stopped
+  // that fetch and taken a record of this one).
+  const taken = new Set<number>();
+  const onEof = (ev: { topic: string; partition: number; offset: number }) => {
+    if (ev.topic !== opts.topic || !next.has(ev.partition)) return;
+    taken.add(ev.partition);
+    const at = BigInt(ev.offset);
+    if (at > next.get(ev.partition)!) next.set(ev.partition, at);
+  };
   try {
-    c.on('partition.eof', (ev: { topic: string; partition: number; offset: number }) => {
-      if (ev.topic !== opts.topic || !next.has(ev.partition)) return;
-      const at = BigInt(ev.offset);
-      if (at > next.get(ev.partition)!) next.set(ev.partition, at);
-    });
-    c.assign([...next].filter(([p]) => !partitionDone(p)).map(([partition, offset]) => ({ topic: opts.topic, partition, offset: Number(offset) })));
+    c.on('partition.eof', onEof);
+    const reading = [...next].filter(([p]) => !partitionDone(p));
+    c.assign(reading.map(([partition, offset]) => ({ topic: opts.topic, partition, offset: Number(offset) })));
     const timeout = opts.timeoutMs ?? 60_000;
     const deadline = follow ? Infinity : Date.now() + timeout;
     while (!done() && !follow?.aborted) {
       if (Date.now() > deadline) throw new Error(`reading ${opts.topic} to its end timed out after ${timeout} ms`);
-      const messages = await consumeBatch(c);
+      const messages = pooled ? await consumeUpTo(c, CONSUME_BATCH, POOLED_WAIT_MS) : await consumeBatch(c);
       for (const [p, list] of byPartition(messages)) {
         if (!wanted.has(p)) continue;
+        taken.add(p);
         const stop = follow ? null : (end.get(p) ?? 0n);
         const first = startAt.get(p) ?? 0n;
         const records: LogRecord[] = [];
@@ -193,9 +297,22 @@ export async function readToEnd(ctx: ReaderContext, admin: ConfluentAdmin, opts:
         }
         if (opts.isComplete?.() === true) break;
       }
+      // Past the transaction markers too: a read whose last records are followed by a commit marker is
+      // done once the consumer has swallowed it, without waiting for an end-of-partition event (a fetch
+      // at the end, which the broker holds for fetch.wait.max.ms).
+      if (!follow) {
+        for (const [p] of reading) {
+          if (!taken.has(p)) continue;
+          const at = consumedPosition(c, opts.topic, p);
+          if (at !== undefined && at > (next.get(p) ?? 0n)) next.set(p, at);
+        }
+      }
     }
+    healthy = true;
   } finally {
-    await disconnectConsumer(c);
+    c.removeListener('partition.eof', onEof);
+    if (pooled) pooled.release(c, healthy);
+    else await disconnectConsumer(c);
   }
   return capped();
 }
@@ -292,7 +409,11 @@ class NativeTail implements PartitionTail {
         } catch (e) {
           this.logger.error({ err: e, topic: this.opts.topic, partition: p }, 'tail consumer refused records');
         }
-        this.opts.onPosition?.(p, BigInt(list.at(-1)!.offset) + 1n);
+        // Past a commit marker that followed the batch too, when the consumer swallowed it in this read;
+        // otherwise the position would wait for an end-of-partition event (a fetch the broker holds).
+        const after = BigInt(list.at(-1)!.offset) + 1n;
+        const swallowed = consumedPosition(this.c, this.opts.topic, p);
+        this.opts.onPosition?.(p, swallowed !== undefined && swallowed > after ? swallowed : after);
       }
       for (const [p, at] of eofs) {
         const was = epochs.get(p);

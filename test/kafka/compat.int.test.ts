@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import { topicNames } from '../../src/config.js';
-import { abandonedWriters, ensurePlanTopics, ensureTopics, isFencingError, isWriterGivenUp, kafkaErrorName, MAX_RECORD_BYTES, type FencedWriter, type KafkaClient, type LogRecord } from '../../src/kafka/index.js';
+import { abandonedWriters, newReadStats, ensurePlanTopics, ensureTopics, isFencingError, isWriterGivenUp, kafkaErrorName, MAX_RECORD_BYTES, type FencedWriter, type KafkaClient, type LogRecord } from '../../src/kafka/index.js';
 import { closeAfter, joinTestGroup, randomGroupId, randomPrefix, testAdmin, testConfig, testKafka, waitFor } from '../support/helpers.js';
 import { topicConfig } from '../support/kafka-tools.js';
 
@@ -399,6 +399,49 @@ describe('the Kafka port against the real broker', () => {
       { timeoutMs: 45_000, intervalMs: 400, message: 'compaction removed duplicates and the tombstoned key' },
     );
     expect(compacted).toEqual(['a=3']);
+  });
+  // A client's ranged reads share consumers it keeps open (opening one per read cost ~30 ms, closing it
+  // as much), and a read whose last records are followed by a commit marker ends once the consumer has
+  // swallowed the marker, not after an end-of-partition fetch. A reused consumer must never carry its
+  // last read's position into the next one: reads of the same partition from other offsets, alternating.
+  it('reuses consumers across ranged reads, from any offset, past commit markers', async () => {
+    const kafka = testKafka();
+    const { topic } = await newTopic(kafka);
+    const writer = closeAfter(kafka.fencedWriter(randomPrefix('pooled')));
+    await writer.connect();
+    for (let t = 0; t < 3; t++) {
+      const tx = await writer.transaction();
+      await tx.send(topic, Array.from({ length: 5 }, (_, i) => ({ value: `t${t}-${i}`, partition: 0 })));
+      await tx.commit();
+    }
+    const stats = newReadStats();
+    const read = async (from?: string, until?: string) => {
+      const records: LogRecord[] = [];
+      const next = await kafka.readToEnd({
+        topic,
+        partitions: [0],
+        ...(from !== undefined ? { from: new Map([[0, from]]) } : {}),
+        ...(until !== undefined ? { until: new Map([[0, until]]) } : {}),
+        stats,
+        onRecords: (r) => void records.push(...r),
+      });
+      return { values: records.map((r) => r.value?.toString()), offsets: records.map((r) => r.offset), next: next.get(0) };
+    };
+    const all = await read();
+    const values = [0, 1, 2].flatMap((t) => Array.from({ length: 5 }, (_, i) => `t${t}-${i}`));
+    expect(all.values).toEqual(values);
+    // 15 records and 3 commit markers: the read ends past the last marker.
+    expect(all.next).toBe('18');
+    const sixth = all.offsets[5]!;
+    for (let round = 0; round < 10; round++) {
+      expect(await read(sixth)).toMatchObject({ values: values.slice(5), next: '18' });
+      expect(await read()).toMatchObject({ values, next: '18' });
+      expect(await read(sixth, String(BigInt(sixth) + 1n))).toMatchObject({ values: [values[5]], next: String(BigInt(sixth) + 1n) });
+      expect(await read('18')).toMatchObject({ values: [], next: '18' });
+    }
+    // 41 reads that fetched (a read from the end fetches nothing), one after another: one consumer.
+    expect(stats.reads).toBe(31);
+    expect(stats.opened).toBe(1);
   });
 });
 
