@@ -534,6 +534,24 @@ class LedgerClient implements Ledger {
     }
   }
 
+  /**
+   * The events partition's last stable offset, asked again (with a backoff) while Kafka cannot answer and
+   * the caller's deadline lasts: a leader moving after a broker died fails the first ask, not the next.
+   */
+  private async stableOffsetBy(partition: number, deadline: number): Promise<bigint> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await lastStableOffset(this.admin, this.topics.events, partition);
+      } catch (e) {
+        const failure = kafkaFailure(e, `reading the end of the events partition ${partition}`);
+        const wait = retryDelayMs(attempt, 100, 2_000);
+        if (!isLedgerError(failure, 'UNAVAILABLE') || Date.now() + wait >= deadline) throw failure;
+        this.logger.warn({ partition, attempt, err: (e as Error).message }, 'reading the end of an events partition failed; asking again');
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    }
+  }
+
   private unavailable(type: string, planId: string, commandId: string, timeoutMs: number): LedgerError {
     return new LedgerError('UNAVAILABLE', `Kafka did not take ${type} for plan ${planId} within ${timeoutMs} ms (brokers ${this.config.brokers.join(',')})`, { commandId });
   }
@@ -572,16 +590,28 @@ class LedgerClient implements Ledger {
         await this.produceBy(command, deadline);
         written = true;
         const at = await seen;
-        const stable = await lastStableOffset(this.admin, this.topics.events, at.partition).catch((e) => {
-          throw kafkaFailure(e, `reading the end of the events partition ${at.partition}`);
-        });
-        await this.tailReached(at.partition, stable);
+        try {
+          await this.tailReached(at.partition, await this.stableOffsetBy(at.partition, deadline));
+        } catch (e) {
+          // Decided all the same (see the timer below): never reported as failed.
+          this.logger.warn({ planId, commandId, type, err: (e as Error).message }, 'command decided; the end of its events partition could not be read: returning the events seen');
+        }
       })();
       decided.catch(() => {}); // observed by the race below; after a timeout nobody waits for it any more
       await Promise.race([
         decided,
-        new Promise((_, reject) => {
-          timer = setTimeout(() => reject(written ? this.timeout(type, planId, commandId, timeoutMs) : this.unavailable(type, planId, commandId, timeoutMs)), timeoutMs);
+        new Promise<void>((resolve, reject) => {
+          timer = setTimeout(() => {
+            // The owner decided (its events are committed and the tail handed some over), but the end of
+            // the partition could not be read in time (a broker moving leadership): the command did not
+            // fail, and saying so would make a caller that retries create a second plan. Its outcome is
+            // the decision's events the tail handed over; they come in one transaction, so one fetch
+            // almost always carries them all.
+            if (events.size) {
+              this.logger.warn({ planId, commandId, type, timeoutMs }, 'command decided; the end of its events partition could not be read in time: returning the events seen');
+              resolve();
+            } else reject(written ? this.timeout(type, planId, commandId, timeoutMs) : this.unavailable(type, planId, commandId, timeoutMs));
+          }, timeoutMs);
         }),
       ]);
     } finally {
