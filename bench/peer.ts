@@ -1,17 +1,26 @@
 // The peer side by side (issue 12's table), in one run: plan-ledger against Restate, same work.
 //
-//   npm run bench -- peer [--quick] [--rounds 5] [--plans 200] [--sequential 10] [--durability matched]
+//   npm run bench -- peer [--quick] [--rounds 5] [--plans 200] [--sequential 10] [--in-flight 20] [--durability matched]
 //
 // Work: N plans, each a chain of 10 items (each item depends on the previous one) with a no-op tool,
-// 20 plans in flight, timed by a client from "start" to "completed" → steps/s; then plans one at a time
+// 20 plans in flight (--in-flight; N is at least that), timed by a client from "start" to "completed" → steps/s; then plans one at a time
 // → ms per step. plan-ledger: `connectLedger` in this process, `createPlan` → `waitFor('completed')`,
-// against an executor (`startExecutor`, concurrency 20, no-op tool) in its own process. Restate:
+// against an executor (`startExecutor`, concurrency = in flight, no-op tool) in its own process. Restate:
 // restate-server (1.7.x, from npm) on free loopback ports with a temp data dir, and an SDK service
 // (`@restatedev/restate-sdk`, its own process) whose handler runs 10 no-op steps, one `ctx.run` each;
 // the client calls the ingress (`POST /Chain/run`, request-response) and the call returns when the 10th
 // step is journaled and the handler has returned. Warm-up on both sides, then rounds alternating which
 // goes first; medians. Also: plan-ledger's command → first event, from Kafka record timestamps (the
 // CreatePlan command record's timestamp vs the plan's first event record's, the executor's decide time).
+//
+// CPU per step of the whole machine (two cores shared by both sides, so this is what the comparison is
+// about): every process of each side is sampled before and after each timed phase — /proc/<pid>/stat
+// (utime+stime of it and its descendants, bench/lib/cpu.ts) for the local stack's broker and registry
+// JVMs, the executor, restate-server and the SDK service; process.cpuUsage() for the client (this
+// process, the client of both sides). The other side's processes are sampled too: idle, they show the
+// background (the local stack may be shared with other work). Also per plan-ledger phase: the records
+// the client's events tail was handed (every committed record of the events topic written during the
+// phase, counted from the log) and the records it decoded (calls of the codec's decodeEvent here).
 //
 // Durability: by default each side runs as it is configured out of the box: Restate's server with its
 // defaults, the Kafka broker with its defaults (it does not flush its log to disk per write; a record is
@@ -20,8 +29,9 @@
 // it is acknowledged, transaction markers included), and writes bench/results/peer-durable.json instead.
 // The group offsets and transaction state topics keep the broker's defaults.
 //
-// BENCH_KAFKA_REQUESTS=1: the executor counts the Kafka requests it sends by type (librdkafka's protocol
-// debug lines, see bench/procs/executor.ts) and the result's extra gives them per step. The debug logging
+// BENCH_KAFKA_REQUESTS=1: the executor and the client count the Kafka requests they send by type
+// (librdkafka's protocol debug lines, bench/lib/requests.ts) and the result's extra gives them per step
+// of each plan-ledger phase, and the executor's over the whole run. The debug logging
 // costs time: use it for the counts, not the figures (BENCH_RESULTS_DIR=/tmp/...).
 //
 // Restate is installed with npm into a cache folder (PLAN_LEDGER_PEER_CACHE, default
@@ -33,19 +43,28 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connectLedger, type Ledger } from '../src/client/index.js';
-import { configToEnv, topicNames } from '../src/config.js';
+import { codecFromConfig } from '../src/codec/codec.js';
+import { configToEnv, topicNames, type LedgerConfig } from '../src/config.js';
 import { ensureTopics, planTopicSpecs } from '../src/kafka/index.js';
 import { eventKey, parseEventKey } from '../src/kafka/partitioner.js';
+import { createLogger } from '../src/logging.js';
 import { setting } from '../src/settings.js';
+import { readStackInfo, REGISTRY, runningProcesses } from '../src/stack/discovery.js';
+import { clockTicks, cpuMsPerStep, sampleCpu } from './lib/cpu.js';
 import { benchArgs, fmt, median, metric, paired, quantile, until, writeResult, type Metric } from './lib/harness.js';
 import { benchConfig, benchKafka, dropTopics, freePort, readAll, spawnTs, stopProc, waitLine, type Proc } from './lib/ledger.js';
+import { requestCounter, requestsPerStep } from './lib/requests.js';
 
 const RESTATE_SERVER_VERSION = process.env.BENCH_RESTATE_SERVER_VERSION ?? '1.7.12';
 const RESTATE_SDK_VERSION = process.env.BENCH_RESTATE_SDK_VERSION ?? '1.17.2';
 const STEPS = 10;
-const IN_FLIGHT = 20;
 
-const args = benchArgs(['plans', 'sequential', 'durability']);
+const args = benchArgs(['plans', 'sequential', 'durability', 'in-flight']);
+const IN_FLIGHT = Number(args.options['in-flight'] ?? 20);
+if (!Number.isInteger(IN_FLIGHT) || IN_FLIGHT < 1) {
+  console.error(`peer: --in-flight must be a positive integer, got ${args.options['in-flight']}`);
+  process.exit(2);
+}
 const durability = args.options.durability ?? 'default';
 if (durability !== 'default' && durability !== 'matched') {
   console.error(`peer: --durability must be default or matched, got ${durability}`);
@@ -59,7 +78,12 @@ const DURABILITY =
   durability === 'matched'
     ? { broker: 'flush.messages=1 on every plan topic: each write (and transaction marker) is fsynced before it is acknowledged; one broker', restate: RESTATE_DEFAULTS }
     : { broker: 'broker defaults: no flush per write (the OS writes back; durability by replication, here one broker)', restate: RESTATE_DEFAULTS };
-const plans = Number(args.options.plans ?? (args.quick ? 40 : 200));
+// Fewer plans than in flight would never reach that many in flight.
+const plans = Number(args.options.plans ?? Math.max(args.quick ? 40 : 200, IN_FLIGHT));
+if (plans < IN_FLIGHT) {
+  console.error(`peer: --plans ${plans} is fewer than --in-flight ${IN_FLIGHT}`);
+  process.exit(2);
+}
 const sequentialPlans = Number(args.options.sequential ?? (args.quick ? 3 : 10));
 
 // ---- Restate from npm, into the cache folder --------------------------------------------------------
@@ -91,6 +115,8 @@ function installPeer(): { server: string; sdk: string; serverVersion: string; sd
 
 interface RestatePeer {
   ingress: string;
+  /** Its processes, for their CPU. */
+  pids: Record<string, number>;
   stop(): Promise<void>;
 }
 
@@ -145,7 +171,7 @@ async function startRestate(server: string, sdk: string): Promise<RestatePeer> {
       const r = await fetch(`${url}/Chain/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ steps: 1 }) }).catch(() => undefined);
       return r && r.ok ? true : undefined;
     }, 60_000, 'the Chain service at the ingress', 200);
-    return { ingress: url, stop };
+    return { ingress: url, pids: { 'restate-server': srv.pid!, 'sdk-service': service.p.pid! }, stop };
   } catch (e) {
     await stop();
     throw e;
@@ -197,6 +223,48 @@ async function sequential(run: () => Promise<void>, n: number): Promise<number> 
   return (performance.now() - t0) / (n * STEPS);
 }
 
+// ---- what a phase costs the whole machine -----------------------------------------------------------
+
+type SideName = 'plan-ledger' | 'restate';
+type Phase = 'inFlight' | 'oneAtATime';
+
+/** One timed phase of one side: CPU ms per step of every sampled process, and what plan-ledger's client and executor did. */
+interface PhaseCost {
+  readonly side: SideName;
+  readonly phase: Phase;
+  readonly steps: number;
+  /** Wall clock (ms since epoch) around the phase, to find the records written during it. */
+  readonly from: number;
+  readonly to: number;
+  readonly cpuMsPerStep: Record<string, number>;
+  readonly decoded?: number;
+  readonly clientRequestsPerStep?: Record<string, number>;
+  readonly executorRequestsPerStep?: Record<string, number>;
+}
+
+/** The local stack's Kafka nodes and registry when the bench's brokers are that stack's (a remote cluster's processes cannot be sampled here). */
+function stackPids(config: LedgerConfig): Record<string, number> {
+  const info = readStackInfo();
+  if (!info || info.brokers.join(',') !== config.brokers.join(',')) return {};
+  return Object.fromEntries(runningProcesses(info.dir).map((r) => [r.name === REGISTRY ? 'registry' : r.name, r.pid]));
+}
+
+// Records the client decodes. src/client counts what its reads fetch (ReadStats) but not its events tail,
+// so the bench counts calls of the codec's decodeEvent in this process, where during a timed phase only
+// the client decodes. The codec's class is not exported: its prototype is reached through an instance.
+let decoded = 0;
+async function countDecodes(config: LedgerConfig): Promise<void> {
+  const proto = Object.getPrototypeOf(await codecFromConfig(config)) as { decodeEvent(this: unknown, value: Buffer): Promise<unknown> };
+  const decodeEvent = proto.decodeEvent;
+  proto.decodeEvent = function (this: unknown, value: Buffer) {
+    decoded++;
+    return decodeEvent.call(this, value);
+  };
+}
+
+/** The client's own Kafka requests (BENCH_KAFKA_REQUESTS=1), counted like the executor's. */
+const clientRequests = requestCounter();
+
 // ---- main -------------------------------------------------------------------------------------------
 
 const peer = installPeer();
@@ -215,7 +283,9 @@ if (durability === 'matched') {
     await kafka.close();
   }
 }
-const ledger = await connectLedger(config);
+if (countRequests) process.env.PLAN_LEDGER_KAFKA_DEBUG = 'protocol';
+const ledger = await connectLedger(config, countRequests ? { logger: createLogger({ level: 'trace' }, clientRequests.stream) } : {});
+await countDecodes(config);
 const executor = spawnTs(fileURLToPath(new URL('./procs/executor.ts', import.meta.url)), 'executor', {
   ...configToEnv(config),
   BENCH_CONCURRENCY: String(IN_FLIGHT),
@@ -223,6 +293,43 @@ const executor = spawnTs(fileURLToPath(new URL('./procs/executor.ts', import.met
 });
 try {
   await waitLine(executor, 'ready', 120_000);
+  const sides: Record<SideName, Record<string, number | 'self'>> = {
+    'plan-ledger': { ...stackPids(config), executor: executor.p.pid!, client: 'self' },
+    restate: { ...restate.pids, client: 'self' },
+  };
+  const watched = { ...sides['plan-ledger'], ...sides.restate };
+  const costs: PhaseCost[] = [];
+  /** The executor's request counts and completed steps so far (BENCH_KAFKA_REQUESTS=1). */
+  const executorRequests = async () => {
+    const from = executor.lines.length;
+    executor.p.kill('SIGUSR2');
+    return (await waitLine(executor, 'kafka-requests', 30_000, from)) as unknown as { requests: Record<string, number>; steps: number };
+  };
+  /** Runs a timed phase with every process sampled before and after it; returns the phase's figure and the side's CPU ms per step. */
+  const measured = async (side: SideName, phase: Phase, steps: number, run: () => Promise<number>) => {
+    const ledgerSide = side === 'plan-ledger';
+    const exec0 = ledgerSide && countRequests ? await executorRequests() : undefined;
+    const client0 = { ...clientRequests.counts };
+    const decoded0 = decoded;
+    const cpu0 = sampleCpu(watched);
+    const from = Date.now();
+    const value = await run();
+    const to = Date.now();
+    const perProcess = cpuMsPerStep(cpu0, sampleCpu(watched), steps);
+    const cost: PhaseCost = { side, phase, steps, from, to, cpuMsPerStep: perProcess };
+    if (ledgerSide) {
+      const exec1 = exec0 ? await executorRequests() : undefined;
+      costs.push({
+        ...cost,
+        decoded: decoded - decoded0,
+        ...(countRequests ? { clientRequestsPerStep: requestsPerStep(client0, clientRequests.counts, steps) } : {}),
+        ...(exec0 && exec1 ? { executorRequestsPerStep: requestsPerStep(exec0.requests, exec1.requests, exec1.steps - exec0.steps) } : {}),
+      });
+    } else {
+      costs.push(cost);
+    }
+    return { value, cpu: Object.keys(sides[side]).reduce((sum, name) => sum + (perProcess[name] ?? 0), 0) };
+  };
   const ledgerRun = () => ledgerChain(ledger);
   const restateRun = () => restateChain(restate.ingress);
   // Warm-up on both sides: registry ids, producers, coordinators, connections, JIT.
@@ -235,8 +342,16 @@ try {
     rounds: args.rounds,
     warmup: 0,
     label: 'peer ',
-    subject: async () => ({ stepsPerSecond: await throughput(ledgerRun, plans), msPerStep: await sequential(() => ledgerChain(ledger, sequentialIds), sequentialPlans) }),
-    baseline: async () => ({ stepsPerSecond: await throughput(restateRun, plans), msPerStep: await sequential(restateRun, sequentialPlans) }),
+    subject: async () => {
+      const tp = await measured('plan-ledger', 'inFlight', plans * STEPS, () => throughput(ledgerRun, plans));
+      const seq = await measured('plan-ledger', 'oneAtATime', sequentialPlans * STEPS, () => sequential(() => ledgerChain(ledger, sequentialIds), sequentialPlans));
+      return { stepsPerSecond: tp.value, msPerStep: seq.value, cpuMsPerStepInFlight: tp.cpu, cpuMsPerStepOneAtATime: seq.cpu };
+    },
+    baseline: async () => {
+      const tp = await measured('restate', 'inFlight', plans * STEPS, () => throughput(restateRun, plans));
+      const seq = await measured('restate', 'oneAtATime', sequentialPlans * STEPS, () => sequential(restateRun, sequentialPlans));
+      return { stepsPerSecond: tp.value, msPerStep: seq.value, cpuMsPerStepInFlight: tp.cpu, cpuMsPerStepOneAtATime: seq.cpu };
+    },
   });
 
   // Command → first event, from record timestamps of the plans run one at a time.
@@ -273,15 +388,43 @@ try {
   }
   const phaseMedians = Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, median(v)]));
 
-  // The executor's Kafka requests over the whole run (warm-up included), per step it completed.
+  // Per side and phase, medians over the rounds. The client's events tail is handed every committed
+  // record of the events topic (it follows all partitions): those written during a phase are its records.
+  const round3 = (v: number) => Math.round(v * 1000) / 1000;
+  const medianBy = (rows: ReadonlyArray<Readonly<Record<string, number>>>, names: readonly string[]) => Object.fromEntries(names.map((n) => [n, round3(median(rows.map((r) => r[n] ?? 0)))]));
+  const keysOf = (rows: ReadonlyArray<Readonly<Record<string, number>> | undefined>) => [...new Set(rows.flatMap((r) => Object.keys(r ?? {})))];
+  const eventTimes = events.map((r) => Number(r.timestamp));
+  const costOf = (side: SideName, phase: Phase) => {
+    const cs = costs.filter((c) => c.side === side && c.phase === phase);
+    const own = Object.keys(sides[side]);
+    const others = Object.keys(watched).filter((n) => !own.includes(n));
+    const out: Record<string, unknown> = {
+      totalCpuMsPerStep: round3(median(cs.map((c) => own.reduce((sum, n) => sum + (c.cpuMsPerStep[n] ?? 0), 0)))),
+      cpuMsPerStep: medianBy(cs.map((c) => c.cpuMsPerStep), own),
+      otherSideIdleCpuMsPerStep: medianBy(cs.map((c) => c.cpuMsPerStep), others),
+    };
+    if (side === 'plan-ledger') {
+      out.clientRecordsPerStep = {
+        received: round3(median(cs.map((c) => eventTimes.filter((t) => t >= c.from && t <= c.to).length / c.steps))),
+        decoded: round3(median(cs.map((c) => (c.decoded ?? 0) / c.steps))),
+      };
+      if (countRequests) {
+        const exec = cs.map((c) => c.executorRequestsPerStep ?? {});
+        const client = cs.map((c) => c.clientRequestsPerStep ?? {});
+        out.kafkaRequestsPerStep = { executor: medianBy(exec, keysOf(exec)), client: medianBy(client, keysOf(client)) };
+      }
+    }
+    return out;
+  };
+  const cost = Object.fromEntries((['plan-ledger', 'restate'] as const).map((side) => [side, { inFlight: costOf(side, 'inFlight'), oneAtATime: costOf(side, 'oneAtATime') }]));
+
+  // The executor's Kafka requests over the whole run (warm-up and the other side's phases included), per step it completed.
   let kafkaRequests: { perStep: Record<string, number>; total: Record<string, number>; steps: number; how: string } | undefined;
   if (countRequests) {
-    const from = executor.lines.length;
-    executor.p.kill('SIGUSR2');
-    const line = (await waitLine(executor, 'kafka-requests', 30_000, from)) as unknown as { requests: Record<string, number>; steps: number };
+    const line = await executorRequests();
     if (line.steps === 0) throw new Error('peer: the executor counted no item attempts, so its requests per step are unknown');
-    const perStep = Object.fromEntries(Object.entries(line.requests).sort((a, b) => b[1] - a[1]).map(([k, v]) => [k, Math.round((v / line.steps) * 1000) / 1000]));
-    kafkaRequests = { perStep, total: line.requests, steps: line.steps, how: 'requests the executor process sent (librdkafka protocol debug lines), warm-up included, over the item attempts it recorded an outcome of' };
+    const perStep = requestsPerStep({}, line.requests, line.steps);
+    kafkaRequests = { perStep, total: line.requests, steps: line.steps, how: 'requests the executor process sent (librdkafka protocol debug lines) over the whole run, warm-up and its idle time during the Restate phases included, over the item attempts it recorded an outcome of; per phase: extra.cost' };
     console.log(`executor Kafka requests per step (${line.steps} steps): ${Object.entries(perStep).map(([k, v]) => `${k} ${v}`).join(', ')}`);
   }
 
@@ -294,23 +437,34 @@ try {
     metrics: [
       metric(rounds, { key: 'stepsPerSecond', label: `steps/s at ${IN_FLIGHT} in flight`, unit: 'steps/s', better: 'higher', baselineLabel: restateLabel, aim: '≥ 1.0×' }),
       metric(rounds, { key: 'msPerStep', label: 'per step, one plan at a time', unit: 'ms', better: 'lower', baselineLabel: restateLabel, aim: '≤ 2×' }),
+      metric(rounds, { key: 'cpuMsPerStepInFlight', label: `CPU per step at ${IN_FLIGHT} in flight, every process of the side`, unit: 'ms', better: 'lower', baselineLabel: restateLabel }),
+      metric(rounds, { key: 'cpuMsPerStepOneAtATime', label: 'CPU per step, one plan at a time, every process of the side', unit: 'ms', better: 'lower', baselineLabel: restateLabel }),
     ],
     rounds,
     notes: [
       'Client-timed on both sides: plan-ledger from createPlan to waitFor(completed); Restate from the ingress call to its response.',
       'Executor and SDK service each run in their own node process; restate-server and the Kafka broker are separate processes on the same machine.',
       `Durability: plan-ledger's broker: ${DURABILITY.broker}; Restate: ${DURABILITY.restate}.`,
+      `CPU per step: the CPU time every process of a side used during the timed phase ÷ its steps — plan-ledger: ${Object.keys(sides['plan-ledger']).join(', ')}; Restate: ${Object.keys(sides.restate).join(', ')} (client = the bench process, which runs both sides' clients).`,
     ],
     extra: {
       oneAtATimePhasesMedianMs: { ...phaseMedians, samples: phases.chain.length, how: 'record timestamps and the client clock; chain = first to last event of the plan (all its 10 steps); lastEventToCreateReturn is from the first event' },
+      cost: {
+        ...cost,
+        processes: sides,
+        clockTicksPerSecond: clockTicks(),
+        phases: costs,
+        how: 'medians over the rounds. CPU: /proc/<pid>/stat utime+stime (+ its descendants, + children waited for) of each process, process.cpuUsage() for the client (this process), sampled before and after each timed phase; otherSideIdleCpuMsPerStep: the other side’s processes, idle meanwhile (background, e.g. other work on a shared stack). clientRecordsPerStep: received = committed records of the events topic written during the phase (the client’s tail is handed every one), decoded = calls of the codec’s decodeEvent in the bench process. kafkaRequestsPerStep (BENCH_KAFKA_REQUESTS=1): librdkafka protocol debug lines of the executor process (per step it completed in the phase) and of the client',
+      },
       ...(kafkaRequests ? { kafkaRequests } : {}),
       commandToFirstEvent: { p50Ms: median(firstEvent), p99Ms: quantile(firstEvent, 0.99), samples: firstEvent.length, aimP50Ms: 10, how: 'Kafka record timestamps: CreatePlan command record vs the plan’s first event record (the executor’s decide time)' },
     },
   });
-  const [tp, lat] = result.metrics as [Metric, Metric];
-  console.log('\n| | steps/s at 20 in flight | per step, one plan at a time |\n|---|---:|---:|');
-  console.log(`| ${restateLabel} | ${fmt(tp.baseline.median)} | ${fmt(lat.baseline.median)} ms |`);
-  console.log(`| plan-ledger | ${fmt(tp.subject.median)} (${fmt(tp.ratio)}×) | ${fmt(lat.subject.median)} ms (${fmt(lat.ratio)}×) |`);
+  const [tp, lat, cpuTp, cpuLat] = result.metrics as [Metric, Metric, Metric, Metric];
+  console.log(`\n| | steps/s at ${IN_FLIGHT} in flight | per step, one plan at a time | CPU ms/step at ${IN_FLIGHT} in flight | CPU ms/step, one at a time |\n|---|---:|---:|---:|---:|`);
+  console.log(`| ${restateLabel} | ${fmt(tp.baseline.median)} | ${fmt(lat.baseline.median)} ms | ${fmt(cpuTp.baseline.median)} | ${fmt(cpuLat.baseline.median)} |`);
+  console.log(`| plan-ledger | ${fmt(tp.subject.median)} (${fmt(tp.ratio)}×) | ${fmt(lat.subject.median)} ms (${fmt(lat.ratio)}×) | ${fmt(cpuTp.subject.median)} (${fmt(cpuTp.ratio)}×) | ${fmt(cpuLat.subject.median)} (${fmt(cpuLat.ratio)}×) |`);
+  for (const [side, byPhase] of Object.entries(cost)) for (const [phase, c] of Object.entries(byPhase)) console.log(`${side} ${phase}: ${JSON.stringify(c)}`);
   console.log(`plan-ledger one plan at a time, medians (ms): ${Object.entries(phaseMedians).map(([k, v]) => `${k} ${fmt(v)}`).join(', ')}`);
   console.log(`plan-ledger command → first event p50 ${fmt(median(firstEvent))} ms (p99 ${fmt(quantile(firstEvent, 0.99))} ms, ${firstEvent.length} plans)`);
 } finally {

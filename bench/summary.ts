@@ -84,23 +84,52 @@ export function commandLine(results: readonly BenchResult[]): string {
   return [...new Set(results.map((r) => `\`${r.command}\``))].join(', ');
 }
 
+/** Restate, plan-ledger and ratio cells of a figure; dashes for a result from before the figure was measured. */
+function sideCells(m: Metric | undefined): string {
+  return m ? `${fmt(m.baseline.median)} | ${fmt(m.subject.median)} | **${fmt(m.ratio)}×**` : '– | – | –';
+}
+
+/** The per-process CPU of a peer run (its extra.cost), one line per side: `kafka-1 1.83 + executor 1.05 + ...`. */
+export function peerCpuLines(r: BenchResult): string[] {
+  const cost = r.extra?.cost as Record<string, Record<string, { cpuMsPerStep?: Record<string, number> }>> | undefined;
+  if (!cost) return [];
+  const out: string[] = [];
+  for (const side of ['restate', 'plan-ledger']) {
+    const phases = cost[side];
+    if (!phases) continue;
+    const part = (phase: string) => Object.entries(phases[phase]?.cpuMsPerStep ?? {}).map(([p, v]) => `${p} ${fmt(v)}`).join(' + ');
+    out.push(`- ${r.name}, ${side === 'restate' ? 'Restate' : side}, CPU ms per step by process: in flight ${part('inFlight')}; one at a time ${part('oneAtATime')}`);
+  }
+  return out;
+}
+
 /**
  * The peer table twice when both runs are there: as each side comes out of the box (`peer`) and with
- * matching durability (`peer-durable`: the broker flushing every message, `--durability matched`).
+ * matching durability (`peer-durable`: the broker flushing every message, `--durability matched`). CPU
+ * per step is of every process of the side (on two shared cores, what the comparison is about), with
+ * each run's split by process below the table.
  */
 export function peerTables(results: readonly BenchResult[]): string[] {
   const runs = ['peer', 'peer-durable'].map((n) => results.find((r) => r.name === n)).filter((r): r is BenchResult => r !== undefined);
   if (!runs.length) return [];
-  const lines = ['The peer table, as each side comes out of the box and with matching durability:', '', '| durability | Restate steps/s | plan-ledger steps/s | ratio | Restate ms/step, one at a time | plan-ledger ms/step | ratio | measured |', '|---|---:|---:|---:|---:|---:|---:|---|'];
+  const lines = [
+    'The peer table, as each side comes out of the box and with matching durability:',
+    '',
+    '| durability | Restate steps/s | plan-ledger steps/s | ratio | Restate ms/step, one at a time | plan-ledger ms/step | ratio | Restate CPU ms/step, in flight | plan-ledger CPU ms/step | ratio | Restate CPU ms/step, one at a time | plan-ledger CPU ms/step | ratio | measured |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
+  ];
+  const split: string[] = [];
   for (const r of runs) {
     const tp = r.metrics.find((m) => m.key === 'stepsPerSecond');
     const lat = r.metrics.find((m) => m.key === 'msPerStep');
     if (!tp || !lat) continue;
     const st = r.settings as { brokerDurability?: string; restateDurability?: string };
     const what = `${r.name === 'peer-durable' ? '**matched**' : 'defaults'} — Kafka: ${st.brokerDurability ?? 'broker defaults'}; Restate: ${st.restateDurability ?? 'defaults'}`;
-    lines.push(`| ${what} | ${fmt(tp.baseline.median)} | ${fmt(tp.subject.median)} | **${fmt(tp.ratio)}×** | ${fmt(lat.baseline.median)} | ${fmt(lat.subject.median)} | **${fmt(lat.ratio)}×** | ${r.date.slice(0, 16).replace('T', ' ')} UTC, \`${r.command}\` |`);
+    const cpu = (key: string) => sideCells(r.metrics.find((m) => m.key === key));
+    lines.push(`| ${what} | ${sideCells(tp)} | ${sideCells(lat)} | ${cpu('cpuMsPerStepInFlight')} | ${cpu('cpuMsPerStepOneAtATime')} | ${r.date.slice(0, 16).replace('T', ' ')} UTC, \`${r.command}\` |`);
+    split.push(...peerCpuLines(r));
   }
-  return lines;
+  return split.length ? [...lines, '', ...split] : lines;
 }
 
 /**

@@ -7,25 +7,14 @@
 // counts the Kafka requests this process sent, by type, and on SIGUSR2 prints them as one JSON line
 // `{"msg":"kafka-requests","requests":{"Produce":n,...},"steps":n}` (steps: item attempts with a recorded
 // outcome, from the executor's metrics). Nothing else is logged.
-import { Writable } from 'node:stream';
 import { startExecutor } from '../../src/index.js';
 import { createLogger, silentLogger } from '../../src/logging.js';
 import { defineTool } from '../../src/tools.js';
+import { requestCounter } from '../lib/requests.js';
 
-const requests: Record<string, number> = {};
-/** librdkafka's protocol debug line of a request it sent: `... Sent ProduceRequest (v9, 1234 bytes @ 0, CorrId 5)`. */
-const SENT = /\bSent (\w+)Request \(/;
-const counting = new Writable({
-  write(chunk: Buffer, _enc, done) {
-    for (const line of chunk.toString().split('\n')) {
-      const m = SENT.exec(line);
-      if (m) requests[m[1]!] = (requests[m[1]!] ?? 0) + 1;
-    }
-    done();
-  },
-});
+const { stream: requestLog, counts: requests } = requestCounter();
 const countRequests = process.env.BENCH_KAFKA_REQUESTS === '1';
-const logger = countRequests ? createLogger({ level: 'trace' }, counting) : silentLogger();
+const logger = countRequests ? createLogger({ level: 'trace' }, requestLog) : silentLogger();
 const noop = defineTool({ name: 'noop', run: () => ({ ok: true }) });
 const executor = await startExecutor({ tools: [noop], concurrency: Number(process.env.BENCH_CONCURRENCY ?? 20), logger, ...(process.env.BENCH_EXECUTOR_ID ? { executorId: process.env.BENCH_EXECUTOR_ID } : {}) });
 if (countRequests) {
