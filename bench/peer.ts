@@ -20,7 +20,7 @@
 // process, the client of both sides). The other side's processes are sampled too: idle, they show the
 // background (the local stack may be shared with other work). Also per plan-ledger phase: the records
 // the client's events tail was handed (every committed record of the events topic written during the
-// phase, counted from the log) and the records it decoded (calls of the codec's decodeEvent here).
+// phase) and the records it decoded, as the client counts them (ReadStats.tail).
 //
 // Durability: by default each side runs as it is configured out of the box: Restate's server with its
 // defaults, the Kafka broker with its defaults (it does not flush its log to disk per write; a record is
@@ -43,9 +43,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connectLedger, type Ledger } from '../src/client/index.js';
-import { codecFromConfig } from '../src/codec/codec.js';
 import { configToEnv, topicNames, type LedgerConfig } from '../src/config.js';
-import { ensureTopics, planTopicSpecs } from '../src/kafka/index.js';
+import { ensureTopics, newReadStats, planTopicSpecs } from '../src/kafka/index.js';
 import { eventKey, parseEventKey } from '../src/kafka/partitioner.js';
 import { createLogger } from '../src/logging.js';
 import { setting } from '../src/settings.js';
@@ -237,6 +236,7 @@ interface PhaseCost {
   readonly from: number;
   readonly to: number;
   readonly cpuMsPerStep: Record<string, number>;
+  readonly received?: number;
   readonly decoded?: number;
   readonly clientRequestsPerStep?: Record<string, number>;
   readonly executorRequestsPerStep?: Record<string, number>;
@@ -249,18 +249,9 @@ function stackPids(config: LedgerConfig): Record<string, number> {
   return Object.fromEntries(runningProcesses(info.dir).map((r) => [r.name === REGISTRY ? 'registry' : r.name, r.pid]));
 }
 
-// Records the client decodes. src/client counts what its reads fetch (ReadStats) but not its events tail,
-// so the bench counts calls of the codec's decodeEvent in this process, where during a timed phase only
-// the client decodes. The codec's class is not exported: its prototype is reached through an instance.
-let decoded = 0;
-async function countDecodes(config: LedgerConfig): Promise<void> {
-  const proto = Object.getPrototypeOf(await codecFromConfig(config)) as { decodeEvent(this: unknown, value: Buffer): Promise<unknown> };
-  const decodeEvent = proto.decodeEvent;
-  proto.decodeEvent = function (this: unknown, value: Buffer) {
-    decoded++;
-    return decodeEvent.call(this, value);
-  };
-}
+// What the client's events tail was handed and decoded (ReadStats.tail, counted by the client itself).
+const readStats = newReadStats();
+const tailCounts = () => ({ received: readStats.tail?.received ?? 0, decoded: readStats.tail?.decoded ?? 0 });
 
 /** The client's own Kafka requests (BENCH_KAFKA_REQUESTS=1), counted like the executor's. */
 const clientRequests = requestCounter();
@@ -284,8 +275,7 @@ if (durability === 'matched') {
   }
 }
 if (countRequests) process.env.PLAN_LEDGER_KAFKA_DEBUG = 'protocol';
-const ledger = await connectLedger(config, countRequests ? { logger: createLogger({ level: 'trace' }, clientRequests.stream) } : {});
-await countDecodes(config);
+const ledger = await connectLedger(config, { readStats, ...(countRequests ? { logger: createLogger({ level: 'trace' }, clientRequests.stream) } : {}) });
 const executor = spawnTs(fileURLToPath(new URL('./procs/executor.ts', import.meta.url)), 'executor', {
   ...configToEnv(config),
   BENCH_CONCURRENCY: String(IN_FLIGHT),
@@ -310,7 +300,7 @@ try {
     const ledgerSide = side === 'plan-ledger';
     const exec0 = ledgerSide && countRequests ? await executorRequests() : undefined;
     const client0 = { ...clientRequests.counts };
-    const decoded0 = decoded;
+    const tail0 = tailCounts();
     const cpu0 = sampleCpu(watched);
     const from = Date.now();
     const value = await run();
@@ -321,7 +311,8 @@ try {
       const exec1 = exec0 ? await executorRequests() : undefined;
       costs.push({
         ...cost,
-        decoded: decoded - decoded0,
+        received: tailCounts().received - tail0.received,
+        decoded: tailCounts().decoded - tail0.decoded,
         ...(countRequests ? { clientRequestsPerStep: requestsPerStep(client0, clientRequests.counts, steps) } : {}),
         ...(exec0 && exec1 ? { executorRequestsPerStep: requestsPerStep(exec0.requests, exec1.requests, exec1.steps - exec0.steps) } : {}),
       });
@@ -388,12 +379,10 @@ try {
   }
   const phaseMedians = Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, median(v)]));
 
-  // Per side and phase, medians over the rounds. The client's events tail is handed every committed
-  // record of the events topic (it follows all partitions): those written during a phase are its records.
+  // Per side and phase, medians over the rounds.
   const round3 = (v: number) => Math.round(v * 1000) / 1000;
   const medianBy = (rows: ReadonlyArray<Readonly<Record<string, number>>>, names: readonly string[]) => Object.fromEntries(names.map((n) => [n, round3(median(rows.map((r) => r[n] ?? 0)))]));
   const keysOf = (rows: ReadonlyArray<Readonly<Record<string, number>> | undefined>) => [...new Set(rows.flatMap((r) => Object.keys(r ?? {})))];
-  const eventTimes = events.map((r) => Number(r.timestamp));
   const costOf = (side: SideName, phase: Phase) => {
     const cs = costs.filter((c) => c.side === side && c.phase === phase);
     const own = Object.keys(sides[side]);
@@ -405,7 +394,7 @@ try {
     };
     if (side === 'plan-ledger') {
       out.clientRecordsPerStep = {
-        received: round3(median(cs.map((c) => eventTimes.filter((t) => t >= c.from && t <= c.to).length / c.steps))),
+        received: round3(median(cs.map((c) => (c.received ?? 0) / c.steps))),
         decoded: round3(median(cs.map((c) => (c.decoded ?? 0) / c.steps))),
       };
       if (countRequests) {
@@ -454,7 +443,7 @@ try {
         processes: sides,
         clockTicksPerSecond: clockTicks(),
         phases: costs,
-        how: 'medians over the rounds. CPU: /proc/<pid>/stat utime+stime (+ its descendants, + children waited for) of each process, process.cpuUsage() for the client (this process), sampled before and after each timed phase; otherSideIdleCpuMsPerStep: the other side’s processes, idle meanwhile (background, e.g. other work on a shared stack). clientRecordsPerStep: received = committed records of the events topic written during the phase (the client’s tail is handed every one), decoded = calls of the codec’s decodeEvent in the bench process. kafkaRequestsPerStep (BENCH_KAFKA_REQUESTS=1): librdkafka protocol debug lines of the executor process (per step it completed in the phase) and of the client',
+        how: 'medians over the rounds. CPU: /proc/<pid>/stat utime+stime (+ its descendants, + children waited for) of each process, process.cpuUsage() for the client (this process), sampled before and after each timed phase; otherSideIdleCpuMsPerStep: the other side’s processes, idle meanwhile (background, e.g. other work on a shared stack). clientRecordsPerStep: received and decoded = records the client’s events tail was handed and decoded during the phase (ReadStats.tail). kafkaRequestsPerStep (BENCH_KAFKA_REQUESTS=1): librdkafka protocol debug lines of the executor process (per step it completed in the phase) and of the client',
       },
       ...(kafkaRequests ? { kafkaRequests } : {}),
       commandToFirstEvent: { p50Ms: median(firstEvent), p99Ms: quantile(firstEvent, 0.99), samples: firstEvent.length, aimP50Ms: 10, how: 'Kafka record timestamps: CreatePlan command record vs the plan’s first event record (the executor’s decide time)' },

@@ -437,6 +437,8 @@ class LedgerClient implements Ledger {
   }
 
   private async onTail(partition: number, records: LogRecord[]): Promise<void> {
+    const counts = this.stats ? (this.stats.tail ??= { received: 0, decoded: 0 }) : undefined;
+    if (counts) counts.received += records.length;
     for (const m of records) {
       const planId = parseEventKey(m.key)?.planId;
       if (planId === undefined) continue;
@@ -448,6 +450,7 @@ class LedgerClient implements Ledger {
       const ls = this.listeners.get(planId);
       if (!ls?.size) continue;
       try {
+        if (counts) counts.decoded += 1;
         const e = await this.codec.decodeEvent(m.value);
         const at = { partition, offset: m.offset };
         for (const l of [...ls]) l(e, at);

@@ -111,6 +111,11 @@ export interface ReadStats {
   skipped?: number;
   /** Consumers a ranged read had to open (the rest reused one a client keeps for its reads). */
   opened?: number;
+  /**
+   * The ledger client's live tail of the events topic: records it was handed (every plan's) and the
+   * ones it decoded (records of plans a caller is waiting on).
+   */
+  tail?: { received: number; decoded: number };
   /** Records the ledger client's plan index read, per `topic/partition`. */
   indexed?: Record<string, number>;
 }
