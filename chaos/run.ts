@@ -9,8 +9,11 @@
 //   --faults <kind>  all (default): executor faults (network partitions among them), a broker killed, another
 //                    killed while a partition's leadership moves, a registry and a projector kill;
 //                    brokers: only broker kills, one of three at a time, again and again (every other one
-//                    while a partition's leadership moves)
-//   --broker-gap <s> with --faults brokers: seconds a restarted broker is left back before the next kill (15)
+//                    while a partition's leadership moves);
+//                    rolling: a rolling restart of the brokers, as an upgrade does it (each in turn stopped
+//                    with SIGTERM and started again), again and again
+//   --broker-gap <s> with --faults brokers or rolling: seconds a restarted broker is left back before the
+//                    next fault (15)
 //   --broker-session <ms>  each broker's broker.session.timeout.ms (Kafka's default 9000): how soon a killed broker is fenced
 //   --session <ms>   the executors' consumer-group session timeout (default 6000); a network partition lasts
 //                    past it (at least 4 s more) until the cut executor's partitions are taken over
@@ -50,8 +53,8 @@ function parse() {
   }
 }
 const { values } = parse();
-if (values.faults !== 'all' && values.faults !== 'brokers') {
-  process.stderr.write(`--faults must be all or brokers, not ${JSON.stringify(values.faults)}\n`);
+if (values.faults !== 'all' && values.faults !== 'brokers' && values.faults !== 'rolling') {
+  process.stderr.write(`--faults must be all, brokers or rolling, not ${JSON.stringify(values.faults)}\n`);
   process.exit(2);
 }
 for (const [name, min] of [['plans', 1], ['minutes', 1], ['seed', 0]] as const) {

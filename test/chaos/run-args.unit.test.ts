@@ -10,7 +10,7 @@ function chaos(args: string[]) {
 
 describe('chaos run options', () => {
   it.each([
-    [['--faults', 'network'], /^--faults must be all or brokers, not "network"$/],
+    [['--faults', 'network'], /^--faults must be all, brokers or rolling, not "network"$/],
     [['--broker-gap', '-1'], /^Option '--broker-gap' argument is ambiguous\. .*--broker-gap=-XYZ/],
     [['--broker-gap=-1'], /^--broker-gap must be a number of seconds >= 0, not "-1"$/],
     [['--plans', '0'], /^--plans must be an integer >= 1, not "0"$/],
