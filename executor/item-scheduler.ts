@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { parseRef, payloadPlacement, toBlob } from '../src/blobs/index.js';
 import { isLedgerError, LedgerError } from '../src/errors.js';
 import type { OutRecord } from '../src/kafka/index.js';
@@ -48,7 +49,16 @@ export class ItemScheduler {
   private readonly fullScan = new Set<string>();
   private readonly running = new Set<Promise<void>>();
   private readonly retries: RetryTimer;
-  private readonly abort = new AbortController();
+  /**
+   * The partition's release: every running attempt listens on it (removed when the attempt ends), so it
+   * has as many listeners as attempts running at once — bounded by the tool slots, not a leak, and never
+   * worth Node's warning at eleven.
+   */
+  private readonly abort = (() => {
+    const c = new AbortController();
+    setMaxListeners(0, c.signal);
+    return c;
+  })();
   /** No new work is started. */
   private draining = false;
   /** Released: running steps record nothing more. */

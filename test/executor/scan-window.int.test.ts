@@ -55,3 +55,35 @@ describe('intents and tool slots', () => {
     expect(done.items['a']!.attempts).toHaveLength(1);
   });
 });
+
+describe('many tools running at once on one partition', () => {
+  it('raises no listener warning: the partition release signal has a listener per running attempt', async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => void warnings.push(`${w.name}: ${w.message}`);
+    process.on('warning', onWarning);
+    try {
+      let inside = 0;
+      let most = 0;
+      let open!: () => void;
+      const gate = new Promise<void>((r) => (open = r));
+      const held = defineTool({
+        name: 'held',
+        run: async () => {
+          most = Math.max(most, ++inside);
+          if (inside >= 16) open();
+          await gate;
+          inside--;
+          return { ok: true };
+        },
+      });
+      const { ledger } = await ledgerWithExecutor({ tools: [...tools, held], concurrency: 16 });
+      const items = Array.from({ length: 16 }, (_, i) => ({ id: `h${i}`, title: `held ${i}`, why: 'all at once', tool: 'held' }));
+      const { planId } = await ledger.createPlan({ goal: 'sixteen at once', mode: 'execute', items });
+      await ledger.waitFor(planId, 'completed', { timeoutMs: 120_000 });
+      expect(most).toBe(16);
+      expect(warnings.filter((w) => w.startsWith('MaxListenersExceededWarning'))).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+});
