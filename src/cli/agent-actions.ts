@@ -4,7 +4,7 @@ import { LedgerError } from '../errors.js';
 import { isPlanFinished } from '../plan/index.js';
 import { withLedger } from './connect.js';
 import { json, out, paintStatus, painter } from './output.js';
-import { renderAgentRun } from './render.js';
+import { renderAgentRun, renderFailures } from './render.js';
 
 export interface AgentOpts {
   goal: string;
@@ -38,6 +38,7 @@ export async function agent(name: string, o: AgentOpts): Promise<void> {
     if (o.json) json({ ...started, status: final.status, run });
     else {
       out(`agent run ${final.planId} ${paintStatus(paint, final.status)} at seq ${final.seq}`);
+      for (const line of renderFailures(final)) out(line);
       out(renderAgentRun(final, true).join('\n'));
       if (run?.finished === 'answer' && run.answer !== null) out(`\n${run.answer}`);
     }

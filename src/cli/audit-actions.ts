@@ -10,7 +10,7 @@ import { LedgerError } from '../errors.js';
 import { withLedger, withLog } from './connect.js';
 import { json, out, painter } from './output.js';
 import { forksOf } from './plan-actions.js';
-import { renderAgentRun, renderAsOf, renderForks, renderAudit, renderPlan, renderVerification } from './render.js';
+import { renderAgentRun, renderAsOf, renderFailures, renderForks, renderAudit, renderPlan, renderVerification } from './render.js';
 
 export async function audit(planId: string, o: { asOf?: string; json?: boolean }): Promise<void> {
   const asOf = o.asOf === undefined ? null : parseAsOf(o.asOf, '--as-of');
@@ -25,6 +25,8 @@ export async function audit(planId: string, o: { asOf?: string; json?: boolean }
     }
     const paint = painter();
     out(`${paint('bold', 'audit')} ${planId}   ${a.events} events on ${a.topic} partition ${a.partition}${asOf ? `, shown up to ${o.asOf}` : ''}`);
+    // Why it failed, before the timeline (with --as-of, the plan as it was then says it below).
+    if (!asOf && a.state.state) for (const line of renderFailures(a.state.state)) out(line);
     // Lineage both ways: the first event names a fork's origin; the plans forked from this one follow.
     for (const line of renderForks(await forksOf(log, planId))) out(line);
     out(renderAudit(planId, a.rows, paint));

@@ -10,7 +10,7 @@ import { PlanIndex } from '../client/plan-index.js';
 import type { LedgerLog } from '../audit/log.js';
 import { cliLogger, withLedger, withLog } from './connect.js';
 import { json, out, paintStatus, painter } from './output.js';
-import { renderPlan, renderWhy, type ForkList } from './render.js';
+import { renderFailures, renderPlan, renderWhy, type ForkList } from './render.js';
 
 interface CommandOpts {
   json?: boolean;
@@ -107,7 +107,10 @@ async function create(file: string, o: CommandOpts & { wait?: boolean; waitTimeo
       { timeoutMs: o.waitTimeout ?? 600_000 },
     );
     if (o.json) json({ ...commandJson(outcome, final), mode });
-    else out(`\nplan ${final.planId} ${paintStatus(paint, final.status)} at seq ${final.seq}`);
+    else {
+      out(`\nplan ${final.planId} ${paintStatus(paint, final.status)} at seq ${final.seq}`);
+      for (const line of renderFailures(final)) out(line);
+    }
     if (final.status !== 'completed') {
       throw new LedgerError('CONFLICT', `plan ${final.planId} ended ${final.status}: see plan-ledger audit ${final.planId}`, { planId: final.planId });
     }

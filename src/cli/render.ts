@@ -10,6 +10,7 @@ export function renderPlan(s: PlanState, paint: Painter = painter(false), forks?
     `${paint('bold', 'plan')}    ${s.planId}   (${s.mode ?? '-'} mode)`,
     `goal    ${s.goal}`,
     `status  ${paintStatus(paint, s.status)}   seq ${s.seq}   items ${s.itemOrder.length}`,
+    ...renderFailures(s),
     `digest  ${s.digest}${s.approvedDigest ? `   (approved${s.approvedDigest === s.digest ? '' : ' at an older digest'})` : ''}`,
   ];
   const labels = Object.entries(s.labels);
@@ -40,6 +41,27 @@ export function renderPlan(s: PlanState, paint: Painter = painter(false), forks?
   const rejected = s.rejections[s.rejections.length - 1];
   if (rejected) lines.push('', `last rejected command: ${rejected.commandType} ${rejected.code}: ${rejected.message}`);
   return lines.join('\n');
+}
+
+const failureReasons = { terminal: 'terminal', retries_exhausted: 'retries exhausted', plan_cancelled: 'plan cancelled' } as const;
+
+/**
+ * Why the plan failed: one line per failed item with the error code and message its last attempt ended
+ * with, so a person reads the cause where they look (show, audit, run --wait), not only in --json.
+ */
+export function renderFailures(s: PlanState): string[] {
+  const lines: string[] = [];
+  for (const id of s.itemOrder) {
+    const it = s.items[id]!;
+    if (it.status !== 'failed' || it.failure === null) continue;
+    const last = it.attempts[it.attempts.length - 1];
+    const error = it.failure.error ?? last?.error ?? null;
+    // A tool's message may span lines; the cause stays one line.
+    const cause = error ? `${error.code}: ${error.message.replace(/\s*\n\s*/g, ' ')}` : 'no error recorded';
+    const where = [last ? `attempt ${last.attempt}` : 'no attempt', failureReasons[it.failure.reason]].join(', ');
+    lines.push(`failed  item ${id} (${where}): ${cause}`);
+  }
+  return lines;
 }
 
 /** Plans forked from a plan (the first of them, and how many in all). */

@@ -2,9 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { auditRows } from '../../src/audit/timeline.js';
 import { loadTools } from '../../src/cli/executor.js';
 import { painter } from '../../src/cli/output.js';
-import { renderAudit, renderPlan } from '../../src/cli/render.js';
+import { renderAudit, renderFailures, renderPlan } from '../../src/cli/render.js';
 import { compilePolicy, decide, evolveAll, type AnyCommand, type PlanEvent, type PlanState } from '../../src/plan/index.js';
 import { history, logged } from '../audit/fixtures.js';
+import { cmd, item, run } from '../plan/fixtures.js';
 
 describe('CLI rendering', () => {
   const { events, state } = history();
@@ -28,6 +29,35 @@ describe('CLI rendering', () => {
 
   it('colors only when asked', () => {
     expect(renderPlan(state, painter(true))).toContain('\u001b[32mcompleted\u001b[39m');
+  });
+});
+
+describe('CLI rendering of a failed plan', () => {
+  const unknownTool = { code: 'UNKNOWN_TOOL', message: 'no tool named "lookup_ordr" is registered with executor ex-1', detailsJson: null };
+  const { state } = run([
+    cmd.create([item('lookup', [], { tool: 'lookup_ordr' }), item('pay', ['lookup'])]),
+    cmd.intent('lookup'),
+    cmd.commit('lookup', 1, 'failed_terminal', { error: unknownTool }),
+    cmd.settle('lookup'),
+  ]);
+
+  it('names each failed item with its attempt, reason, error code and message', () => {
+    expect(state!.status).toBe('failed');
+    expect(renderFailures(state!)).toEqual(['failed  item lookup (attempt 1, terminal): UNKNOWN_TOOL: no tool named "lookup_ordr" is registered with executor ex-1']);
+    const text = renderPlan(state!, painter(false)).split('\n');
+    expect(text[2]).toMatch(/^status {2}failed /);
+    expect(text[3]).toBe('failed  item lookup (attempt 1, terminal): UNKNOWN_TOOL: no tool named "lookup_ordr" is registered with executor ex-1');
+  });
+
+  it('says so when a failure recorded no error, and keeps a message of several lines on one', () => {
+    const multi = run([cmd.create([item('x')]), cmd.intent('x'), cmd.commit('x', 1, 'failed_terminal', { error: { code: 'NOPE', message: 'first\n  second', detailsJson: null } }), cmd.settle('x')]).state!;
+    expect(renderFailures(multi)).toEqual(['failed  item x (attempt 1, terminal): NOPE: first second']);
+    const bare = run([cmd.create([item('x')]), cmd.intent('x'), cmd.commit('x', 1, 'failed_terminal', { error: null }), cmd.settle('x')]).state!;
+    expect(renderFailures(bare)).toEqual(['failed  item x (attempt 1, terminal): no error recorded']);
+  });
+
+  it('prints nothing for a plan without failed items', () => {
+    expect(renderFailures(history().state)).toEqual([]);
   });
 });
 

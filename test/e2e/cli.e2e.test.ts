@@ -166,11 +166,26 @@ describe('plan verbs', () => {
     expect(show.itemOrder).toEqual(['a', 'b']);
   });
 
-  it('run --wait exits 1 when the plan fails', async () => {
+  it('run --wait exits 1 when the plan fails, and run --wait, show and audit say why', async () => {
     const file = planFile('fatal.json', { goal: 'doomed', items: [{ id: 'x', tool: 'fatal' }] });
     const r = await cli(['run', file, '--wait']);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/^plan-ledger: plan \S+ ended failed: see plan-ledger audit/);
+    expect(r.stdout).toContain('\nfailed  item x (attempt 1, terminal): NOPE: this can never work\n');
+
+    // A tool no executor has: the item fails at once with the executor's words.
+    const typo = planFile('typo.json', { goal: 'look up an order', items: [{ id: 'lookup', tool: 'lookup_ordr' }, { id: 'refund', tool: 'noop', dependsOn: ['lookup'] }] });
+    const t = await cli(['run', typo, '--wait']);
+    expect(t.code).toBe(1);
+    const planId = /^plan-ledger: plan (\S+) ended failed/.exec(t.stderr)![1]!;
+    const cause = 'failed  item lookup (attempt 1, terminal): UNKNOWN_TOOL: no tool named "lookup_ordr" is registered with executor cli-exec';
+    expect(t.stdout.trimEnd().split('\n').slice(-2)).toEqual([`plan ${planId} failed at seq 7`, cause]);
+    const show = await cli(['show', planId]);
+    expect(show.code, show.stderr).toBe(0);
+    expect(show.stdout.split('\n').slice(2, 4)).toEqual(['status  failed   seq 7   items 2', cause]);
+    const audit = await cli(['audit', planId]);
+    expect(audit.code, audit.stderr).toBe(0);
+    expect(audit.stdout.split('\n')[1]).toBe(cause);
   });
 
   it('propose, approve at the wrong digest (rejected with its code), approve at the right one', async () => {
