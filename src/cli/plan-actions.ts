@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { openerOf } from './keys.js';
 import { showPlan } from '../secrets/redact.js';
 import { parsePlanFile, toCreatePlanInput } from '../audit/plan-file.js';
+import { takeovers } from '../audit/takeovers.js';
 import type { CommandOutcome, Ledger } from '../client/index.js';
 import { LedgerError } from '../errors.js';
 import { evolve, FORK_LABEL, isPlanFinished, type PlanEvent, type PlanState } from '../plan/index.js';
@@ -122,12 +123,14 @@ export const propose = (file: string, o: CommandOpts) => create(file, o, true);
 
 export async function show(planId: string, o: { json?: boolean }): Promise<void> {
   await withLog(async (log) => {
-    const s = rebuilt(planId, await log.readPlan(planId));
+    const records = await log.readPlan(planId);
+    const s = rebuilt(planId, records);
     if (!s || s.status === 'none') throw new LedgerError('NOT_FOUND', `plan ${planId} not found on prefix "${log.config.topicPrefix}"`, { planId });
     const shown = showPlan(s, await openerOf(log, planId));
     const forks = await forksOf(log, planId);
     if (o.json) json({ ...shown, forks: forks ? forks.plans.map(forkJson) : null, forksTotal: forks ? forks.total : null });
-    else out(renderPlan(shown, painter(), forks));
+    // Who ran each attempt is in the events (the state keeps an attempt's first executor only).
+    else out(renderPlan(shown, painter(), forks, takeovers(records.map((r) => r.event))));
   });
 }
 
