@@ -29,7 +29,10 @@ export async function agent(name: string, o: AgentOpts): Promise<void> {
     const paint = painter();
     if (!o.wait || o.propose) {
       if (o.json) json({ ...started, mode: o.propose ? 'propose' : 'execute' });
-      else out(o.propose ? `proposed agent run ${started.planId}: approve digest ${started.digest}` : `started agent run ${started.planId} (first turn ${started.firstTurn})`);
+      else {
+        out(o.propose ? `proposed agent run ${started.planId}: approve digest ${started.digest}` : `started agent run ${started.planId} (first turn ${started.firstTurn})`);
+        out(`follow it with: plan-ledger wait ${started.planId}   (or plan-ledger tail ${started.planId} --follow)`);
+      }
       return;
     }
     // Until the run ends, or pauses for its budget (an operator raises it, or cancels the plan).
