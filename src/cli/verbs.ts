@@ -243,6 +243,7 @@ for the next run; "plan-ledger stack down" stops it. Every run uses a fresh topi
 installed package (npx plan-ledger demo) as from a checkout (npm run demo).${example('npx plan-ledger demo', 'plan-ledger demo --keep-open', 'plan-ledger demo --agent')}`,
     )
     .action(async (o: { keepOpen?: boolean; stopStack?: boolean; agent?: boolean }) => {
+      (await import('./native-addon.js')).ensureKafkaClient();
       if (o.agent) {
         const { runAgentDemo } = await import('../../demo/agent-demo.js');
         process.exitCode = await runAgentDemo(o);
