@@ -165,7 +165,11 @@ export function renderBlock(results: readonly BenchResult[], imagePath: string):
   if (!results.length) {
     lines.push('No results yet: run `npm run bench`.');
   } else {
-    lines.push(`Measured ${dates[0]!.slice(0, 16).replace('T', ' ')}–${dates.at(-1)!.slice(11, 16)} UTC at commit ${commits.join(', ')}, on ${m!.cores} cores (${m!.cpuModel}), node ${m!.node}; load average at the end of each bench ${fmt(Math.min(...loads))}–${fmt(Math.max(...loads))}.`);
+    const first = dates[0]!;
+    const last = dates.at(-1)!;
+    // The end's date too when the runs span days: 2026-12-01 07:22 – 2026-12-03 08:44, not 07:22–08:44.
+    const span = last.slice(0, 10) === first.slice(0, 10) ? `${first.slice(0, 16).replace('T', ' ')}–${last.slice(11, 16)}` : `${first.slice(0, 16).replace('T', ' ')} – ${last.slice(0, 16).replace('T', ' ')}`;
+    lines.push(`Measured ${span} UTC at commit ${commits.join(', ')}, on ${m!.cores} cores (${m!.cpuModel}), node ${m!.node}; load average at the end of each bench ${fmt(Math.min(...loads))}–${fmt(Math.max(...loads))}.`);
     lines.push(`Command: ${commandLine(results)}.${results.some((r) => r.quick) ? ' **Quick settings** (smaller sizes), measured on a busy machine; the full suite is `npm run bench`.' : ''}`);
     lines.push('Every figure is the median of at least five rounds; in each round plan-ledger and its baseline run back to back, alternating which goes first, after a warm-up of both. Ratio = plan-ledger ÷ baseline.');
     lines.push('');

@@ -87,6 +87,8 @@ describe('bench summary, docs page and README section', () => {
     expect(md).toContain('- peer, latency: p50 3.00 ms, p99 9.00 ms (20 samples)');
     expect(md).toContain('![plan-ledger relative to its baselines](summary.svg)');
     expect(md).toContain('Command: `npm run bench -- --quick` (one bench: `npm run bench -- <name> --quick`).');
+    expect(md).toContain('Measured 2026-12-01 03:00–03:00 UTC at commit abcdef0123');
+    expect(renderBlock([result('peer', { date: '2026-12-03T08:44:00.000Z' }), result('codec')], 'summary.svg')).toContain('Measured 2026-12-01 03:00 – 2026-12-03 08:44 UTC at commit');
     expect(commandLine([result('peer'), result('codec', { command: 'npx tsx bench/codec.ts' })])).toBe('`npm run bench -- peer --quick`, `npx tsx bench/codec.ts`');
     expect(commandLine([result('peer', { command: 'npm run bench -- peer' }), result('codec', { command: 'npm run bench -- codec' })])).toBe('`npm run bench` (one bench: `npm run bench -- <name>`)');
     const svg = readFileSync(join(dir, 'summary.svg'), 'utf8');
