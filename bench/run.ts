@@ -1,11 +1,11 @@
 // The benchmark suite: runs each benchmark in its own process (so one's heap and connections do not
-// weigh on the next), then writes bench/results/summary.md + summary.svg and regenerates the README's
-// Performance section from them.
+// weigh on the next), then writes bench/results/summary.md + summary.svg and regenerates from them the
+// figures in docs/operations/benchmarks.md and the README's Performance section (bench/readme.ts).
 //
 //   npm run bench                       every benchmark, full sizes
 //   npm run bench -- --quick            every benchmark, small sizes (a few minutes on 2 cores)
 //   npm run bench -- peer               only these (names below); flags pass through (--rounds N, --quick)
-//   npm run bench -- --summary-only     only summary + README from the results already there
+//   npm run bench -- --summary-only     only summary, docs page + README from the results already there
 //
 // Needs the local stack (`npm run stack:up`, or PLAN_LEDGER_BROKERS / PLAN_LEDGER_REGISTRY_URL). `peer`
 // installs Restate's server and SDK from npm into ~/.cache/plan-ledger/peer on first use. bench/README.md
@@ -74,9 +74,9 @@ if (!argv.includes('--summary-only')) {
   console.log(`\nsuite: ${chosen.length - failed.length} of ${chosen.length} benchmarks in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 console.log(`summary written to ${writeSummary()}`);
-// A trial run (BENCH_RESULTS_DIR) leaves the README alone: its Performance section is bench/results/'s.
+// A trial run (BENCH_RESULTS_DIR) leaves the README and the docs page alone: their figures are bench/results/'s.
 const readme = process.env.BENCH_RESULTS_DIR
-  ? (console.log('README.md: left alone (BENCH_RESULTS_DIR is set: a trial run)'), { status: 0 })
+  ? (console.log('README.md, docs/operations/benchmarks.md: left alone (BENCH_RESULTS_DIR is set: a trial run)'), { status: 0 })
   : spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./readme.ts', import.meta.url))], { stdio: 'inherit' });
 if (failed.length || readme.status !== 0) {
   console.error(`bench: failed: ${[...failed, ...(readme.status !== 0 ? ['readme'] : [])].join(', ')}`);

@@ -509,7 +509,7 @@ export class ProjectionService {
       (failing === undefined ? groups : retries).push({ id, seq: e.state.seq, snapshots, archive: r.archive, chunks: r.chunks });
       run.projection.policy.written(id, e.state.seq);
     }
-    const w = watermark ? run.projection.watermarkOffset() : null;
+    const w = watermark ? run.projection.watermarkOffset(run.nextOffset) : null;
     // The plans without a covering snapshot as of this capture (a plan skipped above stays one), with
     // their seq now: one whose snapshot at that seq or later lands before the watermark is covered.
     const captured = new Map(run.exceptions);
@@ -863,7 +863,9 @@ export class ProjectionService {
   async writeWatermarks(): Promise<void> {
     const pending: Promise<void>[] = [];
     for (const [p, run] of this.runs) {
-      const last = run.projection.watermarkOffset();
+      // Up to where the partition has been read: a partition with no events gets a watermark too (-1),
+      // or readers (listPlans, show's forks) would take it for one no projector has covered.
+      const last = run.projection.watermarkOffset(run.nextOffset);
       const retryDue = [...run.failing.values()].some((f) => f.nextTryAt <= Date.now());
       if (last === null || (last === run.watermarkedAt && !retryDue)) continue;
       // A large plan not due for a snapshot yet is an exception of this watermark, as a skipped one is:

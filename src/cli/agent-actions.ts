@@ -4,7 +4,7 @@ import { LedgerError } from '../errors.js';
 import { isPlanFinished } from '../plan/index.js';
 import { withLedger } from './connect.js';
 import { json, out, paintStatus, painter } from './output.js';
-import { renderAgentRun } from './render.js';
+import { renderAgentRun, renderFailures } from './render.js';
 
 export interface AgentOpts {
   goal: string;
@@ -29,7 +29,10 @@ export async function agent(name: string, o: AgentOpts): Promise<void> {
     const paint = painter();
     if (!o.wait || o.propose) {
       if (o.json) json({ ...started, mode: o.propose ? 'propose' : 'execute' });
-      else out(o.propose ? `proposed agent run ${started.planId}: approve digest ${started.digest}` : `started agent run ${started.planId} (first turn ${started.firstTurn})`);
+      else {
+        out(o.propose ? `proposed agent run ${started.planId}: approve digest ${started.digest}` : `started agent run ${started.planId} (first turn ${started.firstTurn})`);
+        out(`follow it with: plan-ledger wait ${started.planId}   (or plan-ledger tail ${started.planId} --follow)`);
+      }
       return;
     }
     // Until the run ends, or pauses for its budget (an operator raises it, or cancels the plan).
@@ -38,6 +41,7 @@ export async function agent(name: string, o: AgentOpts): Promise<void> {
     if (o.json) json({ ...started, status: final.status, run });
     else {
       out(`agent run ${final.planId} ${paintStatus(paint, final.status)} at seq ${final.seq}`);
+      for (const line of renderFailures(final)) out(line);
       out(renderAgentRun(final, true).join('\n'));
       if (run?.finished === 'answer' && run.answer !== null) out(`\n${run.answer}`);
     }

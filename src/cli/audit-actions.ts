@@ -4,19 +4,23 @@ import { showEvents, showPlan } from '../secrets/redact.js';
 import { buildBundle, verifyBundle } from '../audit/bundle.js';
 import { auditTopic, erasePlan } from '../audit/erase.js';
 import { auditPlan, describeReplayFailure, readPlanHistory, replayAll, replayPlan, verifyAll, verifyPlanInLog, type ReplayFailure } from '../audit/live.js';
+import { takeovers } from '../audit/takeovers.js';
 import { parseAsOf } from '../audit/timeline.js';
 import { describeBroken, type PlanVerification } from '../audit/verify.js';
 import { LedgerError } from '../errors.js';
+import type { PlanEvent } from '../plan/index.js';
 import { withLedger, withLog } from './connect.js';
 import { json, out, painter } from './output.js';
 import { forksOf } from './plan-actions.js';
-import { renderAgentRun, renderAsOf, renderForks, renderAudit, renderPlan, renderVerification } from './render.js';
+import { renderAgentRun, renderAsOf, renderFailures, renderForks, renderAudit, renderPlan, renderTakeovers, renderVerification } from './render.js';
 
 export async function audit(planId: string, o: { asOf?: string; json?: boolean }): Promise<void> {
   const asOf = o.asOf === undefined ? null : parseAsOf(o.asOf, '--as-of');
   await withLog(async (log) => {
     const open = await openerOf(log, planId);
-    const a = await auditPlan(log, planId, asOf, (events) => showEvents(events, undefined, open));
+    // The events as read, for the take-overs: they need the executor ids the intents and results record.
+    let events: readonly PlanEvent[] = [];
+    const a = await auditPlan(log, planId, asOf, (upTo) => showEvents((events = upTo), undefined, open));
     if (a.state.state) a.state = { ...a.state, state: showPlan(a.state.state, open) };
     if (o.json) {
       for (const r of a.rows) json(r);
@@ -25,9 +29,12 @@ export async function audit(planId: string, o: { asOf?: string; json?: boolean }
     }
     const paint = painter();
     out(`${paint('bold', 'audit')} ${planId}   ${a.events} events on ${a.topic} partition ${a.partition}${asOf ? `, shown up to ${o.asOf}` : ''}`);
+    // Why it failed, before the timeline (with --as-of, the plan as it was then says it below).
+    if (!asOf && a.state.state) for (const line of renderFailures(a.state.state)) out(line);
     // Lineage both ways: the first event names a fork's origin; the plans forked from this one follow.
     for (const line of renderForks(await forksOf(log, planId))) out(line);
     out(renderAudit(planId, a.rows, paint));
+    for (const line of renderTakeovers(planId, takeovers(events))) out(line);
     const agent = a.state.state ? renderAgentRun(a.state.state, true) : [];
     if (agent.length) out(['', ...agent].join('\n'));
     if (asOf) {

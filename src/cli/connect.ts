@@ -4,6 +4,7 @@ import { loadConfig } from '../config.js';
 import { pino } from 'pino';
 import { createLogger, silentLogger, type Logger } from '../logging.js';
 import { settingIfSet } from '../settings.js';
+import { ensureKafkaClient } from './native-addon.js';
 
 /** CLI logs go to stderr and only when PLAN_LEDGER_LOG_LEVEL asks for them (stdout is for results). */
 export function cliLogger(): Logger {
@@ -15,6 +16,7 @@ export function cliLogger(): Logger {
 /** A ledger client for commands; fails fast with one line when Kafka cannot be reached. */
 export async function withLedger<T>(fn: (ledger: Ledger) => Promise<T>): Promise<T> {
   const config = loadConfig();
+  ensureKafkaClient();
   await assertBrokersReachable(config);
   const ledger = await connectLedger(config, { logger: cliLogger() });
   try {
@@ -26,7 +28,9 @@ export async function withLedger<T>(fn: (ledger: Ledger) => Promise<T>): Promise
 
 /** Read access to the log (no executor needed). */
 export async function withLog<T>(fn: (log: LedgerLog) => Promise<T>): Promise<T> {
-  const log = await LedgerLog.open(loadConfig(), cliLogger());
+  const config = loadConfig();
+  ensureKafkaClient();
+  const log = await LedgerLog.open(config, cliLogger());
   try {
     return await fn(log);
   } finally {

@@ -60,6 +60,7 @@ Example:
       const { resolvePolicy } = await import('../policy-file.js');
       const policy = resolvePolicy(o.policy); // validated before connecting: a bad field fails at once
       const tools = await loadTools(o.tools);
+      (await import('./native-addon.js')).ensureKafkaClient();
       const logger = createLogger({ name: 'plan-ledger-executor' });
       const { startExecutor } = await import('../../executor/index.js');
       const executor = await startExecutor({

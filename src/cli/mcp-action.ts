@@ -3,6 +3,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { compileTokens, type TokenSet } from '../../projector/http/auth.js';
 import { assertBrokersReachable } from '../audit/log.js';
+import { ensureKafkaClient } from './native-addon.js';
 import { connectLedger, type Ledger } from '../client/index.js';
 import { loadConfig } from '../config.js';
 import { ledgerMcpServer } from '../mcp/server.js';
@@ -16,6 +17,7 @@ import { out } from './output.js';
  */
 export async function mcp(o: { by?: string; http?: number; host?: string }): Promise<void> {
   const config = loadConfig();
+  ensureKafkaClient();
   await assertBrokersReachable(config);
   const ledger = await connectLedger(config, { logger: cliLogger() });
   try {

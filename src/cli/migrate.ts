@@ -12,6 +12,7 @@ import { LedgerError } from '../errors.js';
 import { createKafka, ensurePlanTopics, parseEventKey, partitionFor, type LedgerAdmin, type LogRecord, type OutRecord, type RecordWriter } from '../kafka/index.js';
 import type { Logger } from '../logging.js';
 import { cliLogger } from './connect.js';
+import { ensureKafkaClient } from './native-addon.js';
 import { json, out } from './output.js';
 
 export interface MigrateOptions {
@@ -241,8 +242,10 @@ and start executors and projectors with PLAN_LEDGER_TOPIC_PREFIX=plan-ledger-v2 
     )
     .action(async (o: { toPrefix: string; partitions: number; force?: boolean; json?: boolean }) => {
       const logger = cliLogger();
+      const from = loadConfig();
+      ensureKafkaClient();
       const report = await migratePrefix({
-        from: loadConfig(),
+        from,
         toPrefix: o.toPrefix,
         partitions: o.partitions,
         logger,

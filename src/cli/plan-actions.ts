@@ -2,15 +2,16 @@ import { readFile } from 'node:fs/promises';
 import { openerOf } from './keys.js';
 import { showPlan } from '../secrets/redact.js';
 import { parsePlanFile, toCreatePlanInput } from '../audit/plan-file.js';
+import { takeovers } from '../audit/takeovers.js';
 import type { CommandOutcome, Ledger } from '../client/index.js';
-import { LedgerError } from '../errors.js';
-import { evolve, FORK_LABEL, isPlanFinished, type PlanEvent, type PlanState } from '../plan/index.js';
+import { isLedgerError, LedgerError } from '../errors.js';
+import { evolve, FORK_LABEL, isPlanFinished, type PlanEvent, type PlanState, type PlanStatus } from '../plan/index.js';
 import { listPlansFromIndex } from '../client/list-plans.js';
 import { PlanIndex } from '../client/plan-index.js';
 import type { LedgerLog } from '../audit/log.js';
 import { cliLogger, withLedger, withLog } from './connect.js';
 import { json, out, paintStatus, painter } from './output.js';
-import { renderPlan, renderWhy, type ForkList } from './render.js';
+import { renderFailures, renderPlan, renderWhy, type ForkList } from './render.js';
 
 interface CommandOpts {
   json?: boolean;
@@ -89,6 +90,7 @@ async function create(file: string, o: CommandOpts & { wait?: boolean; waitTimeo
     }
     if (!o.wait) {
       if (o.json) json({ ...commandJson(outcome, s), mode });
+      else out(`\nfollow it with: plan-ledger wait ${s.planId}   (or plan-ledger tail ${s.planId} --follow)`);
       return;
     }
     const seen = new Map<string, string>();
@@ -107,24 +109,62 @@ async function create(file: string, o: CommandOpts & { wait?: boolean; waitTimeo
       { timeoutMs: o.waitTimeout ?? 600_000 },
     );
     if (o.json) json({ ...commandJson(outcome, final), mode });
-    else out(`\nplan ${final.planId} ${paintStatus(paint, final.status)} at seq ${final.seq}`);
+    else {
+      out(`\nplan ${final.planId} ${paintStatus(paint, final.status)} at seq ${final.seq}`);
+      for (const line of renderFailures(final)) out(line);
+    }
     if (final.status !== 'completed') {
       throw new LedgerError('CONFLICT', `plan ${final.planId} ended ${final.status}: see plan-ledger audit ${final.planId}`, { planId: final.planId });
     }
   });
 }
 
+/**
+ * Waits until the plan reaches `status` (default completed) or finishes otherwise, and prints where it
+ * ended. A finished plan does not go on (short of a manual retry), so a status other than the one asked
+ * for is the end of the wait: exit 1, as for a timeout.
+ */
+export async function waitPlan(planId: string, o: { status: PlanStatus; timeout: number; json?: boolean }): Promise<void> {
+  const paint = painter(!o.json && painter().enabled);
+  await withLedger(async (ledger) => {
+    await current(ledger, planId);
+    let final: PlanState;
+    try {
+      final = await ledger.waitFor(planId, (st) => st.status === o.status || isPlanFinished(st.status), { timeoutMs: o.timeout * 1000 });
+    } catch (e) {
+      if (!isLedgerError(e, 'TIMEOUT')) throw e;
+      throw new LedgerError('TIMEOUT', `plan ${planId} did not reach ${o.status} within ${o.timeout} s (now ${String(e.details.status ?? 'unknown')})`, { planId, status: e.details.status });
+    }
+    const reached = final.status === o.status;
+    if (o.json) json({ planId, status: final.status, seq: final.seq, digest: final.digest, reached, failedItems: failedItemsJson(final) });
+    else {
+      out(`plan ${final.planId} ${paintStatus(paint, final.status)} at seq ${final.seq}`);
+      for (const line of renderFailures(final)) out(line);
+    }
+    if (!reached) throw new LedgerError('CONFLICT', `plan ${planId} ended ${final.status}, not ${o.status}: see plan-ledger audit ${planId}`, { planId, status: final.status });
+  });
+}
+
+/** The failed items of a plan with their cause, as `wait --json` prints them. */
+const failedItemsJson = (s: PlanState) =>
+  s.itemOrder.flatMap((id) => {
+    const it = s.items[id]!;
+    return it.status === 'failed' && it.failure ? [{ itemId: id, attempt: it.attempts.length ? it.attempts[it.attempts.length - 1]!.attempt : null, reason: it.failure.reason, error: it.failure.error ?? it.attempts[it.attempts.length - 1]?.error ?? null }] : [];
+  });
+
 export const run = (file: string, o: CommandOpts & { wait?: boolean; waitTimeout?: number }) => create(file, o, false);
 export const propose = (file: string, o: CommandOpts) => create(file, o, true);
 
 export async function show(planId: string, o: { json?: boolean }): Promise<void> {
   await withLog(async (log) => {
-    const s = rebuilt(planId, await log.readPlan(planId));
+    const records = await log.readPlan(planId);
+    const s = rebuilt(planId, records);
     if (!s || s.status === 'none') throw new LedgerError('NOT_FOUND', `plan ${planId} not found on prefix "${log.config.topicPrefix}"`, { planId });
     const shown = showPlan(s, await openerOf(log, planId));
     const forks = await forksOf(log, planId);
     if (o.json) json({ ...shown, forks: forks ? forks.plans.map(forkJson) : null, forksTotal: forks ? forks.total : null });
-    else out(renderPlan(shown, painter(), forks));
+    // Who ran each attempt is in the events (the state keeps an attempt's first executor only).
+    else out(renderPlan(shown, painter(), forks, takeovers(records.map((r) => r.event))));
   });
 }
 

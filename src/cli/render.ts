@@ -1,15 +1,21 @@
 import type { AuditRow, PlanAsOf } from '../audit/timeline.js';
+import type { Takeover } from '../audit/takeovers.js';
 import type { PlanVerification } from '../audit/verify.js';
 import { summarizeAgentRun } from '../agent/records.js';
 import { describePolicyDecision, type PlanState } from '../plan/index.js';
 import { elide, ms, paintStatus, painter, table, type Painter } from './output.js';
 
-/** The plan as an operator reviews it: header, then one row per item. */
-export function renderPlan(s: PlanState, paint: Painter = painter(false), forks?: ForkList | null): string {
+/**
+ * The plan as an operator reviews it: header, then one row per item. With the plan's `taken` over attempts
+ * (from its events), an item's EXECUTOR names who lost its latest attempt and who went on with it, and the
+ * take-overs follow the table.
+ */
+export function renderPlan(s: PlanState, paint: Painter = painter(false), forks?: ForkList | null, taken: readonly Takeover[] = []): string {
   const lines = [
     `${paint('bold', 'plan')}    ${s.planId}   (${s.mode ?? '-'} mode)`,
     `goal    ${s.goal}`,
     `status  ${paintStatus(paint, s.status)}   seq ${s.seq}   items ${s.itemOrder.length}`,
+    ...renderFailures(s),
     `digest  ${s.digest}${s.approvedDigest ? `   (approved${s.approvedDigest === s.digest ? '' : ' at an older digest'})` : ''}`,
   ];
   const labels = Object.entries(s.labels);
@@ -23,23 +29,64 @@ export function renderPlan(s: PlanState, paint: Painter = painter(false), forks?
     const rows = s.itemOrder.map((id) => {
       const it = s.items[id]!;
       const last = it.attempts[it.attempts.length - 1];
+      const moved = taken.filter((t) => t.itemId === id && t.attempt === last?.attempt);
       return [
         id,
         paintStatus(paint, it.status),
         it.tool,
         it.dependsOn.join(',') || '-',
         String(it.attempts.length),
-        last?.executorId ?? '',
+        moved.length ? [moved[0]!.from, ...moved.map((t) => t.to)].join('→') : (last?.executorId ?? ''),
         it.title,
       ];
     });
     lines.push(table(['ITEM', 'STATUS', 'TOOL', 'DEPENDS ON', 'ATT', 'EXECUTOR', 'TITLE'], rows, { indent: 2, paint }));
+    lines.push(...renderTakeovers(s.planId, taken));
     lines.push(...renderWaits(s));
     lines.push(...renderProgress(s));
   }
   const rejected = s.rejections[s.rejections.length - 1];
   if (rejected) lines.push('', `last rejected command: ${rejected.commandType} ${rejected.code}: ${rejected.message}`);
   return lines.join('\n');
+}
+
+const failureReasons = { terminal: 'terminal', retries_exhausted: 'retries exhausted', plan_cancelled: 'plan cancelled' } as const;
+
+/**
+ * Why the plan failed: one line per failed item with the error code and message its last attempt ended
+ * with, so a person reads the cause where they look (show, audit, run --wait), not only in --json.
+ */
+export function renderFailures(s: PlanState): string[] {
+  const lines: string[] = [];
+  for (const id of s.itemOrder) {
+    const it = s.items[id]!;
+    if (it.status !== 'failed' || it.failure === null) continue;
+    const last = it.attempts[it.attempts.length - 1];
+    const error = it.failure.error ?? last?.error ?? null;
+    // A tool's message may span lines; the cause stays one line.
+    const cause = error ? `${error.code}: ${error.message.replace(/\s*\n\s*/g, ' ')}` : 'no error recorded';
+    const where = [last ? `attempt ${last.attempt}` : 'no attempt', failureReasons[it.failure.reason]].join(', ');
+    lines.push(`failed  item ${id} (${where}): ${cause}`);
+  }
+  return lines;
+}
+
+/**
+ * Each attempt an executor lost mid-way and another went on with: who lost it, who took it and when, and
+ * that the idempotency key stayed the same (what keeps an effect single when the tool ran twice).
+ */
+export function renderTakeovers(planId: string, taken: readonly Takeover[]): string[] {
+  if (!taken.length) return [];
+  const lines = ['', 'taken over (an executor lost the plan mid-attempt; the next owner went on with the same idempotency key):'];
+  for (const t of taken) {
+    const key = elide(t.idempotencyKey, planId);
+    lines.push(
+      t.kind === 'invoked'
+        ? `  ${t.itemId}#${t.attempt}  re-invoked by ${t.to} at ${t.at} (result committed): ${t.from} recorded the intent at ${t.fromAt} and lost the plan; same idempotency key ${key}`
+        : `  ${t.itemId}#${t.attempt}  settled by ${t.to} at ${t.at}: ${t.from} committed the result at ${t.fromAt} and lost the plan; not invoked again, same idempotency key ${key}`,
+    );
+  }
+  return lines;
 }
 
 /** Plans forked from a plan (the first of them, and how many in all). */

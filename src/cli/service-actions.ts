@@ -1,11 +1,13 @@
 import { loadConfig } from '../config.js';
 import { assertBrokersReachable } from '../audit/log.js';
+import { ensureKafkaClient } from './native-addon.js';
 import { createLogger } from '../logging.js';
 import { loadSettings } from '../settings.js';
 
 export async function projector(o: { port?: number }): Promise<void> {
   loadSettings(['connection', 'client', 'projector']); // a bad PLAN_LEDGER_* value fails first, before anything connects
   const config = loadConfig();
+  ensureKafkaClient();
   await assertBrokersReachable(config);
   const { startProjector } = await import('../../projector/index.js');
   const logger = createLogger({ name: 'plan-ledger-projector' });

@@ -49,6 +49,8 @@ Example:
       '\nPorts: PLAN_LEDGER_STACK_KAFKA_PORT (node i on port+2i, its controller on port+2i+1), PLAN_LEDGER_STACK_REGISTRY_PORT (management on port+10).\n\nExample:\n  $ plan-ledger stack up --brokers 3\n  $ plan-ledger stack up --sasl\n  $ plan-ledger stack up --sasl --tls',
     )
     .action(async (o: { json?: boolean; brokers?: string; sasl?: boolean; tls?: boolean }) => {
+      // The readiness probe is a Kafka client: without its addon no broker would ever look ready.
+      (await import('./native-addon.js')).ensureKafkaClient();
       const r = await stackUp({
         brokers: o.brokers === undefined ? undefined : brokerCount(o.brokers),
         ...(o.sasl ? { sasl: true } : {}),

@@ -28,6 +28,16 @@ export function registerPlanCommands(program: Command): void {
     .action(async (file: string, o) => (await import('./plan-actions.js')).run(file, o));
 
   program
+    .command('wait')
+    .description('wait until a plan reaches a status (default completed) and print where it ended, with the cause when it failed')
+    .argument('<planId>')
+    .addOption(new Option('--status <status>', 'the status to wait for; a plan that finishes in another one ends the wait (exit 1)').choices(['draft', 'proposed', 'approved', 'running', 'completed', 'failed', 'cancelled']).default('completed'))
+    .option('--timeout <s>', 'give up after this many seconds (exit 1)', int('--timeout'), 600)
+    .addOption(json())
+    .addHelpText('after', example('plan-ledger wait plan-mx1p8mq3-96272e4a', 'plan-ledger wait plan-mx1p8mq3-96272e4a --status running --timeout 30'))
+    .action(async (planId: string, o) => (await import('./plan-actions.js')).waitPlan(planId, o));
+
+  program
     .command('propose')
     .description('create a plan from a file in propose mode and propose it: prints the digest to approve')
     .argument('<file>', 'plan file (YAML or JSON)')
@@ -233,6 +243,7 @@ for the next run; "plan-ledger stack down" stops it. Every run uses a fresh topi
 installed package (npx plan-ledger demo) as from a checkout (npm run demo).${example('npx plan-ledger demo', 'plan-ledger demo --keep-open', 'plan-ledger demo --agent')}`,
     )
     .action(async (o: { keepOpen?: boolean; stopStack?: boolean; agent?: boolean }) => {
+      (await import('./native-addon.js')).ensureKafkaClient();
       if (o.agent) {
         const { runAgentDemo } = await import('../../demo/agent-demo.js');
         process.exitCode = await runAgentDemo(o);

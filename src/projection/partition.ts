@@ -258,12 +258,19 @@ export class PartitionProjection {
 
   /**
    * The offset a watermark may name: every record up to it is applied (or stalled). A waiting record is not
-   * covered by any snapshot yet, so the watermark stays before the first one.
+   * covered by any snapshot yet, so the watermark stays before the first one. With `readTo`, the offset
+   * the partition has been read up to (exclusive), a partition with nothing waiting is covered up to just
+   * before it: what lies between its last record and there is transaction markers, and a partition that
+   * never had a record is covered up to -1 (readers start at 0). Without it, a partition that has applied
+   * no record has no watermark to name.
    */
-  watermarkOffset(): string | null {
+  watermarkOffset(readTo?: bigint): string | null {
     let min: bigint | null = null;
     for (const waiting of this.pending.values()) for (const p of waiting.values()) if (min === null || BigInt(p.offset) < min) min = BigInt(p.offset);
-    if (min === null) return this.lastOffset;
+    if (min === null) {
+      if (readTo === undefined || (this.lastOffset !== null && BigInt(this.lastOffset) >= readTo)) return this.lastOffset;
+      return (readTo - 1n).toString();
+    }
     return min > 0n ? (min - 1n).toString() : null;
   }
 

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
-import { LedgerError } from '../errors.js';
+import { isLedgerError, LedgerError } from '../errors.js';
 
 /** What a pid file records: enough to recognise our own process again (pids get reused). */
 export interface PidRecord {
@@ -160,8 +160,18 @@ export function portOpen(host: string, port: number, timeoutMs = 500): Promise<b
 }
 
 /**
- * Polls `ready` until it resolves true. Fails fast, naming the log, when the process dies; fails
- * with the log's path after `timeoutMs`.
+ * A readiness probe's failure that no wait can end: the machine lacks something (e.g. the Kafka client's
+ * native addon, without which no broker ever looks ready). Anything else (refused, not ready yet) is tried
+ * again.
+ */
+export function probeFailureIsFinal(e: unknown): boolean {
+  return isLedgerError(e, 'ENVIRONMENT');
+}
+
+/**
+ * Polls `ready` until it resolves true. Fails fast, naming the log, when the process dies, and with the
+ * probe's own error when it is final ({@link probeFailureIsFinal}); fails with the log's path after
+ * `timeoutMs`.
  */
 export async function waitUntilReady(
   rec: PidRecord,
@@ -172,7 +182,11 @@ export async function waitUntilReady(
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (!isOurs(rec)) throw new LedgerError('ENVIRONMENT', `${what} exited during start-up; see ${rec.logFile}`);
-    if (await ready().catch(() => false)) return;
+    const answered = await ready().catch((e: unknown) => {
+      if (probeFailureIsFinal(e)) throw e;
+      return false;
+    });
+    if (answered) return;
     await sleep(250);
   }
   throw new LedgerError('TIMEOUT', `${what} did not become ready within ${timeoutMs / 1000}s; see ${rec.logFile}`);

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../config.js';
 import { LedgerError } from '../errors.js';
 import { createKafka, ensurePlanTopics } from '../kafka/index.js';
+import { confluent } from '../kafka/native.js';
 import { silentLogger } from '../logging.js';
 import { applyLedgerAcls } from './acls.js';
 import { ensurePasswords, ensureTls, javaClientProperties, secretsDir, STACK_SASL_MECHANISM, stackSasl, stackSecurity, type StackSecurity } from './credentials.js';
@@ -270,6 +271,9 @@ export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
     );
   }
   if (existing) return { info: existing, alreadyRunning: true, reused: true, seconds: 0 };
+  // The readiness probes are Kafka clients: without the native addon say so now, in one line, rather
+  // than start the JVMs and wait for a readiness that cannot come.
+  confluent();
   // Half a stack (a process died): stop what is left, then start everything on the same storage.
   await stackDown({ dir: o.dir });
 

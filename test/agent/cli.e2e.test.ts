@@ -1,7 +1,7 @@
 // The CLI on an agent run: `plan-ledger agent` starts it (the model lives in the executor process), and
 // `show` and `audit` print its usage totals and turns.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AgentRunSummary } from '../../src/agent/index.js';
+import { turnToolName, type AgentRunSummary } from '../../src/agent/index.js';
 import { EffectsService } from '../fixtures/effects-service.js';
 import { testConfig } from '../support/helpers.js';
 import { ownsPartitions, runCli, spawnExecutor } from '../support/processes.js';
@@ -47,6 +47,28 @@ describe('plan-ledger agent, show and audit on an agent run (processes, real bro
     ]);
     expect(audit.stdout).toContain('turn-2.call-0#1');
     expect([...effects.effects.keys()].filter((k) => k.startsWith(`${r.planId}/`))).toHaveLength(3);
+    ex.kill('SIGTERM');
+  });
+
+  it('without --wait says how to follow the run; a run that fails says why under agent --wait', async () => {
+    const config = testConfig({ partitions: 1 });
+    const ex = spawnExecutor(config, { label: 'exec-cli-2', tools: 'test/fixtures/agent-tools.ts', env: { EFFECTS_URL: effects.url } });
+    await ex.waitForLog(ownsPartitions);
+
+    const started = await cli(config, ['agent', 'support', '--goal', 'Refund the order that cost 12.00']);
+    expect(started.code, started.stderr).toBe(0);
+    const planId = /^started agent run (\S+) \(first turn turn-1\)\n/.exec(started.stdout)![1]!;
+    expect(started.stdout.split('\n')[1]).toBe(`follow it with: plan-ledger wait ${planId}   (or plan-ledger tail ${planId} --follow)`);
+    expect((await cli(config, ['wait', planId, '--timeout', '120'])).stdout).toMatch(new RegExp(`^plan ${planId} completed at seq \\d+\n$`));
+
+    // No executor has an agent by that name: its first turn's tool is unknown.
+    const unknown = await cli(config, ['agent', 'nosuch', '--goal', 'anything', '--wait']);
+    expect(unknown.code).toBe(1);
+    const failedId = /^plan-ledger: agent run (\S+) ended failed: see plan-ledger audit/.exec(unknown.stderr)![1]!;
+    expect(unknown.stdout.split('\n').slice(0, 2)).toEqual([
+      `agent run ${failedId} failed at seq 6`,
+      `failed  item turn-1 (attempt 1, terminal): UNKNOWN_TOOL: no tool named "${turnToolName('nosuch')}" is registered with executor exec-cli-2`,
+    ]);
     ex.kill('SIGTERM');
   });
 });

@@ -1,9 +1,10 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { median, metric, paired, quantile, type BenchResult } from '../../bench/lib/harness.js';
-import { updateReadme } from '../../bench/readme.js';
+import { staleSections, updateDocsPage, updateReadme } from '../../bench/readme.js';
 import { BEGIN, commandLine, END, loadResults, noteLines, peerTables, relative, renderBlock, renderSvg, writeSummary } from '../../bench/summary.js';
 
 describe('bench harness', () => {
@@ -71,7 +72,7 @@ function result(name: string, over: Partial<BenchResult> = {}): BenchResult {
   };
 }
 
-describe('bench summary and README section', () => {
+describe('bench summary, docs page and README section', () => {
   it('writes summary.md and an SVG from the result files, in suite order, ignoring files of another shape', () => {
     const dir = mkdtempSync(join(tmpdir(), 'bench-summary-'));
     writeFileSync(join(dir, 'codec.json'), JSON.stringify(result('codec')));
@@ -86,6 +87,8 @@ describe('bench summary and README section', () => {
     expect(md).toContain('- peer, latency: p50 3.00 ms, p99 9.00 ms (20 samples)');
     expect(md).toContain('![plan-ledger relative to its baselines](summary.svg)');
     expect(md).toContain('Command: `npm run bench -- --quick` (one bench: `npm run bench -- <name> --quick`).');
+    expect(md).toContain('Measured 2026-12-01 03:00–03:00 UTC at commit abcdef0123');
+    expect(renderBlock([result('peer', { date: '2026-12-03T08:44:00.000Z' }), result('codec')], 'summary.svg')).toContain('Measured 2026-12-01 03:00 – 2026-12-03 08:44 UTC at commit');
     expect(commandLine([result('peer'), result('codec', { command: 'npx tsx bench/codec.ts' })])).toBe('`npm run bench -- peer --quick`, `npx tsx bench/codec.ts`');
     expect(commandLine([result('peer', { command: 'npm run bench -- peer' }), result('codec', { command: 'npm run bench -- codec' })])).toBe('`npm run bench` (one bench: `npm run bench -- <name>`)');
     const svg = readFileSync(join(dir, 'summary.svg'), 'utf8');
@@ -150,15 +153,47 @@ describe('bench summary and README section', () => {
     expect(noteLines(rs, false)).toContain('- peer: Durability: broker defaults. Client-timed.');
   });
 
-  it('replaces only the marked block of the README, and refuses a README without markers', () => {
-    const summary = `# s\n\n${renderBlock([result('peer')], 'summary.svg')}\n`;
-    const readme = `# t\n\nbefore\n\n${BEGIN}\nold\n${END}\n\nafter\n`;
-    const next = updateReadme(readme, summary);
-    expect(next.startsWith('# t\n\nbefore\n\n<!-- bench:begin -->')).toBe(true);
-    expect(next.endsWith(`${END}\n\nafter\n`)).toBe(true);
-    expect(next).not.toContain('\nold\n');
-    expect(next).toContain('](bench/results/summary.svg)');
-    expect(updateReadme(next, summary)).toBe(next);
-    expect(() => updateReadme('# no markers\n', summary)).toThrow(/README\.md: no/);
+  it('puts the full block into the docs page and a short peer section into the README, replacing only the marked blocks', () => {
+    const summary = `# s\n\n${renderBlock([result('peer'), result('codec')], 'summary.svg')}\n`;
+    const page = `# t\n\nbefore\n\n${BEGIN}\nold\n${END}\n\nafter\n`;
+    const docs = updateDocsPage(page, summary);
+    expect(docs.startsWith('# t\n\nbefore\n\n<!-- bench:begin -->')).toBe(true);
+    expect(docs.endsWith(`${END}\n\nafter\n`)).toBe(true);
+    expect(docs).not.toContain('\nold\n');
+    expect(docs).toContain('| codec | throughput <fast> (higher is better) |');
+    expect(docs).toContain('](../../bench/results/summary.svg)');
+    expect(updateDocsPage(docs, summary)).toBe(docs);
+    expect(() => updateDocsPage('# no markers\n', summary)).toThrow(/docs\/operations\/benchmarks\.md: no/);
+
+    const peerRun = (name: string, tp: [number, number], ms: [number, number]) => {
+      const rounds = [1, 2, 3, 4, 5].map((i) => ({ round: i, first: i % 2 ? ('subject' as const) : ('baseline' as const), subject: { stepsPerSecond: tp[0], msPerStep: ms[0] }, baseline: { stepsPerSecond: tp[1], msPerStep: ms[1] } }));
+      return result(name, {
+        date: name === 'peer' ? '2026-12-03T08:41:02.000Z' : '2026-12-02T10:00:00.000Z',
+        rounds,
+        metrics: [
+          metric(rounds, { key: 'stepsPerSecond', label: 'steps/s', unit: 'steps/s', better: 'higher', baselineLabel: 'Restate 1.7.12' }),
+          metric(rounds, { key: 'msPerStep', label: 'per step', unit: 'ms', better: 'lower', baselineLabel: 'Restate 1.7.12' }),
+        ],
+      });
+    };
+    const results = [peerRun('peer-durable', [300, 1000], [15, 5]), result('codec'), peerRun('peer', [600, 1200], [7, 2])];
+    const readme = updateReadme(page, results);
+    const short = readme.slice(readme.indexOf(BEGIN), readme.indexOf(END));
+    expect(short).toContain('plan-ledger against Restate 1.7.12, both on the same 2-core machine');
+    expect(short.split('\n').filter((l) => l.startsWith('| ') && !l.startsWith('| durability'))).toEqual([
+      "| each side's defaults (Restate fsyncs its log, the broker does not) | 600 vs 1,200: **0.50×** | 7.00 vs 2.00: **3.50×** | 2026-12-03, `--quick` |",
+      '| matched: the broker fsyncs every write too | 300 vs 1,000: **0.30×** | 15.0 vs 5.00: **3.00×** | 2026-12-02, `--quick` |',
+    ]);
+    expect(short).toContain('](docs/operations/benchmarks.md#the-latest-figures)');
+    expect(short).toContain('![plan-ledger relative to its baselines](bench/results/summary.svg)');
+    expect(short).not.toContain('codec'); // the other benches stay on the docs page
+    expect(readme.split('\n').length).toBeLessThan(page.split('\n').length + 12);
+    expect(updateReadme(readme, results)).toBe(readme);
+    expect(updateReadme(page, [result('codec')])).toContain('No peer results yet: run `npm run bench -- peer peer-durable`');
+    expect(() => updateReadme('# no markers\n', results)).toThrow(/README\.md: no/);
+  });
+
+  it('the committed README, docs page and summary.md say what bench/results/ says (npm run bench -- --summary-only)', () => {
+    expect(staleSections(fileURLToPath(new URL('../..', import.meta.url)))).toEqual([]);
   });
 });

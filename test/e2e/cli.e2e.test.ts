@@ -112,7 +112,7 @@ afterAll(async () => {
 });
 
 describe('help and usage', () => {
-  const verbs = ['run', 'propose', 'show', 'approve', 'reject', 'cancel', 'retry', 'audit', 'replay', 'verify', 'export', 'erase', 'demo', 'projector', 'executor', 'stack'];
+  const verbs = ['run', 'propose', 'wait', 'show', 'approve', 'reject', 'cancel', 'retry', 'audit', 'replay', 'verify', 'export', 'erase', 'demo', 'projector', 'executor', 'stack'];
 
   it('documents the exit codes at the top level', async () => {
     const r = await cli(['--help']);
@@ -166,11 +166,26 @@ describe('plan verbs', () => {
     expect(show.itemOrder).toEqual(['a', 'b']);
   });
 
-  it('run --wait exits 1 when the plan fails', async () => {
+  it('run --wait exits 1 when the plan fails, and run --wait, show and audit say why', async () => {
     const file = planFile('fatal.json', { goal: 'doomed', items: [{ id: 'x', tool: 'fatal' }] });
     const r = await cli(['run', file, '--wait']);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/^plan-ledger: plan \S+ ended failed: see plan-ledger audit/);
+    expect(r.stdout).toContain('\nfailed  item x (attempt 1, terminal): NOPE: this can never work\n');
+
+    // A tool no executor has: the item fails at once with the executor's words.
+    const typo = planFile('typo.json', { goal: 'look up an order', items: [{ id: 'lookup', tool: 'lookup_ordr' }, { id: 'refund', tool: 'noop', dependsOn: ['lookup'] }] });
+    const t = await cli(['run', typo, '--wait']);
+    expect(t.code).toBe(1);
+    const planId = /^plan-ledger: plan (\S+) ended failed/.exec(t.stderr)![1]!;
+    const cause = 'failed  item lookup (attempt 1, terminal): UNKNOWN_TOOL: no tool named "lookup_ordr" is registered with executor cli-exec';
+    expect(t.stdout.trimEnd().split('\n').slice(-2)).toEqual([`plan ${planId} failed at seq 7`, cause]);
+    const show = await cli(['show', planId]);
+    expect(show.code, show.stderr).toBe(0);
+    expect(show.stdout.split('\n').slice(2, 4)).toEqual(['status  failed   seq 7   items 2', cause]);
+    const audit = await cli(['audit', planId]);
+    expect(audit.code, audit.stderr).toBe(0);
+    expect(audit.stdout.split('\n')[1]).toBe(cause);
   });
 
   it('propose, approve at the wrong digest (rejected with its code), approve at the right one', async () => {
@@ -208,6 +223,43 @@ describe('plan verbs', () => {
     for (const args of [['show', 'no-such-plan'], ['approve', 'no-such-plan', '--digest', 'd'], ['reject', 'no-such-plan', '--reason', 'r'], ['cancel', 'no-such-plan'], ['retry', 'no-such-plan', 'x'], ['audit', 'no-such-plan'], ['replay', 'no-such-plan'], ['verify', 'no-such-plan'], ['export', 'no-such-plan'], ['erase', 'no-such-plan']]) {
       failed(await cli(args), 3, /plan no-such-plan not found on prefix/);
     }
+  });
+});
+
+describe('wait', () => {
+  it('run without --wait says how to follow the plan; wait prints where it ended (exit 0)', async () => {
+    const r = await cli(['run', twoSteps('execute')]);
+    expect(r.code, r.stderr).toBe(0);
+    const planId = /^plan {4}(\S+)/.exec(r.stdout)![1]!;
+    expect(r.stdout.trimEnd().split('\n').at(-1)).toBe(`follow it with: plan-ledger wait ${planId}   (or plan-ledger tail ${planId} --follow)`);
+    const w = await cli(['wait', planId]);
+    expect(w).toEqual({ code: 0, stdout: `plan ${planId} completed at seq 10\n`, stderr: '' });
+    const j = parse<{ planId: string; status: string; seq: number; reached: boolean; failedItems: unknown[] }>(await cli(['wait', planId, '--json']));
+    expect(j).toMatchObject({ planId, status: 'completed', seq: 10, reached: true, failedItems: [] });
+  });
+
+  it('a plan that ends failed: the cause on stdout, exit 1 with one line', async () => {
+    const file = planFile('wait-fatal.json', { goal: 'doomed', items: [{ id: 'x', tool: 'fatal' }] });
+    const planId = /^plan {4}(\S+)/.exec((await cli(['run', file])).stdout)![1]!;
+    const w = await cli(['wait', planId, '--timeout', '60']);
+    failed(w, 1, new RegExp(`^plan-ledger: plan ${planId} ended failed, not completed: see plan-ledger audit ${planId}\n$`));
+    expect(w.stdout).toBe(`plan ${planId} failed at seq 6\nfailed  item x (attempt 1, terminal): NOPE: this can never work\n`);
+    const j = await cli(['wait', planId, '--json']);
+    expect(j.code).toBe(1);
+    expect(JSON.parse(j.stdout)).toEqual({ planId, status: 'failed', seq: 6, digest: expect.stringMatching(/^[0-9a-f]{64}$/), reached: false, failedItems: [{ itemId: 'x', attempt: 1, reason: 'terminal', error: { code: 'NOPE', message: 'this can never work', detailsJson: null } }] });
+    // A status it passed on the way is not reached again: it ended failed.
+    failed(await cli(['wait', planId, '--status', 'running']), 1, /ended failed, not running/);
+    expect((await cli(['wait', planId, '--status', 'failed'])).code).toBe(0);
+  });
+
+  it('--status, --timeout, an unknown plan and a bad status', async () => {
+    const p = parse<CommandJson>(await cli(['propose', twoSteps('propose'), '--json']));
+    expect(await cli(['wait', p.planId, '--status', 'proposed'])).toEqual({ code: 0, stdout: `plan ${p.planId} proposed at seq 4\n`, stderr: '' });
+    const t = await cli(['wait', p.planId, '--timeout', '1']);
+    failed(t, 1, new RegExp(`^plan-ledger: plan ${p.planId} did not reach completed within 1 s \\(now proposed\\)\n$`));
+    expect(t.stdout).toBe('');
+    failed(await cli(['wait', 'no-such-plan']), 3, /^plan-ledger: plan no-such-plan not found on prefix/);
+    failed(await cli(['wait', p.planId, '--status', 'done']), 2, /option '--status <status>' argument 'done' is invalid/);
   });
 });
 

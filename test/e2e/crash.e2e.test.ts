@@ -6,7 +6,7 @@ import { connectLedger } from '../../src/client/index.js';
 import { verifyChain, type PlanEvent } from '../../src/plan/index.js';
 import { EffectsService } from '../fixtures/effects-service.js';
 import { testConfig, waitFor } from '../support/helpers.js';
-import { ownsPartitions, spawnExecutor } from '../support/processes.js';
+import { ownsPartitions, runCli, spawnExecutor } from '../support/processes.js';
 
 let effects: EffectsService;
 beforeAll(async () => {
@@ -67,6 +67,45 @@ describe('crash at every protocol boundary (kill -9)', () => {
       expect(events.find((e) => e.type === 'ItemCompleted' && e.data.itemId === 'pay')?.actor).toBe(completedBy);
       // The notify item always finishes on the survivor.
       expect(events.find((e) => e.type === 'ItemCompleted' && e.data.itemId === 'notify')?.actor).toBe('exec-B');
+    } finally {
+      await ledger.close();
+    }
+  });
+});
+
+describe('what show and audit say after a take-over', () => {
+  it('name the killed executor and the survivor that re-invoked the attempt with the same key', async () => {
+    const config = testConfig({ partitions: 1 });
+    const a = spawnExecutor(config, { label: 'exec-A', env: { EFFECTS_URL: effects.url, PLAN_LEDGER_TEST_CRASH_IN_TOOL: 'pay' } });
+    await a.waitForLog(ownsPartitions);
+    const ledger = await connectLedger(config);
+    try {
+      const { planId } = await ledger.createPlan({ goal: 'refund order 42', mode: 'execute', items });
+      expect((await a.exited).signal).toBe('SIGKILL');
+      const b = spawnExecutor(config, { label: 'exec-B', env: { EFFECTS_URL: effects.url } });
+      await ledger.waitFor(planId, 'completed', { timeoutMs: 60_000 });
+      b.kill('SIGTERM');
+
+      const events = (await ledger.planEvents(planId)).map((r) => r.event);
+      const intent = events.find((e) => e.type === 'IntentRecorded' && e.data.itemId === 'pay')!;
+      const result = events.find((e) => e.type === 'ResultCommitted' && e.data.itemId === 'pay')!;
+      expect([intent.actor, result.actor]).toEqual(['exec-A', 'exec-B']);
+      const iso = (ms: number) => new Date(ms).toISOString();
+      const line = `  pay#1  re-invoked by exec-B at ${iso(result.occurredAt)} (result committed): exec-A recorded the intent at ${iso(intent.occurredAt)} and lost the plan; same idempotency key …/pay/1`;
+
+      const show = await runCli(config, ['show', planId]);
+      expect(show.code, show.stderr).toBe(0);
+      const shown = show.stdout.split('\n');
+      expect(shown.filter((l) => /^ {2}(prepare|pay|notify) /.test(l)).map((l) => l.trim().split(/\s+/))).toEqual([
+        ['prepare', 'completed', 'effect', '-', '1', 'exec-A', 'prepare'],
+        ['pay', 'completed', 'effect', 'prepare', '1', 'exec-A→exec-B', 'pay'],
+        ['notify', 'completed', 'effect', 'pay', '1', 'exec-B', 'notify'],
+      ]);
+      expect(shown.filter((l) => l.startsWith('  pay#1 '))).toEqual([line]);
+
+      const audit = await runCli(config, ['audit', planId]);
+      expect(audit.code, audit.stderr).toBe(0);
+      expect(audit.stdout.split('\n').filter((l) => l.startsWith('  pay#1 '))).toEqual([line]);
     } finally {
       await ledger.close();
     }

@@ -6,7 +6,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { startProjector } from '../../projector/index.js';
+import { LedgerLog } from '../../src/audit/log.js';
 import { connectLedger } from '../../src/client/index.js';
+import { PlanIndex } from '../../src/client/plan-index.js';
+import { partitionFor } from '../../src/kafka/index.js';
 import { testConfig, testLogger, waitFor } from '../support/helpers.js';
 import { ownsPartitions, runCli, spawnExecutor } from '../support/processes.js';
 
@@ -87,6 +90,55 @@ describe('plan-ledger fork', () => {
       expect(sourceJson).toMatchObject({ forks: [{ planId: `${planId}-fix`, status: 'completed', goal: 'charge order 42' }], forksTotal: 1 });
       expect((await cli(config, ['audit', planId])).stdout).toContain(`forks   ${planId}-fix (completed)`);
       expect((await cli(config, ['verify', planId])).code).toBe(0);
+      exec.kill('SIGTERM');
+    } finally {
+      await ledger.close();
+    }
+  }, 180_000);
+
+  it('a running projector gives every partition a watermark, an empty one too: the forks hint shows only while it is true', async () => {
+    // Three partitions and one plan: two of them never get an event.
+    const config = testConfig({ partitions: 3 });
+    const exec = spawnExecutor(config, { label: 'forks-hint-exec' });
+    await exec.waitForLog(ownsPartitions, 60_000);
+    const ledger = await connectLedger(config);
+    try {
+      const { planId } = await ledger.createPlan({ goal: 'one plan', mode: 'execute', items: [{ id: 'a', title: 'a', why: 'one item', tool: 'noop' }] });
+      await ledger.waitFor(planId, 'completed', { timeoutMs: 30_000 });
+      const hint = 'forks   not listed: a partition has no projector watermark yet';
+      expect((await cli(config, ['show', planId])).stdout).toContain(hint);
+
+      const projector = await startProjector({ config, logger: testLogger, port: 0, apiToken: null, watermarkIntervalMs: 300, defaultMetrics: false });
+      onTestFinished(() => projector.stop());
+      const shown = await waitFor(
+        async () => {
+          const r = await cli(config, ['show', planId]);
+          return r.code === 0 && !r.stdout.includes('forks   ') ? r : null;
+        },
+        { timeoutMs: 60_000, message: 'show has no forks hint once the projector has watermarked every partition' },
+      );
+      expect(shown.stderr).toBe('');
+      expect(JSON.parse((await cli(config, ['show', planId, '--json'])).stdout)).toMatchObject({ forks: [], forksTotal: 0 });
+      const audit = await cli(config, ['audit', planId]);
+      expect(audit.code).toBe(0);
+      expect(audit.stdout).not.toContain('forks   ');
+
+      // What the index reads: each partition covered up to its end (the plan's last event, then the marker
+      // of its transaction), an empty one up to -1 (readers start at 0).
+      const home = partitionFor(planId, 3);
+      const last = BigInt((await ledger.planEvents(planId)).at(-1)!.offset);
+      const log = await LedgerLog.open(config, testLogger);
+      const index = new PlanIndex(log.kafka, log.admin, log.codec, log.config, testLogger);
+      try {
+        await index.sync();
+        const ends = new Map((await log.admin.fetchTopicOffsets(log.names.events)).map((o) => [o.partition, BigInt(o.high)]));
+        expect([0, 1, 2].map((p) => ends.get(p)! > 0n)).toEqual([0, 1, 2].map((p) => p === home));
+        expect(ends.get(home)! > last).toBe(true);
+        expect([0, 1, 2].map((p) => index.watermark(p))).toEqual([0, 1, 2].map((p) => String(ends.get(p)! - 1n)));
+      } finally {
+        await index.close();
+        await log.close();
+      }
       exec.kill('SIGTERM');
     } finally {
       await ledger.close();

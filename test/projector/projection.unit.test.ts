@@ -134,6 +134,19 @@ describe('poison decisions', () => {
     expect(causeFromHeaders({})).toBeNull();
   });
 
+  it('a watermark covers the partition up to where it was read: transaction markers, and -1 for a partition with no record', () => {
+    const empty = new PartitionProjection(1);
+    expect(empty.watermarkOffset()).toBeNull();
+    expect(empty.watermarkOffset(0n)).toBe('-1');
+    const b = history('b');
+    const p = new PartitionProjection(0);
+    expect(p.applyEvent('0', key(b[0]!), b[0]!).kind).toBe('applied');
+    expect(p.watermarkOffset()).toBe('0');
+    expect(p.watermarkOffset(2n)).toBe('1'); // offset 1: the commit marker after it
+    expect(p.watermarkOffset(1n)).toBe('0');
+    expect(p.watermarkOffset(0n)).toBe('0'); // a read position behind what was applied never moves it back
+  });
+
   it('stalls only the plan whose record is poison; later records of it are held, others apply', () => {
     const a = history('a');
     const b = history('b');
@@ -154,6 +167,7 @@ describe('poison decisions', () => {
     expect(q.applyEvent('0', key(b[0]!), b[0]!).kind).toBe('applied');
     expect(q.applyEvent('1', key(b[2]!), b[2]!, Buffer.from('bytes')).kind).toBe('deferred');
     expect(q.watermarkOffset()).toBe('0');
+    expect(q.watermarkOffset(2n)).toBe('0'); // read past the waiting record: still held before it
     const gaps = q.settleGaps();
     expect(gaps).toHaveLength(1);
     expect(gaps[0]).toMatchObject({ outcome: { kind: 'poison', planId: 'b', seq: 3, offset: '1', decision: { code: 'INVALID_EVENT', reason: 'seq_gap' } }, value: Buffer.from('bytes') });
