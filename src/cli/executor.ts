@@ -3,8 +3,6 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Command } from 'commander';
 import { LedgerError } from '../errors.js';
-import { createLogger } from '../logging.js';
-import { loadSettings } from '../settings.js';
 import type { Tool } from '../tools.js';
 
 /** Loads the tools a module exports: `tools` (an array), or a default export that is an array. */
@@ -51,6 +49,8 @@ Example:
   $ plan-ledger executor --tools ./dist/tools.js --policy examples/policies/production.yaml`,
     )
     .action(async (o: { tools: string; concurrency: number; id?: string; toolTimeout?: number; maxItems?: number; metricsPort?: number; policy?: string }) => {
+      // Loaded here, not at the top: `plan-ledger --help` never pays for pino and zod.
+      const [{ loadSettings }, { createLogger }] = await Promise.all([import('../settings.js'), import('../logging.js')]);
       loadSettings(['connection', 'client', 'executor']); // a bad PLAN_LEDGER_* value fails first, before the tools load or anything connects
       if (!Number.isInteger(o.concurrency) || o.concurrency < 1) throw new LedgerError('VALIDATION', '--concurrency must be a positive integer', { field: '--concurrency' });
       for (const [flag, v] of [['--tool-timeout', o.toolTimeout], ['--max-items', o.maxItems]] as const) {

@@ -1,9 +1,8 @@
 import { Command, CommanderError } from 'commander';
 import { isLedgerError, type LedgerError } from '../errors.js';
-import { setting } from '../settings.js';
 import { registerConfigCommand } from './config-command.js';
 import { registerExecutorCommand } from './executor.js';
-import { registerMigrateCommand } from './migrate.js';
+import { registerMigrateCommand } from './migrate-command.js';
 import { registerStackCommands } from './stack.js';
 import { registerAuditCommands, registerPlanCommands, registerServiceCommands } from './verbs.js';
 
@@ -52,8 +51,13 @@ function exitCodeOf(e: LedgerError): number {
 export async function main(argv: string[]): Promise<number> {
   let debug = false;
   try {
-    debug = setting('PLAN_LEDGER_DEBUG');
-    setting('PLAN_LEDGER_USE_DIST'); // bin/plan-ledger.js reads it before anything can load; a bad value fails here
+    // The settings module (zod) loads only when one of these is set: `plan-ledger --help` stays quick. A verb
+    // that connects loads it anyway and checks every variable it reads.
+    if (process.env.PLAN_LEDGER_DEBUG !== undefined || process.env.PLAN_LEDGER_USE_DIST !== undefined) {
+      const { setting } = await import('../settings.js');
+      debug = setting('PLAN_LEDGER_DEBUG');
+      setting('PLAN_LEDGER_USE_DIST'); // bin/plan-ledger.js reads it before anything can load; a bad value fails here
+    }
     await buildProgram().parseAsync(argv);
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (e) {

@@ -2,7 +2,6 @@
 // count. A plan's partition is fixed by its id (hash(planId) % P), so a new count re-maps plans: the only
 // safe way is to copy every plan's events, in order, to a new prefix whose topics have the new count, then
 // verify each plan's hash chain there. docs/guides/partitions-and-migration.md says when and how.
-import type { Command } from 'commander';
 import { LedgerLog } from '../audit/log.js';
 import { verifyAll } from '../audit/live.js';
 import type { PlanVerification } from '../audit/verify.js';
@@ -225,39 +224,24 @@ export async function migratePrefix(opts: MigrateOptions): Promise<MigrationRepo
   }
 }
 
-export function registerMigrateCommand(program: Command): void {
-  program
-    .command('migrate')
-    .description('copy every plan to a new prefix whose topics have another partition count, then verify each plan there')
-    .requiredOption('--to-prefix <prefix>', 'prefix of the new topics (they must not hold events yet)')
-    .requiredOption('--partitions <n>', 'partition count of the new topics', (v) => Number(v))
-    .option('--force', 'copy although executors still run or commands are undecided (their later work is left behind)')
-    .option('--json', 'print the report as JSON')
-    .addHelpText(
-      'after',
-      `
-Stop the executors of the current prefix first (and let them decide every command), then:
-  $ PLAN_LEDGER_TOPIC_PREFIX=plan-ledger plan-ledger migrate --to-prefix plan-ledger-v2 --partitions 24
-and start executors and projectors with PLAN_LEDGER_TOPIC_PREFIX=plan-ledger-v2 PLAN_LEDGER_PARTITIONS=24.`,
-    )
-    .action(async (o: { toPrefix: string; partitions: number; force?: boolean; json?: boolean }) => {
-      const logger = cliLogger();
-      const from = loadConfig();
-      ensureKafkaClient();
-      const report = await migratePrefix({
-        from,
-        toPrefix: o.toPrefix,
-        partitions: o.partitions,
-        logger,
-        force: o.force === true,
-        onProgress: o.json || !process.stderr.isTTY ? undefined : (n, total) => process.stderr.write(`\rcopied ${n} of ${total} event records`),
-      });
-      if (!o.json && process.stderr.isTTY) process.stderr.write('\n');
-      if (o.json) json(report);
-      else {
-        out(`migrated ${report.fromPrefix} (${report.fromPartitions} partitions) → ${report.toPrefix} (${report.toPartitions} partitions): ${report.events} event records, ${report.blobs} payload chunks, ${report.plans} plans verified`);
-        for (const m of report.mismatches) out(`  ${m.planId}: ${m.reason}`);
-      }
-      if (!report.ok) throw new LedgerError('INTEGRITY', `${report.mismatches.length} plan(s) did not verify on the new topics`);
-    });
+/** The `migrate` verb's action (registered in migrate-command.ts, which loads this module when it runs). */
+export async function runMigrate(o: { toPrefix: string; partitions: number; force?: boolean; json?: boolean }): Promise<void> {
+  const logger = cliLogger();
+  const from = loadConfig();
+  ensureKafkaClient();
+  const report = await migratePrefix({
+    from,
+    toPrefix: o.toPrefix,
+    partitions: o.partitions,
+    logger,
+    force: o.force === true,
+    onProgress: o.json || !process.stderr.isTTY ? undefined : (n, total) => process.stderr.write(`\rcopied ${n} of ${total} event records`),
+  });
+  if (!o.json && process.stderr.isTTY) process.stderr.write('\n');
+  if (o.json) json(report);
+  else {
+    out(`migrated ${report.fromPrefix} (${report.fromPartitions} partitions) → ${report.toPrefix} (${report.toPartitions} partitions): ${report.events} event records, ${report.blobs} payload chunks, ${report.plans} plans verified`);
+    for (const m of report.mismatches) out(`  ${m.planId}: ${m.reason}`);
+  }
+  if (!report.ok) throw new LedgerError('INTEGRITY', `${report.mismatches.length} plan(s) did not verify on the new topics`);
 }

@@ -130,10 +130,10 @@ export async function waitPlan(planId: string, o: { status: PlanStatus; timeout:
     await current(ledger, planId);
     let final: PlanState;
     try {
-      final = await ledger.waitFor(planId, (st) => st.status === o.status || isPlanFinished(st.status), { timeoutMs: o.timeout * 1000 });
+      final = await ledger.waitFor(planId, (st) => st.status === o.status || isPlanFinished(st.status), { timeoutMs: o.timeout });
     } catch (e) {
       if (!isLedgerError(e, 'TIMEOUT')) throw e;
-      throw new LedgerError('TIMEOUT', `plan ${planId} did not reach ${o.status} within ${o.timeout} s (now ${String(e.details.status ?? 'unknown')})`, { planId, status: e.details.status });
+      throw new LedgerError('TIMEOUT', `plan ${planId} did not reach ${o.status} within ${o.timeout} ms (now ${String(e.details.status ?? 'unknown')})`, { planId, status: e.details.status });
     }
     const reached = final.status === o.status;
     if (o.json) json({ planId, status: final.status, seq: final.seq, digest: final.digest, reached, failedItems: failedItemsJson(final) });

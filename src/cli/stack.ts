@@ -1,9 +1,13 @@
+// Registration only: the stack's modules (process spawners, Maven, the admin tool) load when a verb runs,
+// so `plan-ledger --help` does not pay for them.
 import type { Command } from 'commander';
 import { LedgerError } from '../errors.js';
-import { setting } from '../settings.js';
-import { kafkaAclsScript, LEDGER_PRINCIPALS, type LedgerPrincipal } from '../stack/acls.js';
-import { rotateStackPassword } from '../stack/credentials.js';
-import { provisionPrefix, readStackInfo, stackDown, stackReset, stackStatus, stackUp, type StackSecurity } from '../stack/stack.js';
+import type { LedgerPrincipal } from '../stack/acls.js';
+import type { setting as settingOf } from '../settings.js';
+import type { StackSecurity } from '../stack/stack.js';
+
+const stackModule = () => import('../stack/stack.js');
+const setting = async <K extends Parameters<typeof settingOf>[0]>(name: K) => (await import('../settings.js')).setting(name);
 
 const out = (line: string): void => void process.stdout.write(`${line}\n`);
 
@@ -51,6 +55,7 @@ Example:
     .action(async (o: { json?: boolean; brokers?: string; sasl?: boolean; tls?: boolean }) => {
       // The readiness probe is a Kafka client: without its addon no broker would ever look ready.
       (await import('./native-addon.js')).ensureKafkaClient();
+      const { stackUp } = await stackModule();
       const r = await stackUp({
         brokers: o.brokers === undefined ? undefined : brokerCount(o.brokers),
         ...(o.sasl ? { sasl: true } : {}),
@@ -70,7 +75,7 @@ Example:
     .description('stop the processes "stack up" started and free their ports; the data stays')
     .addHelpText('after', '\nExample:\n  $ plan-ledger stack down')
     .action(async () => {
-      const r = await stackDown();
+      const r = await (await stackModule()).stackDown();
       out(r.stopped.length ? `stopped ${r.stopped.join(', ')}` : 'local stack was not running');
     });
 
@@ -80,7 +85,7 @@ Example:
     .option('--yes', 'confirm the deletion (required)')
     .addHelpText('after', '\nExample:\n  $ plan-ledger stack reset --yes && plan-ledger stack up')
     .action(async (o: { yes?: boolean }) => {
-      const r = await stackReset({ confirm: o.yes === true });
+      const r = await (await stackModule()).stackReset({ confirm: o.yes === true });
       if (r.stopped.length) out(`stopped ${r.stopped.join(', ')}`);
       out(r.removed.length ? `deleted the local stack's data (${r.removed.length} paths)` : 'the local stack had no data');
     });
@@ -95,7 +100,8 @@ Example:
     .addHelpText('after', '\nExample:\n  $ plan-ledger stack acls --prefix billing --print > acls.sh\n  $ BOOTSTRAP=kafka:9093 ADMIN_CONFIG=admin.properties sh acls.sh')
     .action(async (o: { prefix?: string; partitions?: string; print?: boolean; principal?: string[] }) => {
       if (o.prefix !== undefined && !/^[A-Za-z0-9._-]{1,100}$/.test(o.prefix)) throw new LedgerError('VALIDATION', `--prefix: letters, digits, ".", "_", "-", got "${o.prefix}"`, { field: 'prefix' });
-      const prefix = o.prefix ?? setting('PLAN_LEDGER_TOPIC_PREFIX');
+      const prefix = o.prefix ?? (await setting('PLAN_LEDGER_TOPIC_PREFIX'));
+      const { kafkaAclsScript, LEDGER_PRINCIPALS } = await import('../stack/acls.js');
       if (o.print) {
         const principals: Partial<Record<LedgerPrincipal, string>> = {};
         for (const pair of o.principal ?? []) {
@@ -108,9 +114,9 @@ Example:
         }
         return void process.stdout.write(kafkaAclsScript(prefix, principals));
       }
-      const partitions = o.partitions === undefined ? setting('PLAN_LEDGER_PARTITIONS') : Number(o.partitions);
+      const partitions = o.partitions === undefined ? await setting('PLAN_LEDGER_PARTITIONS') : Number(o.partitions);
       if (!Number.isInteger(partitions) || partitions < 1) throw new LedgerError('VALIDATION', `--partitions must be a positive integer, got "${o.partitions}"`, { field: 'partitions' });
-      const r = await provisionPrefix({ prefix, partitions });
+      const r = await (await stackModule()).provisionPrefix({ prefix, partitions });
       out(`prefix ${prefix}: ${r.topics} topics, ${r.acls} ACL bindings (created or already there)`);
     });
 
@@ -122,10 +128,11 @@ Example:
       'after',
       '\nConnections already logged in stay up; restart that user\'s components one by one to log in with the new password.\n\nExample:\n  $ plan-ledger stack rotate-password client',
     )
-    .action((user: string) => {
-      const info = readStackInfo();
+    .action(async (user: string) => {
+      const info = (await stackModule()).readStackInfo();
       if (!info) throw new LedgerError('NOT_FOUND', 'no running local stack');
       if (!info.security) throw new LedgerError('VALIDATION', 'the local stack runs without --sasl: it has no passwords', { field: 'sasl' });
+      const { rotateStackPassword } = await import('../stack/credentials.js');
       const r = rotateStackPassword({ dir: info.dir, brokers: info.brokers, security: info.security, user });
       out(`new password for ${user} in ${r.passwordFile}`);
     });
@@ -135,8 +142,8 @@ Example:
     .description('tell whether the local stack runs, and where')
     .option('--json', 'print the status as JSON')
     .addHelpText('after', '\nExample:\n  $ plan-ledger stack status --json')
-    .action((o: { json?: boolean }) => {
-      const s = stackStatus();
+    .action(async (o: { json?: boolean }) => {
+      const s = (await stackModule()).stackStatus();
       if (o.json) return out(JSON.stringify(s));
       if (s.info) {
         out(`running: brokers ${s.info.brokers.join(',')}, registry ${s.info.registryUrl}`);

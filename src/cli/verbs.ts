@@ -32,9 +32,9 @@ export function registerPlanCommands(program: Command): void {
     .description('wait until a plan reaches a status (default completed) and print where it ended, with the cause when it failed')
     .argument('<planId>')
     .addOption(new Option('--status <status>', 'the status to wait for; a plan that finishes in another one ends the wait (exit 1)').choices(['draft', 'proposed', 'approved', 'running', 'completed', 'failed', 'cancelled']).default('completed'))
-    .option('--timeout <s>', 'give up after this many seconds (exit 1)', int('--timeout'), 600)
+    .option('--timeout <ms>', 'give up after this long (exit 1); like every --timeout of the CLI, in milliseconds', int('--timeout'), 600_000)
     .addOption(json())
-    .addHelpText('after', example('plan-ledger wait plan-mx1p8mq3-96272e4a', 'plan-ledger wait plan-mx1p8mq3-96272e4a --status running --timeout 30'))
+    .addHelpText('after', example('plan-ledger wait plan-mx1p8mq3-96272e4a', 'plan-ledger wait plan-mx1p8mq3-96272e4a --status running --timeout 30000'))
     .action(async (planId: string, o) => (await import('./plan-actions.js')).waitPlan(planId, o));
 
   program

@@ -59,7 +59,7 @@ describe('plan-ledger agent, show and audit on an agent run (processes, real bro
     expect(started.code, started.stderr).toBe(0);
     const planId = /^started agent run (\S+) \(first turn turn-1\)\n/.exec(started.stdout)![1]!;
     expect(started.stdout.split('\n')[1]).toBe(`follow it with: plan-ledger wait ${planId}   (or plan-ledger tail ${planId} --follow)`);
-    expect((await cli(config, ['wait', planId, '--timeout', '120'])).stdout).toMatch(new RegExp(`^plan ${planId} completed at seq \\d+\n$`));
+    expect((await cli(config, ['wait', planId, '--timeout', '120000'])).stdout).toMatch(new RegExp(`^plan ${planId} completed at seq \\d+\n$`));
 
     // No executor has an agent by that name: its first turn's tool is unknown.
     const unknown = await cli(config, ['agent', 'nosuch', '--goal', 'anything', '--wait']);

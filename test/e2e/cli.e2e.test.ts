@@ -241,7 +241,7 @@ describe('wait', () => {
   it('a plan that ends failed: the cause on stdout, exit 1 with one line', async () => {
     const file = planFile('wait-fatal.json', { goal: 'doomed', items: [{ id: 'x', tool: 'fatal' }] });
     const planId = /^plan {4}(\S+)/.exec((await cli(['run', file])).stdout)![1]!;
-    const w = await cli(['wait', planId, '--timeout', '60']);
+    const w = await cli(['wait', planId, '--timeout', '60000']);
     failed(w, 1, new RegExp(`^plan-ledger: plan ${planId} ended failed, not completed: see plan-ledger audit ${planId}\n$`));
     expect(w.stdout).toBe(`plan ${planId} failed at seq 6\nfailed  item x (attempt 1, terminal): NOPE: this can never work\n`);
     const j = await cli(['wait', planId, '--json']);
@@ -255,8 +255,8 @@ describe('wait', () => {
   it('--status, --timeout, an unknown plan and a bad status', async () => {
     const p = parse<CommandJson>(await cli(['propose', twoSteps('propose'), '--json']));
     expect(await cli(['wait', p.planId, '--status', 'proposed'])).toEqual({ code: 0, stdout: `plan ${p.planId} proposed at seq 4\n`, stderr: '' });
-    const t = await cli(['wait', p.planId, '--timeout', '1']);
-    failed(t, 1, new RegExp(`^plan-ledger: plan ${p.planId} did not reach completed within 1 s \\(now proposed\\)\n$`));
+    const t = await cli(['wait', p.planId, '--timeout', '1000']);
+    failed(t, 1, new RegExp(`^plan-ledger: plan ${p.planId} did not reach completed within 1000 ms \\(now proposed\\)\n$`));
     expect(t.stdout).toBe('');
     failed(await cli(['wait', 'no-such-plan']), 3, /^plan-ledger: plan no-such-plan not found on prefix/);
     failed(await cli(['wait', p.planId, '--status', 'done']), 2, /option '--status <status>' argument 'done' is invalid/);
