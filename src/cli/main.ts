@@ -51,14 +51,14 @@ function exitCodeOf(e: LedgerError): number {
 export async function main(argv: string[]): Promise<number> {
   let debug = false;
   try {
-    // The settings module (zod) loads only when one of these is set: `plan-ledger --help` stays quick. A verb
-    // that connects loads it anyway and checks every variable it reads.
-    if (process.env.PLAN_LEDGER_DEBUG !== undefined || process.env.PLAN_LEDGER_USE_DIST !== undefined) {
+    const program = buildProgram();
+    // The settings module (zod) loads before a verb's action runs, never for `--help`, which stays quick.
+    program.hook('preAction', async () => {
       const { setting } = await import('../settings.js');
       debug = setting('PLAN_LEDGER_DEBUG');
       setting('PLAN_LEDGER_USE_DIST'); // bin/plan-ledger.js reads it before anything can load; a bad value fails here
-    }
-    await buildProgram().parseAsync(argv);
+    });
+    await program.parseAsync(argv);
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (e) {
     if (e instanceof CommanderError) return e.exitCode === 0 ? ExitCode.ok : ExitCode.usage;

@@ -33,7 +33,7 @@ export function confluent(): ConfluentModule {
   try {
     loaded = createRequire(import.meta.url)('@confluentinc/kafka-javascript') as ConfluentModule;
     const advice = threadPoolAdvice();
-    if (advice !== undefined) process.emitWarning(advice, { code: 'PLAN_LEDGER_THREAD_POOL' });
+    if (advice !== undefined) process.emitWarning(advice, { type: 'PlanLedgerWarning', code: 'THREAD_POOL' });
     return loaded;
   } catch (e) {
     throw new LedgerError(
