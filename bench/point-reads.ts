@@ -3,7 +3,7 @@
 // the same answer can cost: a raw librdkafka consumer reading exactly the plan's records (it is told their
 // offsets), warm or new, and a bare `node -e 0` start for the CLI rows.
 //
-//   npm run bench -- point-reads [--quick] [--rounds 5] [--big-items 20000]
+//   npm run bench -- point-reads [--quick] [--rounds 5] [--big-items 20000] [--per-round 15]
 //
 // Everything real and on one partition: an executor process (no-op tool) runs the plans, a projector
 // process writes their snapshots and the watermark (as in production, the client locates a plan from

@@ -32,6 +32,7 @@ const SCRIPTS: Record<string, { script: string; args?: string[] }> = {
   'big-plan': { script: 'big-plan.ts' },
   'finished-memory': { script: 'finished-memory.ts' },
   'cold-reads': { script: 'cold-reads.ts' },
+  'point-reads': { script: 'point-reads.ts' },
 };
 
 const argv = process.argv.slice(2);
