@@ -292,8 +292,8 @@ export async function connectLedger(input?: LedgerConfigInput, opts: ConnectOpti
   });
   let client: LedgerClient | undefined;
   try {
-    await ensurePlanTopics(admin, config);
-    const codec = await codecFromConfig(config, { logger });
+    // Independent round trips (the brokers' topics, the registry's schemas), taken at once.
+    const [, codec] = await Promise.all([ensurePlanTopics(admin, config), codecFromConfig(config, { logger })]);
     const keys = keyringFor({ kafka, config, ...(opts.masterKey ? { master: opts.masterKey } : {}) });
     client = new LedgerClient(kafka, admin, codec, config, logger, opts.readStats, keys);
     await client.start();
@@ -422,18 +422,24 @@ class LedgerClient implements Ledger {
 
   async start(): Promise<void> {
     this.writer = this.kafka.writer();
-    await this.writer.connect();
-    // A tail of the events topic, positioned at the end as of now, so every outcome of a command sent
-    // after connect is seen.
-    const ends = await this.admin.fetchTopicOffsets(this.topics.events);
-    for (const o of ends) this.tailNext.set(o.partition, BigInt(o.high));
-    this.tail = await this.kafka.tail({
-      topic: this.topics.events,
-      onRecords: (partition, records) => this.onTail(partition, records),
-      // Past a batch (transaction markers included), every record below it reached the listeners.
-      onPosition: (partition, next) => this.tailAdvanced(partition, next),
-    });
-    await Promise.all(ends.map((o) => this.tail.add(o.partition, o.high)));
+    const connecting = this.writer.connect();
+    try {
+      // A tail of the events topic, positioned at the end as of now, so every outcome of a command sent
+      // after connect is seen; set up while the writer connects.
+      const ends = await this.admin.fetchTopicOffsets(this.topics.events);
+      for (const o of ends) this.tailNext.set(o.partition, BigInt(o.high));
+      this.tail = await this.kafka.tail({
+        topic: this.topics.events,
+        onRecords: (partition, records) => this.onTail(partition, records),
+        // Past a batch (transaction markers included), every record below it reached the listeners.
+        onPosition: (partition, next) => this.tailAdvanced(partition, next),
+      });
+      await Promise.all(ends.map((o) => this.tail.add(o.partition, o.high)));
+    } catch (e) {
+      await connecting.catch(() => {}); // so that close() finds the writer and closes it
+      throw e;
+    }
+    await connecting;
   }
 
   private async onTail(partition: number, records: LogRecord[]): Promise<void> {
