@@ -31,17 +31,18 @@ describe('bench CPU from /proc', () => {
     expect(cpuMsPerStep({ broker: 1000, executor: 200, gone: 5 }, { broker: 1400, executor: 260, late: 9 }, 40)).toEqual({ broker: 10, executor: 1.5 });
   });
 
-  it('samples this process from /proc as process.cpuUsage() sees it', () => {
+  // 50 ms of CPU: on two loaded cores (the e2e tier beside it) that can take seconds of wall time.
+  it('samples this process from /proc as process.cpuUsage() sees it', { timeout: 60_000 }, () => {
     const before = sampleCpu({ proc: process.pid, self: 'self', nobody: 2 ** 22 + 1 });
     expect(Object.keys(before).sort()).toEqual(['proc', 'self']);
     const start = process.cpuUsage();
     let x = 0;
-    while (process.cpuUsage(start).user < 200_000) x += Math.sqrt(x + 1);
+    while (process.cpuUsage(start).user < 50_000) x += Math.sqrt(x + 1);
     expect(x).toBeGreaterThan(0);
     const after = sampleCpu({ proc: process.pid, self: 'self' });
-    // 200 ms of user time at least, seen by both; /proc counts in clock ticks (10 ms).
-    expect(after.self! - before.self!).toBeGreaterThanOrEqual(200);
-    expect(after.proc! - before.proc!).toBeGreaterThanOrEqual(190);
+    // 50 ms of user time at least, seen by both; /proc counts in clock ticks (10 ms).
+    expect(after.self! - before.self!).toBeGreaterThanOrEqual(50);
+    expect(after.proc! - before.proc!).toBeGreaterThanOrEqual(40);
     expect(after.proc! - before.proc!).toBeLessThan(after.self! - before.self! + 500);
   });
 });
