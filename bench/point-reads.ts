@@ -1,7 +1,8 @@
 // Point reads (issue 30): what one `getPlan` of a finished 10-item plan costs, on a warm client and on a
 // new one, and what `plan-ledger show` and `plan-ledger --help` cost end to end — each beside the least
 // the same answer can cost: a raw librdkafka consumer reading exactly the plan's records (it is told their
-// offsets), warm or new, and a bare `node -e 0` start for the CLI rows.
+// offsets; the same 2 ms fetch and consume waits as the ledger's pooled readers), warm or new, and a bare
+// `node -e 0` start for the CLI rows.
 //
 //   npm run bench -- point-reads [--quick] [--rounds 5] [--big-items 20000] [--per-round 15]
 //
@@ -34,7 +35,7 @@ type Consumer = InstanceType<ReturnType<typeof confluent>['KafkaConsumer']>;
 /** A raw consumer (read_committed, as the ledger reads) that reads [first, last] of one partition and stops. */
 async function rawConsumer(config: LedgerConfig): Promise<Consumer> {
   const { KafkaConsumer } = confluent();
-  const c = new KafkaConsumer({ ...connectionConfig(config, 'bench-raw', silentLogger()), 'group.id': 'bench-raw', 'enable.auto.commit': false, 'isolation.level': 'read_committed', 'fetch.wait.max.ms': 10 } as never, {} as never);
+  const c = new KafkaConsumer({ ...connectionConfig(config, 'bench-raw', silentLogger()), 'group.id': 'bench-raw', 'enable.auto.commit': false, 'isolation.level': 'read_committed', 'fetch.wait.max.ms': 2 } as never, {} as never);
   await new Promise<void>((res, rej) => c.connect({ timeout: 30_000 } as never, (e) => (e ? rej(e) : res())));
   (c as unknown as { setDefaultIsTimeoutOnlyForFirstMessage(on: boolean): void }).setDefaultIsTimeoutOnlyForFirstMessage(true);
   return c;
@@ -46,7 +47,7 @@ async function rawRead(c: Consumer, topic: string, first: string, last: string):
   try {
     for (;;) {
       const batch = await new Promise<Array<{ offset: number }>>((res, rej) => {
-        c.setDefaultConsumeTimeout(10);
+        c.setDefaultConsumeTimeout(2);
         c.consume(1000, (e, m) => (e ? rej(e) : res((m ?? []) as unknown as Array<{ offset: number }>)));
       });
       got += batch.length;
