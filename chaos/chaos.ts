@@ -609,21 +609,10 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   };
   const brokersOnly = o.faults === 'brokers' || o.faults === 'rolling';
   const infraFaults = (async () => {
-    if (o.faults === 'rolling') {
-      while (Date.now() < deadline && terminal.size < plans.length) {
-        const t = Date.now();
-        await waitInSync();
-        if (faults.length) inSyncMs.push(Date.now() - t);
-        await sleep(o.brokerGapMs ?? 15_000);
-        if (terminal.size >= plans.length) return;
-        await rollBroker();
-      }
-      return;
-    }
     if (brokersOnly) {
       // One broker of three at a time, again and again, while the plans arrive and run.
       while (Date.now() < deadline && terminal.size < plans.length) {
-        // One broker of three at a time: the next kill waits until the last one killed is back in every
+        // One broker of three at a time: the next fault waits until the last broker is back in every
         // partition's in-sync replicas (else a second kill leaves fewer than min.insync.replicas, an outage
         // no client can ride out), then the gap.
         const t = Date.now();
@@ -631,8 +620,8 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
         if (faults.length) inSyncMs.push(Date.now() - t);
         await sleep(o.brokerGapMs ?? 15_000);
         if (terminal.size >= plans.length) return;
-        // Every other kill lands while a partition's leadership moves.
-        await (faults.length % 2 === 1 ? leaderMoveKill() : killBroker());
+        // A rolling restart stops each in turn; in kill mode every other kill lands while a partition's leadership moves.
+        await (o.faults === 'rolling' ? rollBroker() : faults.length % 2 === 1 ? leaderMoveKill() : killBroker());
       }
       return;
     }
