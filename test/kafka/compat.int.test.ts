@@ -442,6 +442,13 @@ describe('the Kafka port against the real broker', () => {
     // 41 reads that fetched (a read from the end fetches nothing), one after another: one consumer.
     expect(stats.reads).toBe(31);
     expect(stats.opened).toBe(1);
+    // An offset far past the end reads nothing and opens nothing.
+    expect(await read('1000000')).toMatchObject({ values: [], next: '18' });
+    // A read that gives up (its time is out before the first batch) fails with its error and closes its
+    // consumer instead of returning it half-read; the next read opens a fresh one and reads exactly.
+    await expect(kafka.readToEnd({ topic, partitions: [0], timeoutMs: -1, stats, onRecords: () => {} })).rejects.toThrow(/timed out after -1 ms/);
+    expect(await read()).toMatchObject({ values, next: '18' });
+    expect(stats.opened).toBe(2);
   });
 });
 
