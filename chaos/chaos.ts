@@ -23,7 +23,7 @@ import { WRITER_HEADER } from '../executor/appender.js';
 import { lateEvents, type StampedRecord } from './late-events.js';
 import { openLinks } from './network.js';
 import { chaosPlan, type ChaosPlan } from './plans.js';
-import { freePortBlock } from '../src/stack/processes.js';
+import { freePortBlock, freeStackPorts } from '../src/stack/processes.js';
 import { CHAOS_API_TOKEN, executorProcess, projectorProcess, type LogLine, type ServiceProcess } from './processes.js';
 
 export interface ChaosOptions {
@@ -264,8 +264,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   const runId = `chaos${randomBytes(3).toString('hex')}`;
 
   o.log(`seed ${o.seed} (--seed ${o.seed} repeats this fault schedule); starting a 3-broker stack in ${o.stackDir}`);
-  const kafkaPort = await freePortBlock(5);
-  const registryPort = await freePortBlock(10);
+  const { kafkaPort, registryPort } = await freeStackPorts(3);
   cleanups.push(async () => {
     // The brokers' and the registry's own logs go beside the services' before the stack's data is wiped.
     for (const name of readdirSync(o.stackDir)) {

@@ -3,7 +3,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePortBlock } from '../../src/stack/processes.js';
+import { freeStackPorts } from '../../src/stack/processes.js';
 import { stackReset, stackUp } from '../../src/stack/stack.js';
 
 export interface PrivateStack {
@@ -21,7 +21,7 @@ export async function privateStack(name: string, brokerSettings: Readonly<Record
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    const up = await stackUp({ dir, kafkaPort: await freePortBlock(1), registryPort: await freePortBlock(10), brokerSettings, log: (l) => console.log(`[${name} stack] ${l}`) });
+    const up = await stackUp({ dir, ...(await freeStackPorts()), brokerSettings, log: (l) => console.log(`[${name} stack] ${l}`) });
     return { brokers: up.info.brokers, registryUrl: up.info.registryUrl, replicationFactor: up.info.replicationFactor, brokerSettings, down };
   } catch (e) {
     await down();

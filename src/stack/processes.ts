@@ -181,7 +181,7 @@ export async function waitUntilReady(
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (!isOurs(rec)) throw new LedgerError('ENVIRONMENT', `${what} exited during start-up; see ${rec.logFile}`);
+    if (!isOurs(rec)) throw new LedgerError('ENVIRONMENT', `${what} exited during start-up; see ${rec.logFile}${logTail(rec.logFile)}`);
     const answered = await ready().catch((e: unknown) => {
       if (probeFailureIsFinal(e)) throw e;
       return false;
@@ -206,6 +206,37 @@ function ephemeralPortsFrom(): number {
     return 49_152;
   }
   return 32_768;
+}
+
+/**
+ * What a process that died said last, for the error that reports its death (the log may be gone by the
+ * time anyone reads the message, e.g. on a CI machine): its last error lines, else its last lines; at most
+ * `max` characters, each line cut to 300.
+ */
+export function logTail(file: string, max = 1500): string {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
+  const lines = text.split('\n').filter((l) => l.trim() !== '');
+  const errors = lines.filter((l) => /\b(ERROR|FATAL|Exception|Error:|Caused by)\b/.test(l));
+  const picked = (errors.length ? errors : lines).slice(-8).map((l) => (l.length > 300 ? `${l.slice(0, 300)}…` : l));
+  if (!picked.length) return '';
+  let out = picked.join('\n  ');
+  if (out.length > max) out = `…${out.slice(out.length - max)}`;
+  return `; it last said:\n  ${out}`;
+}
+
+/**
+ * The ports of a private stack of `brokers` Kafka nodes, from one free block so its services can never be
+ * handed each other's ports: node i listens on kafkaPort + 2i (clients) and + 2i + 1 (controller), the
+ * registry on registryPort and its management interface on registryPort + 10.
+ */
+export async function freeStackPorts(brokers = 1): Promise<{ kafkaPort: number; registryPort: number }> {
+  const kafkaPort = await freePortBlock(2 * brokers + 10);
+  return { kafkaPort, registryPort: kafkaPort + 2 * brokers };
 }
 
 /**

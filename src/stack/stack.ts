@@ -368,9 +368,11 @@ export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
       early,
       // The registry gives up when the broker has not answered within about a minute, which a broker
       // replaying many partitions after an unclean stop can take: then it starts once more, after the broker.
+      // Any other exit during start-up (once seen in CI, its log gone with the machine) also gets one more
+      // start, saying what the first one printed last; a second exit fails `up` with that process's words.
       registryReady(registryRec).catch(async (e: unknown) => {
-        if (brokerUp || !(e instanceof LedgerError) || e.code !== 'ENVIRONMENT') throw e;
-        o.log('the registry stopped before the broker answered; starting it again once the broker is ready');
+        if (!(e instanceof LedgerError) || e.code !== 'ENVIRONMENT' || isOurs(registryRec)) throw e;
+        o.log(brokerUp ? `the registry exited during start-up; starting it once more. ${e.message}` : 'the registry stopped before the broker answered; starting it again once the broker is ready');
         await early;
         await registryReady(startRegistry());
       }),

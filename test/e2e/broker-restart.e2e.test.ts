@@ -15,14 +15,14 @@ import { startExecutor } from '../../executor/index.js';
 import { startProjector } from '../../projector/index.js';
 import { EffectsService } from '../fixtures/effects-service.js';
 import { tools } from '../fixtures/tools.js';
-import { freePortBlock, randomPrefix, waitFor } from '../support/helpers.js';
+import { freeStackPorts, randomPrefix, waitFor } from '../support/helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'plan-ledger-outage-'));
 let config: LedgerConfig;
 let effects: EffectsService;
 
 beforeAll(async () => {
-  const up = await stackUp({ dir, kafkaPort: await freePortBlock(1), registryPort: await freePortBlock(10) });
+  const up = await stackUp({ dir, ...(await freeStackPorts()) });
   config = loadConfig({ brokers: up.info.brokers, registryUrl: up.info.registryUrl, topicPrefix: randomPrefix('outage'), partitions: 3 });
   effects = await new EffectsService().start();
   process.env.EFFECTS_URL = effects.url;

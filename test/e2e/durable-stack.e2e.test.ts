@@ -15,7 +15,7 @@ import { stackDown, stackReset, stackStatus, stackUp } from '../../src/stack/sta
 import { startExecutor } from '../../executor/index.js';
 import { EffectsService } from '../fixtures/effects-service.js';
 import { tools } from '../fixtures/tools.js';
-import { freePortBlock, randomPrefix, testLogger } from '../support/helpers.js';
+import { freeStackPorts, randomPrefix, testLogger } from '../support/helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'plan-ledger-durable-'));
 let ports: { kafkaPort: number; registryPort: number };
@@ -23,7 +23,7 @@ let config: LedgerConfig;
 let effects: EffectsService;
 
 beforeAll(async () => {
-  ports = { kafkaPort: await freePortBlock(1), registryPort: await freePortBlock(10) };
+  ports = await freeStackPorts();
   const up = await stackUp({ dir, ...ports });
   expect(up.reused).toBe(false);
   config = loadConfig({ brokers: up.info.brokers, registryUrl: up.info.registryUrl, topicPrefix: randomPrefix('durable'), partitions: 3 });

@@ -5,15 +5,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { portOpen } from '../../src/stack/processes.js';
-import { freePortBlock } from '../support/helpers.js';
+import { freeStackPorts } from '../support/helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'plan-ledger-stack-'));
 let kafkaPort = 0;
 let registryPort = 0;
 let env: NodeJS.ProcessEnv = {};
 beforeAll(async () => {
-  kafkaPort = await freePortBlock(1);
-  registryPort = await freePortBlock(10);
+  ({ kafkaPort, registryPort } = await freeStackPorts());
   env = { ...process.env, PLAN_LEDGER_STACK_DIR: dir, PLAN_LEDGER_STACK_KAFKA_PORT: String(kafkaPort), PLAN_LEDGER_STACK_REGISTRY_PORT: String(registryPort) };
 });
 const cli = (...args: string[]) => spawnSync(process.execPath, ['bin/plan-ledger.js', 'stack', ...args], { env, encoding: 'utf8', timeout: 170_000 });

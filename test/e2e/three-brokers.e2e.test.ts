@@ -15,7 +15,7 @@ import { startExecutor } from '../../executor/index.js';
 import { startProjector } from '../../projector/index.js';
 import { EffectsService } from '../fixtures/effects-service.js';
 import { tools } from '../fixtures/tools.js';
-import { freePortBlock, randomPrefix, testLogger, waitFor } from '../support/helpers.js';
+import { freeStackPorts, randomPrefix, testLogger, waitFor } from '../support/helpers.js';
 import { topicConfig } from '../../src/stack/jvm-admin.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'plan-ledger-3b-'));
@@ -24,7 +24,7 @@ let config: LedgerConfig;
 let effects: EffectsService;
 
 beforeAll(async () => {
-  const up = await stackUp({ dir, kafkaPort: await freePortBlock(5), registryPort: await freePortBlock(10), brokers: 3 });
+  const up = await stackUp({ dir, ...(await freeStackPorts(3)), brokers: 3 });
   info = up.info;
   config = loadConfig({ brokers: info.brokers, registryUrl: info.registryUrl, topicPrefix: randomPrefix('3b'), partitions: 3, replicationFactor: info.replicationFactor });
   effects = await new EffectsService().start();

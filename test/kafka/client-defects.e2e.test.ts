@@ -18,7 +18,7 @@ import {
   type ScenarioReader,
   type SeenRecord,
 } from '../support/defect-scenarios.js';
-import { closeAfter, freePortBlock, joinTestGroup, randomPrefix, testAdmin, testKafka, testLogger, waitFor } from '../support/helpers.js';
+import { closeAfter, freeStackPorts, joinTestGroup, randomPrefix, testAdmin, testKafka, testLogger, waitFor } from '../support/helpers.js';
 
 const seen = (r: LogRecord): SeenRecord => ({ partition: r.partition, offset: r.offset, key: r.key?.toString() ?? null, value: r.value?.toString() ?? null });
 
@@ -133,7 +133,7 @@ describe('transactions through broker kills (3 brokers)', () => {
   let config: LedgerConfig;
 
   beforeAll(async () => {
-    const up = await stackUp({ dir, kafkaPort: await freePortBlock(5), registryPort: await freePortBlock(10), brokers: 3 });
+    const up = await stackUp({ dir, ...(await freeStackPorts(3)), brokers: 3 });
     info = up.info;
     config = loadConfig({ brokers: info.brokers, registryUrl: info.registryUrl, topicPrefix: randomPrefix('kills'), partitions: 6, replicationFactor: 3 });
   }, 300_000);

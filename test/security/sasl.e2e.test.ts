@@ -20,7 +20,7 @@ import { provisionPrefix, stackDown, stackStatus, stackUp, type StackInfo, type 
 import { startExecutor, type ExecutorHandle } from '../../executor/index.js';
 import { startProjector } from '../../projector/index.js';
 import { tools } from '../fixtures/tools.js';
-import { freePortBlock, randomPrefix, testLogger, waitFor } from '../support/helpers.js';
+import { freeStackPorts, randomPrefix, testLogger, waitFor } from '../support/helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'plan-ledger-sasl-'));
 const prefix = randomPrefix('sasl');
@@ -81,7 +81,7 @@ async function produceAs(user: StackUser, topic: string): Promise<string> {
 }
 
 beforeAll(async () => {
-  const up = await stackUp({ dir, kafkaPort: await freePortBlock(1), registryPort: await freePortBlock(10), sasl: true });
+  const up = await stackUp({ dir, ...(await freeStackPorts()), sasl: true });
   info = up.info;
   security = info.security!;
   await provisionPrefix({ dir, prefix, partitions: PARTITIONS });

@@ -12,7 +12,7 @@ import { createKafka, kafkaErrorName } from '../../src/kafka/index.js';
 import { provisionPrefix, stackDown, stackUp, type StackInfo, type StackUser } from '../../src/stack/stack.js';
 import { startExecutor, type ExecutorHandle } from '../../executor/index.js';
 import { tools } from '../fixtures/tools.js';
-import { freePortBlock, randomPrefix, testLogger } from '../support/helpers.js';
+import { freeStackPorts, randomPrefix, testLogger } from '../support/helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'plan-ledger-tls-'));
 const prefix = randomPrefix('tls');
@@ -33,7 +33,7 @@ function configAs(user: StackUser): LedgerConfig {
 }
 
 beforeAll(async () => {
-  info = (await stackUp({ dir, kafkaPort: await freePortBlock(1), registryPort: await freePortBlock(10), sasl: true, tls: true })).info;
+  info = (await stackUp({ dir, ...(await freeStackPorts()), sasl: true, tls: true })).info;
   await provisionPrefix({ dir, prefix, partitions: 2 });
 }, 240_000);
 
