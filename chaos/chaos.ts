@@ -123,6 +123,9 @@ export interface ChaosReport {
   readonly skewedRecords: { ahead: number; behind: number };
   /** Seconds from the first plan submitted to the last plan settled (or the time bound). */
   readonly workSeconds: number;
+  /** From the stack answering to the work's start (topics, executors owning every partition, the projector, poison) and from the work settled to this report (the checks). */
+  readonly setupSeconds: number;
+  readonly checkSeconds: number;
   readonly plans: { root: number; child: number; completed: number; failed: number; expectedFailed: number; other: number; wrongOutcome: string[] };
   readonly items: { total: number; effectItems: number; followUps: number };
   readonly effects: { keys: number; calls: number; replays: number; duplicates: number; lost: number; unexplainedKeys: string[] };
@@ -960,6 +963,8 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
     startedAt: new Date(t0).toISOString(),
     seconds: Math.round((Date.now() - t0) / 1000),
     workSeconds: Math.round((settledAt - workStart) / 1000),
+    setupSeconds: Math.round((workStart - t0) / 1000 - up.seconds),
+    checkSeconds: Math.round((Date.now() - settledAt) / 1000),
     stack: { brokers: up.info.nodes, replicationFactor: up.info.replicationFactor, partitions, upSeconds: Math.round(up.seconds), brokerSessionMs: o.brokerSessionMs ?? null, clockSkewMs: o.clockSkewMs ?? 0 },
     skewedRecords,
     plans: { root: plans.length, child: childIds.length, completed, failed, expectedFailed: plans.filter((p) => p.expected === 'failed').length, other, wrongOutcome: wrongOutcome.slice(0, 50) },
@@ -1135,7 +1140,7 @@ export function renderMarkdown(r: ChaosReport): string {
   return [
     `# Chaos run \`${r.label}\` — ${r.ok ? 'OK' : 'PROBLEMS'}`,
     '',
-    `Started ${r.startedAt}; ${r.seconds} s in all (stack up ${r.stack.upSeconds} s, work under faults ${r.workSeconds} s), seed ${r.seed}; ${r.stack.brokers} brokers (RF ${r.stack.replicationFactor}), ${r.stack.partitions} partitions, 3 executors; faults: ${r.faultMode === 'brokers' ? 'broker kills only, one broker at a time, repeatedly' : r.faultMode === 'rolling' ? 'a rolling restart of the brokers (SIGTERM, each in turn), repeatedly' : 'all kinds'}; broker session timeout ${r.stack.brokerSessionMs === null ? "Kafka's default (9 s)" : `${r.stack.brokerSessionMs} ms`}; executor clocks ${r.stack.clockSkewMs ? `+0 / +${r.stack.clockSkewMs / 1000} s / −${r.stack.clockSkewMs / 1000} s (slots 0 / 1 / 2)` : 'all on the machine\'s clock'}.`,
+    `Started ${r.startedAt}; ${r.seconds} s in all (stack up ${r.stack.upSeconds} s, set-up ${r.setupSeconds} s, work under faults ${r.workSeconds} s, checks ${r.checkSeconds} s), seed ${r.seed}; ${r.stack.brokers} brokers (RF ${r.stack.replicationFactor}), ${r.stack.partitions} partitions, 3 executors; faults: ${r.faultMode === 'brokers' ? 'broker kills only, one broker at a time, repeatedly' : r.faultMode === 'rolling' ? 'a rolling restart of the brokers (SIGTERM, each in turn), repeatedly' : 'all kinds'}; broker session timeout ${r.stack.brokerSessionMs === null ? "Kafka's default (9 s)" : `${r.stack.brokerSessionMs} ms`}; executor clocks ${r.stack.clockSkewMs ? `+0 / +${r.stack.clockSkewMs / 1000} s / −${r.stack.clockSkewMs / 1000} s (slots 0 / 1 / 2)` : 'all on the machine\'s clock'}.`,
     '',
     '| | |',
     '|---|---|',
