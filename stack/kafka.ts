@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { LedgerError } from '../errors.js';
+import { LedgerError } from '../src/errors.js';
 
 /**
  * A local KRaft cluster: every node runs broker+controller (combined mode). One node is the default;

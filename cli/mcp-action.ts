@@ -1,13 +1,13 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { compileTokens, type TokenSet } from '../../projector/http/auth.js';
-import { assertBrokersReachable } from '../audit/log.js';
+import { bearerToken, compileTokens, type TokenSet } from '../src/api-tokens.js';
+import { assertBrokersReachable } from '../src/audit/log.js';
 import { ensureKafkaClient } from './native-addon.js';
-import { connectLedger, type Ledger } from '../client/index.js';
-import { loadConfig } from '../config.js';
-import { ledgerMcpServer } from '../mcp/server.js';
-import { setting } from '../settings.js';
+import { connectLedger, type Ledger } from '../src/client/index.js';
+import { loadConfig } from '../src/config.js';
+import { ledgerMcpServer } from './mcp-server.js';
+import { setting } from '../src/settings.js';
 import { cliLogger } from './connect.js';
 import { out } from './output.js';
 
@@ -44,12 +44,6 @@ function refuse(res: ServerResponse, status: number, message: string): void {
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message }, id: null }));
 }
 
-function bearer(req: IncomingMessage): string | null {
-  const h = req.headers.authorization;
-  const m = typeof h === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(h) : null;
-  return m ? m[1]! : null;
-}
-
 /**
  * Stateless Streamable HTTP: each POST to /mcp gets a server for the token's principal (the actor of its
  * commands; a token without the write scope may only read). The tokens are the API's:
@@ -63,7 +57,7 @@ async function serveHttp(ledger: Ledger, port: number, host: string): Promise<vo
       if (new URL(req.url ?? '/', 'http://x').pathname !== '/mcp') return refuse(res, 404, 'not found: the MCP endpoint is /mcp');
       if (req.method !== 'POST') return refuse(res, 405, 'this server is stateless: POST /mcp only');
       if (tokens.size === 0) return refuse(res, 401, 'no API token is configured (set PLAN_LEDGER_API_TOKEN or PLAN_LEDGER_API_TOKENS_FILE)');
-      const given = bearer(req);
+      const given = bearerToken(req.headers.authorization);
       if (given === null) return refuse(res, 401, 'missing bearer token (Authorization: Bearer <token>)');
       const principal = tokens.lookup(given);
       if (!principal || !principal.scopes.includes('read')) return refuse(res, 403, 'wrong API token');

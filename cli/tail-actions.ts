@@ -1,6 +1,6 @@
-import { tailEvents, type TailRecord } from '../audit/tail.js';
-import { parseAsOf } from '../audit/timeline.js';
-import { LedgerError } from '../errors.js';
+import { tailEvents, type TailRecord } from '../src/audit/tail.js';
+import { parseAsOf } from '../src/audit/timeline.js';
+import { LedgerError } from '../src/errors.js';
 import { withLog } from './connect.js';
 import { elide, json, out, painter, statusStyle, type Painter, type Style } from './output.js';
 

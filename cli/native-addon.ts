@@ -1,9 +1,9 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { isLedgerError, LedgerError } from '../errors.js';
-import { confluent } from '../kafka/native.js';
-import { packageRoot } from '../package-root.js';
+import { isLedgerError, LedgerError } from '../src/errors.js';
+import { confluent } from '../src/kafka/native.js';
+import { packageRoot } from '../src/package-root.js';
 
 const ADDON = '@confluentinc/kafka-javascript';
 

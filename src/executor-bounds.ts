@@ -1,6 +1,7 @@
 /**
  * The executor's fixed bounds, in a module that imports nothing: the executor uses them, and the limits
- * reference (`src/limits.ts`, `docs/reference/limits.md`) reads them without loading the executor.
+ * reference (`src/limits.ts`, `docs/reference/limits.md`) reads them without loading the executor. It
+ * lives in src/ (not executor/) because the library may not import the floor above it.
  */
 
 /** A command batch that failed this many times at the same command is dead-lettered at that command. */

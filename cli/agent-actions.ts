@@ -1,7 +1,7 @@
-import { runAgent } from '../agent/run.js';
-import { BUDGET_SIGNAL, summarizeAgentRun } from '../agent/records.js';
-import { LedgerError } from '../errors.js';
-import { isPlanFinished } from '../plan/index.js';
+import { runAgent } from '../src/agent/run.js';
+import { BUDGET_SIGNAL, summarizeAgentRun } from '../src/agent/records.js';
+import { LedgerError } from '../src/errors.js';
+import { isPlanFinished } from '../src/plan/index.js';
 import { withLedger } from './connect.js';
 import { json, out, paintStatus, painter } from './output.js';
 import { renderAgentRun, renderFailures } from './render.js';

@@ -2,8 +2,8 @@ import { createServer } from 'node:http';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Command } from 'commander';
-import { LedgerError } from '../errors.js';
-import type { Tool } from '../tools.js';
+import { LedgerError } from '../src/errors.js';
+import type { Tool } from '../src/tools.js';
 
 /** Loads the tools a module exports: `tools` (an array), or a default export that is an array. */
 export async function loadTools(modulePath: string): Promise<Tool[]> {
@@ -50,19 +50,19 @@ Example:
     )
     .action(async (o: { tools: string; concurrency: number; id?: string; toolTimeout?: number; maxItems?: number; metricsPort?: number; policy?: string }) => {
       // Loaded here, not at the top: `plan-ledger --help` never pays for pino and zod.
-      const [{ loadSettings }, { createLogger }] = await Promise.all([import('../settings.js'), import('../logging.js')]);
+      const [{ loadSettings }, { createLogger }] = await Promise.all([import('../src/settings.js'), import('../src/logging.js')]);
       loadSettings(['connection', 'client', 'executor']); // a bad PLAN_LEDGER_* value fails first, before the tools load or anything connects
       if (!Number.isInteger(o.concurrency) || o.concurrency < 1) throw new LedgerError('VALIDATION', '--concurrency must be a positive integer', { field: '--concurrency' });
       for (const [flag, v] of [['--tool-timeout', o.toolTimeout], ['--max-items', o.maxItems]] as const) {
         if (v !== undefined && !(Number.isSafeInteger(v) && v > 0)) throw new LedgerError('VALIDATION', `${flag} must be a positive integer`, { field: flag });
       }
       if (o.metricsPort !== undefined && !(Number.isInteger(o.metricsPort) && o.metricsPort > 0 && o.metricsPort < 65536)) throw new LedgerError('VALIDATION', '--metrics-port must be a port number', { field: '--metrics-port' });
-      const { resolvePolicy } = await import('../policy-file.js');
+      const { resolvePolicy } = await import('../src/policy-file.js');
       const policy = resolvePolicy(o.policy); // validated before connecting: a bad field fails at once
       const tools = await loadTools(o.tools);
       (await import('./native-addon.js')).ensureKafkaClient();
       const logger = createLogger({ name: 'plan-ledger-executor' });
-      const { startExecutor } = await import('../../executor/index.js');
+      const { startExecutor } = await import('../executor/index.js');
       const executor = await startExecutor({
         tools,
         concurrency: o.concurrency,

@@ -1,5 +1,5 @@
 import { Command, CommanderError } from 'commander';
-import { isLedgerError, type LedgerError } from '../errors.js';
+import { isLedgerError, type LedgerError } from '../src/errors.js';
 import { registerConfigCommand } from './config-command.js';
 import { registerExecutorCommand } from './executor.js';
 import { registerMigrateCommand } from './migrate-command.js';
@@ -54,7 +54,7 @@ export async function main(argv: string[]): Promise<number> {
     const program = buildProgram();
     // The settings module (zod) loads before a verb's action runs, never for `--help`, which stays quick.
     program.hook('preAction', async () => {
-      const { setting } = await import('../settings.js');
+      const { setting } = await import('../src/settings.js');
       debug = setting('PLAN_LEDGER_DEBUG');
       setting('PLAN_LEDGER_USE_DIST'); // bin/plan-ledger.js reads it before anything can load; a bad value fails here
     });

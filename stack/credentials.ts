@@ -2,23 +2,10 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { LedgerError } from '../errors.js';
+import { LedgerError } from '../src/errors.js';
 import { ensureArtifacts } from './artifacts.js';
 import { findJava } from './java.js';
-
-/** Users a SASL stack creates at format time; `admin` is the inter-broker user and the one super user. */
-export const STACK_USERS = ['admin', 'executor', 'projector', 'client', 'auditor'] as const;
-export type StackUser = (typeof STACK_USERS)[number];
-export const STACK_SASL_MECHANISM = 'SCRAM-SHA-512';
-
-export interface StackSecurity {
-  readonly protocol: 'SASL_PLAINTEXT' | 'SASL_SSL';
-  /** With TLS: the broker's certificate (PEM) for clients to trust (PLAN_LEDGER_SSL_CA_FILE). */
-  readonly caFile?: string;
-  readonly mechanism: typeof STACK_SASL_MECHANISM;
-  /** `<dir>/secrets/<user>.password`, mode 0600: the password alone, no newline (PLAN_LEDGER_SASL_PASSWORD_FILE). */
-  readonly passwordFiles: Readonly<Record<StackUser, string>>;
-}
+import { STACK_SASL_MECHANISM, STACK_USERS, type StackSecurity, type StackUser } from '../src/stack/discovery.js';
 
 export const secretsDir = (dir: string) => join(dir, 'secrets');
 const passwordFile = (dir: string, user: string) => join(secretsDir(dir), `${user}.password`);

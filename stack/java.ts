@@ -1,8 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { LedgerError } from '../errors.js';
-import { setting } from '../settings.js';
+import { LedgerError } from '../src/errors.js';
+import { setting } from '../src/settings.js';
 
 /** A Java runtime found on this machine. */
 export interface JavaRuntime {

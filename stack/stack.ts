@@ -1,13 +1,13 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadConfig } from '../config.js';
-import { LedgerError } from '../errors.js';
-import { createKafka, ensurePlanTopics } from '../kafka/index.js';
-import { confluent } from '../kafka/native.js';
-import { silentLogger } from '../logging.js';
+import { loadConfig } from '../src/config.js';
+import { LedgerError } from '../src/errors.js';
+import { createKafka, ensurePlanTopics } from '../src/kafka/index.js';
+import { confluent } from '../src/kafka/native.js';
+import { silentLogger } from '../src/logging.js';
 import { applyLedgerAcls } from './acls.js';
-import { ensurePasswords, ensureTls, javaClientProperties, secretsDir, STACK_SASL_MECHANISM, stackSasl, stackSecurity, type StackSecurity } from './credentials.js';
+import { ensurePasswords, ensureTls, javaClientProperties, secretsDir, stackSasl, stackSecurity } from './credentials.js';
 import { ensureArtifacts, type StackArtifacts } from './artifacts.js';
 import { findJava } from './java.js';
 import {
@@ -21,12 +21,13 @@ import {
   type KafkaClusterSpec,
   type KafkaNodeSpec,
 } from './kafka.js';
-import { assertPortFree, isOurs, readPid, spawnDetached, stopProcess, waitUntilReady, type PidRecord } from './processes.js';
-import { clusterFile, nodeName, pidFile, processNames, readCluster, readStackInfo, REGISTRY, stackDir, type ClusterRecord, type StackInfo } from './discovery.js';
-import { setting } from '../settings.js';
+import { assertPortFree, spawnDetached, stopProcess, waitUntilReady } from './processes.js';
+import { clusterFile, nodeName, pidFile, processNames, readCluster, readStackInfo, REGISTRY, STACK_SASL_MECHANISM, stackDir, type ClusterRecord, type StackInfo, type StackSecurity } from '../src/stack/discovery.js';
+import { isOurs, readPid, type PidRecord } from '../src/stack/pids.js';
+import { setting } from '../src/settings.js';
 
-export { readStackInfo, type StackInfo } from './discovery.js';
-export { STACK_SASL_MECHANISM, STACK_USERS, stackSasl, type StackSecurity, type StackUser } from './credentials.js';
+export { readStackInfo, STACK_SASL_MECHANISM, STACK_USERS, type StackInfo, type StackSecurity, type StackUser } from '../src/stack/discovery.js';
+export { stackSasl } from './credentials.js';
 
 export interface StackOptions {
   /** Runtime folder (data, logs, pid files, stack.json): PLAN_LEDGER_STACK_DIR or <cache>/stack. */

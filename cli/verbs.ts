@@ -245,11 +245,11 @@ installed package (npx plan-ledger demo) as from a checkout (npm run demo).${exa
     .action(async (o: { keepOpen?: boolean; stopStack?: boolean; agent?: boolean }) => {
       (await import('./native-addon.js')).ensureKafkaClient();
       if (o.agent) {
-        const { runAgentDemo } = await import('../../demo/agent-demo.js');
+        const { runAgentDemo } = await import('../demo/agent-demo.js');
         process.exitCode = await runAgentDemo(o);
         return;
       }
-      const { runDemo } = await import('../../demo/demo.js');
+      const { runDemo } = await import('../demo/demo.js');
       process.exitCode = await runDemo(o);
     });
 }

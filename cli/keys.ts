@@ -1,5 +1,5 @@
-import type { LedgerLog } from '../audit/log.js';
-import { keyringFor } from '../crypto/index.js';
+import type { LedgerLog } from '../src/audit/log.js';
+import { keyringFor } from '../src/crypto/index.js';
 
 /**
  * How the CLI opens a plan's payloads for display: decrypted with the plan's key when a master key is

@@ -3,10 +3,11 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LedgerError } from '../errors.js';
-import { packageRoot } from '../package-root.js';
+import { LedgerError } from '../src/errors.js';
+import { packageRoot } from '../src/package-root.js';
 import { cacheDir, ensureArtifacts } from './artifacts.js';
-import { javaClientProperties, type StackSecurity } from './credentials.js';
+import type { StackSecurity } from '../src/stack/discovery.js';
+import { javaClientProperties } from './credentials.js';
 import { findJava } from './java.js';
 
 /** Where the stack's brokers are and, on a SASL stack, how its admin logs in. */

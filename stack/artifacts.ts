@@ -1,15 +1,10 @@
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { LedgerError } from '../errors.js';
-import { packageRoot } from '../package-root.js';
-import { setting } from '../settings.js';
-
-/** Versions pinned in stack/pom.xml; read from there so the pom stays the one truth. */
-export interface StackVersions {
-  readonly kafka: string;
-  readonly apicurio: string;
-}
+import { LedgerError } from '../src/errors.js';
+import { packageRoot } from '../src/package-root.js';
+import { setting } from '../src/settings.js';
+import type { StackVersions } from '../src/stack/discovery.js';
 
 export interface StackArtifacts {
   readonly versions: StackVersions;

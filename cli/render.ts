@@ -1,8 +1,8 @@
-import type { AuditRow, PlanAsOf } from '../audit/timeline.js';
-import type { Takeover } from '../audit/takeovers.js';
-import type { PlanVerification } from '../audit/verify.js';
-import { summarizeAgentRun } from '../agent/records.js';
-import { describePolicyDecision, type PlanState } from '../plan/index.js';
+import type { AuditRow, PlanAsOf } from '../src/audit/timeline.js';
+import type { Takeover } from '../src/audit/takeovers.js';
+import type { PlanVerification } from '../src/audit/verify.js';
+import { summarizeAgentRun } from '../src/agent/records.js';
+import { describePolicyDecision, type PlanState } from '../src/plan/index.js';
 import { elide, ms, paintStatus, painter, table, type Painter } from './output.js';
 
 /**

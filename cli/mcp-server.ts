@@ -1,10 +1,10 @@
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
-import { summarizeAgentRun } from '../agent/records.js';
-import type { Ledger } from '../client/index.js';
-import { isLedgerError, LedgerError } from '../errors.js';
-import { isPlanFinished, type PlanState, type PlanStatus } from '../plan/index.js';
-import { showPlan } from '../secrets/redact.js';
+import { summarizeAgentRun } from '../src/agent/records.js';
+import type { Ledger } from '../src/client/index.js';
+import { isLedgerError, LedgerError } from '../src/errors.js';
+import { isPlanFinished, type PlanState, type PlanStatus } from '../src/plan/index.js';
+import { showPlan } from '../src/secrets/redact.js';
 
 const STATUSES = ['none', 'draft', 'proposed', 'approved', 'running', 'completed', 'failed', 'cancelled'] as const satisfies readonly PlanStatus[];
 

@@ -2,14 +2,14 @@
 // count. A plan's partition is fixed by its id (hash(planId) % P), so a new count re-maps plans: the only
 // safe way is to copy every plan's events, in order, to a new prefix whose topics have the new count, then
 // verify each plan's hash chain there. docs/guides/partitions-and-migration.md says when and how.
-import { LedgerLog } from '../audit/log.js';
-import { verifyAll } from '../audit/live.js';
-import type { PlanVerification } from '../audit/verify.js';
-import { codecFromConfig, type LedgerCodec } from '../codec/index.js';
-import { loadConfig, topicNames, type LedgerConfig } from '../config.js';
-import { LedgerError } from '../errors.js';
-import { createKafka, ensurePlanTopics, parseEventKey, partitionFor, type LedgerAdmin, type LogRecord, type OutRecord, type RecordWriter } from '../kafka/index.js';
-import type { Logger } from '../logging.js';
+import { LedgerLog } from '../src/audit/log.js';
+import { verifyAll } from '../src/audit/live.js';
+import type { PlanVerification } from '../src/audit/verify.js';
+import { codecFromConfig, type LedgerCodec } from '../src/codec/index.js';
+import { loadConfig, topicNames, type LedgerConfig } from '../src/config.js';
+import { LedgerError } from '../src/errors.js';
+import { createKafka, ensurePlanTopics, parseEventKey, partitionFor, type LedgerAdmin, type LogRecord, type OutRecord, type RecordWriter } from '../src/kafka/index.js';
+import type { Logger } from '../src/logging.js';
 import { cliLogger } from './connect.js';
 import { ensureKafkaClient } from './native-addon.js';
 import { json, out } from './output.js';

@@ -1,13 +1,13 @@
 // Registration only: the stack's modules (process spawners, Maven, the admin tool) load when a verb runs,
 // so `plan-ledger --help` does not pay for them.
 import type { Command } from 'commander';
-import { LedgerError } from '../errors.js';
+import { LedgerError } from '../src/errors.js';
 import type { LedgerPrincipal } from '../stack/acls.js';
-import type { setting as settingOf } from '../settings.js';
+import type { setting as settingOf } from '../src/settings.js';
 import type { StackSecurity } from '../stack/stack.js';
 
 const stackModule = () => import('../stack/stack.js');
-const setting = async <K extends Parameters<typeof settingOf>[0]>(name: K) => (await import('../settings.js')).setting(name);
+const setting = async <K extends Parameters<typeof settingOf>[0]>(name: K) => (await import('../src/settings.js')).setting(name);
 
 const out = (line: string): void => void process.stdout.write(`${line}\n`);
 

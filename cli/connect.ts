@@ -1,9 +1,9 @@
-import { LedgerLog, assertBrokersReachable } from '../audit/log.js';
-import { connectLedger, type Ledger } from '../client/index.js';
-import { loadConfig } from '../config.js';
+import { LedgerLog, assertBrokersReachable } from '../src/audit/log.js';
+import { connectLedger, type Ledger } from '../src/client/index.js';
+import { loadConfig } from '../src/config.js';
 import { pino } from 'pino';
-import { createLogger, silentLogger, type Logger } from '../logging.js';
-import { settingIfSet } from '../settings.js';
+import { createLogger, silentLogger, type Logger } from '../src/logging.js';
+import { settingIfSet } from '../src/settings.js';
 import { ensureKafkaClient } from './native-addon.js';
 
 /** CLI logs go to stderr and only when PLAN_LEDGER_LOG_LEVEL asks for them (stdout is for results). */

@@ -1,5 +1,5 @@
-import { topicNames } from '../config.js';
-import { auditTopic } from '../kafka/topics.js';
+import { topicNames } from '../src/config.js';
+import { auditTopic } from '../src/kafka/topics.js';
 import { createAcls, type AclBindingSpec, type JvmAdminTarget } from './jvm-admin.js';
 
 /** The ledger's principals (besides the super user): who runs what. */

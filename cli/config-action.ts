@@ -1,7 +1,7 @@
-import { configToEnv, loadConfig, type StackEndpoints } from '../config.js';
-import { isLedgerError } from '../errors.js';
-import { COMPONENTS, describeSettings, type Component, type SettingRow } from '../settings.js';
-import { readStackInfo } from '../stack/discovery.js';
+import { configToEnv, loadConfig, type StackEndpoints } from '../src/config.js';
+import { isLedgerError } from '../src/errors.js';
+import { COMPONENTS, describeSettings, type Component, type SettingRow } from '../src/settings.js';
+import { readStackInfo } from '../src/stack/discovery.js';
 import { json, out } from './output.js';
 
 /** A variable as `plan-ledger config` shows it; `stack` when the running local stack supplied the value. */

@@ -1,40 +1,8 @@
 import { spawn } from 'node:child_process';
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
-import { isLedgerError, LedgerError } from '../errors.js';
-
-/** What a pid file records: enough to recognise our own process again (pids get reused). */
-export interface PidRecord {
-  readonly name: string;
-  readonly pid: number;
-  /** A string that appears in the process's command line (a path inside the stack dir). */
-  readonly marker: string;
-  readonly logFile: string;
-  readonly startedAt: string;
-}
-
-export function readPid(file: string): PidRecord | undefined {
-  if (!existsSync(file)) return undefined;
-  try {
-    return JSON.parse(readFileSync(file, 'utf8')) as PidRecord;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Alive and still the process we started (its command line carries our marker). */
-export function isOurs(rec: PidRecord): boolean {
-  try {
-    process.kill(rec.pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    return readFileSync(`/proc/${rec.pid}/cmdline`, 'utf8').includes(rec.marker);
-  } catch {
-    return true; // no /proc: trust the signal check
-  }
-}
+import { isLedgerError, LedgerError } from '../src/errors.js';
+import { isOurs, type PidRecord } from '../src/stack/pids.js';
 
 export function spawnDetached(opts: {
   name: string;
