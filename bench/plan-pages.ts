@@ -7,7 +7,7 @@
 // Run: npx tsx bench/plan-pages.ts [--items 100000] [--rounds 5]
 import { parseArgs } from 'node:util';
 import { buildHttp, HTTP_DEFAULTS } from '../projector/http/index.js';
-import { compileTokens } from '../projector/http/auth.js';
+import { compileTokens } from '../src/api-tokens.js';
 import type { ProjectionService } from '../projector/projector.js';
 import { ReadModel } from '../projector/read-model.js';
 import { silentLogger } from '../src/logging.js';

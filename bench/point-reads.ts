@@ -28,7 +28,7 @@ const args = benchArgs(['big-items', 'per-round']);
 const bigItems = Number(args.options['big-items'] ?? (args.quick ? 2_000 : 20_000));
 const perRound = Number(args.options['per-round'] ?? 15);
 const root = fileURLToPath(new URL('..', import.meta.url));
-const useDist = existsSync(`${root}dist/src/cli/main.js`);
+const useDist = existsSync(`${root}dist/cli/main.js`);
 
 type Consumer = InstanceType<ReturnType<typeof confluent>['KafkaConsumer']>;
 

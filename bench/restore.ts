@@ -18,7 +18,7 @@ import { runInNewContext } from 'node:vm';
 import { createCodec } from '../src/codec/index.js';
 import { loadConfig, topicNames } from '../src/config.js';
 import { createKafka, ensurePlanTopics, eventKey, promptCompactionConfig, type OutRecord } from '../src/kafka/index.js';
-import { alterTopicConfig } from '../src/stack/jvm-admin.js';
+import { alterTopicConfig } from '../stack/jvm-admin.js';
 import { silentLogger } from '../src/logging.js';
 import { decide, evolve, type AnyCommand, type PlanEvent, type PlanState } from '../src/plan/index.js';
 import { maxFencingTokenOf, planSnapshotRecords, WATERMARK_KEY, watermarkMessage } from '../src/projection/index.js';

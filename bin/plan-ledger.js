@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 // 64, set before its first use.
 process.env.UV_THREADPOOL_SIZE ??= '64';
 
-const source = new URL('../src/cli/main.ts', import.meta.url);
+const source = new URL('../cli/main.ts', import.meta.url);
 // PLAN_LEDGER_USE_DIST is declared in src/settings.ts (a flag: true, false, 1 or 0) but read here, before any
 // module can load; the CLI checks its value again at start, so a bad one fails there like any other.
 const useDist = ['1', 'true'].includes((process.env.PLAN_LEDGER_USE_DIST ?? '').trim().toLowerCase());
@@ -18,5 +18,5 @@ if (existsSync(source) && !useDist) {
   register();
   await import(source.href);
 } else {
-  await import('../dist/src/cli/main.js');
+  await import('../dist/cli/main.js');
 }

@@ -16,14 +16,14 @@ import { createKafka, ensurePlanTopics, partitionFor } from '../src/kafka/index.
 import { silentLogger } from '../src/logging.js';
 import { LedgerError } from '../src/errors.js';
 import type { PlanState } from '../src/plan/index.js';
-import { moveLeader, prepareJvmAdmin } from '../src/stack/jvm-admin.js';
-import { restartRegistry, stackDown, stackReset, stackUp, startBroker, stopBroker } from '../src/stack/stack.js';
+import { moveLeader, prepareJvmAdmin } from '../stack/jvm-admin.js';
+import { restartRegistry, stackDown, stackReset, stackUp, startBroker, stopBroker } from '../stack/stack.js';
 import { EffectsService } from '../test/fixtures/effects-service.js';
 import { WRITER_HEADER } from '../executor/appender.js';
 import { lateEvents, type StampedRecord } from './late-events.js';
 import { openLinks } from './network.js';
 import { chaosPlan, type ChaosPlan } from './plans.js';
-import { freePortBlock, freeStackPorts } from '../src/stack/processes.js';
+import { freePortBlock, freeStackPorts } from '../stack/processes.js';
 import { CHAOS_API_TOKEN, executorProcess, projectorProcess, type LogLine, type ServiceProcess } from './processes.js';
 
 export interface ChaosOptions {

@@ -6,7 +6,7 @@
 // executor's process keeps running, its requests go unanswered. Healing forwards new connections again
 // (the ones held during the cut are closed: their first bytes were swallowed).
 import { connect, createServer, type Server, type Socket } from 'node:net';
-import type { ExtraListener } from '../src/stack/kafka.js';
+import type { ExtraListener } from '../stack/kafka.js';
 
 const HOST = '127.0.0.1';
 

@@ -25,7 +25,7 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { cacheDir } from '../src/stack/artifacts.js';
+import { cacheDir } from '../stack/artifacts.js';
 import { randomSeed, renderDocsBlock, renderSummaryBlock, runChaos, SHORT_RUN, SHORT_SEEDS, type ChaosReport } from './chaos.js';
 
 const OPTIONS = {

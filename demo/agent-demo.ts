@@ -12,8 +12,8 @@ import { runAgent, summarizeAgentRun } from '../src/agent/index.js';
 import { verifyFromLog } from '../src/audit/live.js';
 import { LedgerLog } from '../src/audit/log.js';
 import { auditRows } from '../src/audit/timeline.js';
-import { elide, painter } from '../src/cli/output.js';
-import { renderAgentRun, renderAudit, renderPlan, renderVerification } from '../src/cli/render.js';
+import { elide, painter } from '../cli/output.js';
+import { renderAgentRun, renderAudit, renderPlan, renderVerification } from '../cli/render.js';
 import { connectLedger, type Ledger } from '../src/client/index.js';
 import { loadConfig } from '../src/config.js';
 import { isLedgerError } from '../src/errors.js';
@@ -36,7 +36,7 @@ export async function runAgentDemo(o: DemoOptions = {}): Promise<number> {
 
   let startedStack = false;
   if (!settingIfSet('PLAN_LEDGER_BROKERS') || !settingIfSet('PLAN_LEDGER_REGISTRY_URL')) {
-    const { stackUp } = await import('../src/stack/stack.js');
+    const { stackUp } = await import('../stack/stack.js');
     const up = await stackUp({ log: (l) => say('local stack', l) });
     startedStack = !up.alreadyRunning;
     say('local stack', up.alreadyRunning ? `already running (${up.info.brokers.join(',')})` : `started in ${up.seconds.toFixed(1)}s (${up.info.brokers.join(',')})`);
@@ -165,7 +165,7 @@ export async function runAgentDemo(o: DemoOptions = {}): Promise<number> {
     await log?.close().catch(() => {});
     await shop.stop();
     if (startedStack && o.stopStack) {
-      const { stackDown } = await import('../src/stack/stack.js');
+      const { stackDown } = await import('../stack/stack.js');
       await stackDown();
       process.stdout.write('  local stack stopped (the demo started it)\n');
     }

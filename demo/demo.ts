@@ -12,8 +12,8 @@ import { verifyFromLog } from '../src/audit/live.js';
 import { LedgerLog } from '../src/audit/log.js';
 import { parsePlanFile, toCreatePlanInput } from '../src/audit/plan-file.js';
 import { auditRows } from '../src/audit/timeline.js';
-import { renderAudit, renderPlan, renderVerification, renderWhy } from '../src/cli/render.js';
-import { elide, painter, type Painter } from '../src/cli/output.js';
+import { renderAudit, renderPlan, renderVerification, renderWhy } from '../cli/render.js';
+import { elide, painter, type Painter } from '../cli/output.js';
 import { connectLedger, type Ledger } from '../src/client/index.js';
 import { configToEnv, loadConfig, type LedgerConfig } from '../src/config.js';
 import { isLedgerError } from '../src/errors.js';
@@ -53,7 +53,7 @@ export async function runDemo(o: DemoOptions = {}): Promise<number> {
   let startedStack = false;
   const localStack = !settingIfSet('PLAN_LEDGER_BROKERS') || !settingIfSet('PLAN_LEDGER_REGISTRY_URL');
   if (localStack) {
-    const { stackUp } = await import('../src/stack/stack.js');
+    const { stackUp } = await import('../stack/stack.js');
     const up = await stackUp({ log: (l) => say('local stack', l) });
     startedStack = !up.alreadyRunning;
     say('local stack', up.alreadyRunning ? `already running (${up.info.brokers.join(',')})` : `started in ${up.seconds.toFixed(1)}s (${up.info.brokers.join(',')})`);
@@ -218,7 +218,7 @@ export async function runDemo(o: DemoOptions = {}): Promise<number> {
     await projector?.stop().catch(() => {});
     await shop.stop();
     if (startedStack && o.stopStack) {
-      const { stackDown } = await import('../src/stack/stack.js');
+      const { stackDown } = await import('../stack/stack.js');
       await stackDown();
       process.stdout.write('  local stack stopped (the demo started it)\n');
     }

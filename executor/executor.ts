@@ -15,7 +15,7 @@ import type { Telemetry } from '../src/telemetry.js';
 import type { Tool } from '../src/tools.js';
 import { TRACER_NAME, tracingRequested } from '../src/trace-context.js';
 import { DEFAULT_ABORT_GRACE_MS } from './item-runner.js';
-import { MAX_COMMAND_FAILURES, MAX_RESET_BACKOFF_MS, RESET_BACKOFF_MS } from './bounds.js';
+import { MAX_COMMAND_FAILURES, MAX_RESET_BACKOFF_MS, RESET_BACKOFF_MS } from '../src/executor-bounds.js';
 import { offsetClock, SKEW_WARN_MS, SkewEstimate, type Clock } from './clock.js';
 import { CacheBudget } from './dormant-cache.js';
 import { createExecutorMetrics, type ExecutorMetrics } from './metrics.js';

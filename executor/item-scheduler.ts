@@ -6,7 +6,7 @@ import type { Logger } from '../src/logging.js';
 import { getItem, isPlanFinished, pendingRecoveries, readyItem, scanItems, type ItemError, type ItemScan, type ItemView, type PlanCommand, type PlanEvent, type PlanState } from '../src/plan/index.js';
 import { toItemSpec } from '../src/plan-input.js';
 import type { AppendRequest } from './appender.js';
-import { SCAN_WINDOW } from './bounds.js';
+import { SCAN_WINDOW } from '../src/executor-bounds.js';
 import type { OwnerDeps } from './context.js';
 import { faultPoint } from './faults.js';
 import { runAttempt, type AttemptOutcome } from './item-runner.js';

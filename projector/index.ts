@@ -6,12 +6,12 @@ import { createLogger, type Logger } from '../src/logging.js';
 import { loadSettings } from '../src/settings.js';
 import type { PlanState } from '../src/plan/index.js';
 import type { PlanView } from '../src/projection/index.js';
-import { compileTokens, type ApiToken } from './http/auth.js';
+import { compileTokens, type ApiToken } from '../src/api-tokens.js';
 import { buildHttp, type CommandSubmitter } from './http/index.js';
 import { ProjectionService, type ProjectionServiceOptions } from './projector.js';
 
 export type { CommandSubmitter } from './http/index.js';
-export type { ApiToken, Scope } from './http/auth.js';
+export type { ApiToken, Scope } from '../src/api-tokens.js';
 export { ProjectionService } from './projector.js';
 export { ReadModel } from './read-model.js';
 

@@ -2,7 +2,7 @@
  * The documentation's generated pages and its checks.
  *
  * Generated (never edited by hand):
- * - `docs/reference/cli.md` from the commander program that `src/cli/main.ts` builds (`buildProgram()`):
+ * - `docs/reference/cli.md` from the commander program that `cli/main.ts` builds (`buildProgram()`):
  *   every command, its arguments, options, defaults and the examples of its `--help`.
  * - `docs/reference/schemas.md` from `schemas/**\/*.avsc`: every record and enum with its doc and fields.
  * - `docs/reference/configuration.md` from `src/settings.ts`: every `PLAN_LEDGER_*` variable, by component,
@@ -68,7 +68,7 @@ async function loadBuildProgram(): Promise<() => Command> {
   process.argv = [argv[0] ?? 'node', 'plan-ledger', '--help'];
   process.stdout.write = (() => true) as typeof process.stdout.write;
   try {
-    const mod = (await import('../src/cli/main.js')) as { buildProgram: () => Command };
+    const mod = (await import('../cli/main.js')) as { buildProgram: () => Command };
     return mod.buildProgram;
   } finally {
     process.stdout.write = write;
@@ -190,7 +190,7 @@ export async function generateCliReference(): Promise<string> {
   }
   lines.push('');
   program.commands.forEach((c, i) => lines.push(...commandSection(c, twin.commands[i]!, 2)));
-  return header('the commander program of src/cli/main.ts') + lines.join('\n').replace(/\n+$/, '\n');
+  return header('the commander program of cli/main.ts') + lines.join('\n').replace(/\n+$/, '\n');
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -605,7 +605,7 @@ export function brokenLinks(): string[] {
   return problems;
 }
 
-const CODE_DIRS = ['src', 'executor', 'projector', 'test', 'bench', 'chaos', 'demo', 'scripts', 'bin', 'examples', 'stack', '.ci'];
+const CODE_DIRS = ['src', 'executor', 'projector', 'cli', 'test', 'bench', 'chaos', 'demo', 'scripts', 'bin', 'examples', 'stack', '.ci'];
 const CODE_FILE = /\.(ts|js|mjs|cjs|sh|yaml|yml)$|\/run$/;
 
 

@@ -2,8 +2,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { LedgerError } from './errors.js';
 import { settingDefault, settingIfSet } from './settings.js';
-import type { StackSecurity } from './stack/credentials.js';
-import { readStackInfo, type StackInfo } from './stack/discovery.js';
+import { readStackInfo, type StackInfo, type StackSecurity } from './stack/discovery.js';
 
 const saslSchema = z.object({
   mechanism: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']),

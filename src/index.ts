@@ -1,8 +1,7 @@
 /**
- * plan-ledger: an event-sourced plan ledger over Apache Kafka for long-running agent work.
- *
- * @example
- * import { connectLedger, defineTool, startExecutor } from 'plan-ledger';
+ * plan-ledger's library: the client, tools, config, errors, the pure plan model and the agent helpers.
+ * It imports nothing above src/; the package entry (`index.ts` at the top of the tree) re-exports it
+ * together with the executor's and the projector's entry points.
  */
 export * from './client/index.js';
 export {
@@ -17,8 +16,6 @@ export {
   type FollowUpItem,
   type ChildPlanSpec,
 } from './tools.js';
-export { startExecutor, type ExecutorHandle, type ExecutorOptions } from '../executor/index.js';
-export { startProjector, type ProjectorHandle, type ProjectorOptions } from '../projector/index.js';
 export { loadConfig, topicNames, type LedgerConfig, type LedgerConfigInput } from './config.js';
 export { LedgerError, isLedgerError, ErrorCodes, type ErrorCode } from './errors.js';
 export { loadPolicy, parsePolicy, type PolicyFile } from './policy-file.js';

@@ -5,10 +5,10 @@
  * A row's default is computed from the constant or the setting's default that the code runs with, so
  * changing one changes the page. The other columns are reviewed prose, kept here as text.
  *
- * Light on purpose: it reads the executor's bounds from `executor/bounds.ts` (which imports nothing), not
+ * Light on purpose: it reads the executor's bounds from `src/executor-bounds.ts` (which imports nothing), not
  * from the executor, so the docs script does not load Kafka. Nothing in `src/` or `executor/` imports it.
  */
-import { MAX_COMMAND_FAILURES, MAX_RESET_BACKOFF_MS, RESET_BACKOFF_MS, SCAN_WINDOW } from '../executor/bounds.js';
+import { MAX_COMMAND_FAILURES, MAX_RESET_BACKOFF_MS, RESET_BACKOFF_MS, SCAN_WINDOW } from './executor-bounds.js';
 import { MAX_RECORD_BYTES } from './kafka/port.js';
 import { MAX_REJECTIONS_KEPT } from './plan/state.js';
 import { eventsBetweenSnapshots, LARGE_PLAN_ITEMS } from './projection/snapshot-policy.js';

@@ -1,5 +1,5 @@
 // The few admin requests librdkafka's Node binding does not expose (ACLs, topic configs, leadership), through Kafka's
-// own Java AdminClient from the local stack's Maven-resolved jars. Run by src/stack/jvm-admin.ts as a
+// own Java AdminClient from the local stack's Maven-resolved jars. Run by stack/jvm-admin.ts as a
 // single-file program (java -cp '<kafka libs>/*' LedgerAdmin.java ...); never by hand.
 //
 //   LedgerAdmin <bootstrap> <client.properties|-> create-acls <acls.json>

@@ -21,7 +21,7 @@ import { COMPONENTS, describeSettings, loadSettings, setting, settingDefault, se
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** Where the product's code lives (test/ holds the tests' own variables); docker-compose.yml reads one of its own. */
-const SOURCE_DIRS = ['src', 'executor', 'projector', 'bin', 'demo', 'chaos', 'bench', 'scripts', 'docker-compose.yml'];
+const SOURCE_DIRS = ['index.ts', 'src', 'executor', 'projector', 'stack', 'cli', 'bin', 'demo', 'chaos', 'bench', 'scripts', 'docker-compose.yml'];
 const SCANNED = /\.(ts|js|mjs|cjs|md|sh)$/;
 const SKIP = new Set(['node_modules', 'dist', 'public']);
 const NAME = /PLAN_LEDGER_[A-Z0-9_]*[A-Z0-9]/g;
@@ -265,8 +265,8 @@ describe('the config takes the local stack as a source, not as an import', () =>
 
   it('src/config.ts imports no module of the stack but its discovery (no JVMs, no Kafka admin)', () => {
     const imports = [...readFileSync(join(ROOT, 'src/config.ts'), 'utf8').matchAll(/from '(\.[^']+)'/g)].map((m) => m[1]);
-    expect(imports.filter((i) => i!.includes('stack/'))).toEqual(['./stack/credentials.js', './stack/discovery.js']);
+    expect(imports.filter((i) => i!.includes('stack/'))).toEqual(['./stack/discovery.js']);
     const discovery = readFileSync(join(ROOT, 'src/stack/discovery.ts'), 'utf8');
-    expect([...discovery.matchAll(/^import (?!type).*from '(\.[^']+)'/gm)].map((m) => m[1])).toEqual(['../settings.js', './processes.js']);
+    expect([...discovery.matchAll(/^import (?!type).*from '(\.[^']+)'/gm)].map((m) => m[1])).toEqual(['../settings.js', './pids.js']);
   });
 });

@@ -3,8 +3,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freeStackPorts } from '../../src/stack/processes.js';
-import { stackReset, stackUp } from '../../src/stack/stack.js';
+import { freeStackPorts } from '../../stack/processes.js';
+import { stackReset, stackUp } from '../../stack/stack.js';
 
 export interface PrivateStack {
   readonly brokers: string[];

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/config.js';
 import { createKafka, ensureTopics } from '../../src/kafka/index.js';
 import { createLogger } from '../../src/logging.js';
-import { stackReset, stackUp, startBroker, stopBroker } from '../../src/stack/stack.js';
+import { stackReset, stackUp, startBroker, stopBroker } from '../../stack/stack.js';
 import { overlappingAbortedTransactions, transactionsThroughLeaderKills, type OpenWriter, type SeenRecord } from '../../test/support/defect-scenarios.js';
 
 // Not a dependency, so no types: the few calls below are kafkajs 2.2.4's documented API.

@@ -7,7 +7,7 @@
 // counts the Kafka requests this process sent, by type, and on SIGUSR2 prints them as one JSON line
 // `{"msg":"kafka-requests","requests":{"Produce":n,...},"steps":n}` (steps: item attempts with a recorded
 // outcome, from the executor's metrics). Nothing else is logged.
-import { startExecutor } from '../../src/index.js';
+import { startExecutor } from '../../index.js';
 import { createLogger, silentLogger } from '../../src/logging.js';
 import { defineTool } from '../../src/tools.js';
 import { requestCounter } from '../lib/requests.js';

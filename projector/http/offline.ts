@@ -4,7 +4,7 @@
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logging.js';
 import { ProjectionService } from '../projector.js';
-import { compileTokens, type AuthInput } from './auth.js';
+import { compileTokens, type AuthInput } from '../../src/api-tokens.js';
 import { buildHttp, HTTP_DEFAULTS, type CommandSubmitter } from './index.js';
 
 export interface OfflineHttpOptions {

@@ -4,7 +4,7 @@
 // document is what the routes validate and enforce, and a route without a schema is still listed.
 // Served at GET /api/openapi.json; docs/reference/http-api.md is generated from it (scripts/docs.ts).
 import type { RouteOptions } from 'fastify';
-import type { Scope } from './auth.js';
+import type { Scope } from '../../src/api-tokens.js';
 import { errorJson } from './responses.js';
 
 type Schema = Record<string, unknown>;

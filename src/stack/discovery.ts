@@ -6,9 +6,27 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setting } from '../settings.js';
-import type { StackVersions } from './artifacts.js';
-import type { StackSecurity } from './credentials.js';
-import { isOurs, readPid, type PidRecord } from './processes.js';
+import { isOurs, readPid, type PidRecord } from './pids.js';
+
+/** Versions pinned in stack/pom.xml; read from there so the pom stays the one truth. */
+export interface StackVersions {
+  readonly kafka: string;
+  readonly apicurio: string;
+}
+
+/** Users a SASL stack creates at format time; `admin` is the inter-broker user and the one super user. */
+export const STACK_USERS = ['admin', 'executor', 'projector', 'client', 'auditor'] as const;
+export type StackUser = (typeof STACK_USERS)[number];
+export const STACK_SASL_MECHANISM = 'SCRAM-SHA-512';
+
+export interface StackSecurity {
+  readonly protocol: 'SASL_PLAINTEXT' | 'SASL_SSL';
+  /** With TLS: the broker's certificate (PEM) for clients to trust (PLAN_LEDGER_SSL_CA_FILE). */
+  readonly caFile?: string;
+  readonly mechanism: typeof STACK_SASL_MECHANISM;
+  /** `<dir>/secrets/<user>.password`, mode 0600: the password alone, no newline (PLAN_LEDGER_SASL_PASSWORD_FILE). */
+  readonly passwordFiles: Readonly<Record<StackUser, string>>;
+}
 
 /** What a running local stack publishes for the CLI, the library and the tests (`<dir>/stack.json`). */
 export interface StackInfo {

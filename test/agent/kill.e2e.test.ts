@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectLedger } from '../../src/client/index.js';
 import { summarizeAgentRun, runAgent, type TurnOutput } from '../../src/agent/index.js';
-import { renderAgentRun, renderAudit } from '../../src/cli/render.js';
+import { renderAgentRun, renderAudit } from '../../cli/render.js';
 import { verifyChain } from '../../src/plan/index.js';
 import { EffectsService } from '../fixtures/effects-service.js';
 import { testConfig, waitFor } from '../support/helpers.js';

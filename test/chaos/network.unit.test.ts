@@ -4,7 +4,7 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openLinks, type ProxiedLink } from '../../chaos/network.js';
-import { freePortBlock } from '../../src/stack/processes.js';
+import { freePortBlock } from '../../stack/processes.js';
 
 const opened: Array<{ close(): unknown }> = [];
 afterEach(async () => {

@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { effectiveSettings, type EffectiveSetting } from '../../src/cli/config-action.js';
+import { effectiveSettings, type EffectiveSetting } from '../../cli/config-action.js';
 import { settingNames } from '../../src/settings.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'plan-ledger-config-'));

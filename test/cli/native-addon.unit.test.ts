@@ -2,9 +2,10 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { addonStep, ensureKafkaClient } from '../../src/cli/native-addon.js';
+import { addonStep, ensureKafkaClient } from '../../cli/native-addon.js';
 import { LedgerError } from '../../src/errors.js';
-import { probeFailureIsFinal, waitUntilReady, type PidRecord } from '../../src/stack/processes.js';
+import type { PidRecord } from '../../src/stack/pids.js';
+import { probeFailureIsFinal, waitUntilReady } from '../../stack/processes.js';
 
 const reason = 'libssl.so.3: cannot open shared object file: No such file or directory';
 

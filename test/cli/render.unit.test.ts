@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { auditRows } from '../../src/audit/timeline.js';
-import { loadTools } from '../../src/cli/executor.js';
-import { painter } from '../../src/cli/output.js';
+import { loadTools } from '../../cli/executor.js';
+import { painter } from '../../cli/output.js';
 import { takeovers } from '../../src/audit/takeovers.js';
-import { renderAudit, renderFailures, renderPlan, renderTakeovers } from '../../src/cli/render.js';
+import { renderAudit, renderFailures, renderPlan, renderTakeovers } from '../../cli/render.js';
 import { compilePolicy, decide, evolveAll, type AnyCommand, type PlanEvent, type PlanState } from '../../src/plan/index.js';
 import { history, logged } from '../audit/fixtures.js';
 import { cmd, command, item, run } from '../plan/fixtures.js';

@@ -3,8 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import type { TailRecord } from '../../src/audit/tail.js';
 import { auditRowBuilder, auditRows } from '../../src/audit/timeline.js';
-import { painter } from '../../src/cli/output.js';
-import { renderTailLine, tailJson } from '../../src/cli/tail-actions.js';
+import { painter } from '../../cli/output.js';
+import { renderTailLine, tailJson } from '../../cli/tail-actions.js';
 import { history, logged } from '../audit/fixtures.js';
 
 const { events } = history();

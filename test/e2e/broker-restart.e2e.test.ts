@@ -10,7 +10,7 @@ import { loadConfig, type LedgerConfig } from '../../src/config.js';
 import { isLedgerError } from '../../src/errors.js';
 import { createLogger } from '../../src/logging.js';
 import { verifyChain } from '../../src/plan/index.js';
-import { restartBroker, restartRegistry, startBroker, stackDown, stackUp, stopBroker } from '../../src/stack/stack.js';
+import { restartBroker, restartRegistry, startBroker, stackDown, stackUp, stopBroker } from '../../stack/stack.js';
 import { startExecutor } from '../../executor/index.js';
 import { startProjector } from '../../projector/index.js';
 import { EffectsService } from '../fixtures/effects-service.js';

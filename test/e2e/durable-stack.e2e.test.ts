@@ -11,7 +11,7 @@ import { createCodec } from '../../src/codec/codec.js';
 import { loadConfig, topicNames, type LedgerConfig } from '../../src/config.js';
 import { createKafka } from '../../src/kafka/index.js';
 import { stateDigest, verifyChain } from '../../src/plan/index.js';
-import { stackDown, stackReset, stackStatus, stackUp } from '../../src/stack/stack.js';
+import { stackDown, stackReset, stackStatus, stackUp } from '../../stack/stack.js';
 import { startExecutor } from '../../executor/index.js';
 import { EffectsService } from '../fixtures/effects-service.js';
 import { tools } from '../fixtures/tools.js';

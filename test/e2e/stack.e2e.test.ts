@@ -4,7 +4,7 @@ import { mkdtempSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { portOpen } from '../../src/stack/processes.js';
+import { portOpen } from '../../stack/processes.js';
 import { freeStackPorts } from '../support/helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'plan-ledger-stack-'));

@@ -10,13 +10,13 @@ import { connectLedger } from '../../src/client/index.js';
 import { loadConfig, topicNames, type LedgerConfig } from '../../src/config.js';
 import { createKafka, partitionFor, type LedgerAdmin } from '../../src/kafka/index.js';
 import { stateDigest, verifyChain } from '../../src/plan/index.js';
-import { startBroker, stackReset, stackUp, stopBroker, type StackInfo } from '../../src/stack/stack.js';
+import { startBroker, stackReset, stackUp, stopBroker, type StackInfo } from '../../stack/stack.js';
 import { startExecutor } from '../../executor/index.js';
 import { startProjector } from '../../projector/index.js';
 import { EffectsService } from '../fixtures/effects-service.js';
 import { tools } from '../fixtures/tools.js';
 import { freeStackPorts, randomPrefix, testLogger, waitFor } from '../support/helpers.js';
-import { topicConfig } from '../../src/stack/jvm-admin.js';
+import { topicConfig } from '../../stack/jvm-admin.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'plan-ledger-3b-'));
 let info: StackInfo;

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { loadConfig, type LedgerConfig } from '../../src/config.js';
 import { createKafka, ensureTopics, type KafkaClient, type LedgerAdmin, type LogRecord } from '../../src/kafka/index.js';
-import { stackReset, stackUp, startBroker, stopBroker, type StackInfo } from '../../src/stack/stack.js';
+import { stackReset, stackUp, startBroker, stopBroker, type StackInfo } from '../../stack/stack.js';
 import {
   overlappingAbortedTransactions,
   transactionsThroughLeaderKills,

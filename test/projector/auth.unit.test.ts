@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { compileTokens, parseTokens } from '../../projector/http/auth.js';
+import { compileTokens, parseTokens } from '../../src/api-tokens.js';
 import { isLedgerError } from '../../src/errors.js';
 
 const failure = (f: () => unknown) => {

@@ -1,7 +1,7 @@
 // The ACL list is the single-writer rule in one place: these pin who may write what, so a change that
 // would let a client or an auditor write events fails here before it reaches a broker.
 import { describe, expect, it } from 'vitest';
-import { aclEntries, kafkaAclsScript, ledgerAcls, LEDGER_PRINCIPALS } from '../../src/stack/acls.js';
+import { aclEntries, kafkaAclsScript, ledgerAcls, LEDGER_PRINCIPALS } from '../../stack/acls.js';
 
 const writersOf = (topic: string) =>
   ledgerAcls('p')

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectLedger, type Ledger } from '../../src/client/index.js';
 import { loadConfig, topicNames, type LedgerConfig } from '../../src/config.js';
 import { createKafka, kafkaErrorName } from '../../src/kafka/index.js';
-import { provisionPrefix, stackDown, stackUp, type StackInfo, type StackUser } from '../../src/stack/stack.js';
+import { provisionPrefix, stackDown, stackUp, type StackInfo, type StackUser } from '../../stack/stack.js';
 import { startExecutor, type ExecutorHandle } from '../../executor/index.js';
 import { tools } from '../fixtures/tools.js';
 import { freeStackPorts, randomPrefix, testLogger } from '../support/helpers.js';

@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { freeStackPorts, logTail, spawnDetached, waitUntilReady } from '../../src/stack/processes.js';
+import { freeStackPorts, logTail, spawnDetached, waitUntilReady } from '../../stack/processes.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'plan-ledger-processes-'));
 

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { isLedgerError } from '../../src/errors.js';
-import { stackReset, stackStatus, stackUp } from '../../src/stack/stack.js';
+import { stackReset, stackStatus, stackUp } from '../../stack/stack.js';
 
 /** A stack folder as `up` leaves it after `down`: cluster record, formatted node storage, registry folder. */
 function stoppedStackDir(): string {

@@ -1,8 +1,8 @@
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { pinnedVersions } from '../../src/stack/artifacts.js';
-import { brokerList, formatArgs, newClusterId, renderServerProperties, type KafkaClusterSpec } from '../../src/stack/kafka.js';
-import { assertPortFree } from '../../src/stack/processes.js';
+import { pinnedVersions } from '../../stack/artifacts.js';
+import { brokerList, formatArgs, newClusterId, renderServerProperties, type KafkaClusterSpec } from '../../stack/kafka.js';
+import { assertPortFree } from '../../stack/processes.js';
 
 const props = (text: string) => Object.fromEntries(text.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
 

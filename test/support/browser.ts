@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { chromium, type Browser } from 'playwright-core';
-import { cacheDir } from '../../src/stack/artifacts.js';
+import { cacheDir } from '../../stack/artifacts.js';
 import { setting } from '../../src/settings.js';
 
 const execFileAsync = promisify(execFile);

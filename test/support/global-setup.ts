@@ -1,5 +1,5 @@
 import type { TestProject } from 'vitest/node';
-import { stackDown, stackUp } from '../../src/stack/stack.js';
+import { stackDown, stackUp } from '../../stack/stack.js';
 import { setting } from '../../src/settings.js';
 
 declare module 'vitest' {

@@ -143,7 +143,7 @@ export async function waitFor<T>(
   }
 }
 
-export { freePortBlock, freeStackPorts } from '../../src/stack/processes.js';
+export { freePortBlock, freeStackPorts } from '../../stack/processes.js';
 
 /**
  * A member of a fresh group on `topic` with test timeouts (10 s session and rebalance, 1 s heartbeat); it

@@ -1,4 +1,4 @@
-import { alterTopicConfig, topicConfig as jvmTopicConfig } from '../../src/stack/jvm-admin.js';
+import { alterTopicConfig, topicConfig as jvmTopicConfig } from '../../stack/jvm-admin.js';
 
 /**
  * A topic's configuration as the broker reports it, through Kafka's own Java AdminClient (librdkafka's

@@ -1,0 +1,74 @@
+import { tailEvents, type TailRecord } from '../src/audit/tail.js';
+import { parseAsOf } from '../src/audit/timeline.js';
+import { LedgerError } from '../src/errors.js';
+import { withLog } from './connect.js';
+import { elide, json, out, painter, statusStyle, type Painter, type Style } from './output.js';
+
+export interface TailFlags {
+  follow?: boolean;
+  json?: boolean;
+  fromBeginning?: boolean;
+  asOf?: string;
+}
+
+/**
+ * `plan-ledger tail [planId]`: one line per event, history first (a plan's by default, every plan's with
+ * --from-beginning or --as-of), then live with --follow until Ctrl-C (or SIGTERM) ends it with exit 0.
+ */
+export async function tail(planId: string | undefined, o: TailFlags): Promise<void> {
+  const asOf = o.asOf === undefined ? null : parseAsOf(o.asOf, '--as-of');
+  if (o.fromBeginning && asOf) throw new LedgerError('VALIDATION', 'tail: --from-beginning and --as-of both say where to start: pass one', { field: '--as-of' });
+  if (!planId && !o.follow && !o.fromBeginning && !asOf) {
+    throw new LedgerError('VALIDATION', 'tail: nothing to show: name a plan, or pass --follow (new events), --from-beginning or --as-of', { field: 'planId' });
+  }
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  if (o.follow) {
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+  }
+  const paint = painter();
+  try {
+    await withLog((log) =>
+      tailEvents(log, { planId, fromBeginning: o.fromBeginning, asOf, follow: o.follow ? stop.signal : undefined }, (r) => {
+        if (o.json) json(tailJson(r));
+        else out(renderTailLine(r, paint));
+      }),
+    );
+  } finally {
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
+  }
+}
+
+/** `--json`: the audit row of the event with its plan id, or `{"kind":"erased",...}`. */
+export function tailJson(r: TailRecord): Record<string, unknown> {
+  if (r.kind === 'erased') return { kind: 'erased', planId: r.planId, at: r.at, partition: r.partition, offset: r.offset };
+  return { planId: r.planId, ...r.row };
+}
+
+function typeStyle(r: Extract<TailRecord, { kind: 'event' }>): Style | undefined {
+  if (r.row.type === 'IntentRecorded') return 'yellow';
+  if (r.row.type === 'PlanCreated' || r.row.type === 'PlanProposed' || r.row.type === 'ItemAdded') return 'cyan';
+  return r.row.outcome === null ? undefined : statusStyle(r.row.outcome);
+}
+
+/** One line: time (UTC), plan, #seq, event type, item#attempt, actor, summary (the plan id elided in it). */
+export function renderTailLine(r: TailRecord, paint: Painter = painter(false)): string {
+  if (r.kind === 'erased') return `${paint('dim', r.at)}  ${paint('magenta', r.planId)}  ${paint('red', 'erased')}: tombstones for its events (plan-ledger erase)`;
+  const row = r.row;
+  const style = typeStyle(r);
+  const type = row.type.padEnd(18);
+  const item = row.itemId === null ? '' : row.attempt === null ? row.itemId : `${row.itemId}#${row.attempt}`;
+  return [
+    paint('dim', row.at),
+    paint('magenta', r.planId),
+    paint('dim', `#${String(row.seq).padEnd(4)}`),
+    style ? paint(style, type) : type,
+    item.padEnd(20),
+    row.actor.padEnd(16),
+    elide(row.summary, r.planId),
+  ]
+    .join('  ')
+    .trimEnd();
+}
