@@ -126,6 +126,8 @@ export interface ChaosReport {
   /** From the stack answering to the work's start (topics, executors owning every partition, the projector, poison) and from the work settled to this report (the checks). */
   readonly setupSeconds: number;
   readonly checkSeconds: number;
+  /** Milliseconds of each check, in the order they ran (where checkSeconds goes). */
+  readonly checkMs: Record<string, number>;
   readonly plans: { root: number; child: number; completed: number; failed: number; expectedFailed: number; other: number; wrongOutcome: string[] };
   readonly items: { total: number; effectItems: number; followUps: number };
   readonly effects: { keys: number; calls: number; replays: number; duplicates: number; lost: number; unexplainedKeys: string[] };
@@ -733,6 +735,12 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   o.log(`work settled: ${terminal.size}/${plans.length} plans; checking`);
 
   // ---- Checks ----
+  const checkMs: Record<string, number> = {};
+  let lapAt = Date.now();
+  const lap = (name: string) => {
+    checkMs[name] = Date.now() - lapAt;
+    lapAt = Date.now();
+  };
   const expectedById = new Map(plans.map((p) => [p.planId, p]));
   // Rebuild 1: the client folds every plan from the log.
   const replays = await ledger.replay({ all: true });
@@ -760,8 +768,10 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
     if (view?.state) states.set(r.planId, view.state);
   }
 
+  lap('replay and projector views');
   // Chains: every plan's hash chain, seq order and independent rebuilds agree.
   const verified = await ledger.verify({ all: true });
+  lap('verify');
 
   // Outcomes and effects.
   const wrongOutcome: string[] = [];
@@ -861,6 +871,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
     }
   }
   const intentsChecked = [...intents.values()].reduce((n, l) => n + l.length, 0);
+  lap('outcomes, effects and intents');
   const fencedAppendsRefused = all.reduce((n, p) => n + p.lines.filter(saysFenced).length, 0);
 
   // Re-sends: the events topic read raw. The design allows an exact re-send of an event (same key, same
@@ -893,6 +904,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
       }
     },
   });
+  lap('events read raw');
   // Late events: decided by an owner before a take-over began, appended after the new owner's first event.
   const late = lateEvents(stamped, restores());
   const resent = [...byKey].filter(([, rs]) => rs.length > 1);
@@ -907,6 +919,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   // ledger, each plan's chain verified from the spec; it must see the plans and events the ledger does.
   const folded = ours.filter((r): r is Extract<(typeof ours)[number], { ok: true }> => r.ok);
   const independent = await independentCensus(config, { plans: folded.length, events: folded.reduce((n, r) => n + r.events, 0) }, o.log);
+  lap('independent reader (Python)');
   // Aborted records: what the second reader found at read_uncommitted and not at read_committed; the
   // ledger's reader must have been shown none of them.
   const abortedAt = Object.entries(independent.uncommitted).flatMap(([p, offsets]) => offsets.map((offset) => ({ partition: Number(p), offset })));
@@ -956,6 +969,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
     if (n.rejoinedMs === null && n.partitions.length) problems.push(`network partition of ${n.target} at ${n.atS} s: it did not own a partition again within a minute of the heal`);
   }
   for (const f of faults.filter((x) => x.kind === 'leader-move-kill' && x.recoveredAt === null)) problems.push(`${f.detail}: not writable again within 3 minutes`);
+  lap('the rest');
   const report: ChaosReport = {
     label: o.label,
     seed: o.seed,
@@ -965,6 +979,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
     workSeconds: Math.round((settledAt - workStart) / 1000),
     setupSeconds: Math.round((workStart - t0) / 1000 - up.seconds),
     checkSeconds: Math.round((Date.now() - settledAt) / 1000),
+    checkMs,
     stack: { brokers: up.info.nodes, replicationFactor: up.info.replicationFactor, partitions, upSeconds: Math.round(up.seconds), brokerSessionMs: o.brokerSessionMs ?? null, clockSkewMs: o.clockSkewMs ?? 0 },
     skewedRecords,
     plans: { root: plans.length, child: childIds.length, completed, failed, expectedFailed: plans.filter((p) => p.expected === 'failed').length, other, wrongOutcome: wrongOutcome.slice(0, 50) },
@@ -1140,7 +1155,7 @@ export function renderMarkdown(r: ChaosReport): string {
   return [
     `# Chaos run \`${r.label}\` — ${r.ok ? 'OK' : 'PROBLEMS'}`,
     '',
-    `Started ${r.startedAt}; ${r.seconds} s in all (stack up ${r.stack.upSeconds} s, set-up ${r.setupSeconds} s, work under faults ${r.workSeconds} s, checks ${r.checkSeconds} s), seed ${r.seed}; ${r.stack.brokers} brokers (RF ${r.stack.replicationFactor}), ${r.stack.partitions} partitions, 3 executors; faults: ${r.faultMode === 'brokers' ? 'broker kills only, one broker at a time, repeatedly' : r.faultMode === 'rolling' ? 'a rolling restart of the brokers (SIGTERM, each in turn), repeatedly' : 'all kinds'}; broker session timeout ${r.stack.brokerSessionMs === null ? "Kafka's default (9 s)" : `${r.stack.brokerSessionMs} ms`}; executor clocks ${r.stack.clockSkewMs ? `+0 / +${r.stack.clockSkewMs / 1000} s / −${r.stack.clockSkewMs / 1000} s (slots 0 / 1 / 2)` : 'all on the machine\'s clock'}.`,
+    `Started ${r.startedAt}; ${r.seconds} s in all (stack up ${r.stack.upSeconds} s, set-up ${r.setupSeconds} s, work under faults ${r.workSeconds} s, checks ${r.checkSeconds} s: ${Object.entries(r.checkMs).map(([k, ms]) => `${k} ${(ms / 1000).toFixed(1)} s`).join(', ')}), seed ${r.seed}; ${r.stack.brokers} brokers (RF ${r.stack.replicationFactor}), ${r.stack.partitions} partitions, 3 executors; faults: ${r.faultMode === 'brokers' ? 'broker kills only, one broker at a time, repeatedly' : r.faultMode === 'rolling' ? 'a rolling restart of the brokers (SIGTERM, each in turn), repeatedly' : 'all kinds'}; broker session timeout ${r.stack.brokerSessionMs === null ? "Kafka's default (9 s)" : `${r.stack.brokerSessionMs} ms`}; executor clocks ${r.stack.clockSkewMs ? `+0 / +${r.stack.clockSkewMs / 1000} s / −${r.stack.clockSkewMs / 1000} s (slots 0 / 1 / 2)` : 'all on the machine\'s clock'}.`,
     '',
     '| | |',
     '|---|---|',
