@@ -1,12 +1,10 @@
 import { setMaxListeners } from 'node:events';
-import { parseRef, payloadPlacement, toBlob } from '../src/blobs/index.js';
+import { placePayload } from '../src/blobs/index.js';
 import { isLedgerError, LedgerError } from '../src/errors.js';
 import type { OutRecord } from '../src/kafka/index.js';
 import type { Logger } from '../src/logging.js';
-import { getItem, isPlanFinished, pendingRecoveries, readyItem, scanItems, type ItemError, type ItemScan, type ItemView, type PlanCommand, type PlanEvent, type PlanState } from '../src/plan/index.js';
-import { toItemSpec } from '../src/plan-input.js';
+import { getItem, isPlanFinished, pendingRecoveries, type ItemError, type ItemScan, type PlanEvent } from '../src/plan/index.js';
 import type { AppendRequest } from './appender.js';
-import { SCAN_WINDOW } from '../src/executor-bounds.js';
 import type { OwnerDeps } from './context.js';
 import { faultPoint } from './faults.js';
 import { runAttempt, type AttemptOutcome } from './item-runner.js';
@@ -14,14 +12,11 @@ import type { Decided, PartitionBook } from './partition-book.js';
 import type { PlanWriter } from './plan-writer.js';
 import { ProgressRecorder } from './progress.js';
 import { commandMessage } from './records.js';
+import { childPlanCommand } from './delegation.js';
+import { placeOutcome } from './payloads.js';
+import { ReadinessIndex } from './readiness.js';
 import { RetryTimer } from './retry-timer.js';
 import type { AttemptTrace, PlanTraces } from './tracing.js';
-
-function addDependant(index: Map<string, string[]>, dep: string, id: string): void {
-  const list = index.get(dep);
-  if (list) list.push(id);
-  else index.set(dep, [id]);
-}
 
 /** What the scheduler reads of the owner's dependencies. */
 export type ItemSchedulerDeps = Pick<OwnerDeps, 'blobs' | 'codec' | 'config' | 'executorId' | 'keys' | 'limits' | 'metrics' | 'now' | 'slots' | 'tools'>;
@@ -35,18 +30,8 @@ export type ItemSchedulerDeps = Pick<OwnerDeps, 'blobs' | 'codec' | 'config' | '
  */
 export class ItemScheduler {
   private readonly inFlight = new Set<string>();
-  /** Per plan, the index in its item order before which every item is settled (completed, failed, cancelled). */
-  private readonly cursor = new Map<string, number>();
-  /**
-   * Per plan, items past the window at its cursor whose readiness a step may have changed: the dependants
-   * of an item it completed, an item it added or scheduled for retry. A step looks at the window and at
-   * these, so it costs the same on a chain of 10 items and one of 100,000.
-   */
-  private readonly candidates = new Map<string, Set<string>>();
-  /** Per plan, the items that depend on each item; built from the plan when first needed, kept up to date by the steps. */
-  private readonly dependants = new Map<string, Map<string, string[]>>();
-  /** Plans whose readiness may have changed anywhere (a command, a takeover, a retry coming due): their next look scans the whole plan. */
-  private readonly fullScan = new Set<string>();
+  /** Where each plan's next look for ready items starts, and what it looks at besides. */
+  private readonly readiness = new ReadinessIndex();
   private readonly running = new Set<Promise<void>>();
   private readonly retries: RetryTimer;
   /**
@@ -81,7 +66,7 @@ export class ItemScheduler {
     this.retries = new RetryTimer(
       () => this.now(),
       (planId) => {
-        this.fullScan.add(planId);
+        this.readiness.rescan(planId);
         this.schedule(planId);
       },
     );
@@ -116,7 +101,7 @@ export class ItemScheduler {
     if (this.draining) return;
     const state = this.book.plans.get(planId);
     if (!state || this.book.stalled.has(planId) || isPlanFinished(state.status)) {
-      this.cursor.delete(planId);
+      this.readiness.forgetCursor(planId);
       // Finished, its events committed, nothing of it running: its state can leave memory.
       if (state && isPlanFinished(state.status) && !this.busy(planId)) this.book.retire(planId);
       return;
@@ -126,9 +111,7 @@ export class ItemScheduler {
       return;
     }
     // A command may have changed anything: re-opened an item (a manual retry), added items, approved.
-    this.cursor.delete(planId);
-    this.dependants.delete(planId);
-    this.fullScan.add(planId);
+    this.readiness.reset(planId);
     for (const r of pendingRecoveries(state)) {
       const key = `${planId}/${r.itemId}`;
       // A delegated item waits for its child plan, a wait item for its signal (its deadline is noted by the scan).
@@ -169,17 +152,13 @@ export class ItemScheduler {
     // Intents only for tool slots that are free: a plan with a step in flight gets none past them (its
     // steps come back here as they end), an idle one one, so no plan starves and none runs ahead of the
     // slots with intents that wait (and that a new owner would have to invoke again).
-    if (state) this.noteChanges(planId, state, events); // whether or not intents are recorded now
+    if (state) this.readiness.noteChanges(planId, state, events); // whether or not intents are recorded now
     const free = this.d.slots.free;
     const budget = free > 0 ? free : this.busy(planId) ? 0 : 1;
     if (budget > 0 && !this.draining && state && !this.book.stalled.has(planId) && !isPlanFinished(state.status)) {
-      const full = this.fullScan.has(planId);
-      const now = this.now();
-      const found = scanItems(state, now, { from: this.cursor.get(planId) ?? 0, limit: budget, firstSeen: this.book.firstSeen.ask, ...(full ? {} : { maxScan: SCAN_WINDOW }) });
-      this.cursor.set(planId, found.firstOpen);
-      if (full && found.complete) this.fullScan.delete(planId);
-      scan = full ? found : { nextWakeUp: found.nextWakeUp, complete: false };
-      const ready = full ? found.ready : this.withCandidates(planId, state, now, found.ready, budget);
+      const look = this.readiness.look(planId, state, this.now(), budget, this.book.firstSeen.ask, (at) => this.retries.noteEarliest(planId, at));
+      const { found, ready } = look;
+      scan = look.scan;
       waitsChanged = this.expireWaits(planId, found.expired, events, messages);
       for (const item of ready) {
         if (intents.length >= budget) break;
@@ -222,7 +201,7 @@ export class ItemScheduler {
     if (scan) this.noteWakeUp(planId, scan);
     else if (!state || isPlanFinished(state.status)) this.retries.note(planId, null);
     if (waitsChanged) {
-      this.fullScan.add(planId);
+      this.readiness.rescan(planId);
       setImmediate(() => this.schedule(planId));
     }
   }
@@ -251,65 +230,7 @@ export class ItemScheduler {
   /** Stops keeping anything for a plan (finished, stalled, gone). */
   private forget(planId: string): void {
     this.book.firstSeen.forget(planId);
-    this.cursor.delete(planId);
-    this.candidates.delete(planId);
-    this.dependants.delete(planId);
-    this.fullScan.delete(planId);
-  }
-
-  /**
-   * Notes, from a step's events, the items whose readiness they may have changed: the dependants of a
-   * completed item, an added item (and whom it depends on), an item scheduled for retry.
-   */
-  private noteChanges(planId: string, state: PlanState, events: readonly PlanEvent[]): void {
-    if (!events.length) return;
-    let set = this.candidates.get(planId);
-    const add = (id: string) => (set ??= this.candidates.set(planId, new Set()).get(planId)!).add(id);
-    for (const e of events) {
-      if (e.type === 'ItemCompleted') {
-        for (const id of this.dependantsOf(planId, state).get(e.data.itemId) ?? []) add(id);
-      } else if (e.type === 'ItemAdded') {
-        add(e.data.item.id);
-        const index = this.dependants.get(planId);
-        if (index) for (const dep of e.data.item.dependsOn) addDependant(index, dep, e.data.item.id);
-      } else if (e.type === 'ItemRetryScheduled') {
-        add(e.data.itemId);
-      }
-    }
-  }
-
-  private dependantsOf(planId: string, state: PlanState): Map<string, string[]> {
-    let index = this.dependants.get(planId);
-    if (index) return index;
-    index = new Map();
-    for (const id of state.itemOrder) {
-      for (const dep of getItem(state, id)?.dependsOn ?? []) addDependant(index, dep, id);
-    }
-    this.dependants.set(planId, index);
-    return index;
-  }
-
-  /**
-   * The window's ready items and then the plan's candidates that are ready, up to `budget`; a candidate
-   * that is not ready is dropped (a later change brings it back), one waiting for its retry notes the
-   * wake-up, and a ready one past the budget stays for the next look.
-   */
-  private withCandidates(planId: string, state: PlanState, now: number, ready: ItemView[], budget: number): ItemView[] {
-    const set = this.candidates.get(planId);
-    if (!set?.size) return ready;
-    const out = [...ready];
-    const taken = new Set(out.map((r) => r.itemId as string));
-    for (const id of [...set]) {
-      if (out.length >= budget) break;
-      set.delete(id);
-      if (taken.has(id)) continue;
-      const r = readyItem(state, id, now, this.book.firstSeen.ask);
-      if (r === null) continue;
-      if (typeof r === 'number') this.retries.noteEarliest(planId, r);
-      else out.push(r);
-    }
-    if (!set.size) this.candidates.delete(planId);
-    return out;
+    this.readiness.forget(planId);
   }
 
   /** Whether a step of this plan is in flight (an intent being recorded, a tool running, a settle). */
@@ -462,7 +383,7 @@ export class ItemScheduler {
    */
   private async record(planId: string, itemId: string, attempt: number, outcome: Extract<AttemptOutcome, { kind: 'result' }>, log: Logger, span?: AttemptTrace): Promise<'recorded' | 'unrecorded'> {
     const idempotencyKey = this.key(planId, itemId, attempt);
-    const { ended, blobs } = this.byReference(planId, outcome, await this.sealer(planId));
+    const { ended, blobs } = placeOutcome(planId, outcome, await this.sealer(planId), this.d.limits.payload, this.now(), this.partition);
     let committed = this.commitResult(planId, itemId, attempt, ended);
     if (committed.rejection && this.book.plans.get(planId) && getItem(this.book.plans.get(planId)!, itemId)?.status === 'in_progress') {
       // The ledger refused what the tool returned (follow-ups that do not fit the plan, a payload past a
@@ -502,43 +423,6 @@ export class ItemScheduler {
   }
 
   /**
-   * Seals an outcome's payloads (output, follow-up inputs) with the plan's key, then moves large ones to
-   * blobs (their chunks hold the ciphertext); past the ceiling the attempt fails.
-   */
-  private byReference(
-    planId: string,
-    outcome: Extract<AttemptOutcome, { kind: 'result' }>,
-    seal: (json: string) => string,
-  ): { ended: Extract<AttemptOutcome, { kind: 'result' }>; blobs: Array<{ refJson: string; messages: OutRecord[] }> } {
-    const blobs: Array<{ refJson: string; messages: OutRecord[] }> = [];
-    const place = (plain: string, field: string): string => {
-      if (parseRef(plain) !== undefined) return plain;
-      const json = seal(plain);
-      if (payloadPlacement(json, field, this.d.limits.payload) === undefined) return json;
-      const b = toBlob(planId, json, this.now(), this.partition);
-      blobs.push(b);
-      return b.refJson;
-    };
-    try {
-      const outputJson = outcome.outputJson === null ? null : place(outcome.outputJson, 'output');
-      const followUps = outcome.followUps.map((f, i) => ({ ...f, inputJson: place(f.inputJson, `followUps[${i}].input`) }));
-      return { ended: { ...outcome, outputJson, followUps }, blobs };
-    } catch (e) {
-      const tooLarge = isLedgerError(e, 'PAYLOAD_TOO_LARGE');
-      return {
-        ended: {
-          ...outcome,
-          outcome: 'failed_terminal',
-          outputJson: null,
-          followUps: [],
-          error: { code: tooLarge ? 'OUTPUT_TOO_LARGE' : 'INVALID_OUTPUT', message: (e as Error).message, detailsJson: null },
-        },
-        blobs: [],
-      };
-    }
-  }
-
-  /**
    * One progress write of a running attempt: an `ItemCheckpointed` or `EvidenceRecorded` in its own
    * transaction (a large state by reference, its chunks in the same transaction). A refusal (the attempt is
    * over, the plan finished, too much evidence) rejects the tool's call with the reason.
@@ -546,9 +430,7 @@ export class ItemScheduler {
   private async recordProgress(planId: string, itemId: string, attempt: number, kind: 'checkpoint' | 'evidence', plain: string, name?: string): Promise<void> {
     if (this.stopped) throw new LedgerError('CONFLICT', `partition ${this.partition} was released: nothing more is recorded for ${this.key(planId, itemId, attempt)}`);
     const json = (await this.sealer(planId))(plain);
-    let blob: ReturnType<typeof toBlob> | undefined;
-    if (payloadPlacement(json, kind === 'checkpoint' ? 'checkpoint' : `evidence ${name ?? ''}`, this.d.limits.payload) !== undefined) blob = toBlob(planId, json, this.now(), this.partition);
-    const payload = blob?.refJson ?? json;
+    const { json: payload, blob } = placePayload(planId, json, kind === 'checkpoint' ? 'checkpoint' : `evidence ${name ?? ''}`, this.d.limits.payload, this.now(), this.partition);
     const decided =
       kind === 'checkpoint'
         ? this.book.decideAndApply(this.book.internal('RecordCheckpoint', planId, `checkpoint:${this.key(planId, itemId, attempt)}`, { itemId, attempt, stateJson: payload }), false)
@@ -576,17 +458,15 @@ export class ItemScheduler {
 
   /** The tool handed the item to a child plan: ItemDelegated, and the child's CreatePlan in the same transaction. */
   private async delegate(planId: string, itemId: string, attempt: number, ended: Extract<AttemptOutcome, { kind: 'delegate' }>, log: Logger, span?: AttemptTrace): Promise<void> {
-    const childPlanId = `${planId}.${itemId}.${attempt}`;
-    let items;
-    try {
-      items = ended.delegate.items.map((it, i) => toItemSpec(it, `delegate.items[${i}]`));
-    } catch (e) {
-      log.warn({ err: e }, 'the tool delegated to a child plan that cannot be created; recording the attempt as failed');
+    const child = childPlanCommand(planId, itemId, attempt, ended.delegate, this.now(), this.d.executorId);
+    const { childPlanId } = child;
+    if (!child.ok) {
+      log.warn({ err: child.error }, 'the tool delegated to a child plan that cannot be created; recording the attempt as failed');
       const committed = this.commitResult(planId, itemId, attempt, {
         kind: 'result',
         outcome: 'failed_terminal',
         outputJson: null,
-        error: { code: 'INVALID_DELEGATION', message: `the child plan cannot be created: ${(e as Error).message}`, detailsJson: null },
+        error: { code: 'INVALID_DELEGATION', message: `the child plan cannot be created: ${child.error.message}`, detailsJson: null },
         followUps: [],
         durationMs: ended.durationMs,
       });
@@ -596,21 +476,7 @@ export class ItemScheduler {
     }
     const delegated = this.book.decideAndApply(this.book.internal('DelegateItem', planId, `delegate:${this.key(planId, itemId, attempt)}`, { itemId, attempt, childPlanId }), false);
     if (!delegated.events.length) return;
-    const create: PlanCommand = {
-      type: 'CreatePlan',
-      commandId: `create-child:${childPlanId}`,
-      planId: childPlanId,
-      issuedAt: this.now(),
-      actor: this.d.executorId,
-      correlationId: planId,
-      data: {
-        goal: String(ended.delegate.goal),
-        mode: 'execute',
-        labels: { ...(ended.delegate.labels ?? {}), parentPlan: planId },
-        parent: { planId, itemId },
-        items,
-      },
-    };
+    const create = child.command;
     let message: OutRecord;
     try {
       message = commandMessage(this.d.codec, this.d.config.partitions, create);

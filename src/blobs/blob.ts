@@ -114,3 +114,16 @@ export function payloadPlacement(json: string, field: string, limits: PayloadLim
   }
   return bytes > limits.inlineBytes ? bytes : undefined;
 }
+
+/**
+ * Where one payload goes: inline when it is within the inline threshold, else by reference — the blob's
+ * chunks come back to be written before (or in the same transaction as) the record that carries its
+ * reference. Past the ceiling it throws `PAYLOAD_TOO_LARGE` naming `field` ({@link payloadPlacement}).
+ * The one placement step of the client (item inputs) and the executor (outputs, follow-ups, checkpoints,
+ * evidence); sealing comes before it, resolving (`resolvePayloads`) undoes it on read.
+ */
+export function placePayload(planId: string, json: string, field: string, limits: PayloadLimits, at: number, partition: number): { json: string; blob?: ReturnType<typeof toBlob> } {
+  if (payloadPlacement(json, field, limits) === undefined) return { json };
+  const blob = toBlob(planId, json, at, partition);
+  return { json: blob.refJson, blob };
+}

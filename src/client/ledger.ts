@@ -5,7 +5,7 @@ import { LedgerLog } from '../audit/log.js';
 import { asOfText, toAsOf, type AsOfInput } from '../audit/timeline.js';
 import type { PlanVerification } from '../audit/verify.js';
 import { keyringFor, type PlanKeyring } from '../crypto/index.js';
-import { BlobReader, payloadLimitsFromEnv, payloadPlacement, resolvePayloads, toBlob, type PayloadLimits } from '../blobs/index.js';
+import { BlobReader, payloadLimitsFromEnv, placePayload, resolvePayloads, type PayloadLimits } from '../blobs/index.js';
 import { codecFromConfig, type LedgerCodec } from '../codec/index.js';
 import { loadConfig, topicNames, type LedgerConfig, type LedgerConfigInput } from '../config.js';
 import { isLedgerError, LedgerError } from '../errors.js';
@@ -379,16 +379,15 @@ class LedgerClient implements Ledger {
    */
   private async placePayloads(planId: string, plain: ItemSpec[], create = false): Promise<ItemSpec[]> {
     const items = await this.sealInputs(planId, plain, create);
-    const large = items.map((it, i) => payloadPlacement(it.inputJson, `items[${i}].input`, this.payloadLimits));
-    if (large.every((b) => b === undefined)) return items;
     const partition = partitionFor(planId, this.config.partitions);
     const at = Date.now();
-    const out = items.map((it, i) => (large[i] === undefined ? { it, blob: undefined } : { it, blob: toBlob(planId, it.inputJson, at, partition) }));
-    const messages = out.flatMap((o) => o.blob?.messages ?? []);
+    const placed = items.map((it, i) => placePayload(planId, it.inputJson, `items[${i}].input`, this.payloadLimits, at, partition));
+    const messages = placed.flatMap((p) => p.blob?.messages ?? []);
+    if (messages.length === 0) return items;
     // One chunk per produce request (a chunk is half the default record limit); acknowledged by all
     // in-sync replicas before the command that refers to it is sent.
     for (const m of messages) await this.write(this.topics.blobs, m, `a blob chunk of plan ${planId}`);
-    return out.map(({ it, blob }) => (blob ? { ...it, inputJson: blob.refJson } : it));
+    return items.map((it, i) => ({ ...it, inputJson: placed[i]!.json }));
   }
 
   /**
