@@ -1,0 +1,404 @@
+// A LangGraph.js checkpoint saver on the ledger (issue 32). What maps to what:
+//
+//   LangGraph                         the ledger
+//   ------------------------------    ----------------------------------------------------------------
+//   (scope, thread_id)                one plan, id `lg-<sha256(["plan-ledger/langgraph", scope, thread_id])[:40]>`,
+//                                     created by the thread's first put: mode `propose`, never proposed,
+//                                     so it stays `draft` and nothing ever runs; labels
+//                                     `langgraph:thread` and `langgraph-scope:<scope>`.
+//   put(checkpoint, metadata,         AddItems of one item, tool `langgraph.checkpoint`, whose input holds the
+//       newVersions)                  thread, namespace, checkpoint id, parent id, the serialized checkpoint
+//                                     without its channel values, the metadata, and the values of the
+//                                     channels in newVersions only, each with its version (one `ItemAdded`
+//                                     event: in the plan's chain). A read gives a checkpoint the value of each
+//                                     channel at the version its channel_versions name, as written by the
+//                                     first put that carried that version (as the Postgres saver does).
+//   putWrites(writes, taskId)         AddItems of one item, tool `langgraph.writes`, with the writes of the
+//                                     call, each with its index (WRITES_IDX_MAP for the special channels).
+//   checkpoint_ns                     a field of each item: one plan holds every namespace of its thread.
+//   getTuple / list                   the plan as the ledger reads it (`ledger.getPlan`: its latest snapshot
+//                                     plus its events after the projector's watermark), its items folded
+//                                     in order into LangGraph's own in-memory layout (MemorySaver's), which
+//                                     then answers — so filters, `before`, `limit`, pending writes and the
+//                                     pending-sends migration behave exactly as LangGraph's reference saver.
+//   list without thread_id            the scope's plans (`ledger.listPlans` by the scope's label), each read
+//                                     as above.
+//   deleteThread(thread_id)           `ledger.erase`: the plan's events and blobs are tombstoned, its data key
+//                                     shredded, and `<prefix>.ledger-audit` records the erasure.
+//
+// Payloads above the ledger's inline threshold (64 KiB) go to the blobs topic by reference, and with a
+// master key item inputs are encrypted, both as for any item input (the ledger does it, not this file).
+// Because a plan's items are only ever added, the saver keeps each plan's fold and applies only the items
+// added since (by `itemOrder`); the read of the plan itself is the ledger's (snapshot + tail).
+import { createHash, randomBytes } from 'node:crypto';
+import type { RunnableConfig } from '@langchain/core/runnables';
+import {
+  BaseCheckpointSaver,
+  copyCheckpoint,
+  MemorySaver,
+  WRITES_IDX_MAP,
+  type ChannelVersions,
+  type Checkpoint,
+  type CheckpointListOptions,
+  type CheckpointMetadata,
+  type CheckpointTuple,
+  type DeltaChannelHistory,
+  type PendingWrite,
+  type SerializerProtocol,
+} from '@langchain/langgraph-checkpoint';
+import type { Ledger } from '../client/index.js';
+import { isLedgerError, LedgerError } from '../errors.js';
+import type { PlanState } from '../plan/index.js';
+
+/** Tool names of the two kinds of item a saver writes (never run: the plan stays a draft). */
+export const CHECKPOINT_TOOL = 'langgraph.checkpoint';
+export const WRITES_TOOL = 'langgraph.writes';
+/** The label every thread plan carries, and the label key naming its scope. */
+export const THREAD_LABEL = 'langgraph';
+export const SCOPE_LABEL = 'langgraph-scope';
+/** Most UTF-8 bytes of a thread_id, a checkpoint_ns, a checkpoint id or a task id. */
+export const MAX_KEY_BYTES = 1024;
+
+const SCOPE_RE = /^[A-Za-z0-9._-]{1,64}$/;
+/** Keys MemorySaver's layout refuses (they would reach Object.prototype). */
+const RESERVED_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+
+export interface LedgerSaverOptions {
+  /** A connected ledger (`connectLedger()`); the saver does not close it. Its prefix needs running executors. */
+  ledger: Ledger;
+  /**
+   * Threads with the same id in two scopes are two plans. 1..64 chars of [A-Za-z0-9._-]; default `default`.
+   */
+  scope?: string;
+  /** The actor recorded on the events (default: the ledger client's id). */
+  by?: string;
+  /** How long a put waits for the owning executor (default: the client's 30 s). */
+  timeoutMs?: number;
+  serde?: SerializerProtocol;
+}
+
+/** A serialized value as an item input holds it: JSON text when the serializer wrote JSON, else base64. */
+type Stored = { json: string } | { type: string; base64: string };
+
+interface CheckpointInput {
+  langgraph: 'checkpoint';
+  thread: string;
+  ns: string;
+  id: string;
+  parent: string | null;
+  /** The checkpoint with empty channel_values. */
+  checkpoint: Stored;
+  metadata: Stored;
+  /** [channel, version, value]: the channels of newVersions; null for one the checkpoint has no value for. */
+  values: Array<[string, string | number, Stored | null]>;
+}
+
+interface WritesInput {
+  langgraph: 'writes';
+  thread: string;
+  ns: string;
+  checkpoint: string;
+  task: string;
+  path: string;
+  /** [channel, index, value] */
+  writes: Array<[string, number, Stored]>;
+}
+
+type StorageEntry = [Uint8Array, Uint8Array, string | undefined];
+type WriteEntry = [string, string, Uint8Array, string?];
+
+/** One plan folded into MemorySaver's layout, up to `applied` of its `itemOrder`. */
+interface Fold {
+  seq: number;
+  firstItemId: string;
+  applied: number;
+  threadId: string | undefined;
+  storage: Record<string, Record<string, StorageEntry>>;
+  writes: Record<string, Record<string, WriteEntry>>;
+  /** Channel values by `JSON([ns, channel, String(version)])`, the first put of each version's. */
+  values: Map<string, Stored | null>;
+}
+
+const utf8 = new TextEncoder();
+const fromUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+function store(type: string, bytes: Uint8Array): Stored {
+  if (type === 'json') {
+    try {
+      return { json: fromUtf8.decode(bytes) };
+    } catch {
+      // not UTF-8: kept as bytes below
+    }
+  }
+  return { type, base64: Buffer.from(bytes).toString('base64') };
+}
+
+function load(s: Stored): Uint8Array {
+  return 'json' in s ? utf8.encode(s.json) : new Uint8Array(Buffer.from(s.base64, 'base64'));
+}
+
+function loadTyped(serde: SerializerProtocol, s: Stored): Promise<unknown> {
+  return serde.loadsTyped('json' in s ? 'json' : s.type, load(s));
+}
+
+function valueKey(ns: string, channel: string, version: string | number): string {
+  return JSON.stringify([ns, channel, String(version)]);
+}
+
+function invalid(field: string, message: string): LedgerError {
+  return new LedgerError('VALIDATION', `langgraph: ${field} ${message}`, { field });
+}
+
+/** A thread_id, checkpoint_ns, checkpoint id or task id: a string of at most MAX_KEY_BYTES (ns may be empty). */
+function key(field: string, value: unknown, opts: { allowEmpty?: boolean } = {}): string {
+  if (typeof value !== 'string') throw invalid(field, `must be a string (got ${value === null ? 'null' : typeof value})`);
+  if (value === '' && !opts.allowEmpty) throw invalid(field, 'must not be empty');
+  const bytes = Buffer.byteLength(value, 'utf8');
+  if (bytes > MAX_KEY_BYTES) throw invalid(field, `is ${bytes} bytes; at most ${MAX_KEY_BYTES}`);
+  if (RESERVED_KEYS.has(value)) throw invalid(field, `must not be ${value}`);
+  return value;
+}
+
+function isRejected(e: unknown, code: string): boolean {
+  return isLedgerError(e, 'REJECTED') && (e as LedgerError).details.rejection === code;
+}
+
+/**
+ * A LangGraph checkpoint saver whose threads are plans of the ledger: every `put` and `putWrites` is an
+ * event in the thread's plan (Avro through the registry, in its hash chain, covered by `audit` and
+ * `verify`), `deleteThread` is the ledger's erase. See the table at the top of this file.
+ *
+ * @example
+ * const ledger = await connectLedger();
+ * const graph = builder.compile({ checkpointer: new LedgerSaver({ ledger }) });
+ */
+export class LedgerSaver extends BaseCheckpointSaver {
+  readonly ledger: Ledger;
+  readonly scope: string;
+  private readonly by: string | undefined;
+  private readonly timeoutMs: number | undefined;
+  private readonly folds = new Map<string, Fold>();
+  /** Plans this saver knows exist (created or read), so a put tries AddItems first. */
+  private readonly known = new Set<string>();
+  private readonly folding = new Map<string, Promise<unknown>>();
+
+  constructor(opts: LedgerSaverOptions) {
+    super(opts.serde);
+    this.ledger = opts.ledger;
+    this.scope = opts.scope ?? 'default';
+    if (!SCOPE_RE.test(this.scope)) throw invalid('scope', 'must be 1..64 chars of [A-Za-z0-9._-]');
+    this.by = opts.by;
+    this.timeoutMs = opts.timeoutMs;
+  }
+
+  /** The plan that holds a thread of this saver's scope. */
+  planIdOf(threadId: string): string {
+    key('thread_id', threadId);
+    return `lg-${createHash('sha256').update(JSON.stringify(['plan-ledger/langgraph', this.scope, threadId])).digest('hex').slice(0, 40)}`;
+  }
+
+  // ------------------------------------------------------------------------------------------------
+  // Writes
+
+  async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
+    const threadId = key('thread_id', config.configurable?.thread_id);
+    const ns = key('checkpoint_ns', config.configurable?.checkpoint_ns ?? '', { allowEmpty: true });
+    const id = key('checkpoint.id', checkpoint.id);
+    const parentRaw: unknown = config.configurable?.checkpoint_id;
+    const parent = parentRaw === undefined || parentRaw === null || parentRaw === '' ? null : key('checkpoint_id', parentRaw);
+    const { channel_values: channelValues, ...rest } = copyCheckpoint(checkpoint);
+    const values = await Promise.all(
+      Object.entries(newVersions ?? {}).map(async ([channel, version]): Promise<[string, string | number, Stored | null]> => {
+        if (!(channel in channelValues)) return [channel, version, null];
+        const [type, bytes] = await this.serde.dumpsTyped(channelValues[channel]);
+        return [channel, version, store(type, bytes)];
+      }),
+    );
+    const [[cpType, cpBytes], [mdType, mdBytes]] = await Promise.all([this.serde.dumpsTyped({ ...rest, channel_values: {} }), this.serde.dumpsTyped(metadata)]);
+    const input: CheckpointInput = { langgraph: 'checkpoint', thread: threadId, ns, id, parent, checkpoint: store(cpType, cpBytes), metadata: store(mdType, mdBytes), values };
+    await this.append(threadId, { kind: 'c', tool: CHECKPOINT_TOOL, title: `checkpoint ${id}${ns ? ` in ${ns}` : ''}`, why: `LangGraph put (step ${String(metadata.step ?? '?')}, ${String(metadata.source ?? '?')})`, input });
+    return { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: id } };
+  }
+
+  async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath?: string): Promise<void> {
+    const threadId = key('thread_id', config.configurable?.thread_id);
+    const ns = key('checkpoint_ns', config.configurable?.checkpoint_ns ?? '', { allowEmpty: true });
+    const checkpointId = key('checkpoint_id', config.configurable?.checkpoint_id);
+    const task = key('task_id', taskId);
+    const stored = await Promise.all(
+      writes.map(async ([channel, value], i): Promise<[string, number, Stored]> => {
+        const [type, bytes] = await this.serde.dumpsTyped(value);
+        return [channel, WRITES_IDX_MAP[channel] ?? i, store(type, bytes)];
+      }),
+    );
+    const input: WritesInput = { langgraph: 'writes', thread: threadId, ns, checkpoint: checkpointId, task, path: taskPath ?? '', writes: stored };
+    await this.append(threadId, { kind: 'w', tool: WRITES_TOOL, title: `writes of task ${task.slice(0, 64)} at ${checkpointId}`, why: `LangGraph putWrites (${writes.length} writes)`, input });
+  }
+
+  /** Erases the thread's plan (`ledger.erase`); a thread never written is a no-op. */
+  async deleteThread(threadId: string): Promise<void> {
+    const planId = this.planIdOf(threadId);
+    this.folds.delete(planId);
+    this.known.delete(planId);
+    try {
+      await this.ledger.erase(planId, { reason: 'LangGraph deleteThread', ...(this.by ? { by: this.by } : {}), ...(this.timeoutMs ? { timeoutMs: this.timeoutMs } : {}) });
+    } catch (e) {
+      if (isRejected(e, 'PLAN_NOT_FOUND') || isLedgerError(e, 'NOT_FOUND')) return;
+      throw e;
+    }
+  }
+
+  private async append(threadId: string, it: { kind: 'c' | 'w'; tool: string; title: string; why: string; input: CheckpointInput | WritesInput }): Promise<void> {
+    const planId = this.planIdOf(threadId);
+    // A fresh id per put: a checkpoint put again under the same id is a later item, and the later wins on read.
+    const item = { id: `${it.kind}.${randomBytes(12).toString('hex')}`, title: it.title, why: it.why, tool: it.tool, input: it.input };
+    const opts = { ...(this.by ? { by: this.by } : {}), ...(this.timeoutMs ? { timeoutMs: this.timeoutMs } : {}) };
+    if (this.known.has(planId)) {
+      try {
+        await this.ledger.addItems(planId, [item], opts);
+        return;
+      } catch (e) {
+        if (!isRejected(e, 'PLAN_NOT_FOUND')) throw e;
+        this.known.delete(planId); // erased meanwhile (by another saver): created again below
+      }
+    }
+    try {
+      await this.ledger.createPlan({ planId, goal: `LangGraph thread ${JSON.stringify(threadId).slice(0, 200)}`, mode: 'propose', labels: { [THREAD_LABEL]: 'thread', [SCOPE_LABEL]: this.scope }, items: [item] }, opts);
+    } catch (e) {
+      // Another saver created it first: add to it.
+      if (!isRejected(e, 'PLAN_EXISTS')) throw e;
+      await this.ledger.addItems(planId, [item], opts);
+    }
+    this.known.add(planId);
+  }
+
+  // ------------------------------------------------------------------------------------------------
+  // Reads
+
+  async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
+    const raw: unknown = config.configurable?.thread_id;
+    if (raw === undefined || raw === null) return undefined; // as every LangGraph saver: no thread, no checkpoint
+    const threadId = key('thread_id', raw);
+    const view = await this.view([this.planIdOf(threadId)]);
+    return view.getTuple(config);
+  }
+
+  async *list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
+    const filter: unknown = options?.filter;
+    if (filter !== undefined && filter !== null && (typeof filter !== 'object' || Array.isArray(filter))) throw invalid('filter', `must be an object of metadata values (got ${Array.isArray(filter) ? 'an array' : typeof filter})`);
+    const before = options?.before?.configurable?.checkpoint_id as unknown;
+    if (before !== undefined) key('before.checkpoint_id', before);
+    if (options?.limit !== undefined && (!Number.isInteger(options.limit) || options.limit < 0)) throw invalid('limit', `must be a non-negative integer (got ${String(options.limit)})`);
+    const threadId: unknown = config.configurable?.thread_id;
+    const planIds = threadId === undefined || threadId === null ? await this.scopePlans() : [this.planIdOf(key('thread_id', threadId))];
+    const view = await this.view(planIds);
+    yield* view.list(config, options);
+  }
+
+  override async getDeltaChannelHistory(options: { config: RunnableConfig; channels: string[] }): Promise<Record<string, DeltaChannelHistory>> {
+    const threadId = key('thread_id', options.config.configurable?.thread_id);
+    const view = await this.view([this.planIdOf(threadId)]);
+    return view.getDeltaChannelHistory(options);
+  }
+
+  /** Every plan of this saver's scope, through the ledger's plan listing (by label). */
+  private async scopePlans(): Promise<string[]> {
+    const out: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.ledger.listPlans({ label: [`${THREAD_LABEL}:thread`, `${SCOPE_LABEL}:${this.scope}`], limit: 500, ...(cursor ? { cursor } : {}) });
+      out.push(...page.plans.map((p) => p.planId));
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+    return out;
+  }
+
+  /** A MemorySaver over the given plans as the ledger holds them now (read-only: nothing writes to it). */
+  private async view(planIds: readonly string[]): Promise<MemorySaver> {
+    const view = new MemorySaver(this.serde);
+    const folds = await Promise.all(planIds.map((p) => this.fold(p)));
+    for (const f of folds) {
+      if (f?.threadId === undefined) continue;
+      view.storage[f.threadId] = f.storage;
+      Object.assign(view.writes, f.writes);
+    }
+    return view;
+  }
+
+  /** One fold of a plan at a time (reads of one plan in parallel would apply an item twice). */
+  private fold(planId: string): Promise<Fold | undefined> {
+    const next = (this.folding.get(planId) ?? Promise.resolve()).then(() => this.foldNow(planId));
+    const settled = next.catch(() => undefined);
+    this.folding.set(planId, settled);
+    void settled.then(() => {
+      if (this.folding.get(planId) === settled) this.folding.delete(planId);
+    });
+    return next;
+  }
+
+  private async foldNow(planId: string): Promise<Fold | undefined> {
+    const plan = await this.ledger.getPlan(planId);
+    if (plan === undefined) {
+      this.folds.delete(planId);
+      this.known.delete(planId);
+      return undefined;
+    }
+    this.known.add(planId);
+    let f = this.folds.get(planId);
+    // A plan erased and created again has another history: fold it from its first item.
+    if (f === undefined || f.firstItemId !== firstItem(plan) || f.applied > plan.itemOrder.length) {
+      f = { seq: 0, firstItemId: firstItem(plan), applied: 0, threadId: undefined, storage: Object.create(null) as Fold['storage'], writes: Object.create(null) as Fold['writes'], values: new Map() };
+      this.folds.set(planId, f);
+    }
+    for (; f.applied < plan.itemOrder.length; f.applied++) await applyItem(this.serde, f, plan, plan.itemOrder[f.applied]!);
+    f.seq = plan.seq;
+    return f;
+  }
+}
+
+function firstItem(plan: PlanState): string {
+  return plan.itemOrder[0] ?? '';
+}
+
+/** Applies one item of a thread plan to its fold, as MemorySaver's put / putWrites would have. */
+async function applyItem(serde: SerializerProtocol, f: Fold, plan: PlanState, itemId: string): Promise<void> {
+  const item = plan.items[itemId];
+  if (!item || (item.tool !== CHECKPOINT_TOOL && item.tool !== WRITES_TOOL)) return;
+  let input: CheckpointInput | WritesInput;
+  try {
+    input = JSON.parse(item.inputJson) as CheckpointInput | WritesInput;
+  } catch (e) {
+    throw new LedgerError('INTEGRITY', `langgraph: item ${itemId} of plan ${plan.planId} does not hold JSON (${(e as Error).message})`, { planId: plan.planId, itemId });
+  }
+  if (typeof input !== 'object' || input === null || (input.langgraph !== 'checkpoint' && input.langgraph !== 'writes') || typeof input.thread !== 'string') {
+    // A payload that could not be read back (erased or forged blob) stays a reference: say which.
+    throw new LedgerError('INTEGRITY', `langgraph: item ${itemId} of plan ${plan.planId} is not a checkpoint record`, { planId: plan.planId, itemId });
+  }
+  f.threadId ??= input.thread;
+  if (input.langgraph === 'checkpoint') {
+    for (const [channel, version, value] of input.values) {
+      const k = valueKey(input.ns, channel, version);
+      if (!f.values.has(k)) f.values.set(k, value);
+    }
+    // The checkpoint as LangGraph gave it: each channel's value at the version the checkpoint names.
+    const checkpoint = (await loadTyped(serde, input.checkpoint)) as Checkpoint;
+    checkpoint.channel_values = {};
+    for (const [channel, version] of Object.entries(checkpoint.channel_versions ?? {})) {
+      const value = f.values.get(valueKey(input.ns, channel, version));
+      if (value) checkpoint.channel_values[channel] = await loadTyped(serde, value);
+    }
+    const [, bytes] = await serde.dumpsTyped(checkpoint);
+    const byNs = (f.storage[input.ns] ??= Object.create(null) as Record<string, StorageEntry>);
+    byNs[input.id] = [bytes, load(input.metadata), input.parent ?? undefined];
+    return;
+  }
+  const outer = JSON.stringify([input.thread, input.ns, input.checkpoint]);
+  const existing = f.writes[outer];
+  const next = (f.writes[outer] ??= Object.create(null) as Record<string, WriteEntry>);
+  for (const [channel, idx, value] of input.writes) {
+    const inner = `${input.task},${idx}`;
+    // As MemorySaver: a regular write (idx >= 0) already stored stays; a special channel's is replaced.
+    if (idx >= 0 && existing && inner in existing) continue;
+    next[inner] = [input.task, channel, load(value), input.path];
+  }
+}
