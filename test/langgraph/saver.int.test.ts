@@ -26,7 +26,7 @@ let stats: ReadStats;
 beforeAll(async () => {
   config = testConfig({ partitions: 2 });
   stats = newReadStats();
-  executor = await startExecutor({ tools: [], config, logger: testLogger, concurrency: 4, sessionTimeoutMs: 6000, heartbeatIntervalMs: 500, executorId: 'lg-saver-exec' });
+  executor = await startExecutor({ tools: [], config, logger: testLogger, concurrency: 4, sessionTimeoutMs: 6000, heartbeatIntervalMs: 500, executorId: 'lg-saver-exec', maxItems: MAX_ITEMS });
   [ledger, projector] = await Promise.all([
     connectLedger(config, { logger: testLogger, readStats: stats }),
     startProjector({ config, logger: testLogger, port: 0, apiToken: null, watermarkIntervalMs: 100, defaultMetrics: false }),
@@ -40,6 +40,8 @@ afterAll(async () => {
   await executor?.stop();
 });
 
+/** The executor's bound on items per plan: puts and putWrites per thread. */
+const MAX_ITEMS = 60;
 const scope = () => `s-${randomBytes(4).toString('hex')}`;
 const meta = (step: number, source: 'input' | 'loop' = 'loop') => ({ source, step, parents: {} });
 
@@ -228,6 +230,21 @@ describe('bad input', () => {
     expect(await ids({ step: '3' })).toEqual([]);
     expect(await ids({ source: 'input', step: 3 })).toEqual([cfg.configurable?.checkpoint_id]);
     expect(await ids({ source: { nested: 'input' } })).toEqual([]);
+    await stillServes(saver);
+  });
+
+  it('a thread past the executor item bound: the put is REJECTED, recorded in the chain as CommandRejected, and the thread reads as before', async () => {
+    const saver = new LedgerSaver({ ledger, scope: scope() });
+    let cfg = { configurable: { thread_id: 'full' } } as { configurable: Record<string, unknown> };
+    for (let i = 0; i < MAX_ITEMS; i++) cfg = (await saver.put(cfg, checkpoint({ i }, i + 1), meta(i), { i: i + 1 })) as typeof cfg;
+    const e = await failure(saver.put(cfg, checkpoint({ i: 'one too many' }, MAX_ITEMS + 1), meta(MAX_ITEMS), { i: MAX_ITEMS + 1 }));
+    expect([e.code, e.details.rejection]).toEqual(['REJECTED', 'PAYLOAD_TOO_LARGE']);
+    const planId = saver.planIdOf('full');
+    const { rows } = await ledger.audit(planId);
+    expect(rows.at(-1)?.type).toBe('CommandRejected');
+    expect(rows).toHaveLength(1 + MAX_ITEMS + 1);
+    expect((await ledger.verify(planId)).ok).toBe(true);
+    expect((await saver.getTuple({ configurable: { thread_id: 'full' } }))?.checkpoint.channel_values).toEqual({ i: MAX_ITEMS - 1 });
     await stillServes(saver);
   });
 
