@@ -181,6 +181,8 @@ export class LedgerSaver extends BaseCheckpointSaver {
   /** Plans this saver knows exist (created or read), so a put tries AddItems first. */
   private readonly known = new Set<string>();
   private readonly folding = new Map<string, Promise<unknown>>();
+  /** The CreatePlan in flight per plan (see {@link append}). */
+  private readonly creating = new Map<string, Promise<void>>();
 
   constructor(opts: LedgerSaverOptions) {
     super(opts.serde);
@@ -253,7 +255,15 @@ export class LedgerSaver extends BaseCheckpointSaver {
     // A fresh id per put: a checkpoint put again under the same id is a later item, and the later wins on read.
     const item = { id: `${it.kind}.${randomBytes(12).toString('hex')}`, title: it.title, why: it.why, tool: it.tool, input: it.input };
     const opts = { ...(this.by ? { by: this.by } : {}), ...(this.timeoutMs ? { timeoutMs: this.timeoutMs } : {}) };
-    if (this.known.has(planId)) {
+    for (;;) {
+      // LangGraph writes a step's writes and checkpoint concurrently: the first writes of a new thread wait
+      // for its one CreatePlan instead of each sending one (the others would be refused PLAN_EXISTS).
+      const pending = this.creating.get(planId);
+      if (pending) {
+        await pending;
+        continue;
+      }
+      if (!this.known.has(planId)) break;
       try {
         await this.ledger.addItems(planId, [item], opts);
         return;
@@ -262,14 +272,26 @@ export class LedgerSaver extends BaseCheckpointSaver {
         this.known.delete(planId); // erased meanwhile (by another saver): created again below
       }
     }
+    const created = (async () => {
+      try {
+        await this.ledger.createPlan({ planId, goal: `LangGraph thread ${JSON.stringify(threadId).slice(0, 200)}`, mode: 'propose', labels: { [THREAD_LABEL]: 'thread', [SCOPE_LABEL]: this.scope }, items: [item] }, opts);
+      } catch (e) {
+        // Another saver (process) created it first: its refusal is a CommandRejected in the chain; add to it.
+        if (!isRejected(e, 'PLAN_EXISTS')) throw e;
+        await this.ledger.addItems(planId, [item], opts);
+      }
+      this.known.add(planId);
+    })();
+    const settled = created.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.creating.set(planId, settled);
     try {
-      await this.ledger.createPlan({ planId, goal: `LangGraph thread ${JSON.stringify(threadId).slice(0, 200)}`, mode: 'propose', labels: { [THREAD_LABEL]: 'thread', [SCOPE_LABEL]: this.scope }, items: [item] }, opts);
-    } catch (e) {
-      // Another saver created it first: add to it.
-      if (!isRejected(e, 'PLAN_EXISTS')) throw e;
-      await this.ledger.addItems(planId, [item], opts);
+      await created;
+    } finally {
+      if (this.creating.get(planId) === settled) this.creating.delete(planId);
     }
-    this.known.add(planId);
   }
 
   // ------------------------------------------------------------------------------------------------

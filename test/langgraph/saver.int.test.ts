@@ -264,6 +264,11 @@ describe('bad input', () => {
       // One PlanCreated (the other saver's CreatePlan was refused PLAN_EXISTS and it added its item instead).
       expect(rows.filter((r) => r.type === 'PlanCreated')).toHaveLength(1);
       expect(rows.filter((r) => r.type === 'ItemAdded')).toHaveLength(16);
+      // At most one refusal, recorded in the chain: the other saver's CreatePlan (each saver sends one).
+      const refused = rows.filter((r) => r.type === 'CommandRejected');
+      expect(refused.length).toBeLessThanOrEqual(1);
+      expect(refused.map((r) => r.outcome)).toEqual(refused.map(() => 'PLAN_EXISTS'));
+      expect(rows).toHaveLength(1 + 16 + refused.length);
       expect(new Set(rows.filter((r) => r.type === 'ItemAdded').map((r) => r.actor))).toEqual(new Set(['saver-a', 'saver-b']));
       expect((await ledger.verify(planId)).ok).toBe(true);
       // Both savers list the same 16 checkpoints.

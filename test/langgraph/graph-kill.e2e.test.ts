@@ -1,0 +1,122 @@
+// Issue 32, part 3: a real LangGraph StateGraph (scripted LangChain fake chat model + ToolNode,
+// test/langgraph/graph-app.ts) checkpointing on the ledger in a child process, killed -9 between two
+// super-steps (the model's step committed, the tool's started and done nothing) and again inside the tool
+// (its effect made, its result not returned), then resumed from the ledger by a new process. Counted: no
+// finished node runs again (each model turn is called once), the tool is called once per process that
+// reached it and its effect happens once; the thread's plan verifies and its audit names the two processes that
+// finished a step (the second one never did).
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it, onTestFinished } from 'vitest';
+import { startExecutor, type ExecutorHandle } from '../../executor/index.js';
+import { startProjector, type ProjectorHandle } from '../../projector/index.js';
+import { connectLedger, type Ledger } from '../../src/client/index.js';
+import { configToEnv, type LedgerConfig } from '../../src/config.js';
+import { LedgerSaver } from '../../src/langgraph/index.js';
+import { testConfig, testLogger } from '../support/helpers.js';
+
+let config: LedgerConfig;
+let executor: ExecutorHandle;
+let projector: ProjectorHandle;
+let ledger: Ledger;
+
+beforeAll(async () => {
+  config = testConfig({ partitions: 2 });
+  executor = await startExecutor({ tools: [], config, logger: testLogger, concurrency: 4, sessionTimeoutMs: 6000, heartbeatIntervalMs: 500, executorId: 'lg-kill-exec' });
+  [ledger, projector] = await Promise.all([
+    connectLedger(config, { logger: testLogger }),
+    startProjector({ config, logger: testLogger, port: 0, apiToken: null, watermarkIntervalMs: 200, defaultMetrics: false }),
+  ]);
+  await executor.started;
+}, 120_000);
+
+afterAll(async () => {
+  await ledger?.close();
+  await projector?.stop();
+  await executor?.stop();
+});
+
+interface Run {
+  stdout: string;
+  stderr: string;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  pid: number;
+}
+
+/** Runs graph-app.ts; with `hang`, kills it -9 once it prints that it hangs there. */
+function runApp(dir: string, thread: string, mode: 'start' | 'resume', hang?: 'before-effect' | 'after-effect'): Promise<Run> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'test/langgraph/graph-app.ts', dir, thread, mode], {
+    env: { ...process.env, ...configToEnv(config), GRAPH_HANG: hang ?? '' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  onTestFinished(() => {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+  });
+  let stdout = '';
+  let stderr = '';
+  proc.stdout.on('data', (c: Buffer) => {
+    stdout += c.toString();
+    if (hang && stdout.includes(`HANG ${hang}\n`)) proc.kill('SIGKILL');
+  });
+  proc.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  return new Promise((resolve) => proc.once('exit', (code, signal) => resolve({ stdout, stderr, code, signal, pid: proc.pid! })));
+}
+
+const lines = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : []);
+
+it('a graph killed -9 between super-steps and inside a tool resumes from the ledger: no finished node runs again, one effect', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'lg-kill-'));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  const thread = `refund-42-${randomBytes(3).toString('hex')}`;
+  const saver = new LedgerSaver({ ledger, scope: 'graph-kill' });
+  const calls = () => lines(join(dir, 'calls.log'));
+  const effects = () => lines(join(dir, 'effects.log'));
+  const latest = async () => (await saver.getTuple({ configurable: { thread_id: thread } }))!;
+
+  // 1. Killed between super-steps: the model's step is checkpointed, the tool has started and done nothing.
+  const first = await runApp(dir, thread, 'start', 'before-effect');
+  expect(first.signal, first.stderr).toBe('SIGKILL');
+  expect(calls()).toEqual(['model 0', 'tool call-refund-42']);
+  expect(effects()).toEqual([]);
+  const afterModel = await latest();
+  expect((afterModel.checkpoint.channel_values.messages as unknown[]).length).toBe(2); // the question and the tool call
+  expect(afterModel.metadata?.step).toBe(1);
+
+  // 2. Resumed, killed inside the tool after its effect: the model is not asked again.
+  const second = await runApp(dir, thread, 'resume', 'after-effect');
+  expect(second.signal, second.stderr).toBe('SIGKILL');
+  expect(calls()).toEqual(['model 0', 'tool call-refund-42', 'tool call-refund-42']);
+  expect(effects()).toEqual(['call-refund-42']);
+  expect((await latest()).checkpoint.id).toBe(afterModel.checkpoint.id); // the tool's step never finished
+
+  // 3. Resumed to the end: the tool runs once more (its effect is not made again), then the model's second turn.
+  const third = await runApp(dir, thread, 'resume');
+  expect([third.code, third.signal], third.stderr).toEqual([0, null]);
+  expect(JSON.parse(third.stdout.trim().split('\n').at(-1)!)).toEqual({ done: true, messages: 4, last: 'Refunded 12.99 for order 42.' });
+  const all = calls();
+  expect(all).toEqual(['model 0', 'tool call-refund-42', 'tool call-refund-42', 'tool call-refund-42', 'model 1']);
+  expect(all.filter((c) => c === 'model 0')).toHaveLength(1);
+  expect(all.filter((c) => c === 'model 1')).toHaveLength(1);
+  expect(effects()).toEqual(['call-refund-42']);
+
+  // The thread in the ledger: its plan verifies, every event an ItemAdded after the PlanCreated.
+  const planId = saver.planIdOf(thread);
+  const v = await ledger.verify(planId);
+  expect(v.ok, JSON.stringify(v.firstBroken)).toBe(true);
+  const { rows } = await ledger.audit(planId);
+  expect(rows[0]!.type).toBe('PlanCreated');
+  expect(rows.slice(1).filter((r) => r.type !== 'ItemAdded').map((r) => [r.type, r.outcome, r.actor])).toEqual([]);
+  // The second process wrote nothing: it resumed at the tool's step and was killed before the step ended.
+  expect(new Set(rows.map((r) => r.actor))).toEqual(new Set([first.pid, third.pid].map((p) => `graph-app-${p}`)));
+  const final = await latest();
+  expect(final.checkpoint.channel_values.messages as unknown[]).toHaveLength(4);
+  console.log(
+    `[langgraph] kill test: calls ${JSON.stringify(all)}, effects ${effects().length}; plan ${planId}: ${rows.length} events (` +
+      [first, second, third].map((r) => `${rows.filter((x) => x.actor === `graph-app-${r.pid}`).length} by pid ${r.pid}`).join(', ') +
+      `), verify ok`,
+  );
+}, 180_000);
