@@ -3,13 +3,15 @@
 // super-steps (the model's step committed, the tool's started and done nothing) and again inside the tool
 // (its effect made, its result not returned), then resumed from the ledger by a new process. Counted: no
 // finished node runs again (each model turn is called once), the tool is called once per process that
-// reached it and its effect happens once; the thread's plan verifies and its audit names the two processes that
+// reached it and its effect happens once; the thread's plan verifies (TypeScript, the CLI, the Python
+// verifier on the live topic) and its audit names the two processes that
 // finished a step (the second one never did).
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it, onTestFinished } from 'vitest';
 import { startExecutor, type ExecutorHandle } from '../../executor/index.js';
 import { startProjector, type ProjectorHandle } from '../../projector/index.js';
@@ -17,13 +19,17 @@ import { connectLedger, type Ledger } from '../../src/client/index.js';
 import { configToEnv, type LedgerConfig } from '../../src/config.js';
 import { LedgerSaver } from '../../src/langgraph/index.js';
 import { testConfig, testLogger } from '../support/helpers.js';
+import { runCli } from '../support/processes.js';
 
 let config: LedgerConfig;
 let executor: ExecutorHandle;
 let projector: ProjectorHandle;
 let ledger: Ledger;
+const python = 'verifiers/python/.venv/bin/python';
 
 beforeAll(async () => {
+  // CI runs setup.sh before npm test; a fresh checkout running only this file gets the venv here.
+  if (!existsSync(python)) await promisify(execFile)('bash', ['verifiers/python/setup.sh'], { timeout: 170_000 });
   config = testConfig({ partitions: 2 });
   executor = await startExecutor({ tools: [], config, logger: testLogger, concurrency: 4, sessionTimeoutMs: 6000, heartbeatIntervalMs: 500, executorId: 'lg-kill-exec' });
   [ledger, projector] = await Promise.all([
@@ -64,6 +70,17 @@ function runApp(dir: string, thread: string, mode: 'start' | 'resume', hang?: 'b
   });
   proc.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
   return new Promise((resolve) => proc.once('exit', (code, signal) => resolve({ stdout, stderr, code, signal, pid: proc.pid! })));
+}
+
+function runPython(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(python, ['verifiers/python/plan_ledger_verify.py', ...args], { env: { ...process.env, ...configToEnv(config) }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    p.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    p.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
 }
 
 const lines = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : []);
@@ -112,11 +129,22 @@ it('a graph killed -9 between super-steps and inside a tool resumes from the led
   expect(rows.slice(1).filter((r) => r.type !== 'ItemAdded').map((r) => [r.type, r.outcome, r.actor])).toEqual([]);
   // The second process wrote nothing: it resumed at the tool's step and was killed before the step ended.
   expect(new Set(rows.map((r) => r.actor))).toEqual(new Set([first.pid, third.pid].map((p) => `graph-app-${p}`)));
+  // The CLI's audit and verify of the thread, and the Python verifier reading the live topic, agree.
+  const cliVerify = await runCli(config, ['verify', planId, '--json']);
+  expect(cliVerify.code, cliVerify.stderr).toBe(0);
+  expect(JSON.parse(cliVerify.stdout.trim())).toMatchObject({ planId, ok: true, events: rows.length, head: v.head });
+  const cliAudit = await runCli(config, ['audit', planId, '--json']);
+  expect(cliAudit.code, cliAudit.stderr).toBe(0);
+  const auditLines = cliAudit.stdout.trim().split('\n').map((l) => JSON.parse(l) as { kind: string; seq?: number });
+  expect(auditLines.filter((l) => l.kind === 'event').map((l) => l.seq)).toEqual(rows.map((r) => r.seq));
+  const py = await runPython(['--json', 'live', '--prefix', config.topicPrefix, '--plan', planId]);
+  expect([py.code, py.stderr]).toEqual([0, '']);
+  expect(JSON.parse(py.stdout)).toMatchObject({ planId, ok: true, events: rows.length, head: v.head, findings: [] });
   const final = await latest();
   expect(final.checkpoint.channel_values.messages as unknown[]).toHaveLength(4);
   console.log(
     `[langgraph] kill test: calls ${JSON.stringify(all)}, effects ${effects().length}; plan ${planId}: ${rows.length} events (` +
       [first, second, third].map((r) => `${rows.filter((x) => x.actor === `graph-app-${r.pid}`).length} by pid ${r.pid}`).join(', ') +
-      `), verify ok`,
+      `), verify ok (TypeScript, CLI, Python), head ${v.head}`,
   );
 }, 180_000);
