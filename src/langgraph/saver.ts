@@ -28,8 +28,10 @@
 //
 // Payloads above the ledger's inline threshold (64 KiB) go to the blobs topic by reference, and with a
 // master key item inputs are encrypted, both as for any item input (the ledger does it, not this file).
-// Because a plan's items are only ever added, the saver keeps each plan's fold and applies only the items
-// added since (by `itemOrder`); the read of the plan itself is the ledger's (snapshot + tail).
+// Because a plan's items are only ever added, the saver keeps each plan's fold (for the `maxThreads` threads
+// it read last) and applies only the items added since (by `itemOrder`): the read of the plan is the
+// ledger's (snapshot + tail, payloads left as references), and only new items' payloads are read back
+// (`ledger.readPayload`: a blob fetched and checked against its sha256, decrypted with a master key).
 import { createHash, randomBytes } from 'node:crypto';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import {
@@ -74,6 +76,8 @@ export interface LedgerSaverOptions {
   by?: string;
   /** How long a put waits for the owning executor (default: the client's 30 s). */
   timeoutMs?: number;
+  /** Threads whose fold the saver keeps between reads (default 256); one read past it folds its thread again. */
+  maxThreads?: number;
   serde?: SerializerProtocol;
 }
 
@@ -177,6 +181,7 @@ export class LedgerSaver extends BaseCheckpointSaver {
   readonly scope: string;
   private readonly by: string | undefined;
   private readonly timeoutMs: number | undefined;
+  private readonly maxThreads: number;
   private readonly folds = new Map<string, Fold>();
   /** Plans this saver knows exist (created or read), so a put tries AddItems first. */
   private readonly known = new Set<string>();
@@ -191,6 +196,8 @@ export class LedgerSaver extends BaseCheckpointSaver {
     if (!SCOPE_RE.test(this.scope)) throw invalid('scope', 'must be 1..64 chars of [A-Za-z0-9._-]');
     this.by = opts.by;
     this.timeoutMs = opts.timeoutMs;
+    this.maxThreads = opts.maxThreads ?? 256;
+    if (!Number.isInteger(this.maxThreads) || this.maxThreads < 1) throw invalid('maxThreads', 'must be a positive integer');
   }
 
   /** The plan that holds a thread of this saver's scope. */
@@ -359,7 +366,7 @@ export class LedgerSaver extends BaseCheckpointSaver {
   }
 
   private async foldNow(planId: string): Promise<Fold | undefined> {
-    const plan = await this.ledger.getPlan(planId);
+    const plan = await this.ledger.getPlan(planId, { payloads: 'reference' });
     if (plan === undefined) {
       this.folds.delete(planId);
       this.known.delete(planId);
@@ -370,9 +377,16 @@ export class LedgerSaver extends BaseCheckpointSaver {
     // A plan erased and created again has another history: fold it from its first item.
     if (f === undefined || f.firstItemId !== firstItem(plan) || f.applied > plan.itemOrder.length) {
       f = { seq: 0, firstItemId: firstItem(plan), applied: 0, threadId: undefined, storage: Object.create(null) as Fold['storage'], writes: Object.create(null) as Fold['writes'], values: new Map() };
-      this.folds.set(planId, f);
     }
-    for (; f.applied < plan.itemOrder.length; f.applied++) await applyItem(this.serde, f, plan, plan.itemOrder[f.applied]!);
+    // Most recently read last; the least recently read thread goes past maxThreads.
+    this.folds.delete(planId);
+    this.folds.set(planId, f);
+    while (this.folds.size > this.maxThreads) this.folds.delete(this.folds.keys().next().value!);
+    for (; f.applied < plan.itemOrder.length; f.applied++) {
+      const item = plan.items[plan.itemOrder[f.applied]!];
+      if (!item || (item.tool !== CHECKPOINT_TOOL && item.tool !== WRITES_TOOL)) continue;
+      await applyItem(this.serde, f, plan.planId, item.id, await this.ledger.readPayload(planId, item.inputJson));
+    }
     f.seq = plan.seq;
     return f;
   }
@@ -383,18 +397,15 @@ function firstItem(plan: PlanState): string {
 }
 
 /** Applies one item of a thread plan to its fold, as MemorySaver's put / putWrites would have. */
-async function applyItem(serde: SerializerProtocol, f: Fold, plan: PlanState, itemId: string): Promise<void> {
-  const item = plan.items[itemId];
-  if (!item || (item.tool !== CHECKPOINT_TOOL && item.tool !== WRITES_TOOL)) return;
+async function applyItem(serde: SerializerProtocol, f: Fold, planId: string, itemId: string, inputJson: string): Promise<void> {
   let input: CheckpointInput | WritesInput;
   try {
-    input = JSON.parse(item.inputJson) as CheckpointInput | WritesInput;
+    input = JSON.parse(inputJson) as CheckpointInput | WritesInput;
   } catch (e) {
-    throw new LedgerError('INTEGRITY', `langgraph: item ${itemId} of plan ${plan.planId} does not hold JSON (${(e as Error).message})`, { planId: plan.planId, itemId });
+    throw new LedgerError('INTEGRITY', `langgraph: item ${itemId} of plan ${planId} does not hold JSON (${(e as Error).message})`, { planId, itemId });
   }
   if (typeof input !== 'object' || input === null || (input.langgraph !== 'checkpoint' && input.langgraph !== 'writes') || typeof input.thread !== 'string') {
-    // A payload that could not be read back (erased or forged blob) stays a reference: say which.
-    throw new LedgerError('INTEGRITY', `langgraph: item ${itemId} of plan ${plan.planId} is not a checkpoint record`, { planId: plan.planId, itemId });
+    throw new LedgerError('INTEGRITY', `langgraph: item ${itemId} of plan ${planId} is not a checkpoint record`, { planId, itemId });
   }
   f.threadId ??= input.thread;
   if (input.langgraph === 'checkpoint') {

@@ -107,8 +107,20 @@ describe('a thread in the ledger', () => {
     expect(await other.getTuple({ configurable: { thread_id: 'orders-42' } })).toEqual(latest);
   });
 
-  it('a value above the inline threshold goes by reference to the blobs topic and reads back whole', async () => {
-    const saver = new LedgerSaver({ ledger, scope: scope() });
+  it('a value above the inline threshold goes by reference to the blobs topic and reads back whole, once', async () => {
+    // The real client, with its readPayload calls of blob references counted.
+    const blobReads: string[] = [];
+    const counted = new Proxy(ledger, {
+      get(target, prop, receiver) {
+        const value: unknown = Reflect.get(target, prop, receiver);
+        if (prop !== 'readPayload' || typeof value !== 'function') return value;
+        return (planId: string, json: string) => {
+          if (json.startsWith('{"$blob"')) blobReads.push(json);
+          return (value as Ledger['readPayload']).call(target, planId, json);
+        };
+      },
+    });
+    const saver = new LedgerSaver({ ledger: counted, scope: scope() });
     const big = 'x'.repeat(200_000);
     const cfg = await saver.put({ configurable: { thread_id: 'big' } }, checkpoint({ doc: big }, 1), meta(0), { doc: 1 });
     const plan = (await ledger.getPlan(saver.planIdOf('big'), { payloads: 'reference' }))!;
@@ -116,6 +128,13 @@ describe('a thread in the ledger', () => {
     expect(stored).toMatch(/^\{"\$blob":\{"at":\d+,"bytes":\d+,"chunks":\d+,"sha256":"[0-9a-f]{64}"\}\}$/);
     expect(stored.length).toBeLessThan(200);
     expect((await saver.getTuple(cfg))?.checkpoint.channel_values).toEqual({ doc: big });
+    expect(blobReads).toEqual([stored]);
+    // A later read folds only the new item: the blob is not read again.
+    await saver.putWrites(cfg, [['doc', 'edit']], 'task-1');
+    const again = (await saver.getTuple(cfg))!;
+    expect(again.pendingWrites).toEqual([['task-1', 'doc', 'edit']]);
+    expect(again.checkpoint.channel_values).toEqual({ doc: big });
+    expect(blobReads).toEqual([stored]);
   });
 
   it('deleteThread erases the plan: nothing reads back, the erasure record keeps the chain head and event count', async () => {
@@ -127,6 +146,7 @@ describe('a thread in the ledger', () => {
     await saver.deleteThread('gone');
     expect(await saver.getTuple({ configurable: { thread_id: 'gone' } })).toBeUndefined();
     expect(await all(saver.list({ configurable: { thread_id: 'gone' } }))).toEqual([]);
+    expect((await all(saver.list({ configurable: {} }))).map((t) => t.config.configurable?.thread_id)).toEqual(['kept']);
     expect((await saver.getTuple({ configurable: { thread_id: 'kept' } }))?.checkpoint.channel_values).toEqual({ b: 1 });
     expect((await failure(ledger.audit(planId))).code).toBe('NOT_FOUND');
     // What stays: the erasure record on <prefix>.ledger-audit, with the erased history's head hash and size.
