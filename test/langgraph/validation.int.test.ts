@@ -2,8 +2,9 @@
 // 1.1.1: put, putWrites, getTuple, list with every filter combination, deleteThread, in the root and a child
 // namespace) against the ledger's saver on the real broker and registry, with an in-process executor (the
 // writer of the events) and projector (snapshots and watermarks, which the saver's reads start from).
-// Every checkpointer the suite creates gets a scope of its own, so it starts empty; all share one
-// connection. The last hook checks that every case of the suite ran (none skipped) and passed.
+// Then its opt-in getDeltaChannelHistory cases (which validate() does not run). Every checkpointer the suite
+// creates gets a scope of its own, so it starts empty; all share one connection. The last hook checks that
+// every case registered ran (none skipped); vitest reports each one's pass or failure.
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, type RunnerTestSuite, type RunnerTask } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { startExecutor, type ExecutorHandle } from '../../executor/index.js';
@@ -14,10 +15,13 @@ import { testConfig, testLogger } from '../support/helpers.js';
 
 // The suite's specs call describe / it / expect (expect.soft) as globals: give them this file's.
 Object.assign(globalThis, { describe, it, expect, beforeAll, afterAll, beforeEach, afterEach });
-const { validate } = await import('@langchain/langgraph-checkpoint-validation');
+const { validate, deltaChannelHistoryTests } = await import('@langchain/langgraph-checkpoint-validation');
 
 /** The cases validate() registers in 1.1.1 (put 22, putWrites 6, getTuple 40, list 649, deleteThread 1). */
-const EXPECTED_CASES = 718;
+const VALIDATE_CASES = 718;
+/** The opt-in getDeltaChannelHistory cases (4 in the root and a child namespace), not part of validate(). */
+const DELTA_CASES = 8;
+const EXPECTED_CASES = VALIDATE_CASES + DELTA_CASES;
 
 let executor: ExecutorHandle;
 let projector: ProjectorHandle;
@@ -37,13 +41,21 @@ afterAll(() => {
   const walk = (t: RunnerTask) => ('tasks' in t ? (t as RunnerTestSuite).tasks.forEach(walk) : cases.push(t));
   if (file) walk(file);
   const skipped = cases.filter((t) => t.mode !== 'run').map((t) => t.name);
-  console.log(`[langgraph] validate(): ${cases.length} cases registered, ${ran} ran, ${skipped.length} skipped, ${created} checkpointers, ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
+  const delta = cases.filter((t) => fullName(t).includes('#getDeltaChannelHistory'));
+  console.log(
+    `[langgraph] validate(): ${cases.length - delta.length} cases, getDeltaChannelHistory: ${delta.length}; ${ran} ran, ${skipped.length} skipped, ${created} checkpointers, ${((Date.now() - startedAt) / 1000).toFixed(1)} s`,
+  );
   expect(skipped).toEqual([]);
+  expect(delta.length).toBe(DELTA_CASES);
   expect(cases.length).toBe(EXPECTED_CASES);
   expect(ran).toBe(EXPECTED_CASES);
 });
 
-validate<LedgerSaver>({
+function fullName(t: RunnerTask): string {
+  return t.suite ? `${fullName(t.suite)} > ${t.name}` : t.name;
+}
+
+const initializer = {
   checkpointerName: 'plan-ledger LedgerSaver',
   beforeAllTimeout: 120_000,
   async beforeAll() {
@@ -64,4 +76,6 @@ validate<LedgerSaver>({
     created++;
     return new LedgerSaver({ ledger, scope: `v${created}-${randomBytes(3).toString('hex')}` });
   },
-});
+};
+validate<LedgerSaver>(initializer);
+deltaChannelHistoryTests(initializer);
