@@ -405,7 +405,10 @@ async function applyItem(serde: SerializerProtocol, f: Fold, planId: string, ite
     throw new LedgerError('INTEGRITY', `langgraph: item ${itemId} of plan ${planId} does not hold JSON (${(e as Error).message})`, { planId, itemId });
   }
   if (typeof input !== 'object' || input === null || (input.langgraph !== 'checkpoint' && input.langgraph !== 'writes') || typeof input.thread !== 'string') {
-    throw new LedgerError('INTEGRITY', `langgraph: item ${itemId} of plan ${planId} is not a checkpoint record`, { planId, itemId });
+    // Sealed with a plan key this client cannot open (no master key, or another one), or not the saver's.
+    const sealed = typeof input === 'object' && input !== null && '$enc' in input;
+    const why = sealed ? 'is sealed, and this client has no master key that opens it' : 'is not a checkpoint record';
+    throw new LedgerError('INTEGRITY', `langgraph: item ${itemId} of plan ${planId} ${why}`, { planId, itemId, sealed });
   }
   f.threadId ??= input.thread;
   if (input.langgraph === 'checkpoint') {

@@ -137,6 +137,34 @@ describe('a thread in the ledger', () => {
     expect(blobReads).toEqual([stored]);
   });
 
+  it('with a master key a checkpoint is sealed: ciphertext in the log, read back whole with the key, refused without it', async () => {
+    const sealed = await connectLedger(config, { logger: testLogger, masterKey: randomBytes(32) });
+    try {
+      const s = scope();
+      const secret = `sk-live-${randomBytes(6).toString('hex')}`;
+      const visible = `plain-${randomBytes(6).toString('hex')}`;
+      const saver = new LedgerSaver({ ledger: sealed, scope: s });
+      const cfg = await saver.put({ configurable: { thread_id: 'sealed' } }, checkpoint({ token: secret }, 1), meta(0), { token: 1 });
+      await saver.putWrites(cfg, [['token', `${secret}-write`]], 'task-1');
+      await new LedgerSaver({ ledger, scope: s }).put({ configurable: { thread_id: 'open' } }, checkpoint({ token: visible }, 1), meta(0), { token: 1 });
+      const t = (await saver.getTuple({ configurable: { thread_id: 'sealed' } }))!;
+      expect(t.checkpoint.channel_values).toEqual({ token: secret });
+      expect(t.pendingWrites).toEqual([['task-1', 'token', `${secret}-write`]]);
+      // The events and commands topics hold the open thread's value and none of the sealed one's.
+      const names = topicNames(config.topicPrefix);
+      const text = async (topic: string) => (await readAll(testKafka(config), topic)).map((r) => r.value?.toString('latin1') ?? '').join('\n');
+      const [events, commands] = await Promise.all([text(names.events), text(names.commands)]);
+      expect(events.includes(visible) && commands.includes(visible)).toBe(true);
+      expect(events.includes(secret) || commands.includes(secret)).toBe(false);
+      // A client without the key cannot read the sealed thread: a coded error, not a wrong checkpoint.
+      const e = await failure(new LedgerSaver({ ledger, scope: s }).getTuple({ configurable: { thread_id: 'sealed' } }));
+      expect([e.code, e.details.sealed]).toEqual(['INTEGRITY', true]);
+      expect((await ledger.verify(saver.planIdOf('sealed'))).ok).toBe(true);
+    } finally {
+      await sealed.close();
+    }
+  });
+
   it('deleteThread erases the plan: nothing reads back, the erasure record keeps the chain head and event count', async () => {
     const saver = new LedgerSaver({ ledger, scope: scope() });
     await saver.put({ configurable: { thread_id: 'gone' } }, checkpoint({ a: 1 }, 1), meta(0), { a: 1 });
