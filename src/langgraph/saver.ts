@@ -25,6 +25,12 @@
 //                                     as above.
 //   deleteThread(thread_id)           `ledger.erase`: the plan's events and blobs are tombstoned, its data key
 //                                     shredded, and `<prefix>.ledger-audit` records the erasure.
+//   interrupt() (an __interrupt__     besides the writes item, an interrupt plan (`lgi-…`, one per interrupted
+//       write of putWrites)           task): mode execute, one wait item `answer` waiting for the signal
+//                                     `resume` with the interrupt's value as its prompt — a waiting item in
+//                                     `show`, the API, the dashboard and MCP. `answerOf` waits for the
+//                                     person's answer (`plan-ledger signal <plan> resume --data …`), for the
+//                                     app to resume the graph with `new Command({ resume })`.
 //
 // Payloads above the ledger's inline threshold (64 KiB) go to the blobs topic by reference, and with a
 // master key item inputs are encrypted, both as for any item input (the ledger does it, not this file).
@@ -37,6 +43,7 @@ import type { RunnableConfig } from '@langchain/core/runnables';
 import {
   BaseCheckpointSaver,
   copyCheckpoint,
+  INTERRUPT,
   MemorySaver,
   WRITES_IDX_MAP,
   type ChannelVersions,
@@ -58,6 +65,12 @@ export const WRITES_TOOL = 'langgraph.writes';
 /** The label every thread plan carries, and the label key naming its scope. */
 export const THREAD_LABEL = 'langgraph';
 export const SCOPE_LABEL = 'langgraph-scope';
+/** The label value of an interrupt plan, its wait item and the signal that answers it. */
+export const INTERRUPT_LABEL = 'interrupt';
+export const ANSWER_ITEM = 'answer';
+export const RESUME_SIGNAL = 'resume';
+/** Most UTF-8 bytes of an interrupt plan's prompt (the ledger's bound on a wait prompt). */
+const MAX_PROMPT_BYTES = 4096;
 /** Most UTF-8 bytes of a thread_id, a checkpoint_ns, a checkpoint id or a task id. */
 export const MAX_KEY_BYTES = 1024;
 
@@ -242,18 +255,75 @@ export class LedgerSaver extends BaseCheckpointSaver {
     );
     const input: WritesInput = { langgraph: 'writes', thread: threadId, ns, checkpoint: checkpointId, task, path: taskPath ?? '', writes: stored };
     await this.append(threadId, { kind: 'w', tool: WRITES_TOOL, title: `writes of task ${task.slice(0, 64)} at ${checkpointId}`, why: `LangGraph putWrites (${writes.length} writes)`, input });
+    const interrupts = writes.filter(([channel]) => channel === INTERRUPT).flatMap(([, value]) => (Array.isArray(value) ? value : [value]) as unknown[]);
+    if (interrupts.length > 0) await this.openInterrupt(threadId, ns, checkpointId, task, interrupts);
   }
 
-  /** Erases the thread's plan (`ledger.erase`); a thread never written is a no-op. */
+  /** The interrupt plan of an interrupted task (deterministic: a write put again finds the same plan). */
+  interruptPlanId(threadId: string, checkpointNs: string, checkpointId: string, taskId: string): string {
+    key('thread_id', threadId);
+    return `lgi-${createHash('sha256').update(JSON.stringify(['plan-ledger/langgraph/interrupt', this.scope, threadId, checkpointNs, checkpointId, taskId])).digest('hex').slice(0, 40)}`;
+  }
+
+  private async openInterrupt(threadId: string, ns: string, checkpointId: string, task: string, interrupts: unknown[]): Promise<void> {
+    const planId = this.interruptPlanId(threadId, ns, checkpointId, task);
+    const values = interrupts.map((i) => (typeof i === 'object' && i !== null && 'value' in i ? (i as { value: unknown }).value : i));
+    let prompt = values.map((v) => (typeof v === 'string' ? v : JSON.stringify(v))).join('\n');
+    while (Buffer.byteLength(prompt, 'utf8') > MAX_PROMPT_BYTES) prompt = `${prompt.slice(0, Math.floor(prompt.length * 0.9))}…`;
+    const opts = { ...(this.by ? { by: this.by } : {}), ...(this.timeoutMs ? { timeoutMs: this.timeoutMs } : {}) };
+    try {
+      await this.ledger.createPlan(
+        {
+          planId,
+          goal: `LangGraph thread ${JSON.stringify(threadId).slice(0, 200)} waits for an answer`,
+          mode: 'execute',
+          labels: { [THREAD_LABEL]: INTERRUPT_LABEL, [SCOPE_LABEL]: this.scope, 'langgraph-thread-plan': this.planIdOf(threadId) },
+          items: [{ id: ANSWER_ITEM, title: 'Answer the graph', why: `task ${task.slice(0, 64)} of checkpoint ${checkpointId}${ns ? ` in ${ns}` : ''} called interrupt()`, wait: { signal: RESUME_SIGNAL, prompt } }],
+        },
+        opts,
+      );
+    } catch (e) {
+      if (!isRejected(e, 'PLAN_EXISTS')) throw e; // the same write put again: its plan is there
+    }
+  }
+
+  /**
+   * The answer to the thread's pending interrupt, once a person gave it (`plan-ledger signal <plan> resume
+   * --data …`, the dashboard's form, MCP's plan_signal): the signal's data, for
+   * `graph.invoke(new Command({ resume: answer }), config)`. Waits up to `timeoutMs` (TIMEOUT past it);
+   * NOT_FOUND when the thread's latest checkpoint has no pending interrupt.
+   */
+  async answerOf(config: RunnableConfig, opts: { timeoutMs?: number } = {}): Promise<unknown> {
+    const tuple = await this.getTuple(config);
+    const pending = tuple?.pendingWrites?.find(([, channel]) => channel === INTERRUPT);
+    if (!tuple || !pending) throw new LedgerError('NOT_FOUND', 'langgraph: the thread has no pending interrupt', { field: 'thread_id' });
+    const c = tuple.config.configurable!;
+    const planId = this.interruptPlanId(c.thread_id as string, (c.checkpoint_ns as string | undefined) ?? '', c.checkpoint_id as string, pending[0]);
+    const done = await this.ledger.waitFor(planId, (p) => p.items[ANSWER_ITEM]?.status === 'completed', opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {});
+    return JSON.parse(done.items[ANSWER_ITEM]!.outputJson ?? 'null') as unknown;
+  }
+
+  /** Erases the thread's plan and its interrupt plans (`ledger.erase`); a thread never written is a no-op. */
   async deleteThread(threadId: string): Promise<void> {
     const planId = this.planIdOf(threadId);
     this.folds.delete(planId);
     this.known.delete(planId);
-    try {
-      await this.ledger.erase(planId, { reason: 'LangGraph deleteThread', ...(this.by ? { by: this.by } : {}), ...(this.timeoutMs ? { timeoutMs: this.timeoutMs } : {}) });
-    } catch (e) {
-      if (isRejected(e, 'PLAN_NOT_FOUND') || isLedgerError(e, 'NOT_FOUND')) return;
-      throw e;
+    const interrupts: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.ledger.listPlans({ label: [`${THREAD_LABEL}:${INTERRUPT_LABEL}`, `langgraph-thread-plan:${planId}`], limit: 500, ...(cursor ? { cursor } : {}) });
+      interrupts.push(...page.plans.map((p) => p.planId));
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+    const opts = { reason: 'LangGraph deleteThread', ...(this.by ? { by: this.by } : {}), ...(this.timeoutMs ? { timeoutMs: this.timeoutMs } : {}) };
+    for (const id of [...interrupts, planId]) {
+      try {
+        // An interrupt plan still waiting for its answer is running: erased with force.
+        await this.ledger.erase(id, { ...opts, force: id !== planId });
+      } catch (e) {
+        if (isRejected(e, 'PLAN_NOT_FOUND') || isLedgerError(e, 'NOT_FOUND')) continue;
+        throw e;
+      }
     }
   }
 

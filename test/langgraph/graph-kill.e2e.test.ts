@@ -17,7 +17,9 @@ import { startExecutor, type ExecutorHandle } from '../../executor/index.js';
 import { startProjector, type ProjectorHandle } from '../../projector/index.js';
 import { connectLedger, type Ledger } from '../../src/client/index.js';
 import { configToEnv, type LedgerConfig } from '../../src/config.js';
-import { LedgerSaver } from '../../src/langgraph/index.js';
+import { Annotation, Command, END, interrupt, START, StateGraph } from '@langchain/langgraph';
+import { INTERRUPT } from '@langchain/langgraph-checkpoint';
+import { ANSWER_ITEM, LedgerSaver, RESUME_SIGNAL } from '../../src/langgraph/index.js';
 import { testConfig, testLogger } from '../support/helpers.js';
 import { runCli } from '../support/processes.js';
 
@@ -148,3 +150,48 @@ it('a graph killed -9 between super-steps and inside a tool resumes from the led
       `), verify ok (TypeScript, CLI, Python), head ${v.head}`,
   );
 }, 180_000);
+
+it('interrupt() is a waiting item of the ledger; a person answers it with plan-ledger signal and the graph resumes with it', async () => {
+  const saver = new LedgerSaver({ ledger, scope: 'graph-interrupt' });
+  const State = Annotation.Root({ order: Annotation<string>, decision: Annotation<unknown> });
+  let asked = 0;
+  const graph = new StateGraph(State)
+    .addNode('review', (s) => {
+      asked++;
+      return { decision: interrupt({ question: `Refund 12.99 for order ${s.order}?` }) };
+    })
+    .addEdge(START, 'review')
+    .addEdge('review', END)
+    .compile({ checkpointer: saver });
+  const cfg = { configurable: { thread_id: `review-${randomBytes(3).toString('hex')}` }, durability: 'sync' as const };
+  const first = await graph.invoke({ order: '42' }, cfg);
+  expect((first as { __interrupt__?: Array<{ value: unknown }> }).__interrupt__?.map((i) => i.value)).toEqual([{ question: 'Refund 12.99 for order 42?' }]);
+
+  // The interrupt plan: one item waiting for the signal `resume`, its prompt the interrupt's value.
+  const tuple = (await saver.getTuple(cfg))!;
+  const task = tuple.pendingWrites!.find(([, channel]) => channel === INTERRUPT)![0];
+  const planId = saver.interruptPlanId(cfg.configurable.thread_id, '', tuple.config.configurable!.checkpoint_id as string, task);
+  const waiting = await ledger.waitFor(planId, (p) => p.items[ANSWER_ITEM]?.attempts.length === 1, { timeoutMs: 30_000 });
+  expect(waiting.items[ANSWER_ITEM]).toMatchObject({ status: 'in_progress', wait: { signal: RESUME_SIGNAL, prompt: '{"question":"Refund 12.99 for order 42?"}' } });
+  const show = await runCli(config, ['show', planId]);
+  expect(show.code, show.stderr).toBe(0);
+  expect(show.stdout).toContain('Refund 12.99 for order 42?');
+
+  // A person answers from the CLI; the app takes the answer from the ledger and resumes the graph with it.
+  const answered = saver.answerOf(cfg, { timeoutMs: 30_000 });
+  const signal = await runCli(config, ['signal', planId, RESUME_SIGNAL, '--data', '{"approved":true,"by":"alice"}', '--by', 'alice']);
+  expect(signal.code, signal.stderr).toBe(0);
+  const answer = await answered;
+  expect(answer).toEqual({ approved: true, by: 'alice' });
+  const done = await graph.invoke(new Command({ resume: answer }), cfg);
+  expect(done).toEqual({ order: '42', decision: { approved: true, by: 'alice' } });
+  expect(asked).toBe(2); // LangGraph runs an interrupted node again on resume; interrupt() then returns the answer
+  const { rows } = await ledger.audit(planId);
+  expect(rows.map((r) => [r.type, r.actor])).toEqual(expect.arrayContaining([['ItemSignalled', 'alice']]));
+  expect((await ledger.verify(planId)).ok).toBe(true);
+
+  // deleteThread erases the interrupt plan with the thread's.
+  await saver.deleteThread(cfg.configurable.thread_id);
+  expect(await ledger.getPlan(planId)).toBeUndefined();
+  expect(await saver.getTuple(cfg)).toBeUndefined();
+}, 120_000);
