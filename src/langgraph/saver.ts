@@ -44,6 +44,7 @@ import {
   BaseCheckpointSaver,
   copyCheckpoint,
   INTERRUPT,
+  RESUME,
   MemorySaver,
   WRITES_IDX_MAP,
   type ChannelVersions,
@@ -69,6 +70,8 @@ export const SCOPE_LABEL = 'langgraph-scope';
 export const INTERRUPT_LABEL = 'interrupt';
 export const ANSWER_ITEM = 'answer';
 export const RESUME_SIGNAL = 'resume';
+/** The task id LangGraph writes a `Command({ resume })` value under (`NULL_TASK_ID` of @langchain/langgraph). */
+const NULL_TASK_ID = '00000000-0000-0000-0000-000000000000';
 /** Most UTF-8 bytes of an interrupt plan's prompt (the ledger's bound on a wait prompt). */
 const MAX_PROMPT_BYTES = 4096;
 /** Most UTF-8 bytes of a thread_id, a checkpoint_ns, a checkpoint id or a task id. */
@@ -257,6 +260,32 @@ export class LedgerSaver extends BaseCheckpointSaver {
     await this.append(threadId, { kind: 'w', tool: WRITES_TOOL, title: `writes of task ${task.slice(0, 64)} at ${checkpointId}`, why: `LangGraph putWrites (${writes.length} writes)`, input });
     const interrupts = writes.filter(([channel]) => channel === INTERRUPT).flatMap(([, value]) => (Array.isArray(value) ? value : [value]) as unknown[]);
     if (interrupts.length > 0) await this.openInterrupt(threadId, ns, checkpointId, task, interrupts);
+    const resume = writes.find(([channel]) => channel === RESUME);
+    if (resume && task === NULL_TASK_ID) await this.closeInterrupts({ configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: checkpointId } }, resume[1]);
+  }
+
+  /**
+   * The graph resumed with `Command({ resume: value })` without the ledger's answer (the app answered
+   * itself): each interrupt plan of the checkpoint still waiting gets `value` as its answer, sent by this
+   * saver's actor, so no wait stays open. One answered already is left as it is; a value that is not
+   * JSON leaves it waiting.
+   */
+  private async closeInterrupts(config: RunnableConfig, value: unknown): Promise<void> {
+    const tuple = await this.getTuple(config);
+    const c = tuple?.config.configurable;
+    if (!tuple || !c) return;
+    const tasks = new Set(tuple.pendingWrites?.filter(([, channel]) => channel === INTERRUPT).map(([task]) => task));
+    for (const task of tasks) {
+      const planId = this.interruptPlanId(c.thread_id as string, (c.checkpoint_ns as string | undefined) ?? '', c.checkpoint_id as string, task);
+      const item = (await this.ledger.getPlan(planId, { payloads: 'reference' }))?.items[ANSWER_ITEM];
+      if (!item || item.status !== 'in_progress') continue;
+      try {
+        await this.ledger.signal(planId, RESUME_SIGNAL, value ?? null, { signalId: `resumed-by-graph.${planId}`, ...(this.by ? { by: this.by } : {}), ...(this.timeoutMs ? { timeoutMs: this.timeoutMs } : {}) });
+      } catch (e) {
+        if (isLedgerError(e, 'VALIDATION') || isRejected(e, 'NOT_WAITING') || isRejected(e, 'DUPLICATE_SIGNAL')) continue;
+        throw e;
+      }
+    }
   }
 
   /** The interrupt plan of an interrupted task (deterministic: a write put again finds the same plan). */

@@ -187,11 +187,30 @@ it('interrupt() is a waiting item of the ledger; a person answers it with plan-l
   expect(done).toEqual({ order: '42', decision: { approved: true, by: 'alice' } });
   expect(asked).toBe(2); // LangGraph runs an interrupted node again on resume; interrupt() then returns the answer
   const { rows } = await ledger.audit(planId);
-  expect(rows.map((r) => [r.type, r.actor])).toEqual(expect.arrayContaining([['ItemSignalled', 'alice']]));
+  // One answer, alice's: the graph's resume found the wait answered and sent nothing (no CommandRejected).
+  expect(rows.filter((r) => r.type === 'ItemSignalled' || r.type === 'CommandRejected').map((r) => [r.type, r.actor])).toEqual([['ItemSignalled', 'alice']]);
   expect((await ledger.verify(planId)).ok).toBe(true);
 
   // deleteThread erases the interrupt plan with the thread's.
   await saver.deleteThread(cfg.configurable.thread_id);
   expect(await ledger.getPlan(planId)).toBeUndefined();
   expect(await saver.getTuple(cfg)).toBeUndefined();
+
+  // An app that answers itself (Command({ resume }) with no signal): the interrupt's wait is closed with
+  // that answer, sent by the saver's actor, so no wait stays open.
+  const own = new LedgerSaver({ ledger, scope: 'graph-interrupt', by: 'app-ui' });
+  const graph2 = new StateGraph(State)
+    .addNode('review', () => ({ decision: interrupt('approve?') }))
+    .addEdge(START, 'review')
+    .addEdge('review', END)
+    .compile({ checkpointer: own });
+  const cfg2 = { configurable: { thread_id: `review-${randomBytes(3).toString('hex')}` }, durability: 'sync' as const };
+  await graph2.invoke({ order: '43' }, cfg2);
+  const t2 = (await own.getTuple(cfg2))!;
+  const plan2 = own.interruptPlanId(cfg2.configurable.thread_id, '', t2.config.configurable!.checkpoint_id as string, t2.pendingWrites!.find(([, c]) => c === INTERRUPT)![0]);
+  await ledger.waitFor(plan2, (p) => p.items[ANSWER_ITEM]?.status === 'in_progress', { timeoutMs: 30_000 });
+  expect(await graph2.invoke(new Command({ resume: 'yes, from the app' }), cfg2)).toEqual({ order: '43', decision: 'yes, from the app' });
+  const closed = await ledger.waitFor(plan2, 'completed', { timeoutMs: 30_000 });
+  expect(closed.items[ANSWER_ITEM]!.outputJson).toBe('"yes, from the app"');
+  expect((await ledger.audit(plan2)).rows.filter((r) => r.type === 'ItemSignalled').map((r) => r.actor)).toEqual(['app-ui']);
 }, 120_000);
