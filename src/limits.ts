@@ -175,7 +175,7 @@ export const LIMITS: readonly Limit[] = Object.freeze([
   {
     limit: 'items a step looks at',
     default: `${countText(v.scanWindow)} at the plan's cursor, plus the dependants of what it completed`,
-    setBy: `${NONE} (\`executor/item-scheduler.ts\`)`,
+    setBy: `${NONE} (\`executor/readiness.ts\`)`,
     pastIt:
       'not a limit on the plan: commands, takeovers and retry wake-ups scan the whole plan once; a step on a 100,000-item chain costs what it costs on a 10-item one (`npm run bench -- big-plan`)',
   },
