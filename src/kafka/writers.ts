@@ -354,7 +354,9 @@ export class NativeFencedWriter extends NativeWriter implements FencedWriter {
           p.sendOffsetsToTransaction(
             list.map((o) => ({ topic: o.topic, partition: o.partition, offset: Number(o.offset) })),
             nativeConsumerOf(member) as never,
-            Math.max(1, this.sendOffsetsMs),
+            // Past our own bound: a call that has not answered by then is given up by the bound, never
+            // ended by librdkafka's timeout first (a retriable error the caller would have to tell apart).
+            this.sendOffsetsMs + CALL_MARGIN_MS,
             cb as never,
           ),
         ),
