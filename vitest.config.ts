@@ -1,5 +1,4 @@
 import { defineConfig } from 'vitest/config';
-import LongestFirst from './test/support/sequencer.js';
 
 // Test tiers live in the file name:
 //   *.unit.test.ts  pure, nothing running
@@ -7,9 +6,12 @@ import LongestFirst from './test/support/sequencer.js';
 //   *.e2e.test.ts   processes, the CLI, a browser
 // int and e2e share a global setup that uses PLAN_LEDGER_BROKERS / PLAN_LEDGER_REGISTRY_URL when set and
 // otherwise brings the local stack up (and takes it down again only if it started it).
-// All three tiers run in one pool of two workers (one group: the same maxWorkers and groupOrder), the
-// chaos runs first (test/support/sequencer.ts). The machine has two cores and the suite is CPU-bound: two
-// files at a time took npm test from 2,062 s (one file at a time) to 1,545 s, every test passing.
+// All three tiers run in one pool of two workers (one group: the same maxWorkers and groupOrder): two
+// files at a time took npm test from 2,062 s (one file at a time) to 1,545 s, every test passing. The
+// chaos runs (test/e2e/chaos.e2e.test.ts) then run alone, one at a time: beside other files that start
+// stacks of their own, a random seed's createPlan calls waited past their 60 s for executors slowed by the
+// shared cores (CI on 1cdd9d5, seed 1222914011), which is the machine's load and not what the chaos run
+// is there to find.
 // Test workers inherit this: each runs executors, projectors and clients side by side, whose librdkafka
 // readers wait on libuv's thread pool (4 threads by default).
 process.env.UV_THREADPOOL_SIZE ??= '64';
@@ -18,7 +20,6 @@ export default defineConfig({
   test: {
     reporters: ['default', 'json'],
     outputFile: { json: 'test-results/vitest.json' },
-    sequence: { sequencer: LongestFirst },
     projects: [
       {
         test: {
@@ -43,11 +44,22 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['test/**/*.e2e.test.ts'],
+          exclude: ['test/e2e/chaos.e2e.test.ts'],
           globalSetup: ['test/support/global-setup.ts'],
           testTimeout: 180_000,
           hookTimeout: 180_000,
           maxWorkers: 2,
           sequence: { groupOrder: 1 },
+        },
+      },
+      {
+        test: {
+          name: 'chaos',
+          include: ['test/e2e/chaos.e2e.test.ts'],
+          testTimeout: 900_000,
+          hookTimeout: 180_000,
+          maxWorkers: 1,
+          sequence: { groupOrder: 2 },
         },
       },
     ],
