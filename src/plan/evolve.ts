@@ -1,6 +1,7 @@
 import { planDigest } from './digest.js';
 import type { PlanEvent } from './events.js';
-import { Fold, isNextEvent } from './fold.js';
+import { isNextEvent } from './event-order.js';
+import { Fold } from './fold.js';
 import { GENESIS_HASH } from './hash-chain.js';
 import type { PlanState } from './state.js';
 

@@ -2,16 +2,11 @@
  * The working copy behind `evolve`, `evolveAll` and `decide`. Not exported from the package: callers only
  * ever see finished states, which are never changed again.
  */
-import { isInternalCommandType } from './commands.js';
 import { extendDigest, planDigest } from './digest.js';
-import { PlanError } from './errors.js';
+import { causedByClientCommand, invalidEvent, isNextEvent } from './event-order.js';
 import type { PlanEvent } from './events.js';
 import { idempotencyKey } from './ids.js';
 import { currentAttempt, getItem, MAX_REJECTIONS_KEPT, type AttemptState, type ItemState, type ItemStatus, type PlanState } from './state.js';
-
-function invalid(event: PlanEvent, message: string): never {
-  throw new PlanError('INVALID_EVENT', `${event.eventId} (${event.type}): ${message}`, 'type');
-}
 
 const hasOwn = (record: object, key: string): boolean => Object.prototype.hasOwnProperty.call(record, key);
 
@@ -27,79 +22,6 @@ const SPEC_FIELDS = 7;
 function copyExtraFields(spec: object, item: ItemState): void {
   const target = item as unknown as Record<string, unknown>;
   for (const [key, value] of Object.entries(spec)) if (key !== 'secret' && key !== 'wait' && !hasOwn(target, key)) put(target, key, value);
-}
-
-/**
- * Whether `event` starts a new step of the plan (true) or was applied already (false: an exact re-send,
- * ignored so projections are identical before and after compaction). Throws `INVALID_EVENT` for an event
- * that cannot apply: another plan, a gap in seq, a broken prevHash, a conflicting re-send.
- */
-export function isNextEvent(state: PlanState, event: PlanEvent): boolean {
-  if (event.planId !== state.planId) invalid(event, `belongs to another plan than ${state.planId}`);
-  if (event.seq <= state.seq) {
-    // Already applied. Only an exact re-send is harmless; a different event with a used seq is a fork.
-    if (event.seq === state.seq && event.hash !== state.lastHash) invalid(event, `conflicts with applied seq ${event.seq}`);
-    return false;
-  }
-  if (event.seq !== state.seq + 1) invalid(event, `seq gap: expected ${state.seq + 1}`);
-  if (event.prevHash !== state.lastHash) invalid(event, 'prevHash does not match the last applied hash');
-  if (state.status === 'none' && event.type !== 'PlanCreated' && event.type !== 'CommandRejected') invalid(event, 'plan does not exist');
-  return true;
-}
-
-/**
- * Whether the command that caused `event` came from a client (the wire), judged from the event and the
- * state before it. Only those commandIds are kept in `appliedCommandIds`: a client command may be
- * redelivered and must then be a no-op. The executor's own commands (RecordIntent, CommitResult,
- * SettleItem, DelegateItem) never travel the wire; a repeated one is decided on the state (and refused).
- */
-function causedByClientCommand(event: PlanEvent, lookup: (id: string) => ItemState | undefined, state: PlanState): boolean {
-  switch (event.type) {
-    case 'PlanCreated':
-    case 'PlanProposed':
-      // A pause for new follow-up items follows them directly: it comes from the executor's CommitResult.
-      return !pauseForFollowUps(event, lookup, state);
-    case 'ApprovalRecorded':
-    case 'PlanApproved':
-    case 'PlanRejected':
-    case 'PlanCancelled':
-      return true;
-    case 'ItemAdded':
-      return event.data.followUpOf === null; // a follow-up comes from CommitResult
-    case 'ItemRetryScheduled':
-      return event.data.manual; // RetryItem; an automatic retry comes from SettleItem
-    case 'ItemSignalled':
-      return true; // SignalItem
-    case 'WaitStarted':
-      return false; // RecordIntent of a wait item
-    case 'ItemInherited':
-      return false; // follows its fork's PlanCreated
-    case 'ResultCommitted': {
-      // ChildPlanFinished commits the result of a delegated attempt; CommitResult is refused for those.
-      const item = lookup(event.data.itemId);
-      const last = item === undefined ? undefined : currentAttempt(item);
-      return last !== undefined && last.childPlanId !== null;
-    }
-    case 'CommandRejected':
-      return !isInternalCommandType(event.data.commandType);
-    case 'IntentRecorded':
-    case 'ItemDelegated':
-    case 'ItemCheckpointed':
-    case 'EvidenceRecorded':
-    case 'ItemCompleted':
-    case 'ItemFailed':
-    case 'PlanCompleted':
-    case 'PlanFailed':
-      return false;
-  }
-}
-
-/** A PlanProposed right after a follow-up ItemAdded: the pause `decide` emits for a tool's follow-ups. */
-function pauseForFollowUps(event: PlanEvent, lookup: (id: string) => ItemState | undefined, state: PlanState): boolean {
-  if (event.type !== 'PlanProposed' || event.data.policy === null) return false;
-  const lastId = state.itemOrder[state.itemOrder.length - 1];
-  const last = lastId === undefined ? undefined : lookup(lastId);
-  return last !== undefined && last.addedSeq === event.seq - 1 && last.followUpOf !== null;
 }
 
 /** How many items of a plan are in each status. */
@@ -213,7 +135,7 @@ export class Fold {
 
     switch (event.type) {
       case 'PlanCreated': {
-        if (s.status !== 'none') invalid(event, 'plan exists');
+        if (s.status !== 'none') invalidEvent(event, 'plan exists');
         s.goal = event.data.goal;
         s.mode = event.data.mode;
         s.status = event.data.mode === 'execute' ? 'running' : 'draft';
@@ -232,7 +154,7 @@ export class Fold {
       }
       case 'ItemAdded': {
         const spec = event.data.item;
-        if (this.item(spec.id) !== undefined) invalid(event, `duplicate item ${spec.id}`);
+        if (this.item(spec.id) !== undefined) invalidEvent(event, `duplicate item ${spec.id}`);
         const added: ItemState = {
           // Listed rather than spread: `{ ...spec, status, ... }` takes V8's slow path (~7 µs).
           id: spec.id,
@@ -298,8 +220,8 @@ export class Fold {
         break;
       }
       case 'IntentRecorded': {
-        const found = this.item(event.data.itemId) ?? invalid(event, `unknown item ${event.data.itemId}`);
-        if (event.data.idempotencyKey !== idempotencyKey(s.planId, found.id, event.data.attempt)) invalid(event, 'unexpected idempotency key');
+        const found = this.item(event.data.itemId) ?? invalidEvent(event, `unknown item ${event.data.itemId}`);
+        if (event.data.idempotencyKey !== idempotencyKey(s.planId, found.id, event.data.attempt)) invalidEvent(event, 'unexpected idempotency key');
         const it = this.changeItem(event, found.id);
         this.attempts(it).push(
           this.own<AttemptState>({
@@ -322,8 +244,8 @@ export class Fold {
         break;
       }
       case 'WaitStarted': {
-        const found = this.item(event.data.itemId) ?? invalid(event, `unknown item ${event.data.itemId}`);
-        if (found.wait == null) invalid(event, `item ${found.id} is not a wait item`);
+        const found = this.item(event.data.itemId) ?? invalidEvent(event, `unknown item ${event.data.itemId}`);
+        if (found.wait == null) invalidEvent(event, `item ${found.id} is not a wait item`);
         const it = this.changeItem(event, found.id);
         this.attempts(it).push(
           this.own<AttemptState>({
@@ -349,7 +271,7 @@ export class Fold {
       case 'ItemSignalled': {
         const it = this.changeItem(event, event.data.itemId);
         const a = this.attempt(event, it, event.data.attempt);
-        if (a.wait === undefined || it.status !== 'in_progress') invalid(event, `item ${it.id} is not waiting`);
+        if (a.wait === undefined || it.status !== 'in_progress') invalidEvent(event, `item ${it.id} is not waiting`);
         a.finishedAt = event.occurredAt;
         a.outcome = 'succeeded';
         a.outputJson = event.data.dataJson;
@@ -375,7 +297,7 @@ export class Fold {
       }
       case 'ItemInherited': {
         const it = this.changeItem(event, event.data.itemId);
-        if (s.forkedFrom === undefined || it.status !== 'pending' || it.attempts.length > 0) invalid(event, `item ${it.id} cannot be inherited`);
+        if (s.forkedFrom === undefined || it.status !== 'pending' || it.attempts.length > 0) invalidEvent(event, `item ${it.id} cannot be inherited`);
         this.setStatus(it, 'completed');
         it.outputJson = event.data.outputJson;
         break;
@@ -498,7 +420,7 @@ export class Fold {
 
   /** The item, ready to change. */
   private changeItem(event: PlanEvent, id: string): ItemState {
-    const found = this.item(id) ?? invalid(event, `unknown item ${id}`);
+    const found = this.item(id) ?? invalidEvent(event, `unknown item ${id}`);
     if (this.owns(found)) return found;
     const copy = this.own({ ...found });
     this.setItem(id, copy);
@@ -514,7 +436,7 @@ export class Fold {
   /** The current attempt (which must be `attempt`) of an item that is ready to change, ready to change. */
   private attempt(event: PlanEvent, it: ItemState, attempt: number): AttemptState {
     const last = currentAttempt(it);
-    if (last === undefined || last.attempt !== attempt) invalid(event, `attempt ${attempt} is not the current attempt of ${it.id}`);
+    if (last === undefined || last.attempt !== attempt) invalidEvent(event, `attempt ${attempt} is not the current attempt of ${it.id}`);
     if (this.owns(last)) return last;
     const copy = this.own({ ...last });
     this.attempts(it)[it.attempts.length - 1] = copy;
