@@ -25,6 +25,9 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/**/*.unit.test.ts'],
+          // A few unit files start the CLI or a script as a process (its argument errors, its exit code):
+          // a second on a quiet machine, more than vitest's default 5 s beside a loaded one.
+          testTimeout: 30_000,
           maxWorkers: 2,
           sequence: { groupOrder: 1 },
         },
