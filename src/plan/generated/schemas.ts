@@ -1496,5 +1496,363 @@ export const eventTypes = ["PlanCreated","ItemAdded","PlanProposed","PlanApprove
 /** Command payload record names in union order (new ones are appended, never reordered). */
 export const commandTypes = ["CreatePlan","AddItems","ProposePlan","ApprovePlan","RejectPlan","CancelPlan","RetryItem","ChildPlanFinished","ErasePlan","SignalItem"] as const;
 
+/** Internal command record names (schemas/internal/, by name): commands the executor gives itself, never on the wire. */
+export const internalCommandTypes = ["CommitResult","DelegateItem","ExpireWait","RecordCheckpoint","RecordEvidence","RecordIntent","SettleItem"] as const;
+
+/** Each internal command's record, every named type inlined, so `decide` validates it like a client command. */
+export const internalCommandSchemas = {
+  "CommitResult": {
+    "type": "record",
+    "name": "CommitResult",
+    "namespace": "planledger",
+    "doc": "The tool returned (or threw). Decides ResultCommitted, then one ItemAdded per follow-up item. Follow-ups are only allowed with outcome succeeded; they are validated like AddItems, and allowed in an approved propose-mode plan because the approved tool asked for them.",
+    "fields": [
+      {
+        "name": "itemId",
+        "type": "string",
+        "doc": "The item this command is about."
+      },
+      {
+        "name": "attempt",
+        "type": "int",
+        "doc": "The attempt this command is about (1-based); a command for an older attempt is refused."
+      },
+      {
+        "name": "outcome",
+        "type": {
+          "type": "enum",
+          "name": "Outcome",
+          "namespace": "planledger",
+          "doc": "Result of one attempt. Terminal vs retryable is explicit.",
+          "symbols": [
+            "succeeded",
+            "failed_retryable",
+            "failed_terminal"
+          ]
+        },
+        "doc": "How the attempt ended."
+      },
+      {
+        "name": "outputJson",
+        "type": [
+          "null",
+          "string"
+        ],
+        "doc": "The tool's output, canonical JSON.",
+        "default": null
+      },
+      {
+        "name": "error",
+        "type": [
+          "null",
+          {
+            "type": "record",
+            "name": "ItemError",
+            "namespace": "planledger",
+            "doc": "An error reported by a tool or a child plan.",
+            "fields": [
+              {
+                "name": "code",
+                "type": "string",
+                "doc": "Machine-readable error code."
+              },
+              {
+                "name": "message",
+                "type": "string"
+              },
+              {
+                "name": "detailsJson",
+                "type": [
+                  "null",
+                  "string"
+                ],
+                "default": null,
+                "doc": "Extra details as canonical JSON."
+              }
+            ]
+          }
+        ],
+        "doc": "Why the attempt failed.",
+        "default": null
+      },
+      {
+        "name": "durationMs",
+        "type": "long",
+        "doc": "How long the tool ran."
+      },
+      {
+        "name": "executorId",
+        "type": "string",
+        "doc": "The executor that gives the command (recorded for audit)."
+      },
+      {
+        "name": "followUps",
+        "type": {
+          "type": "array",
+          "items": {
+            "type": "record",
+            "name": "ItemSpec",
+            "namespace": "planledger",
+            "doc": "An item as the planner wrote it; this (not its status) is what an operator reviews.",
+            "fields": [
+              {
+                "name": "id",
+                "type": "string",
+                "doc": "Stable item id, unique in the plan: 1..128 chars of [A-Za-z0-9._:-]."
+              },
+              {
+                "name": "title",
+                "type": "string"
+              },
+              {
+                "name": "why",
+                "type": "string",
+                "doc": "The context that explains why the item exists."
+              },
+              {
+                "name": "dependsOn",
+                "type": {
+                  "type": "array",
+                  "items": "string"
+                },
+                "doc": "Ids of items that must complete first."
+              },
+              {
+                "name": "tool",
+                "type": "string",
+                "doc": "Name of the tool that runs the item."
+              },
+              {
+                "name": "inputJson",
+                "type": "string",
+                "doc": "Tool input as canonical JSON."
+              },
+              {
+                "name": "retry",
+                "type": [
+                  "null",
+                  {
+                    "type": "record",
+                    "name": "RetryPolicy",
+                    "namespace": "planledger",
+                    "doc": "Exponential backoff: wait min(maxBackoffMs, initialBackoffMs * backoffMultiplier^(n-1)) after the n-th failed attempt.",
+                    "fields": [
+                      {
+                        "name": "maxAttempts",
+                        "type": "int",
+                        "doc": "Attempts allowed in total (1..100)."
+                      },
+                      {
+                        "name": "initialBackoffMs",
+                        "type": "long"
+                      },
+                      {
+                        "name": "backoffMultiplier",
+                        "type": "double"
+                      },
+                      {
+                        "name": "maxBackoffMs",
+                        "type": "long"
+                      }
+                    ]
+                  }
+                ],
+                "default": null,
+                "doc": "null = default policy."
+              },
+              {
+                "name": "secret",
+                "type": [
+                  "null",
+                  {
+                    "type": "array",
+                    "items": "string"
+                  }
+                ],
+                "default": null,
+                "doc": "Dotted paths into the input and output JSON whose values are secret (e.g. card.number): shown as \"[secret]\" in logs, the API, the dashboard and the CLI; the tool gets the real value. null = none."
+              },
+              {
+                "name": "wait",
+                "type": [
+                  "null",
+                  {
+                    "type": "record",
+                    "name": "WaitSpec",
+                    "namespace": "planledger",
+                    "doc": "What a wait item waits for: a named signal (SignalItem), at most timeoutMs after its wait started. A wait item runs no tool and holds no tool slot while it waits.",
+                    "fields": [
+                      {
+                        "name": "signal",
+                        "type": "string",
+                        "doc": "The signal's name (1..128 chars of [A-Za-z0-9._:-])."
+                      },
+                      {
+                        "name": "timeoutMs",
+                        "type": [
+                          "null",
+                          "long"
+                        ],
+                        "default": null,
+                        "doc": "How long the wait may last; past it the attempt fails with WAIT_TIMEOUT (retryable: the item's retry policy applies). null = no timeout."
+                      },
+                      {
+                        "name": "prompt",
+                        "type": [
+                          "null",
+                          "string"
+                        ],
+                        "default": null,
+                        "doc": "What the wait asks for, shown to whoever answers it."
+                      }
+                    ]
+                  }
+                ],
+                "default": null,
+                "doc": "Set for a wait item: it completes when the named signal arrives (its data is the item's output); its tool is never invoked. null = a tool item."
+              }
+            ]
+          }
+        },
+        "doc": "Items the tool asked to add after its own.",
+        "default": []
+      }
+    ]
+  },
+  "DelegateItem": {
+    "type": "record",
+    "name": "DelegateItem",
+    "namespace": "planledger",
+    "doc": "Hand the current attempt of an in-progress item to a child plan. Decides ItemDelegated.",
+    "fields": [
+      {
+        "name": "itemId",
+        "type": "string",
+        "doc": "The item this command is about."
+      },
+      {
+        "name": "attempt",
+        "type": "int",
+        "doc": "The attempt this command is about (1-based); a command for an older attempt is refused."
+      },
+      {
+        "name": "childPlanId",
+        "type": "string",
+        "doc": "The child plan that runs the attempt."
+      }
+    ]
+  },
+  "ExpireWait": {
+    "type": "record",
+    "name": "ExpireWait",
+    "namespace": "planledger",
+    "doc": "A waiting item's deadline passed (the executor's timer, on whichever executor owns the plan now): the recorded deadline, or first seen + the wait's timeout when that is sooner on an owner whose clock is behind the one that started the wait (waitDueAt). Decides ResultCommitted with outcome failed_retryable and error code WAIT_TIMEOUT; SettleItem then applies the item's retry policy as for any failure.",
+    "fields": [
+      {
+        "name": "itemId",
+        "type": "string",
+        "doc": "The item this command is about."
+      },
+      {
+        "name": "attempt",
+        "type": "int",
+        "doc": "The attempt this command is about (1-based); a command for an older attempt is refused."
+      },
+      {
+        "name": "executorId",
+        "type": "string",
+        "doc": "The executor that gives the command (recorded for audit)."
+      }
+    ]
+  },
+  "RecordCheckpoint": {
+    "type": "record",
+    "name": "RecordCheckpoint",
+    "namespace": "planledger",
+    "doc": "A running tool's progress within its attempt (ctx.checkpoint). Decides ItemCheckpointed.",
+    "fields": [
+      {
+        "name": "itemId",
+        "type": "string",
+        "doc": "The item this command is about."
+      },
+      {
+        "name": "attempt",
+        "type": "int",
+        "doc": "The attempt this command is about (1-based); a command for an older attempt is refused."
+      },
+      {
+        "name": "stateJson",
+        "type": "string",
+        "doc": "The tool's checkpoint, canonical JSON."
+      }
+    ]
+  },
+  "RecordEvidence": {
+    "type": "record",
+    "name": "RecordEvidence",
+    "namespace": "planledger",
+    "doc": "Intermediate evidence a running tool attaches to its item (ctx.evidence). Decides EvidenceRecorded.",
+    "fields": [
+      {
+        "name": "itemId",
+        "type": "string",
+        "doc": "The item this command is about."
+      },
+      {
+        "name": "attempt",
+        "type": "int",
+        "doc": "The attempt this command is about (1-based); a command for an older attempt is refused."
+      },
+      {
+        "name": "name",
+        "type": "string",
+        "doc": "The name of the evidence."
+      },
+      {
+        "name": "valueJson",
+        "type": "string",
+        "doc": "Its value, canonical JSON."
+      }
+    ]
+  },
+  "RecordIntent": {
+    "type": "record",
+    "name": "RecordIntent",
+    "namespace": "planledger",
+    "doc": "The executor is about to invoke an item's tool. Decides IntentRecorded with attempt = previous attempts + 1 and idempotencyKey = planId/itemId/attempt.",
+    "fields": [
+      {
+        "name": "itemId",
+        "type": "string",
+        "doc": "The item this command is about."
+      },
+      {
+        "name": "executorId",
+        "type": "string",
+        "doc": "The executor that gives the command (recorded for audit)."
+      },
+      {
+        "name": "fencingToken",
+        "type": "long",
+        "doc": "The fencing token of the writer (its producer epoch); recorded for audit."
+      }
+    ]
+  },
+  "SettleItem": {
+    "type": "record",
+    "name": "SettleItem",
+    "namespace": "planledger",
+    "doc": "Finish an item whose result is committed: ItemCompleted, ItemRetryScheduled (retryAt = now + backoff) or ItemFailed, followed by PlanCompleted / PlanFailed when that settles the plan.",
+    "fields": [
+      {
+        "name": "itemId",
+        "type": "string",
+        "doc": "The item this command is about."
+      }
+    ]
+  }
+} as const;
+
 /** The schemaVersion every event written with this contract carries. */
 export const eventSchemaVersion = 1;

@@ -283,6 +283,84 @@ export interface WaitStarted {
   executorId: string;
 }
 
+/** The tool returned (or threw). Decides ResultCommitted, then one ItemAdded per follow-up item. Follow-ups are only allowed with outcome succeeded; they are validated like AddItems, and allowed in an approved propose-mode plan because the approved tool asked for them. */
+export interface CommitResult {
+  /** The item this command is about. */
+  itemId: string;
+  /** The attempt this command is about (1-based); a command for an older attempt is refused. */
+  attempt: number;
+  /** How the attempt ended. */
+  outcome: Outcome;
+  /** The tool's output, canonical JSON. */
+  outputJson: string | null;
+  /** Why the attempt failed. */
+  error: ItemError | null;
+  /** How long the tool ran. */
+  durationMs: number;
+  /** The executor that gives the command (recorded for audit). */
+  executorId: string;
+  /** Items the tool asked to add after its own. */
+  followUps: ItemSpec[];
+}
+
+/** Hand the current attempt of an in-progress item to a child plan. Decides ItemDelegated. */
+export interface DelegateItem {
+  /** The item this command is about. */
+  itemId: string;
+  /** The attempt this command is about (1-based); a command for an older attempt is refused. */
+  attempt: number;
+  /** The child plan that runs the attempt. */
+  childPlanId: string;
+}
+
+/** A waiting item's deadline passed (the executor's timer, on whichever executor owns the plan now): the recorded deadline, or first seen + the wait's timeout when that is sooner on an owner whose clock is behind the one that started the wait (waitDueAt). Decides ResultCommitted with outcome failed_retryable and error code WAIT_TIMEOUT; SettleItem then applies the item's retry policy as for any failure. */
+export interface ExpireWait {
+  /** The item this command is about. */
+  itemId: string;
+  /** The attempt this command is about (1-based); a command for an older attempt is refused. */
+  attempt: number;
+  /** The executor that gives the command (recorded for audit). */
+  executorId: string;
+}
+
+/** A running tool's progress within its attempt (ctx.checkpoint). Decides ItemCheckpointed. */
+export interface RecordCheckpoint {
+  /** The item this command is about. */
+  itemId: string;
+  /** The attempt this command is about (1-based); a command for an older attempt is refused. */
+  attempt: number;
+  /** The tool's checkpoint, canonical JSON. */
+  stateJson: string;
+}
+
+/** Intermediate evidence a running tool attaches to its item (ctx.evidence). Decides EvidenceRecorded. */
+export interface RecordEvidence {
+  /** The item this command is about. */
+  itemId: string;
+  /** The attempt this command is about (1-based); a command for an older attempt is refused. */
+  attempt: number;
+  /** The name of the evidence. */
+  name: string;
+  /** Its value, canonical JSON. */
+  valueJson: string;
+}
+
+/** The executor is about to invoke an item's tool. Decides IntentRecorded with attempt = previous attempts + 1 and idempotencyKey = planId/itemId/attempt. */
+export interface RecordIntent {
+  /** The item this command is about. */
+  itemId: string;
+  /** The executor that gives the command (recorded for audit). */
+  executorId: string;
+  /** The fencing token of the writer (its producer epoch); recorded for audit. */
+  fencingToken: number;
+}
+
+/** Finish an item whose result is committed: ItemCompleted, ItemRetryScheduled (retryAt = now + backoff) or ItemFailed, followed by PlanCompleted / PlanFailed when that settles the plan. */
+export interface SettleItem {
+  /** The item this command is about. */
+  itemId: string;
+}
+
 /** A plan's state as of one event. Topic <prefix>.plan-snapshots (compacted), key planId, written by the projector. Restore = this snapshot + the events after eventsOffset. */
 export interface PlanSnapshot {
   planId: string;
@@ -514,3 +592,15 @@ export interface CommandPayloads {
   SignalItem: SignalItem;
 }
 export type CommandType = keyof CommandPayloads;
+
+/** Commands the executor gives itself (schemas/internal/), by record name: TypeScript only, never on the wire. */
+export interface InternalCommandPayloads {
+  CommitResult: CommitResult;
+  DelegateItem: DelegateItem;
+  ExpireWait: ExpireWait;
+  RecordCheckpoint: RecordCheckpoint;
+  RecordEvidence: RecordEvidence;
+  RecordIntent: RecordIntent;
+  SettleItem: SettleItem;
+}
+export type InternalCommandType = keyof InternalCommandPayloads;
