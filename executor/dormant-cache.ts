@@ -9,6 +9,8 @@
  * the events topic when a command needs it.
  */
 
+import { Lru, WeightBudget } from '../src/lru.js';
+
 /** One plan put aside. */
 export interface DormantEntry {
   /** `snapshot`: a snapshot record's value (Avro, decode + verify); `state`: the owner's own state as JSON. */
@@ -19,10 +21,7 @@ export interface DormantEntry {
 }
 
 /** A byte budget shared by the owners of one executor (each evicts its own entries while the total is over). */
-export class CacheBudget {
-  used = 0;
-  constructor(readonly maxBytes: number) {}
-}
+export class CacheBudget extends WeightBudget {}
 
 /** Bookkeeping bytes counted per entry beside its value (key, map slot, the entry object). */
 const ENTRY_OVERHEAD = 160;
@@ -31,13 +30,13 @@ const ENTRY_OVERHEAD = 160;
 export const DEFAULT_EXECUTOR_CACHE_MIB = 64;
 
 export class DormantCache {
-  /** Insertion order is recency order: the first entry is the least recently used. */
-  private readonly entries = new Map<string, DormantEntry>();
-  private bytes = 0;
+  private readonly entries: Lru<string, DormantEntry>;
   /** Plans that left the cache: planId → `since` of their entry, so they can be read back from the log. */
   readonly evicted = new Map<string, number | null>();
 
-  constructor(private readonly budget: CacheBudget) {}
+  constructor(budget: CacheBudget) {
+    this.entries = new Lru({ budget, weigh: (e) => e.value.length + ENTRY_OVERHEAD, onEvict: (planId, e) => void this.evicted.set(planId, e.since) });
+  }
 
   get size(): number {
     return this.entries.size;
@@ -45,7 +44,7 @@ export class DormantCache {
 
   /** Bytes this cache holds now (values and bookkeeping). */
   get heldBytes(): number {
-    return this.bytes;
+    return this.entries.weight;
   }
 
   has(planId: string): boolean {
@@ -59,47 +58,23 @@ export class DormantCache {
 
   /** The entry without touching its recency. */
   peek(planId: string): DormantEntry | undefined {
-    return this.entries.get(planId);
+    return this.entries.peek(planId);
   }
 
   set(planId: string, entry: DormantEntry): void {
-    this.remove(planId);
     this.evicted.delete(planId);
     this.entries.set(planId, entry);
-    const cost = entry.value.length + ENTRY_OVERHEAD;
-    this.bytes += cost;
-    this.budget.used += cost;
-    this.trim();
   }
 
   /** Drops the entry (loaded, or erased) — the evicted marker too. */
   delete(planId: string): void {
-    this.remove(planId);
+    this.entries.delete(planId);
     this.evicted.delete(planId);
   }
 
   /** Releases every byte (the owner is gone; the next owner restores from the log). */
   clear(): void {
-    this.budget.used -= this.bytes;
-    this.bytes = 0;
     this.entries.clear();
     this.evicted.clear();
-  }
-
-  private remove(planId: string): void {
-    const e = this.entries.get(planId);
-    if (e === undefined) return;
-    this.entries.delete(planId);
-    const cost = e.value.length + ENTRY_OVERHEAD;
-    this.bytes -= cost;
-    this.budget.used -= cost;
-  }
-
-  private trim(): void {
-    while (this.budget.used > this.budget.maxBytes && this.entries.size > 0) {
-      const [planId, e] = this.entries.entries().next().value as [string, DormantEntry];
-      this.remove(planId);
-      this.evicted.set(planId, e.since);
-    }
   }
 }

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { PlanEvent, PlanState, PlanStatus } from '../src/plan/index.js';
 import { stateDigest } from '../src/plan/index.js';
+import { Lru } from '../src/lru.js';
 import type { PartitionProjection, PlanSummary, PlanView } from '../src/projection/index.js';
 
 export const BUCKET_MS = 10_000;
@@ -52,20 +53,19 @@ export type ReadView = PlanView & { partition: number; lastOffset: string | null
  */
 export class ReadModel {
   readonly partitions = new Map<number, PartitionProjection>();
-  private readonly cache = new Map<string, CachedEvents>();
+  /** Each plan's events, weighed by their count (`retainEvents` in all). */
+  private readonly cache: Lru<string, CachedEvents>;
   private readonly loading = new Map<string, Promise<PlanEvent[]>>();
-  private cachedEvents = 0;
   private readonly changes = new EventEmitter();
   private changed = new Set<string>();
   private flushTimer: NodeJS.Timeout | undefined;
   /** Applied events per 10 s of their occurredAt, for the overview's recent activity. */
   private readonly buckets = new Map<number, ActivityBucket>();
-  /** Per plan, the last seq counted as activity (a bounded memory: the oldest entries go first). */
-  private readonly countedSeq = new Map<string, number>();
+  /** Per plan, the last seq counted as activity (a bounded memory: the least recently counted go first). */
+  private readonly countedSeq = new Lru<string, number>({ maxWeight: MAX_COUNTED_PLANS });
   version = 0;
   /** Finished plans whose archived snapshot is at their seq, held in memory: planId → bytes and partition, least recently used first. */
-  private readonly hotFinished = new Map<string, { bytes: number; partition: number }>();
-  private hotFinishedBytes = 0;
+  private readonly hotFinished: Lru<string, { bytes: number; partition: number }>;
   /** Finished plans not in memory: listed from their summary, read from the archive on demand. */
   readonly cold = new Map<string, ColdPlan>();
   private readonly coldLoads = new Map<string, Promise<PlanState>>();
@@ -74,11 +74,23 @@ export class ReadModel {
     private readonly opts: { retainEvents: number; loader: EventLoader; notifyMs?: number; cache?: PlanCacheOptions },
   ) {
     this.changes.setMaxListeners(0);
+    this.cache = new Lru({ maxWeight: Math.max(0, opts.retainEvents), weigh: (c) => c.events.length });
+    // Past the budget the least recently read go cold: out of the projection, read from the archive on demand.
+    this.hotFinished = new Lru({
+      maxWeight: opts.cache?.cacheBytes ?? Infinity,
+      weigh: (h) => h.bytes,
+      onEvict: (planId) => {
+        const cold = opts.cache?.release(planId);
+        if (cold === undefined) return; // changed since (it is hot again, and comes back here when archived again)
+        this.cold.set(planId, cold);
+        this.evict(planId);
+      },
+    });
   }
 
   /** Bytes of finished plans held in memory that could go cold (see {@link PlanCacheOptions.cacheBytes}). */
   get finishedBytes(): number {
-    return this.hotFinishedBytes;
+    return this.hotFinished.weight;
   }
 
   /**
@@ -86,10 +98,7 @@ export class ReadModel {
    * when the finished plans held pass the budget, least recently used first.
    */
   archived(planId: string, partition: number, bytes: number): void {
-    this.dropHot(planId);
     this.hotFinished.set(planId, { bytes, partition });
-    this.hotFinishedBytes += bytes;
-    this.trimHot();
   }
 
   /** A cold plan is back in its projection (an event arrived for it). */
@@ -100,28 +109,8 @@ export class ReadModel {
   /** A plan is gone (erased): nothing of it stays, hot or cold. */
   forget(planId: string): void {
     this.cold.delete(planId);
-    this.dropHot(planId);
-    this.evict(planId);
-  }
-
-  private dropHot(planId: string): void {
-    const h = this.hotFinished.get(planId);
-    if (h === undefined) return;
     this.hotFinished.delete(planId);
-    this.hotFinishedBytes -= h.bytes;
-  }
-
-  private trimHot(): void {
-    const cache = this.opts.cache;
-    if (cache === undefined) return;
-    while (this.hotFinishedBytes > cache.cacheBytes && this.hotFinished.size > 0) {
-      const planId = this.hotFinished.keys().next().value as string;
-      this.dropHot(planId);
-      const cold = cache.release(planId);
-      if (cold === undefined) continue; // changed since (it is hot again, and comes back here when archived again)
-      this.cold.set(planId, cold);
-      this.evict(planId);
-    }
+    this.evict(planId);
   }
 
   /** Known to this projector, hot or cold. */
@@ -136,12 +125,7 @@ export class ReadModel {
   async read(planId: string): Promise<ReadView | undefined> {
     const hot = this.view(planId);
     if (hot !== undefined) {
-      const h = this.hotFinished.get(planId);
-      if (h !== undefined) {
-        // Recently read: last to go cold.
-        this.hotFinished.delete(planId);
-        this.hotFinished.set(planId, h);
-      }
+      this.hotFinished.get(planId); // recently read: last to go cold
       return { ...hot, cold: false };
     }
     const cold = this.cold.get(planId);
@@ -167,7 +151,7 @@ export class ReadModel {
     if (!projection) return;
     this.partitions.delete(p);
     for (const id of projection.plans.keys()) this.evict(id);
-    for (const [id, h] of this.hotFinished) if (h.partition === p) this.dropHot(id);
+    for (const [id, h] of this.hotFinished.entries()) if (h.partition === p) this.hotFinished.delete(id);
     for (const [id, c] of this.cold) if (c.partition === p) this.cold.delete(id);
     this.touchAll(projection);
   }
@@ -220,7 +204,7 @@ export class ReadModel {
     this.scheduleNotify();
     this.count(event);
     if (this.opts.retainEvents <= 0) return;
-    const c = this.cache.get(event.planId);
+    const c = this.cache.peek(event.planId);
     if (c !== undefined) {
       const last = c.events[c.events.length - 1];
       if (last !== undefined && last.seq + 1 !== event.seq) {
@@ -228,15 +212,10 @@ export class ReadModel {
         return;
       }
       c.events.push(event);
-      this.cachedEvents += 1;
-      // LRU: most recently changed plans last.
-      this.cache.delete(event.planId);
-      this.cache.set(event.planId, c);
+      this.cache.set(event.planId, c); // re-weighed, and the most recently changed
     } else if (event.seq === 1) {
       this.cache.set(event.planId, { events: [event] });
-      this.cachedEvents += 1;
     }
-    this.trim();
   }
 
   /**
@@ -244,19 +223,11 @@ export class ReadModel {
    * activity unless this projector counted it already (a partition that comes back to it).
    */
   replayed(event: PlanEvent): void {
-    if (event.seq > (this.countedSeq.get(event.planId) ?? 0)) this.count(event);
+    if (event.seq > (this.countedSeq.peek(event.planId) ?? 0)) this.count(event);
   }
 
   private count(event: PlanEvent): void {
-    this.countedSeq.delete(event.planId); // re-inserted last: the map's order is the order of last use
     this.countedSeq.set(event.planId, event.seq);
-    if (this.countedSeq.size > MAX_COUNTED_PLANS) {
-      let drop = MAX_COUNTED_PLANS / 10;
-      for (const k of this.countedSeq.keys()) {
-        if (drop-- <= 0) break;
-        this.countedSeq.delete(k);
-      }
-    }
     const at = Math.floor(event.occurredAt / BUCKET_MS) * BUCKET_MS;
     let b = this.buckets.get(at);
     if (b === undefined) {
@@ -295,18 +266,7 @@ export class ReadModel {
   }
 
   evict(planId: string): void {
-    const c = this.cache.get(planId);
-    if (c) {
-      this.cachedEvents -= c.events.length;
-      this.cache.delete(planId);
-    }
-  }
-
-  private trim(): void {
-    while (this.cachedEvents > this.opts.retainEvents && this.cache.size > 0) {
-      const oldest = this.cache.keys().next().value as string;
-      this.evict(oldest);
-    }
+    this.cache.delete(planId);
   }
 
   /**
@@ -316,7 +276,7 @@ export class ReadModel {
   async events(planId: string): Promise<PlanEvent[]> {
     const view = this.view(planId);
     const seq = view?.state?.seq ?? this.cold.get(planId)?.summary.seq ?? 0;
-    const c = this.cache.get(planId);
+    const c = this.cache.peek(planId);
     if (c !== undefined && c.events.length > 0 && c.events[c.events.length - 1]!.seq >= seq) return c.events.filter((e) => e.seq <= seq);
     let pending = this.loading.get(planId);
     if (pending === undefined) {
@@ -329,8 +289,6 @@ export class ReadModel {
     const events = loaded.filter((e) => e.seq <= upTo);
     if (this.opts.retainEvents > 0 && events.length > 0 && events.length <= this.opts.retainEvents && !this.cache.has(planId)) {
       this.cache.set(planId, { events: [...events] });
-      this.cachedEvents += events.length;
-      this.trim();
     }
     return events;
   }

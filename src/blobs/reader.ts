@@ -1,5 +1,6 @@
 import { isLedgerError, LedgerError } from '../errors.js';
 import { partitionFor, type KafkaClient, type LedgerAdmin } from '../kafka/index.js';
+import { Lru } from '../lru.js';
 import { chunkKey, parseRef, sha256Hex, type BlobRef } from './blob.js';
 
 /** Reads of a payload that end short of a chunk, before it counts as missing (about 1 s in all). */
@@ -22,12 +23,10 @@ export interface BlobReaderOptions {
  * are kept in a small LRU by plan and digest.
  */
 export class BlobReader {
-  private readonly cache = new Map<string, string>();
-  private cached = 0;
-  private readonly cacheBytes: number;
+  private readonly cache: Lru<string, string>;
 
   constructor(private readonly o: BlobReaderOptions) {
-    this.cacheBytes = o.cacheBytes ?? 64 * 1024 * 1024;
+    this.cache = new Lru({ maxWeight: o.cacheBytes ?? 64 * 1024 * 1024, weigh: (text) => text.length });
   }
 
   /** The payload text a stored payload stands for: itself when inline, the blob's content when a reference. */
@@ -39,11 +38,7 @@ export class BlobReader {
   async read(planId: string, ref: BlobRef): Promise<string> {
     const cacheKey = `${planId}:${ref.sha256}`;
     const hit = this.cache.get(cacheKey);
-    if (hit !== undefined) {
-      this.cache.delete(cacheKey);
-      this.cache.set(cacheKey, hit);
-      return hit;
-    }
+    if (hit !== undefined) return hit;
     // A payload written in a transaction that just committed can be a few milliseconds ahead of the
     // partition's last stable offset (the coordinator writes the commit markers after it answers), so a read
     // that ends short of a chunk tries again briefly before calling it missing.
@@ -90,28 +85,13 @@ export class BlobReader {
       throw new LedgerError('INTEGRITY', `payload ${ref.sha256} of plan ${planId} does not match its reference (${data.length} bytes read, ${ref.bytes} expected)`, { planId, sha256: ref.sha256 });
     }
     const text = data.toString('utf8');
-    this.remember(cacheKey, text);
+    this.cache.set(cacheKey, text);
     return text;
   }
 
   /** Drops what the cache holds of a plan (after its erasure). */
   forget(planId: string): void {
-    for (const [k, v] of [...this.cache]) {
-      if (!k.startsWith(`${planId}:`)) continue;
-      this.cache.delete(k);
-      this.cached -= v.length;
-    }
-  }
-
-  private remember(key: string, text: string): void {
-    if (text.length > this.cacheBytes) return;
-    this.cache.set(key, text);
-    this.cached += text.length;
-    for (const [k, v] of this.cache) {
-      if (this.cached <= this.cacheBytes) break;
-      this.cache.delete(k);
-      this.cached -= v.length;
-    }
+    for (const k of [...this.cache.keys()]) if (k.startsWith(`${planId}:`)) this.cache.delete(k);
   }
 }
 

@@ -1,3 +1,4 @@
+import { Lru } from '../lru.js';
 import { evolveAll, evolveInPlace, type PlanEvent, type PlanState } from '../plan/index.js';
 
 /** How a followed plan subscribes to the client's events tail; returns the unsubscribe. */
@@ -18,12 +19,15 @@ interface Followed {
  * plans and never waits for them holds a few MiB at most.
  */
 export class FollowedPlans {
-  private readonly plans = new Map<string, Followed>();
+  /** Oldest begun first: past `maxPlans` the oldest stops being followed. */
+  private readonly plans: Lru<string, Followed>;
 
   constructor(
     private readonly subscribe: Subscribe,
     private readonly limits: { maxPlans: number; maxItems: number } = { maxPlans: 256, maxItems: 1_000 },
-  ) {}
+  ) {
+    this.plans = new Lru({ maxWeight: limits.maxPlans, onEvict: (_, f) => f.stop() });
+  }
 
   /** Starts following a plan about to be created: call before its CreatePlan command is sent. */
   begin(planId: string): void {
@@ -36,7 +40,6 @@ export class FollowedPlans {
       f.state = next;
     });
     this.plans.set(planId, f);
-    while (this.plans.size > this.limits.maxPlans) this.drop(this.plans.keys().next().value!);
   }
 
   /**
@@ -44,7 +47,7 @@ export class FollowedPlans {
    * place) and no longer followed; undefined when the plan is not followed (then read it from the log).
    */
   take(planId: string): PlanState | undefined {
-    const f = this.plans.get(planId);
+    const f = this.plans.peek(planId);
     if (f?.state === undefined) return undefined;
     this.drop(planId, f);
     return f.state;
@@ -52,7 +55,7 @@ export class FollowedPlans {
 
   /** Stops following a plan (only `f`, when given: a newer `begin` of the same id stays). */
   drop(planId: string, f?: Followed): void {
-    const cur = this.plans.get(planId);
+    const cur = this.plans.peek(planId);
     if (!cur || (f !== undefined && cur !== f)) return;
     cur.stop();
     this.plans.delete(planId);

@@ -58,6 +58,7 @@ import {
 } from '@langchain/langgraph-checkpoint';
 import type { Ledger } from '../client/index.js';
 import { isLedgerError, LedgerError } from '../errors.js';
+import { Lru } from '../lru.js';
 import type { PlanState } from '../plan/index.js';
 
 /** Tool names of the two kinds of item a saver writes (never run: the plan stays a draft). */
@@ -198,7 +199,8 @@ export class LedgerSaver extends BaseCheckpointSaver {
   private readonly by: string | undefined;
   private readonly timeoutMs: number | undefined;
   private readonly maxThreads: number;
-  private readonly folds = new Map<string, Fold>();
+  /** Each thread's fold; past `maxThreads` the least recently read goes. */
+  private readonly folds: Lru<string, Fold>;
   /** Plans this saver knows exist (created or read), so a put tries AddItems first. */
   private readonly known = new Set<string>();
   private readonly folding = new Map<string, Promise<unknown>>();
@@ -213,6 +215,7 @@ export class LedgerSaver extends BaseCheckpointSaver {
     this.by = opts.by;
     this.timeoutMs = opts.timeoutMs;
     this.maxThreads = opts.maxThreads ?? 256;
+    this.folds = new Lru({ maxWeight: this.maxThreads });
     if (!Number.isInteger(this.maxThreads) || this.maxThreads < 1) throw invalid('maxThreads', 'must be a positive integer');
   }
 
@@ -477,10 +480,7 @@ export class LedgerSaver extends BaseCheckpointSaver {
     if (f === undefined || f.firstItemId !== firstItem(plan) || f.applied > plan.itemOrder.length) {
       f = { seq: 0, firstItemId: firstItem(plan), applied: 0, threadId: undefined, storage: Object.create(null) as Fold['storage'], writes: Object.create(null) as Fold['writes'], values: new Map() };
     }
-    // Most recently read last; the least recently read thread goes past maxThreads.
-    this.folds.delete(planId);
     this.folds.set(planId, f);
-    while (this.folds.size > this.maxThreads) this.folds.delete(this.folds.keys().next().value!);
     for (; f.applied < plan.itemOrder.length; f.applied++) {
       const item = plan.items[plan.itemOrder[f.applied]!];
       if (!item || (item.tool !== CHECKPOINT_TOOL && item.tool !== WRITES_TOOL)) continue;
