@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { LedgerError } from '../src/errors.js';
 import { isFencingError, MAX_RECORD_BYTES, type FencedTransaction, type FencedWriter, type GroupMember, type OutRecord } from '../src/kafka/index.js';
 import type { Logger } from '../src/logging.js';
@@ -99,7 +100,7 @@ export class TransactionalAppender {
 
   /** Waits until nothing is queued or in flight (used by graceful shutdown). */
   async idle(): Promise<void> {
-    while (this.running || this.queue.length) await new Promise((r) => setTimeout(r, 5));
+    while (this.running || this.queue.length) await sleep(5);
   }
 
   private async drain(): Promise<void> {
@@ -108,7 +109,7 @@ export class TransactionalAppender {
       while (this.queue.length && this.broken === undefined) {
         // Requests that arrive while a transaction is in flight queue up and ride in the next one;
         // an optional linger lets a lone request wait for company.
-        await (this.lingerMs > 0 ? new Promise((r) => setTimeout(r, this.lingerMs)) : new Promise((r) => setImmediate(r)));
+        await (this.lingerMs > 0 ? sleep(this.lingerMs) : new Promise((r) => setImmediate(r)));
         const batch = this.queue.splice(0, this.maxBatch);
         try {
           await this.commit(batch.map((b) => b.req));

@@ -1,3 +1,5 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { backoffMs } from '../src/backoff.js';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Tracer } from '@opentelemetry/api';
@@ -224,10 +226,10 @@ class Executor {
     const prev = this.resets.get(partition);
     const count = prev && now - prev.at < 60_000 + MAX_RESET_BACKOFF_MS ? prev.count + 1 : 1;
     this.resets.set(partition, { count, at: now });
-    const delay = Math.min(MAX_RESET_BACKOFF_MS, RESET_BACKOFF_MS * 2 ** (count - 1));
+    const delay = backoffMs(count, RESET_BACKOFF_MS, MAX_RESET_BACKOFF_MS);
     this.metrics.partitionResets.inc({ partition: String(partition) });
     this.logger.warn({ partition, consecutive: count, backoffMs: delay }, 'partition reset; restoring it from the log after a backoff');
-    await new Promise((r) => setTimeout(r, delay));
+    await sleep(delay);
     if (this.stopping || this.owners.get(partition) !== broken) return;
     this.retire(broken);
     this.owners.set(partition, this.newOwner(partition, this.member!));
@@ -406,9 +408,6 @@ class Executor {
 /** How long a batch no owner can take yet waits before it is handed back to be read again. */
 const REREAD_DELAY_MS = 500;
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
 
 /** `offset`, after {@link REREAD_DELAY_MS}: read again from there. */
 async function later(offset: string): Promise<string> {

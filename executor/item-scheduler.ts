@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { setMaxListeners } from 'node:events';
 import { placePayload } from '../src/blobs/index.js';
 import { isLedgerError, LedgerError } from '../src/errors.js';
@@ -84,11 +85,11 @@ export class ItemScheduler {
     this.draining = true;
     this.retries.stop();
     if (graceMs > 0 && this.running.size) {
-      await Promise.race([Promise.allSettled([...this.running]), new Promise((r) => setTimeout(r, graceMs))]);
+      await Promise.race([Promise.allSettled([...this.running]), sleep(graceMs)]);
     }
     this.stopped = true;
     this.abort.abort(new Error(`partition ${this.partition} released: ${reason}`));
-    await Promise.race([Promise.allSettled([...this.running]), new Promise((r) => setTimeout(r, 2000))]);
+    await Promise.race([Promise.allSettled([...this.running]), sleep(2000)]);
   }
 
   /**

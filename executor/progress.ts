@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { LedgerError } from '../src/errors.js';
 import { canonicalJson } from '../src/plan/index.js';
 
@@ -55,7 +56,7 @@ export class ProgressRecorder {
     try {
       while (this.latest !== undefined) {
         const wait = this.lastWriteAt + this.intervalMs - Date.now();
-        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        if (wait > 0) await sleep(wait);
         const json = this.latest;
         const waiters = this.waiters;
         this.latest = undefined;

@@ -1,7 +1,9 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { topicNames } from '../src/config.js';
 import type { LogRecord, RecordWriter } from '../src/kafka/index.js';
 import type { Logger } from '../src/logging.js';
-import { dlqHeaders, retryDelayMs, type RecordOutcome } from '../src/projection/index.js';
+import { backoffMs } from '../src/backoff.js';
+import { dlqHeaders, type RecordOutcome } from '../src/projection/index.js';
 
 /**
  * Writes a poison record of partition `p` to the DLQ, on the same partition, with its cause in headers
@@ -24,7 +26,7 @@ export async function sendDeadLetter(
     } catch (e) {
       if (ctx.stopped()) throw e;
       ctx.log.warn({ attempt, err: (e as Error).message }, 'DLQ write failed; retrying');
-      await new Promise((r) => setTimeout(r, retryDelayMs(attempt)));
+      await sleep(backoffMs(attempt, 200, 10_000));
     }
   }
 }

@@ -1,5 +1,6 @@
 // A projected partition's state between batches (the projection and what the snapshot writer and the cold
 // cache keep of it), and one plan's snapshot records as captured for a write.
+import { backoffMs } from '../src/backoff.js';
 import type { PartitionProjection, SnapshotTopicRecords } from '../src/projection/index.js';
 
 export interface PartitionRun {
@@ -45,7 +46,7 @@ export interface PlanSnapshotGroup {
 
 /** Backoff before a plan whose snapshot failed is tried again (alone). */
 export function snapshotRetryDelayMs(failures: number): number {
-  return Math.min(60_000, 1000 * 2 ** Math.min(failures - 1, 16));
+  return backoffMs(failures, 1000, 60_000);
 }
 
 /**

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { codecWhenRegistryAnswers, type LedgerCodec } from '../src/codec/index.js';
 import { topicNames, type LedgerConfig } from '../src/config.js';
 import {
@@ -14,11 +15,11 @@ import {
 } from '../src/kafka/index.js';
 import type { Logger } from '../src/logging.js';
 import { TRACEPARENT_HEADER } from '../src/trace-context.js';
+import { backoffMs } from '../src/backoff.js';
 import {
   isArchivedStatus,
   processEventRecord,
   restorePartition,
-  retryDelayMs,
   type RecordOutcome,
   type SnapshotPolicyOptions,
 } from '../src/projection/index.js';
@@ -202,7 +203,7 @@ export class ProjectionService {
   private restoreInBackground(p: number, attempt: number): void {
     this.ensureRestored(p).catch((e: unknown) => {
       if (this.stopped || !this.assigned.has(p) || this.fencedOut.has(p)) return;
-      const delay = retryDelayMs(attempt, 500, 30_000);
+      const delay = backoffMs(attempt, 500, 30_000);
       this.log.error({ partition: p, attempt, delayMs: delay, err: e instanceof Error ? e.message : String(e) }, 'partition restore failed; retrying');
       setTimeout(() => this.restoreInBackground(p, attempt + 1), delay).unref();
     });
@@ -284,7 +285,7 @@ export class ProjectionService {
         run = await this.ensureRestored(p);
       } catch {
         // restoreInBackground logs the failure and tries again; this batch is read again after a pause.
-        await new Promise((r) => setTimeout(r, 1000));
+        await sleep(1000);
         return this.fencedOut.has(p) || !this.assigned.has(p) ? undefined : records[0]!.offset;
       }
       if (!this.runs.has(p)) return undefined; // revoked while restoring

@@ -8,6 +8,7 @@
  * Light on purpose: it reads the executor's bounds from `src/executor-bounds.ts` (which imports nothing), not
  * from the executor, so the docs script does not load Kafka. Nothing in `src/` or `executor/` imports it.
  */
+import { backoffMs } from './backoff.js';
 import { MAX_COMMAND_FAILURES, MAX_RESET_BACKOFF_MS, RESET_BACKOFF_MS, SCAN_WINDOW } from './executor-bounds.js';
 import { MAX_RECORD_BYTES } from './kafka/port.js';
 import { MAX_REJECTIONS_KEPT } from './plan/state.js';
@@ -81,7 +82,7 @@ const v = LIMIT_VALUES;
 const NONE = '—';
 
 /** The reset backoff's first steps and cap: "0.5 s, 1 s, 2 s … capped at 30 s". */
-const backoffText = `${[0, 1, 2].map((k) => durationText(v.resetBackoffMs * 2 ** k)).join(', ')} … capped at ${durationText(v.maxResetBackoffMs)}`;
+const backoffText = `${[1, 2, 3].map((n) => durationText(backoffMs(n, v.resetBackoffMs, v.maxResetBackoffMs))).join(', ')} … capped at ${durationText(v.maxResetBackoffMs)}`;
 
 /** "from 1,000 items: after a quarter of its item count". */
 const snapshotShare = shareText(eventsBetweenSnapshots(v.largePlanItems * 4), v.largePlanItems * 4);

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
 import { closeSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
@@ -35,7 +36,6 @@ export function spawnDetached(opts: {
   return rec;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** SIGTERM, then SIGKILL after `graceMs`; resolves once the process is gone. Removes the pid file. */
 export async function stopProcess(rec: PidRecord, pidFile: string, graceMs = 15_000): Promise<boolean> {

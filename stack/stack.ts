@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -461,7 +462,7 @@ export async function startBroker(opts: Pick<StackOptions, 'dir'> & { node?: num
  */
 export async function restartBroker(opts: Pick<StackOptions, 'dir'> & { node?: number; hard?: boolean; downMs?: number } = {}): Promise<void> {
   await stopBroker(opts);
-  if (opts.downMs) await new Promise((r) => setTimeout(r, opts.downMs));
+  if (opts.downMs) await sleep(opts.downMs);
   await startBroker(opts);
 }
 

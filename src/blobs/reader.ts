@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { isLedgerError, LedgerError } from '../errors.js';
 import { partitionFor, type KafkaClient, type LedgerAdmin } from '../kafka/index.js';
 import { Lru } from '../lru.js';
@@ -47,7 +48,7 @@ export class BlobReader {
         return await this.readOnce(planId, ref, cacheKey);
       } catch (e) {
         if (!isLedgerError(e, 'NOT_FOUND') || attempt >= READ_AFTER_COMMIT_TRIES) throw e;
-        await new Promise((r) => setTimeout(r, 25 * attempt));
+        await sleep(25 * attempt);
       }
     }
   }

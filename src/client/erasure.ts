@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseErasureRecord, type ErasureRecord } from '../audit/erasure-record.js';
 import type { KafkaClient } from '../kafka/index.js';
 
@@ -21,7 +22,7 @@ export async function findErasure(kafka: KafkaClient, topic: string, commandId: 
     from = next;
     advance(next);
     if (found) return found;
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
   return undefined;
 }

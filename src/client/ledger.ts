@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { randomBytes } from 'node:crypto';
 import { auditPlan, replayAll, replayPlan, verifyAll, verifyPlanInLog, type PlanAudit, type PlanReplay, type ReplayFailure } from '../audit/live.js';
 import { LedgerLog } from '../audit/log.js';
@@ -28,7 +29,7 @@ import { canonicalJson, FORK_LABEL, type ItemSpec, type CommandPayloads, type Co
 import { toItemSpec, type ItemInput } from '../plan-input.js';
 import { traceHeaders } from '../trace-context.js';
 import type { PlanPage } from '../projection/query.js';
-import { retryDelayMs } from '../projection/poison.js';
+import { backoffMs } from '../backoff.js';
 import { assertCommandFits, illFormedField } from './command-size.js';
 import { FollowedPlans } from './followed.js';
 import { listPlansFromIndex, type PlanFilter } from './list-plans.js';
@@ -212,10 +213,10 @@ class LedgerClient implements Ledger {
         return;
       } catch (e) {
         const failure = kafkaFailure(e, `writing ${command.type} for plan ${command.planId}`);
-        const wait = retryDelayMs(attempt, 100, 2_000);
+        const wait = backoffMs(attempt, 100, 2_000);
         if (!isLedgerError(failure, 'UNAVAILABLE') || Date.now() + wait >= deadline) throw failure;
         this.logger.warn({ planId: command.planId, commandId: command.commandId, attempt, err: (e as Error).message }, 'Kafka did not take the command; writing it again under the same commandId');
-        await new Promise((r) => setTimeout(r, wait));
+        await sleep(wait);
       }
     }
   }
@@ -230,10 +231,10 @@ class LedgerClient implements Ledger {
         return await lastStableOffset(this.admin, this.topics.events, partition);
       } catch (e) {
         const failure = kafkaFailure(e, `reading the end of the events partition ${partition}`);
-        const wait = retryDelayMs(attempt, 100, 2_000);
+        const wait = backoffMs(attempt, 100, 2_000);
         if (!isLedgerError(failure, 'UNAVAILABLE') || Date.now() + wait >= deadline) throw failure;
         this.logger.warn({ partition, attempt, err: (e as Error).message }, 'reading the end of an events partition failed; asking again');
-        await new Promise((r) => setTimeout(r, wait));
+        await sleep(wait);
       }
     }
   }

@@ -1,3 +1,5 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { backoffMs } from '../backoff.js';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import type avsc from 'avsc';
 import { topicNames, type LedgerConfig } from '../config.js';
@@ -336,14 +338,15 @@ export function codecFromConfig(config: LedgerConfig, opts: Omit<CodecOptions, '
  */
 export async function codecWhenRegistryAnswers(config: LedgerConfig, opts: Omit<CodecOptions, 'registryUrl' | 'topicPrefix' | 'auth'> = {}): Promise<LedgerCodec> {
   const log = (opts.logger ?? silentLogger()).child({ component: 'codec' });
-  for (let attempt = 1, delay = 1000; ; attempt++, delay = Math.min(delay * 2, 10_000)) {
+  for (let attempt = 1; ; attempt++) {
+    const delay = backoffMs(attempt, 1000, 10_000);
     try {
       return await codecFromConfig(config, opts);
     } catch (e) {
       const status = isLedgerError(e, 'UNAVAILABLE') ? e.details.status : undefined;
       if (!isLedgerError(e, 'UNAVAILABLE') || status === 401 || status === 403) throw e;
       log.warn({ attempt, retryInMs: delay, registryUrl: config.registryUrl, err: errorMessage(e) }, 'schema registry unavailable at start-up; asking again');
-      await new Promise((r) => setTimeout(r, delay));
+      await sleep(delay);
     }
   }
 }

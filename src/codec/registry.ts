@@ -4,6 +4,7 @@
  * becomes a {@link LedgerError}: the registry's definite answers (404, 409, 422) are `SCHEMA` errors,
  * everything that says "could not ask" (connection refused, 5xx, timeout, auth) is `UNAVAILABLE`.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { COMPATIBILITY, SchemaType, type SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { isLedgerError, type LedgerError } from '../errors.js';
 import { errorMessage, schemaError, unavailableError } from './errors.js';
@@ -75,7 +76,7 @@ export class RegistryAccess {
         // its compatibility rule; the slower one gets 409 "A rule named 'COMPATIBILITY' already exists".
         // The schema itself is registered: asking again finds the rule and returns the id.
         if (attempt < 5 && /rule named .* already exists/i.test(errorMessage(e))) {
-          await new Promise((r) => setTimeout(r, 50 * attempt));
+          await sleep(50 * attempt);
           continue;
         }
         // A request the registry never answered: Apicurio has left one of two processes registering the same

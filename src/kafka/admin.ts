@@ -1,3 +1,5 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { backoffMs } from '../backoff.js';
 import type { LedgerConfig } from '../config.js';
 import type { Logger } from '../logging.js';
 import { connectWatched, isRetriableKafkaError, kafkaErrorName, routeLogs, type RdConfig } from './connection.js';
@@ -24,12 +26,13 @@ const SETTLING = new Set(['_NOENT', '_UNKNOWN_PARTITION', '_UNKNOWN_TOPIC', 'UNK
 /** Retries a read while Kafka answers with an error a moment later may not bring (a leader moving, a broker restarting). */
 async function retrying<T>(fn: () => Promise<T>, windowMs = RETRY_WINDOW_MS): Promise<T> {
   const deadline = Date.now() + windowMs;
-  for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
+  for (let attempt = 1; ; attempt++) {
+    const delay = backoffMs(attempt, 50, 1000);
     try {
       return await fn();
     } catch (e) {
       if (!(isRetriableKafkaError(e) || SETTLING.has(kafkaErrorName(e) ?? '')) || Date.now() + delay > deadline) throw e;
-      await new Promise((r) => setTimeout(r, delay));
+      await sleep(delay);
     }
   }
 }
@@ -192,10 +195,10 @@ export class ConfluentAdmin implements LedgerAdmin {
     const hw = await retrying(() => this.listOffsetsOnce(topic, OffsetSpec.LATEST, n, false));
     const wanted = (p: number) => partitions === undefined || partitions.includes(p);
     let offsets = await this.fetchTopicOffsets(topic);
-    for (let delay = 10; delay <= 80; delay *= 2) {
+    for (let attempt = 1; attempt <= 4; attempt++) {
       const behind = offsets.some((o) => wanted(o.partition) && BigInt(o.high) < BigInt(hw.find((h) => h.partition === o.partition)?.offset ?? 0));
       if (!behind) break;
-      await new Promise((r) => setTimeout(r, delay));
+      await sleep(backoffMs(attempt, 10, 80));
       offsets = await this.fetchTopicOffsets(topic);
     }
     return offsets;

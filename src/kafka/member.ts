@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { LedgerConfig } from '../config.js';
 import type { Logger } from '../logging.js';
 import { setting } from '../settings.js';
@@ -158,7 +159,7 @@ class NativeMember implements GroupMember {
           again = await this.o.onRecords(p, batch);
         } catch (e) {
           this.logger.error({ err: e, partition: p, group: this.o.groupId }, 'records handler failed; reading the batch again in 1 s');
-          await new Promise((r) => setTimeout(r, 1000));
+          await sleep(1000);
           again = batch[0]!.offset;
         }
         if (again !== undefined && this.parts.get(p) === run) await this.readOnFrom(p, run, batch, BigInt(again));
@@ -186,7 +187,7 @@ class NativeMember implements GroupMember {
     const farAhead = held.length > 0 && from > BigInt(held.at(-1)!.offset) + 1000n;
     if (held.length && from >= BigInt(held[0]!.offset) && !farAhead) {
       // Handing the same records straight back would spin: give the event loop (and the handler's timers) a turn.
-      if (run.backlog.length) await new Promise((r) => setTimeout(r, 10));
+      if (run.backlog.length) await sleep(10);
       return;
     }
     run.backlog = [];
@@ -209,7 +210,7 @@ class NativeMember implements GroupMember {
     }
     run.seekFailures++;
     if (run.seekFailures % 20 === 1) this.logger.warn({ err, partition: p, offset: from.toString(), failures: run.seekFailures }, 'seek refused; trying again before the next read');
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
   }
 
   async close(): Promise<void> {

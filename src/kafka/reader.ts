@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../logging.js';
 import type { LedgerConfig } from '../config.js';
 import { connectWatched, routeLogs, type RdConfig } from './connection.js';
@@ -73,7 +74,7 @@ export async function consumeOrPause(c: NativeConsumer, logger: Logger, what: st
   } catch (e) {
     if (closing()) return null;
     logger.warn({ err: e, ...context }, `${what} read failed; reading on`);
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
     return null;
   }
 }
@@ -422,7 +423,7 @@ class NativeTail implements PartitionTail {
   private async run(): Promise<void> {
     while (!this.closing) {
       if (this.assigned.size === 0) {
-        await new Promise((r) => setTimeout(r, CONSUME_WAIT_MS));
+        await sleep(CONSUME_WAIT_MS);
         continue;
       }
       this.applyDue();

@@ -1,3 +1,5 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { backoffMs } from '../backoff.js';
 import type { LedgerConfig } from '../config.js';
 import { isLedgerError, LedgerError } from '../errors.js';
 import type { Logger } from '../logging.js';
@@ -128,7 +130,7 @@ abstract class NativeWriter {
    * reports, sometimes just after: wait up to a second for it.
    */
   private async explained(e: unknown): Promise<unknown> {
-    for (const until = Date.now() + 1000; this.errors.last === undefined && Date.now() < until; ) await new Promise((r) => setTimeout(r, 10));
+    for (const until = Date.now() + 1000; this.errors.last === undefined && Date.now() < until; ) await sleep(10);
     return withBrokerCode(this.errors.last ?? e);
   }
 
@@ -234,7 +236,7 @@ const misses = new Map<string, number>();
 
 /** The bound of the next fence or commit of `transactionalId`: `first`, doubled per consecutive miss, capped. */
 export function transactionCallBound(transactionalId: string, first = FIRST_CALL_BOUND_MS): number {
-  return Math.min(Math.max(first, TRANSACTION_CALL_TIMEOUT_MS), first * 2 ** (misses.get(transactionalId) ?? 0));
+  return backoffMs((misses.get(transactionalId) ?? 0) + 1, first, Math.max(first, TRANSACTION_CALL_TIMEOUT_MS));
 }
 
 /** Handles left open because a transaction call on them never ended; see {@link NativeFencedWriter.disconnect}. */

@@ -109,7 +109,3 @@ export function stallOf(decision: { code: string; reason: string; message: strin
   return { code: decision.code, reason: decision.reason, message: decision.message, offset, seq, heldEvents: 0, lastHeldOffset: null };
 }
 
-/** Exponential backoff with a cap, for retrying an unavailable registry. */
-export function retryDelayMs(attempt: number, initialMs = 200, maxMs = 10_000): number {
-  return Math.min(maxMs, initialMs * 2 ** Math.max(0, attempt - 1));
-}

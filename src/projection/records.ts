@@ -2,7 +2,8 @@ import type { LedgerCodec } from '../codec/index.js';
 import type { Logger } from '../logging.js';
 import type { PlanEvent } from '../plan/index.js';
 import type { PartitionProjection, RecordOutcome } from './partition.js';
-import { classifyFailure, parseEventKey, retryDelayMs, type EventKey } from './poison.js';
+import { backoffMs } from '../backoff.js';
+import { classifyFailure, parseEventKey, type EventKey } from './poison.js';
 
 export interface RetryOptions {
   readonly logger?: Logger;
@@ -25,7 +26,7 @@ export async function withUnavailableRetry<T>(fn: () => Promise<T>, opts: RetryO
       return await fn();
     } catch (e) {
       if (classifyFailure(e).action !== 'retry' || opts.signal?.aborted) throw e;
-      const delay = retryDelayMs(attempt, opts.initialDelayMs, opts.maxDelayMs);
+      const delay = backoffMs(attempt, opts.initialDelayMs ?? 200, opts.maxDelayMs ?? 10_000);
       opts.logger?.warn({ attempt, delayMs: delay, err: e instanceof Error ? e.message : String(e) }, 'schema registry unavailable; retrying');
       await opts.onRetry?.(attempt, e);
       await sleep(delay, opts.signal);
