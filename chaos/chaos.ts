@@ -684,8 +684,9 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
       // test little. Now and then two at once (kill -9 both; the first chance after the second fault, then
       // one in six): one executor is left to take everything over.
       // Never the last executor running: with none left (the others restarting, perhaps unable to start
-      // while the registry is down) nothing can be decided, an outage no ledger rides out.
-      const running = slots.filter((p) => p.alive && !p.frozen).length;
+      // while the registry is down) nothing can be decided, an outage no ledger rides out. Running means in
+      // the group: a process still starting (no assignment yet since it started) cannot take anything over.
+      const running = slots.filter((p) => p.alive && !p.frozen && p.lines.some((l) => l.line.msg === 'assignment')).length;
       if (running < 2) continue;
       const owners = slots.map((p, i) => ({ i, owns: ownedBy(p.label).length })).filter((x) => x.owns > 0);
       const pairs = faults.filter((f) => f.kind === 'kill9-pair').length;
