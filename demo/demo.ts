@@ -1,9 +1,9 @@
 // `plan-ledger demo` (npm run demo): an agent refunds an order in propose mode; an operator approves the
 // digest; the executor running the payment is SIGKILLed in the middle of the call; the other executor
 // resumes the attempt with the same idempotency key; the payment service performs exactly one refund.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +15,7 @@ import { auditRows } from '../src/audit/timeline.js';
 import { renderAudit, renderPlan, renderVerification, renderWhy } from '../cli/render.js';
 import { elide, painter, type Painter } from '../cli/output.js';
 import { connectLedger, type Ledger } from '../src/client/index.js';
+import { ServiceProcess } from '../stack/service-process.js';
 import { configToEnv, loadConfig, type LedgerConfig } from '../src/config.js';
 import { isLedgerError } from '../src/errors.js';
 import { CopyCounter, partitionFor } from '../src/kafka/index.js';
@@ -239,10 +240,13 @@ export function demoModule(name: string): string {
 }
 
 export function spawnExecutor(root: string, config: LedgerConfig, label: string, shopUrl: string, logDir: string, tools = 'tools', env: Record<string, string> = {}): Executor {
-  const proc = spawn(process.execPath, [join(root, 'bin', 'plan-ledger.js'), 'executor', '--tools', demoModule(tools), '--id', label], {
+  // Read as the lines come (the process speaks only after it started, so `track.e` is set by then).
+  const track: { e?: Executor } = {};
+  const h = new ServiceProcess({
+    label,
+    args: [join(root, 'bin', 'plan-ledger.js'), 'executor', '--tools', demoModule(tools), '--id', label],
     cwd: root,
     env: {
-      ...process.env,
       ...configToEnv(config),
       PLAN_LEDGER_SESSION_TIMEOUT_MS: '6000',
       PLAN_LEDGER_HEARTBEAT_INTERVAL_MS: '500',
@@ -251,37 +255,25 @@ export function spawnExecutor(root: string, config: LedgerConfig, label: string,
       DEMO_SHOP_URL: shopUrl,
       ...env,
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const file = createWriteStream(join(logDir, `${label}.log`));
-  const e: Executor = { label, proc, pid: proc.pid!, assigned: [], restored: new Set(), exited: new Promise((r) => proc.once('exit', () => r())) };
-  let buf = '';
-  proc.stdout!.on('data', (c: Buffer) => {
-    file.write(c);
-    buf += c.toString();
-    let i: number;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 1);
-      try {
-        const l = JSON.parse(line) as { msg?: string; component?: string; partitions?: number[]; partition?: number };
-        if (l.msg === 'assignment') {
-          // A partition kept across a rebalance is not restored again.
-          e.assigned = l.partitions ?? [];
-          e.restored = new Set([...e.restored].filter((p) => e.assigned.includes(p)));
-        } else if (l.msg === 'partition restored' && l.component === 'partition-owner' && l.partition !== undefined) {
-          // Only the owner's line: the log read under it (component restore) says 'partition restored' too.
-          e.restored.add(l.partition);
-          e.onRestored?.(l.partition, (l as { plans?: number }).plans ?? 0);
-        }
-      } catch {
-        // not a log line
+    logFile: join(logDir, `${label}.log`),
+    maxLines: 0,
+    onLine: (line) => {
+      const e = track.e;
+      if (e === undefined) return;
+      const l = line as { msg?: string; component?: string; partitions?: number[]; partition?: number; plans?: number };
+      if (l.msg === 'assignment') {
+        // A partition kept across a rebalance is not restored again.
+        e.assigned = l.partitions ?? [];
+        e.restored = new Set([...e.restored].filter((p) => e.assigned.includes(p)));
+      } else if (l.msg === 'partition restored' && l.component === 'partition-owner' && l.partition !== undefined) {
+        // Only the owner's line: the log read under it (component restore) says 'partition restored' too.
+        e.restored.add(l.partition);
+        e.onRestored?.(l.partition, l.plans ?? 0);
       }
-    }
+    },
   });
-  proc.stderr!.on('data', (c: Buffer) => file.write(c));
-  void e.exited.then(() => file.end());
-  return e;
+  track.e = { label, proc: h.proc, pid: h.pid, assigned: [], restored: new Set(), exited: h.exited.then(() => undefined) };
+  return track.e;
 }
 
 /** Both executors own a share of the partitions and have restored it. */

@@ -1,11 +1,12 @@
 // Stack helpers shared by the benchmarks: fresh topic prefixes, reading a topic to its end, dropping a
 // bench's topics, child processes that print JSON lines.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { loadConfig, topicNames, type LedgerConfig, type LedgerConfigInput } from '../../src/config.js';
 import { auditTopic, createKafka, type KafkaClient, type LogRecord } from '../../src/kafka/index.js';
 import { silentLogger } from '../../src/logging.js';
+import { ServiceProcess } from '../../stack/service-process.js';
 import { until } from './harness.js';
 
 export function benchConfig(name: string, input: LedgerConfigInput = {}): LedgerConfig {
@@ -62,35 +63,11 @@ export interface Proc {
   readonly exited: Promise<number | null>;
 }
 
-// Children still running when the bench exits (a failure half-way) are killed with it.
-const children = new Set<ChildProcess>();
-process.once('exit', () => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-});
-
-/** A child process whose stdout JSON lines are collected (with the time each was seen). */
+/** A child process whose stdout JSON lines are collected (with the time each was seen); killed if the bench exits first. */
 export function spawnJson(cmd: string, args: string[], label: string, env: Record<string, string | undefined> = {}): Proc {
-  const p = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  children.add(p);
-  p.once('exit', () => children.delete(p));
   const lines: Proc['lines'] = [];
-  let buf = '';
-  p.stdout!.on('data', (c: Buffer) => {
-    buf += c.toString();
-    let i: number;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 1);
-      try {
-        const v = JSON.parse(line) as unknown;
-        if (v && typeof v === 'object') lines.push({ ...(v as Record<string, unknown>), seenAt: Date.now() });
-      } catch {
-        /* not a JSON line */
-      }
-    }
-  });
-  const exited = new Promise<number | null>((r) => p.once('exit', (code) => r(code)));
-  return { p, label, lines, exited };
+  const h = new ServiceProcess({ label, command: cmd, args, env, stderr: 'inherit', maxLines: 0, onLine: (l) => void lines.push({ ...l, seenAt: Date.now() }) });
+  return { p: h.proc, label, lines, exited: h.exited.then((r) => r.code) };
 }
 
 /**

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { ServiceProcess } from '../../stack/service-process.js';
 import { onTestFinished } from 'vitest';
 import { configToEnv, type LedgerConfig } from '../../src/config.js';
 import { waitFor } from './helpers.js';
@@ -49,9 +50,12 @@ export function spawnExecutor(
 ): ExecutorProcess {
   const args = ['bin/plan-ledger.js', 'executor', '--tools', opts.tools ?? 'test/fixtures/tools.ts', '--id', opts.label];
   if (opts.concurrency !== undefined) args.push('--concurrency', String(opts.concurrency));
-  const proc = spawn(process.execPath, args, {
+  const logs: Array<Record<string, unknown>> = [];
+  const max = opts.maxLogs ?? Infinity;
+  const h = new ServiceProcess({
+    label: opts.label,
+    args,
     env: {
-      ...process.env,
       ...configToEnv(config),
       PLAN_LEDGER_SESSION_TIMEOUT_MS: '6000',
       PLAN_LEDGER_HEARTBEAT_INTERVAL_MS: '500',
@@ -59,33 +63,11 @@ export function spawnExecutor(
       PLAN_LEDGER_EXECUTOR_LABEL: opts.label,
       ...opts.env,
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    maxLines: 0, // kept here, as plain objects
+    onLine: (l) => void (logs.length < max && logs.push(l)),
   });
-  const logs: Array<Record<string, unknown>> = [];
-  const stderr: string[] = [];
-  let buf = '';
-  proc.stdout!.on('data', (c: Buffer) => {
-    buf += c.toString();
-    let i: number;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 1);
-      try {
-        if (logs.length < (opts.maxLogs ?? Infinity)) logs.push(JSON.parse(line) as Record<string, unknown>);
-      } catch {
-        stderr.push(line);
-      }
-    }
-  });
-  proc.stderr!.on('data', (c: Buffer) => stderr.push(c.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => proc.once('exit', (code, signal) => r({ code, signal })));
-  onTestFinished(async () => {
-    if (proc.exitCode === null && proc.signalCode === null) {
-      proc.kill('SIGCONT');
-      proc.kill('SIGKILL');
-      await exited;
-    }
-  });
+  const { proc, exited, other: stderr } = h;
+  onTestFinished(() => h.stop('SIGKILL'));
   return {
     proc,
     pid: proc.pid!,
