@@ -179,7 +179,7 @@ export async function forksOf(log: LedgerLog, planId: string): Promise<ForkList 
   try {
     await index.sync();
     const partitions = Array.from({ length: log.config.partitions }, (_, p) => p).filter((p) => index.watermark(p) === null);
-    if (partitions.length) return { notListed: { prefix: log.config.topicPrefix, partitions } };
+    if (partitions.length) return { notListed: { prefix: log.config.topicPrefix, partitions, of: log.config.partitions } };
     const page = await listPlansFromIndex({ kafka: log.kafka, codec: log.codec, config: log.config, logger: cliLogger(), index }, { label: `${FORK_LABEL}:${planId}`, limit: FORKS_SHOWN });
     return { plans: page.plans, total: Math.max(page.total, page.plans.length) };
   } finally {

@@ -95,15 +95,19 @@ export interface ForkList {
   total: number;
 }
 
-/** Why forks are not listed: these partitions of the prefix have no projector watermark. */
+/** Why forks are not listed: these partitions of the prefix (of `of` in all) have no projector watermark. */
 export interface ForksNotListed {
-  notListed: { prefix: string; partitions: readonly number[] };
+  notListed: { prefix: string; partitions: readonly number[]; of: number };
 }
 
 /** One line naming a plan's forks with their statuses; nothing when it has none; otherwise why they are not listed. */
 export function renderForks(forks: ForkList | ForksNotListed | null): string[] {
   if (forks === null || 'notListed' in forks) {
-    const where = forks === null ? 'a partition' : `partition${forks.notListed.partitions.length === 1 ? '' : 's'} ${forks.notListed.partitions.join(',')} of prefix "${forks.notListed.prefix}"`;
+    const n = forks?.notListed.partitions.length ?? 0;
+    const where =
+      forks === null
+        ? 'a partition'
+        : `${n > 1 && n === forks.notListed.of ? `any of the ${n} partitions` : `partition${n === 1 ? '' : 's'} ${forks.notListed.partitions.join(',')}`} of prefix "${forks.notListed.prefix}"`;
     return [`forks   not listed: no projector has covered ${where} yet (a projector on this prefix watermarks every partition, an empty one too, within seconds: plan-ledger projector; the API lists forks too)`];
   }
   if (forks.total === 0) return [];

@@ -151,9 +151,10 @@ describe('CLI rendering of a source plan\'s forks', () => {
   it('lists them, prints nothing when there are none, and names the partitions and prefix without a watermark', () => {
     expect(renderForks({ plans: [{ planId: 'p-fix', status: 'completed' }], total: 3 })).toEqual(['forks   p-fix (completed) and 2 more']);
     expect(renderForks({ plans: [], total: 0 })).toEqual([]);
-    expect(renderForks({ notListed: { prefix: 'demo-ab12', partitions: [1, 2] } })).toEqual([
+    expect(renderForks({ notListed: { prefix: 'demo-ab12', partitions: [1, 2], of: 3 } })).toEqual([
       'forks   not listed: no projector has covered partitions 1,2 of prefix "demo-ab12" yet (a projector on this prefix watermarks every partition, an empty one too, within seconds: plan-ledger projector; the API lists forks too)',
     ]);
-    expect(renderForks({ notListed: { prefix: 'plan-ledger', partitions: [0] } })[0]).toContain('no projector has covered partition 0 of prefix "plan-ledger" yet');
+    expect(renderForks({ notListed: { prefix: 'plan-ledger', partitions: [0], of: 1 } })[0]).toContain('no projector has covered partition 0 of prefix "plan-ledger" yet');
+    expect(renderForks({ notListed: { prefix: 'demo-ab12', partitions: [0, 1, 2, 3, 4, 5], of: 6 } })[0]).toContain('no projector has covered any of the 6 partitions of prefix "demo-ab12" yet');
   });
 });

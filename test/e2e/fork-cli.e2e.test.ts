@@ -105,7 +105,7 @@ describe('plan-ledger fork', () => {
     try {
       const { planId } = await ledger.createPlan({ goal: 'one plan', mode: 'execute', items: [{ id: 'a', title: 'a', why: 'one item', tool: 'noop' }] });
       await ledger.waitFor(planId, 'completed', { timeoutMs: 30_000 });
-      const hint = `forks   not listed: no projector has covered partitions 0,1,2 of prefix "${config.topicPrefix}" yet`;
+      const hint = `forks   not listed: no projector has covered any of the 3 partitions of prefix "${config.topicPrefix}" yet`;
       expect((await cli(config, ['show', planId])).stdout).toContain(hint);
 
       const projector = await startProjector({ config, logger: testLogger, port: 0, apiToken: null, watermarkIntervalMs: 300, defaultMetrics: false });
