@@ -4,6 +4,7 @@ import { connectLedger } from '../../src/client/index.js';
 import { configToEnv } from '../../src/config.js';
 import { summarizeAgentRun } from '../../src/agent/index.js';
 import { testConfig } from '../support/helpers.js';
+import { ownsPartitions, runCli, spawnExecutor } from '../support/processes.js';
 
 /** Runs the command the README gives, `npx tsx examples/agent/run.ts`, against the test's stack. */
 function runExample(env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
@@ -21,7 +22,7 @@ function runExample(env: Record<string, string>): Promise<{ code: number | null;
 }
 
 describe('examples/agent', () => {
-  it('runs the warehouse agent on the stack: 4 model turns, 3 tool calls (one over MCP), the answer, and how to follow it', async () => {
+  it('runs the warehouse agent on the stack: 4 model turns, 3 tool calls (one over MCP), the answer, and how to follow it; served by plan-ledger executor too, which SIGTERM ends', async () => {
     const config = testConfig();
     const r = await runExample({ ...configToEnv(config), PLAN_LEDGER_TOPIC_PREFIX: config.topicPrefix });
     expect(r.stderr).toBe('');
@@ -78,5 +79,20 @@ describe('examples/agent', () => {
     } finally {
       await ledger.close();
     }
+
+    // The same agent served by its own process, as the agents guide says: `plan-ledger executor --tools
+    // examples/agent/agent.ts`, a run started by `plan-ledger agent warehouse`; SIGTERM then ends the
+    // executor although the tools module holds the MCP server's pipe open.
+    const exec = spawnExecutor(config, { label: 'example-agent-exec', tools: 'examples/agent/agent.ts' });
+    await exec.waitForLog(ownsPartitions, 60_000);
+    const viaCli = await runCli(config, ['agent', 'warehouse', '--goal', 'Can order 7 ship today?', '--wait']);
+    expect(viaCli.code).toBe(0);
+    expect(viaCli.stdout).toContain('finished answer   turns 4   tokens 910 in / 85 out / 995 total   model scripted-warehouse-model');
+    expect(viaCli.stdout).toContain('Reserved 3 × SKU-42 for order 7 (res-1): it can ship today.');
+    const stopAsked = Date.now();
+    exec.kill('SIGTERM');
+    expect(await exec.exited).toEqual({ code: 0, signal: null });
+    expect(Date.now() - stopAsked).toBeLessThan(15_000);
+    expect(exec.logs.some((l) => l.msg === 'executor stopped')).toBe(true);
   });
 });
