@@ -87,7 +87,13 @@ Example:
         const shutdown = (signal: string) => {
           logger.info({ signal }, 'stopping');
           metrics?.close();
-          void executor.stop().then(done);
+          void executor.stop().then(() => {
+            // A tools module may hold handles of its own that nothing here closes (an MCP server's pipe from
+            // mcpTools, a connection pool): once the executor has stopped, they do not keep the process
+            // alive past a second (unref'd: a process with nothing left open ends at once, as before).
+            setTimeout(() => process.exit(process.exitCode ?? 0), 1000).unref();
+            done();
+          });
         };
         process.once('SIGTERM', () => shutdown('SIGTERM'));
         process.once('SIGINT', () => shutdown('SIGINT'));

@@ -37,7 +37,8 @@ const planView = {
       status: z.string(),
       dependsOn: z.array(z.string()),
       attempts: z.number(),
-      output: z.unknown().optional(),
+      outputJson: z.string().nullable().describe("the item's output as JSON text (null until it completes), as in the library's PlanState, show --json and the HTTP API"),
+      output: z.unknown().optional().describe('deprecated: outputJson parsed (absent when null); use outputJson'),
       error: z.object({ code: z.string(), message: z.string() }).nullable(),
     }),
   ),
@@ -75,6 +76,8 @@ function view(state: PlanState) {
         status: it.status,
         dependsOn: it.dependsOn,
         attempts: it.attempts.length,
+        outputJson: it.outputJson,
+        // Deprecated alias (what plan_show and plan_wait returned before outputJson): the same value, parsed.
         ...(it.outputJson !== null ? { output: parsed(it.outputJson) } : {}),
         error: failure ? { code: failure.code, message: failure.message } : null,
       };

@@ -11,7 +11,7 @@ import { PlanIndex } from '../src/client/plan-index.js';
 import type { LedgerLog } from '../src/audit/log.js';
 import { cliLogger, withLedger, withLog } from './connect.js';
 import { json, out, paintStatus, painter } from './output.js';
-import { renderFailures, renderPlan, renderWhy, type ForkList } from './render.js';
+import { renderFailures, renderPlan, renderWhy, type ForkList, type ForksNotListed } from './render.js';
 
 interface CommandOpts {
   json?: boolean;
@@ -162,7 +162,8 @@ export async function show(planId: string, o: { json?: boolean }): Promise<void>
     if (!s || s.status === 'none') throw new LedgerError('NOT_FOUND', `plan ${planId} not found on prefix "${log.config.topicPrefix}"`, { planId });
     const shown = showPlan(s, await openerOf(log, planId));
     const forks = await forksOf(log, planId);
-    if (o.json) json({ ...shown, forks: forks ? forks.plans.map(forkJson) : null, forksTotal: forks ? forks.total : null });
+    const listed = 'plans' in forks ? forks : null;
+    if (o.json) json({ ...shown, forks: listed ? listed.plans.map(forkJson) : null, forksTotal: listed ? listed.total : null });
     // Who ran each attempt is in the events (the state keeps an attempt's first executor only).
     else out(renderPlan(shown, painter(), forks, takeovers(records.map((r) => r.event))));
   });
@@ -170,14 +171,15 @@ export async function show(planId: string, o: { json?: boolean }): Promise<void>
 
 /**
  * The lineage the other way: plans forked from this one (their `forkedFrom` label), from the projector's
- * topics. Not listed (null) where a partition has no projector's watermark: finding them there would mean
- * reading that partition's whole log, which `show` of one plan should not do.
+ * topics. Not listed where a partition has no projector's watermark (which ones, on which prefix): finding
+ * them there would mean reading that partition's whole log, which `show` of one plan should not do.
  */
-export async function forksOf(log: LedgerLog, planId: string): Promise<ForkList | null> {
+export async function forksOf(log: LedgerLog, planId: string): Promise<ForkList | ForksNotListed> {
   const index = new PlanIndex(log.kafka, log.admin, log.codec, log.config, cliLogger());
   try {
     await index.sync();
-    for (let p = 0; p < log.config.partitions; p++) if (index.watermark(p) === null) return null;
+    const partitions = Array.from({ length: log.config.partitions }, (_, p) => p).filter((p) => index.watermark(p) === null);
+    if (partitions.length) return { notListed: { prefix: log.config.topicPrefix, partitions, of: log.config.partitions } };
     const page = await listPlansFromIndex({ kafka: log.kafka, codec: log.codec, config: log.config, logger: cliLogger(), index }, { label: `${FORK_LABEL}:${planId}`, limit: FORKS_SHOWN });
     return { plans: page.plans, total: Math.max(page.total, page.plans.length) };
   } finally {

@@ -10,7 +10,7 @@ import { elide, ms, paintStatus, painter, table, type Painter } from './output.j
  * (from its events), an item's EXECUTOR names who lost its latest attempt and who went on with it, and the
  * take-overs follow the table.
  */
-export function renderPlan(s: PlanState, paint: Painter = painter(false), forks?: ForkList | null, taken: readonly Takeover[] = []): string {
+export function renderPlan(s: PlanState, paint: Painter = painter(false), forks?: ForkList | ForksNotListed | null, taken: readonly Takeover[] = []): string {
   const lines = [
     `${paint('bold', 'plan')}    ${s.planId}   (${s.mode ?? '-'} mode)`,
     `goal    ${s.goal}`,
@@ -95,9 +95,21 @@ export interface ForkList {
   total: number;
 }
 
-/** One line naming a plan's forks with their statuses; nothing when it has none; null: not known here. */
-export function renderForks(forks: ForkList | null): string[] {
-  if (forks === null) return ['forks   not listed: a partition has no projector watermark yet (run plan-ledger projector; the API lists them too)'];
+/** Why forks are not listed: these partitions of the prefix (of `of` in all) have no projector watermark. */
+export interface ForksNotListed {
+  notListed: { prefix: string; partitions: readonly number[]; of: number };
+}
+
+/** One line naming a plan's forks with their statuses; nothing when it has none; otherwise why they are not listed. */
+export function renderForks(forks: ForkList | ForksNotListed | null): string[] {
+  if (forks === null || 'notListed' in forks) {
+    const n = forks?.notListed.partitions.length ?? 0;
+    const where =
+      forks === null
+        ? 'a partition'
+        : `${n > 1 && n === forks.notListed.of ? `any of the ${n} partitions` : `partition${n === 1 ? '' : 's'} ${forks.notListed.partitions.join(',')}`} of prefix "${forks.notListed.prefix}"`;
+    return [`forks   not listed: no projector has covered ${where} yet (a projector on this prefix watermarks every partition, an empty one too, within seconds: plan-ledger projector; the API lists forks too)`];
+  }
   if (forks.total === 0) return [];
   const more = forks.total - forks.plans.length;
   return [`forks   ${forks.plans.map((f) => `${f.planId} (${f.status})`).join(', ')}${more > 0 ? ` and ${more} more` : ''}`];

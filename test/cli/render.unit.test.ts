@@ -3,7 +3,7 @@ import { auditRows } from '../../src/audit/timeline.js';
 import { loadTools } from '../../cli/executor.js';
 import { painter } from '../../cli/output.js';
 import { takeovers } from '../../src/audit/takeovers.js';
-import { renderAudit, renderFailures, renderPlan, renderTakeovers } from '../../cli/render.js';
+import { renderAudit, renderFailures, renderForks, renderPlan, renderTakeovers } from '../../cli/render.js';
 import { compilePolicy, decide, evolveAll, type AnyCommand, type PlanEvent, type PlanState } from '../../src/plan/index.js';
 import { history, logged } from '../audit/fixtures.js';
 import { cmd, command, item, run } from '../plan/fixtures.js';
@@ -144,5 +144,17 @@ describe('tools modules', () => {
   it('examples/tools.ts and demo/tools.ts load as executors load them', async () => {
     expect((await loadTools('examples/tools.ts')).map((t) => t.name)).toEqual(['echo', 'wait', 'http.get', 'http.post', 'plan.steps']);
     expect((await loadTools('demo/tools.ts')).map((t) => t.name)).toEqual(['orders.lookup', 'refunds.compute', 'payments.refund', 'customer.notify']);
+  });
+});
+
+describe('CLI rendering of a source plan\'s forks', () => {
+  it('lists them, prints nothing when there are none, and names the partitions and prefix without a watermark', () => {
+    expect(renderForks({ plans: [{ planId: 'p-fix', status: 'completed' }], total: 3 })).toEqual(['forks   p-fix (completed) and 2 more']);
+    expect(renderForks({ plans: [], total: 0 })).toEqual([]);
+    expect(renderForks({ notListed: { prefix: 'demo-ab12', partitions: [1, 2], of: 3 } })).toEqual([
+      'forks   not listed: no projector has covered partitions 1,2 of prefix "demo-ab12" yet (a projector on this prefix watermarks every partition, an empty one too, within seconds: plan-ledger projector; the API lists forks too)',
+    ]);
+    expect(renderForks({ notListed: { prefix: 'plan-ledger', partitions: [0], of: 1 } })[0]).toContain('no projector has covered partition 0 of prefix "plan-ledger" yet');
+    expect(renderForks({ notListed: { prefix: 'demo-ab12', partitions: [0, 1, 2, 3, 4, 5], of: 6 } })[0]).toContain('no projector has covered any of the 6 partitions of prefix "demo-ab12" yet');
   });
 });

@@ -74,7 +74,7 @@ describe('plan-ledger fork', () => {
       expect(shown.stdout).toContain(`forked  from ${planId} at seq ${out.forkedFrom.seq} (hash ${out.forkedFrom.chainHead})`);
       // The other way: the source lists its fork, from the projector's index. With no projector yet, show says
       // it cannot list them (it would have to read the whole log); with one, it lists the fork.
-      expect((await cli(config, ['show', planId])).stdout).toContain('forks   not listed: a partition has no projector watermark yet');
+      expect((await cli(config, ['show', planId])).stdout).toContain(`forks   not listed: no projector has covered partition 0 of prefix "${config.topicPrefix}" yet`);
       expect(JSON.parse((await cli(config, ['show', planId, '--json'])).stdout)).toMatchObject({ forks: null, forksTotal: null });
       const projector = await startProjector({ config, logger: testLogger, port: 0, apiToken: null, watermarkIntervalMs: 300, defaultMetrics: false });
       onTestFinished(() => projector.stop());
@@ -105,7 +105,7 @@ describe('plan-ledger fork', () => {
     try {
       const { planId } = await ledger.createPlan({ goal: 'one plan', mode: 'execute', items: [{ id: 'a', title: 'a', why: 'one item', tool: 'noop' }] });
       await ledger.waitFor(planId, 'completed', { timeoutMs: 30_000 });
-      const hint = 'forks   not listed: a partition has no projector watermark yet';
+      const hint = `forks   not listed: no projector has covered any of the 3 partitions of prefix "${config.topicPrefix}" yet`;
       expect((await cli(config, ['show', planId])).stdout).toContain(hint);
 
       const projector = await startProjector({ config, logger: testLogger, port: 0, apiToken: null, watermarkIntervalMs: 300, defaultMetrics: false });
