@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { randomBytes } from 'node:crypto';
 import { auditPlan, replayAll, replayPlan, verifyAll, verifyPlanInLog, type PlanAudit, type PlanReplay, type ReplayFailure } from '../audit/live.js';
 import { LedgerLog } from '../audit/log.js';
@@ -13,35 +12,28 @@ import {
   auditTopic,
   createKafka,
   ensurePlanTopics,
-  kafkaFailure,
-  lastStableOffset,
-  MAX_RECORD_BYTES,
   partitionFor,
   readPlanRecords,
   type KafkaClient,
   type LedgerAdmin,
-  type OutRecord,
   type ReadStats,
-  type RecordWriter,
 } from '../kafka/index.js';
 import { silentLogger, type Logger } from '../logging.js';
-import { canonicalJson, FORK_LABEL, type ItemSpec, type CommandPayloads, type CommandType, type PlanCommand, type PlanEvent, type PlanState, type PlanStatus } from '../plan/index.js';
+import { canonicalJson, FORK_LABEL, type ItemSpec, type PlanEvent, type PlanState, type PlanStatus } from '../plan/index.js';
 import { toItemSpec, type ItemInput } from '../plan-input.js';
-import { traceHeaders } from '../trace-context.js';
 import type { PlanPage } from '../projection/query.js';
-import { backoffMs } from '../backoff.js';
-import { assertCommandFits, illFormedField } from './command-size.js';
 import { FollowedPlans } from './followed.js';
 import { listPlansFromIndex, type PlanFilter } from './list-plans.js';
 import { PlanIndex } from './plan-index.js';
 import { planStartOffset, readPlanState, type PlanReads } from './reads.js';
-import { EventsTail, type TailPosition } from './events-tail.js';
+import { EventsTail } from './events-tail.js';
+import { CommandSender } from './sender.js';
 import { findErasure } from './erasure.js';
 import { forkPoint } from './fork.js';
 import { waitForPlan } from './wait-for.js';
 import { checkPlanId, digestAfter, isAll, itemList } from './inputs.js';
 import { kafkaErrorsAsLedgerErrors } from './kafka-errors.js';
-import type { CreatePlanInput, CommandOutcome, ForkOptions, CommandOptions, EraseOptions, EraseOutcome, LedgerEventRecord, AuditOptions, ReplayOptions, AllPlans, Ledger, ConnectOptions } from './api.js';
+import type { CreatePlanInput, ForkOptions, CommandOptions, EraseOptions, EraseOutcome, LedgerEventRecord, AuditOptions, ReplayOptions, AllPlans, Ledger, ConnectOptions } from './api.js';
 
 export type { CreatePlanInput, CommandOutcome, ForkOptions, CommandOptions, EraseOptions, EraseOutcome, LedgerEventRecord, AuditOptions, ReplayOptions, AllPlans, Ledger, ConnectOptions } from './api.js';
 
@@ -85,7 +77,8 @@ export async function connectLedger(input?: LedgerConfigInput, opts: ConnectOpti
 }
 
 class LedgerClient implements Ledger {
-  private writer!: RecordWriter;
+  /** Writes commands and the records they need, and waits for their decisions. */
+  private readonly sender: CommandSender;
   /** The events tail: every outcome of a command this client sends reaches its listeners. */
   private readonly events: EventsTail;
   /** Plans this client created, followed on the tail from their first event (see {@link waitFor}). */
@@ -99,9 +92,6 @@ class LedgerClient implements Ledger {
   /** Where each plan's latest snapshot is, and each partition's watermark (followed live, started on first read). */
   private readonly index: PlanIndex;
   private readonly reads: PlanReads;
-  /** Next offset of the events tail per partition: every record below it has reached the listeners. */
-  private readonly tailNext = new Map<number, bigint>();
-  private tailWaiters: Array<{ partition: number; offset: bigint; resolve: () => void }> = [];
 
   constructor(
     private readonly kafka: KafkaClient,
@@ -119,6 +109,7 @@ class LedgerClient implements Ledger {
     this.log = LedgerLog.over({ config, kafka, admin, codec, planStart: (planId) => planStartOffset(this.reads, planId), ...(stats ? { stats } : {}) });
     this.blobs = new BlobReader({ kafka, admin, topic: this.topics.blobs, partitions: config.partitions });
     this.events = new EventsTail({ kafka, admin, codec, topic: this.topics.events, logger, ...(stats ? { stats } : {}) });
+    this.sender = new CommandSender({ kafka, admin, codec, config, logger, events: this.events, clientId: this.clientId });
   }
 
   /**
@@ -135,7 +126,7 @@ class LedgerClient implements Ledger {
     if (messages.length === 0) return items;
     // One chunk per produce request (a chunk is half the default record limit); acknowledged by all
     // in-sync replicas before the command that refers to it is sent.
-    for (const m of messages) await this.write(this.topics.blobs, m, `a blob chunk of plan ${planId}`);
+    for (const m of messages) await this.sender.write(this.topics.blobs, m, `a blob chunk of plan ${planId}`);
     return items.map((it, i) => ({ ...it, inputJson: placed[i]!.json }));
   }
 
@@ -149,7 +140,7 @@ class LedgerClient implements Ledger {
     let seal: ((json: string) => string) | undefined;
     if (create) {
       const { key, message } = await this.keys.create(planId);
-      if (message) await this.write(this.keys.topic, message, `the data key of plan ${planId}`);
+      if (message) await this.sender.write(this.keys.topic, message, `the data key of plan ${planId}`);
       this.keys.remember(planId, key);
       seal = await this.keys.sealer(planId);
     } else {
@@ -169,149 +160,7 @@ class LedgerClient implements Ledger {
   }
 
   async start(): Promise<void> {
-    this.writer = this.kafka.writer();
-    const connecting = this.writer.connect();
-    try {
-      await this.events.start(); // set up while the writer connects
-    } catch (e) {
-      await connecting.catch(() => {}); // so that close() finds the writer and closes it
-      throw e;
-    }
-    await connecting;
-  }
-
-  private command<K extends CommandType>(planId: string, type: K, data: CommandPayloads[K], by: string | undefined): PlanCommand {
-    const commandId = `${type}-${Date.now().toString(36)}-${randomBytes(6).toString('hex')}`;
-    return { type, planId, commandId, issuedAt: Date.now(), actor: by ?? this.clientId, correlationId: commandId, data } as PlanCommand;
-  }
-
-  /** Sends a command; inside an active span, its `traceparent` goes along as a record header (the executor's span continues it). */
-  private async produce(command: PlanCommand): Promise<void> {
-    const value = this.codec.encodeCommand(command);
-    assertCommandFits(command, command.planId, value, MAX_RECORD_BYTES);
-    await this.writer.send(this.topics.commands, [{ key: command.planId, value, partition: partitionFor(command.planId, this.config.partitions), ...traceHeaders() }]);
-  }
-
-  /** Writes one record outside a command (a blob chunk, a plan key); a Kafka error reaches the caller as a LedgerError. */
-  private async write(topic: string, record: OutRecord, what: string): Promise<void> {
-    await this.writer.send(topic, [record]).catch((e) => {
-      throw kafkaFailure(e, `writing ${what}`);
-    });
-  }
-
-  /**
-   * Writes a command, and writes it again while Kafka cannot take it and the caller's time lasts. A
-   * broker killed mid-send makes librdkafka fail the record once its `message.timeout.ms` (30 s) is up,
-   * though the cluster may already serve again. A second copy under the same commandId changes nothing:
-   * the owner decides a commandId once (a copy it has decided is a no-op, see `decide`). The error that
-   * reaches the caller is a LedgerError: UNAVAILABLE when the deadline came first, FORBIDDEN for ACLs.
-   */
-  private async produceBy(command: PlanCommand, deadline: number): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.produce(command);
-        return;
-      } catch (e) {
-        const failure = kafkaFailure(e, `writing ${command.type} for plan ${command.planId}`);
-        const wait = backoffMs(attempt, 100, 2_000);
-        if (!isLedgerError(failure, 'UNAVAILABLE') || Date.now() + wait >= deadline) throw failure;
-        this.logger.warn({ planId: command.planId, commandId: command.commandId, attempt, err: (e as Error).message }, 'Kafka did not take the command; writing it again under the same commandId');
-        await sleep(wait);
-      }
-    }
-  }
-
-  /**
-   * The events partition's last stable offset, asked again (with a backoff) while Kafka cannot answer and
-   * the caller's deadline lasts: a leader moving after a broker died fails the first ask, not the next.
-   */
-  private async stableOffsetBy(partition: number, deadline: number): Promise<bigint> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await lastStableOffset(this.admin, this.topics.events, partition);
-      } catch (e) {
-        const failure = kafkaFailure(e, `reading the end of the events partition ${partition}`);
-        const wait = backoffMs(attempt, 100, 2_000);
-        if (!isLedgerError(failure, 'UNAVAILABLE') || Date.now() + wait >= deadline) throw failure;
-        this.logger.warn({ partition, attempt, err: (e as Error).message }, 'reading the end of an events partition failed; asking again');
-        await sleep(wait);
-      }
-    }
-  }
-
-  private unavailable(type: string, planId: string, commandId: string, timeoutMs: number): LedgerError {
-    return new LedgerError('UNAVAILABLE', `Kafka did not take ${type} for plan ${planId} within ${timeoutMs} ms (brokers ${this.config.brokers.join(',')})`, { commandId });
-  }
-
-  private timeout(type: string, planId: string, commandId: string, timeoutMs: number): LedgerError {
-    return new LedgerError('TIMEOUT', `no executor decided ${type} for plan ${planId} within ${timeoutMs} ms — is an executor running on prefix "${this.config.topicPrefix}"?`, { commandId });
-  }
-
-  /**
-   * Sends a command and returns exactly the events its owner's decision appended: every event caused by
-   * the command carries `causationId = commandId`, and a decision's events are appended in one
-   * transaction. The tail reads `read_committed`, so when the first of them arrives the whole transaction
-   * has committed and sits below the partition's last stable offset (LSO) as of then; once the tail has
-   * handed over every record below that LSO, the decision is complete. No quiet window.
-   */
-  private async send<K extends CommandType>(planId: string, type: K, data: CommandPayloads[K], opts: CommandOptions = {}): Promise<CommandOutcome> {
-    checkPlanId(planId);
-    const illFormed = illFormedField(data);
-    if (illFormed !== undefined) throw new LedgerError('VALIDATION', `${illFormed}: must be well-formed Unicode (a lone surrogate has no UTF-8 form)`, { field: illFormed });
-    const command = this.command(planId, type, data, opts.by);
-    const { commandId } = command;
-    const timeoutMs = opts.timeoutMs ?? 30_000;
-    const deadline = Date.now() + timeoutMs;
-    let written = false;
-    const events = new Map<number, PlanEvent>();
-    let first!: (at: TailPosition) => void;
-    const seen = new Promise<TailPosition>((r) => (first = r));
-    const stop = this.events.listen(planId, (e, at) => {
-      if (e.causationId !== commandId) return;
-      if (!events.size) first(at);
-      events.set(e.seq, e);
-    });
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      const decided = (async () => {
-        await this.produceBy(command, deadline);
-        written = true;
-        const at = await seen;
-        try {
-          await this.events.reached(at.partition, await this.stableOffsetBy(at.partition, deadline));
-        } catch (e) {
-          // Decided all the same (see the timer below): never reported as failed.
-          this.logger.warn({ planId, commandId, type, err: (e as Error).message }, 'command decided; the end of its events partition could not be read: returning the events seen');
-        }
-      })();
-      decided.catch(() => {}); // observed by the race below; after a timeout nobody waits for it any more
-      await Promise.race([
-        decided,
-        new Promise<void>((resolve, reject) => {
-          timer = setTimeout(() => {
-            // The owner decided (its events are committed and the tail handed some over), but the end of
-            // the partition could not be read in time (a broker moving leadership): the command did not
-            // fail, and saying so would make a caller that retries create a second plan. Its outcome is
-            // the decision's events the tail handed over; they come in one transaction, so one fetch
-            // almost always carries them all.
-            if (events.size) {
-              this.logger.warn({ planId, commandId, type, timeoutMs }, 'command decided; the end of its events partition could not be read in time: returning the events seen');
-              resolve();
-            } else reject(written ? this.timeout(type, planId, commandId, timeoutMs) : this.unavailable(type, planId, commandId, timeoutMs));
-          }, timeoutMs);
-        }),
-      ]);
-    } finally {
-      stop();
-      clearTimeout(timer);
-    }
-    const outcome = [...events.values()].sort((a, b) => a.seq - b.seq);
-    const rejected = outcome.find((e) => e.type === 'CommandRejected');
-    if (rejected && rejected.type === 'CommandRejected') {
-      const r = rejected.data;
-      throw new LedgerError('REJECTED', `${type} rejected: ${r.code}: ${r.message}`, { rejection: r.code, field: r.field, commandId, planId });
-    }
-    return { commandId, planId, events: outcome };
+    await this.sender.start(this.events);
   }
 
   async createPlan(input: CreatePlanInput, opts?: CommandOptions) {
@@ -320,7 +169,7 @@ class LedgerClient implements Ledger {
     const items = await this.placePayloads(planId, itemList(input.items).map((it, i) => toItemSpec(it, `items[${i}]`)), true);
     this.followed.begin(planId);
     try {
-      const out = await this.send(planId, 'CreatePlan', { goal: input.goal, mode: input.mode, labels: input.labels ?? {}, parent: null, items }, opts);
+      const out = await this.sender.send(planId, 'CreatePlan', { goal: input.goal, mode: input.mode, labels: input.labels ?? {}, parent: null, items }, opts);
       return { ...out, digest: digestAfter(out.events) ?? '' };
     } catch (e) {
       this.followed.drop(planId);
@@ -330,30 +179,30 @@ class LedgerClient implements Ledger {
 
   async addItems(planId: string, items: ItemInput[], opts?: CommandOptions) {
     checkPlanId(planId);
-    return this.send(planId, 'AddItems', { items: await this.placePayloads(planId, itemList(items).map((it, i) => toItemSpec(it, `items[${i}]`))) }, opts);
+    return this.sender.send(planId, 'AddItems', { items: await this.placePayloads(planId, itemList(items).map((it, i) => toItemSpec(it, `items[${i}]`))) }, opts);
   }
 
   async propose(planId: string, opts?: CommandOptions) {
-    const out = await this.send(planId, 'ProposePlan', { comment: null }, opts);
+    const out = await this.sender.send(planId, 'ProposePlan', { comment: null }, opts);
     const proposed = out.events.find((e) => e.type === 'PlanProposed');
     return { ...out, digest: proposed?.type === 'PlanProposed' ? proposed.data.digest : '' };
   }
 
   approve(planId: string, digest: string, opts: CommandOptions & { note?: string } = {}) {
-    return this.send(planId, 'ApprovePlan', { digest, by: opts.by ?? this.clientId, comment: opts.note ?? null }, opts);
+    return this.sender.send(planId, 'ApprovePlan', { digest, by: opts.by ?? this.clientId, comment: opts.note ?? null }, opts);
   }
 
   async reject(planId: string, reason: string, opts: CommandOptions & { digest?: string } = {}) {
     const digest = opts.digest ?? (await this.getPlan(planId))?.digest ?? '';
-    return this.send(planId, 'RejectPlan', { digest, reason, by: opts.by ?? this.clientId }, opts);
+    return this.sender.send(planId, 'RejectPlan', { digest, reason, by: opts.by ?? this.clientId }, opts);
   }
 
   cancel(planId: string, reason = 'cancelled by operator', opts?: CommandOptions) {
-    return this.send(planId, 'CancelPlan', { reason }, opts);
+    return this.sender.send(planId, 'CancelPlan', { reason }, opts);
   }
 
   retryItem(planId: string, itemId: string, opts?: CommandOptions) {
-    return this.send(planId, 'RetryItem', { itemId }, opts);
+    return this.sender.send(planId, 'RetryItem', { itemId }, opts);
   }
 
   async fork(source: string, opts: ForkOptions) {
@@ -366,7 +215,7 @@ class LedgerClient implements Ledger {
     const items = await this.placePayloads(planId, specs, true);
     this.followed.begin(planId);
     try {
-      const out = await this.send(planId, 'CreatePlan', { goal: state.goal, mode: opts.mode ?? state.mode ?? 'execute', labels: { ...state.labels, [FORK_LABEL]: source }, parent: null, items, forkedFrom, inherited }, opts);
+      const out = await this.sender.send(planId, 'CreatePlan', { goal: state.goal, mode: opts.mode ?? state.mode ?? 'execute', labels: { ...state.labels, [FORK_LABEL]: source }, parent: null, items, forkedFrom, inherited }, opts);
       return { ...out, digest: digestAfter(out.events) ?? '', forkedFrom };
     } catch (e) {
       this.followed.drop(planId);
@@ -382,13 +231,13 @@ class LedgerClient implements Ledger {
       throw new LedgerError('VALIDATION', `signal data: ${(e as Error).message}`, { field: 'data' });
     }
     const signalId = opts.signalId ?? `signal-${Date.now().toString(36)}-${randomBytes(6).toString('hex')}`;
-    return this.send(planId, 'SignalItem', { signal: name, signalId, dataJson }, opts);
+    return this.sender.send(planId, 'SignalItem', { signal: name, signalId, dataJson }, opts);
   }
 
   async erase(planId: string, opts: EraseOptions = {}): Promise<EraseOutcome> {
     const by = opts.by ?? this.clientId;
     this.blobs.forget(planId);
-    const command = this.command(planId, 'ErasePlan', { reason: opts.reason ?? 'erasure requested', by, force: opts.force ?? false }, by);
+    const command = this.sender.command(planId, 'ErasePlan', { reason: opts.reason ?? 'erasure requested', by, force: opts.force ?? false }, by);
     const { commandId } = command;
     const timeoutMs = opts.timeoutMs ?? 30_000;
     const deadline = Date.now() + timeoutMs;
@@ -407,12 +256,12 @@ class LedgerClient implements Ledger {
     const stopTombstones = this.events.listenTombstones(planId, () => push({ kind: 'tombstone' }));
     let auditFrom: Map<number, string> | undefined;
     try {
-      await this.produceBy(command, deadline);
+      await this.sender.produceBy(command, deadline);
       for (;;) {
         const signal = signals.shift();
         if (signal === undefined) {
           const left = deadline - Date.now();
-          if (left <= 0) throw this.timeout('ErasePlan', planId, commandId, timeoutMs);
+          if (left <= 0) throw this.sender.timeout('ErasePlan', planId, commandId, timeoutMs);
           await new Promise<void>((r) => {
             const t = setTimeout(r, left);
             wake = () => {
@@ -506,7 +355,7 @@ class LedgerClient implements Ledger {
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled([this.events.close(), this.writer?.disconnect(), this.index.close()]);
+    await Promise.allSettled([this.events.close(), this.sender.close(), this.index.close()]);
     await this.admin.disconnect().catch(() => {});
     await this.kafka.close();
   }

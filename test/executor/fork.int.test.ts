@@ -85,7 +85,8 @@ describe('forks (real broker and registry)', () => {
 
     // A forged origin (a client that sends its own CreatePlan naming a hash the source does not have, or an
     // output it did not record) is decided like any CreatePlan, and verify names the lie.
-    const send = (ledger as unknown as { send: (planId: string, type: string, data: unknown) => Promise<unknown> }).send.bind(ledger);
+    const { sender } = ledger as unknown as { sender: { send: (planId: string, type: string, data: unknown) => Promise<unknown> } };
+    const send = sender.send.bind(sender);
     const spec = (id: string, dependsOn: string[] = []) => ({ id, title: id, why: id, dependsOn, tool: 'noop', inputJson: '{}', retry: null });
     await send('forged-head', 'CreatePlan', { goal: 'g', mode: 'propose', labels: {}, parent: null, items: [spec('fetch'), spec('charge', ['fetch'])], forkedFrom: { ...forked.forkedFrom, chainHead: 'ab'.repeat(32) }, inherited: [{ itemId: 'fetch', outputJson: failed.items['fetch']!.outputJson }] });
     await send('forged-output', 'CreatePlan', { goal: 'g', mode: 'propose', labels: {}, parent: null, items: [spec('fetch'), spec('charge', ['fetch'])], forkedFrom: forked.forkedFrom, inherited: [{ itemId: 'fetch', outputJson: '{"echo":{"order":666}}' }] });
