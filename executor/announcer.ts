@@ -14,7 +14,7 @@ import { packageRoot } from '../src/package-root.js';
 /** How long one announcement write may take before it is given up (the next heartbeat writes anew). */
 const WRITE_BOUND_MS = 10_000;
 /** How long the stop's tombstones may take: a broker that is down does not hold the stop. */
-const STOP_BOUND_MS = 5_000;
+const STOP_BOUND_MS = 3_000;
 
 let version: string | undefined;
 function packageVersion(): string {
@@ -107,7 +107,10 @@ export class Announcer {
     this.stopped = true;
     clearInterval(this.timer);
     if (this.writer === undefined) return;
-    await this.enqueue(stopRecords(this.o.executorId), 'tombstones', STOP_BOUND_MS);
+    // Bounded as a whole: a heartbeat still queued before the tombstones does not stretch the stop.
+    await bounded(this.enqueue(stopRecords(this.o.executorId), 'tombstones', STOP_BOUND_MS), STOP_BOUND_MS, "writing the executor's tombstones").catch((e: unknown) =>
+      this.o.logger.warn({ err: e }, 'executor tombstones not written; readers will count it stale instead'),
+    );
     await bounded(this.writer.disconnect(), STOP_BOUND_MS, 'closing the announcement writer').catch(() => {});
   }
 }
