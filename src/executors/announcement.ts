@@ -250,6 +250,9 @@ export function decodeHeartbeat(executorId: string, value: Buffer): Decoded<Exec
   return { ok: true, value: { type: 'ExecutorHeartbeat', format: o.format as number, executorId, at: o.at, partitions: [...(o.partitions as number[])].sort((x, y) => x - y) } };
 }
 
+/** Foreign keys (and keyless records) a reader keeps to report; past it they are only counted. */
+const MAX_FOREIGN_KEYS = 100;
+
 function keyText(key: Buffer | string | null): string | null {
   if (key === null) return null;
   return (typeof key === 'string' ? key : key.toString('utf8')).slice(0, 200);
@@ -262,21 +265,39 @@ function keyText(key: Buffer | string | null): string | null {
 export class AnnouncementFold {
   private readonly latest = new Map<string, AnnouncementRecord>();
   private readonly keyless: InvalidAnnouncement[] = [];
+  /** Foreign keys held (their latest record, to report), at most {@link MAX_FOREIGN_KEYS}. */
+  private foreign = 0;
+  /** Records of further foreign keys, counted and not kept: a flood of them costs the reader no memory. */
+  private foreignDropped: { count: number; lastOffset: string } | undefined;
 
   add(r: AnnouncementRecord): void {
     const key = r.key === null ? null : typeof r.key === 'string' ? r.key : r.key.toString('utf8');
     if (key === null) {
-      // A record without a key is not one of ours; the latest few are enough to report.
-      if (this.keyless.length < 20) this.keyless.push({ key: null, offset: r.offset, reason: 'no key' });
+      // A record without a key is not one of ours; the first few are enough to report.
+      if (this.keyless.length < MAX_FOREIGN_KEYS) this.keyless.push({ key: null, offset: r.offset, reason: 'no key' });
       return;
     }
-    if (r.value === null) this.latest.delete(key);
-    else this.latest.set(key, r);
+    const ours = key.startsWith(ANNOUNCE_KEY) || key.startsWith(HEARTBEAT_KEY);
+    const held = this.latest.has(key);
+    if (r.value === null) {
+      if (held && !ours) this.foreign -= 1;
+      this.latest.delete(key);
+      return;
+    }
+    if (!ours && !held) {
+      if (this.foreign >= MAX_FOREIGN_KEYS) {
+        this.foreignDropped = { count: (this.foreignDropped?.count ?? 0) + 1, lastOffset: r.offset };
+        return;
+      }
+      this.foreign += 1;
+    }
+    this.latest.set(key, r);
   }
 
   /** The executors as of `now` (the reader's clock), and every latest record that could not be taken. */
   list(now: number, topic: string, opts: { staleAfterMs?: number } = {}): ExecutorList {
     const invalid: InvalidAnnouncement[] = [...this.keyless];
+    if (this.foreignDropped) invalid.push({ key: null, offset: this.foreignDropped.lastOffset, reason: `${this.foreignDropped.count} more records of foreign keys, not kept (the first ${MAX_FOREIGN_KEYS} foreign keys are listed)` });
     const announced = new Map<string, { a: ExecutorAnnouncement; at: number }>();
     const beats = new Map<string, { hb: ExecutorHeartbeat; at: number; offset: string; key: string }>();
     for (const [key, r] of this.latest) {

@@ -106,6 +106,14 @@ describe('bad records', () => {
     expect(list.invalid.every((r) => /^\d+$/.test(r.offset))).toBe(true);
   });
 
+  it('keeps the first 100 foreign keys and only counts a flood of more', () => {
+    const flood = Array.from({ length: 10_000 }, (_, i) => rec(`junk-${i}`, 'x'));
+    const list = executorList([announce('ex-a', ['noop']), ...flood], T0, TOPIC);
+    expect(list.live.map((e) => e.executorId)).toEqual(['ex-a']);
+    expect(list.invalid).toHaveLength(101);
+    expect(list.invalid.at(-1)).toEqual({ key: null, offset: flood.at(-1)!.offset, reason: '9900 more records of foreign keys, not kept (the first 100 foreign keys are listed)' });
+  });
+
   it('a later good record of a key replaces a corrupt one', () => {
     const list = executorList([rec('announce:ex-a', '{not json'), announce('ex-a', ['noop'])], T0, TOPIC);
     expect(list.live.map((e) => e.executorId)).toEqual(['ex-a']);
