@@ -26,6 +26,8 @@ export async function agent(name: string, o: AgentOpts): Promise<void> {
       ...(o.maxTurns !== undefined ? { maxTurns: o.maxTurns } : {}),
       ...(o.budgetTokens !== undefined ? { budget: { tokens: o.budgetTokens } } : {}),
     });
+    // An agent no live executor serves (its agent:<name> turn tool): one line on stderr, as `run` says it.
+    for (const w of started.warnings) process.stderr.write(`plan-ledger: warning: ${w}\n`);
     const paint = painter();
     if (!o.wait || o.propose) {
       if (o.json) json({ ...started, mode: o.propose ? 'propose' : 'execute' });

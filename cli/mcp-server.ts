@@ -122,14 +122,23 @@ export function ledgerMcpServer(ledger: Ledger, opts: { by?: string; canWrite?: 
   server.registerTool(
     'plan_create',
     {
-      description: 'Create a plan (the same shape as createPlan). mode "execute" runs at once unless a policy asks for review; "propose" waits for plan_propose and an approval.',
-      inputSchema: { goal: z.string(), mode: z.enum(['propose', 'execute']), items: z.array(item), labels: z.record(z.string(), z.string()).optional(), planId: z.string().optional() },
-      outputSchema: { planId: z.string(), digest: z.string(), status: z.string() },
+      description:
+        'Create a plan (the same shape as createPlan). mode "execute" runs at once unless a policy asks for review; "propose" waits for plan_propose and an approval. ' +
+        'A tool that no live executor serves comes back in `warnings` (naming the live executors and their tools); with strictTools the plan is refused instead (UNSERVED_TOOL), nothing sent.',
+      inputSchema: {
+        goal: z.string(),
+        mode: z.enum(['propose', 'execute']),
+        items: z.array(item),
+        labels: z.record(z.string(), z.string()).optional(),
+        planId: z.string().optional(),
+        strictTools: z.boolean().optional().describe('refuse the plan when a tool it names is served by no live executor'),
+      },
+      outputSchema: { planId: z.string(), digest: z.string(), status: z.string(), unservedTools: z.array(z.string()), warnings: z.array(z.string()) },
     },
     (a) =>
       write(async () => {
-        const r = await ledger.createPlan({ goal: a.goal, mode: a.mode, items: a.items, ...(a.labels ? { labels: a.labels } : {}), ...(a.planId ? { planId: a.planId } : {}) }, { by });
-        return { planId: r.planId, digest: r.digest, status: (await planOf(ledger, r.planId)).status };
+        const r = await ledger.createPlan({ goal: a.goal, mode: a.mode, items: a.items, ...(a.labels ? { labels: a.labels } : {}), ...(a.planId ? { planId: a.planId } : {}) }, { by, strictTools: a.strictTools === true });
+        return { planId: r.planId, digest: r.digest, status: (await planOf(ledger, r.planId)).status, unservedTools: r.unservedTools, warnings: r.warnings };
       }),
   );
 

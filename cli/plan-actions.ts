@@ -19,6 +19,11 @@ interface CommandOpts {
   by?: string;
 }
 
+/** A warning of the CLI: one line on stderr (stdout is for results), so `--json` output stays one document. */
+function warn(line: string): void {
+  process.stderr.write(`plan-ledger: warning: ${line}\n`);
+}
+
 async function loadPlanFile(file: string) {
   let text: string;
   try {
@@ -64,12 +69,13 @@ async function current(ledger: Ledger, planId: string): Promise<PlanState> {
   return s;
 }
 
-async function create(file: string, o: CommandOpts & { wait?: boolean; waitTimeout?: number }, forcePropose: boolean): Promise<void> {
+async function create(file: string, o: CommandOpts & { wait?: boolean; waitTimeout?: number; strictTools?: boolean }, forcePropose: boolean): Promise<void> {
   const plan = await loadPlanFile(file);
   const mode = forcePropose ? 'propose' : (plan.mode ?? 'execute');
   const paint = painter(!o.json && painter().enabled);
   await withLedger(async (ledger) => {
-    const created = await ledger.createPlan(toCreatePlanInput(plan, mode), { timeoutMs: o.timeout });
+    const created = await ledger.createPlan(toCreatePlanInput(plan, mode), { timeoutMs: o.timeout, strictTools: o.strictTools === true });
+    for (const w of created.warnings) warn(w);
     let outcome: CommandOutcome = created;
     let state = stateAfter(created);
     if (mode === 'propose') {
@@ -89,7 +95,7 @@ async function create(file: string, o: CommandOpts & { wait?: boolean; waitTimeo
       }
     }
     if (!o.wait) {
-      if (o.json) json({ ...commandJson(outcome, s), mode });
+      if (o.json) json({ ...commandJson(outcome, s), mode, warnings: created.warnings });
       else out(`\nfollow it with: plan-ledger wait ${s.planId}   (or plan-ledger tail ${s.planId} --follow)`);
       return;
     }
@@ -108,7 +114,7 @@ async function create(file: string, o: CommandOpts & { wait?: boolean; waitTimeo
       },
       { timeoutMs: o.waitTimeout ?? 600_000 },
     );
-    if (o.json) json({ ...commandJson(outcome, final), mode });
+    if (o.json) json({ ...commandJson(outcome, final), mode, warnings: created.warnings });
     else {
       out(`\nplan ${final.planId} ${paintStatus(paint, final.status)} at seq ${final.seq}`);
       for (const line of renderFailures(final)) out(line);
@@ -152,8 +158,8 @@ const failedItemsJson = (s: PlanState) =>
     return it.status === 'failed' && it.failure ? [{ itemId: id, attempt: it.attempts.length ? it.attempts[it.attempts.length - 1]!.attempt : null, reason: it.failure.reason, error: it.failure.error ?? it.attempts[it.attempts.length - 1]?.error ?? null }] : [];
   });
 
-export const run = (file: string, o: CommandOpts & { wait?: boolean; waitTimeout?: number }) => create(file, o, false);
-export const propose = (file: string, o: CommandOpts) => create(file, o, true);
+export const run = (file: string, o: CommandOpts & { wait?: boolean; waitTimeout?: number; strictTools?: boolean }) => create(file, o, false);
+export const propose = (file: string, o: CommandOpts & { strictTools?: boolean }) => create(file, o, true);
 
 export async function show(planId: string, o: { json?: boolean }): Promise<void> {
   await withLog(async (log) => {

@@ -10,6 +10,7 @@ const int = (flag: string) => (v: string) => {
 
 const timeout = () => new Option('--timeout <ms>', 'how long to wait for the owning executor').argParser(int('--timeout')).default(30_000);
 const json = () => new Option('--json', 'machine-readable output (JSON)');
+const strictTools = () => new Option('--strict-tools', 'refuse the plan (UNSERVED_TOOL, nothing sent) when a tool it names is served by no live executor, instead of warning');
 
 function example(...lines: string[]): string {
   return `\nExample:\n${lines.map((l) => `  $ ${l}`).join('\n')}`;
@@ -22,9 +23,10 @@ export function registerPlanCommands(program: Command): void {
     .argument('<file>', 'plan file: goal, mode, labels, items (id, title, why, dependsOn, tool, input, retry)')
     .option('--wait', 'wait until the plan completes, fails or is cancelled (exit 1 unless completed)')
     .option('--wait-timeout <ms>', 'with --wait: give up after this long', int('--wait-timeout'), 600_000)
+    .addOption(strictTools())
     .addOption(timeout())
     .addOption(json())
-    .addHelpText('after', example('plan-ledger run examples/refund.yaml --wait'))
+    .addHelpText('after', `\nA tool that no live executor serves (plan-ledger executors) is a warning on stderr, or with --strict-tools a refusal (UNSERVED_TOOL, exit 1) before anything is sent.${example('plan-ledger run examples/refund.yaml --wait', 'plan-ledger run examples/refund.yaml --strict-tools')}`)
     .action(async (file: string, o) => (await import('./plan-actions.js')).run(file, o));
 
   program
@@ -41,6 +43,7 @@ export function registerPlanCommands(program: Command): void {
     .command('propose')
     .description('create a plan from a file in propose mode and propose it: prints the digest to approve')
     .argument('<file>', 'plan file (YAML or JSON)')
+    .addOption(strictTools())
     .addOption(timeout())
     .addOption(json())
     .addHelpText('after', example('plan-ledger propose examples/refund.yaml', 'plan-ledger approve <planId> --digest <digest> --by alice'))
@@ -228,6 +231,17 @@ export function registerServiceCommands(program: Command): void {
       `\nThe API and the dashboard need a bearer token: PLAN_LEDGER_API_TOKEN (read+write) or PLAN_LEDGER_API_TOKENS_FILE (principals and scopes).\n${example('plan-ledger projector --port 8787')}`,
     )
     .action(async (o: { port?: number }) => (await import('./service-actions.js')).projector(o));
+
+  program
+    .command('executors')
+    .description('the executors announced on <prefix>.plan-executors: live or stale (no heartbeat within three of its intervals), partitions, tools, agents, host, version')
+    .option('--stale-after <ms>', 'count an executor stale after this long without a heartbeat (default: three of its own heartbeat intervals)', int('--stale-after'))
+    .addOption(json())
+    .addHelpText(
+      'after',
+      `\nExecutors that stopped cleanly are gone (their records are tombstoned); a record that cannot be read is listed as skipped, with the reason.${example('plan-ledger executors', 'plan-ledger executors --json | jq \'.live[].tools\'')}`,
+    )
+    .action(async (o: { json?: boolean; staleAfter?: number }) => (await import('./executors-actions.js')).executors(o));
 
   program
     .command('demo')

@@ -26,7 +26,8 @@ import { CommandStepError, PartitionOwner, type BatchGuard } from './partition-o
 import { isKafkaOutage } from './command-handler.js';
 import { restoreOwnedPartition } from './restore.js';
 import { Slots } from './slots.js';
-import { cacheMib, clockOffset, ownerLimits, type ExecutorOptions } from './options.js';
+import { announceIntervalMs, cacheMib, clockOffset, ownerLimits, type ExecutorOptions } from './options.js';
+import { Announcer } from './announcer.js';
 
 export type { ExecutorOptions } from './options.js';
 
@@ -83,6 +84,7 @@ export async function startExecutor(opts: ExecutorOptions): Promise<ExecutorHand
     tools.set(t.name, t);
   }
   cacheMib(opts); // a bad value fails here, naming its field, before anything connects
+  const heartbeatMs = announceIntervalMs(opts);
   const clock = offsetClock(clockOffset(opts));
   if (clock.offsetMs !== 0) logger.warn({ clockOffsetMs: clock.offsetMs }, 'clock offset set (a test setting): every time this executor reads or writes is shifted');
   const policy = resolvePolicy(opts.policy);
@@ -103,7 +105,7 @@ export async function startExecutor(opts: ExecutorOptions): Promise<ExecutorHand
   const telemetry = opts.tracerProvider === undefined && tracingRequested() ? (await import('../src/telemetry.js')).tracerProviderFromEnv('plan-ledger-executor') : undefined;
   const tracer = (opts.tracerProvider ?? telemetry?.provider)?.getTracer(TRACER_NAME);
   if (tracer !== undefined) logger.info({ fromEnv: telemetry !== undefined }, 'tracing on');
-  const exec = new Executor(kafka, admin, codec, config, tools, executorId, logger, opts, limits, policy, tracer, telemetry, clock);
+  const exec = new Executor(kafka, admin, codec, config, tools, executorId, logger, opts, limits, policy, tracer, telemetry, clock, heartbeatMs);
   try {
     await exec.start();
   } catch (e) {
@@ -148,7 +150,9 @@ class Executor {
     private readonly telemetry: Telemetry | undefined,
     /** Every wall-clock read of the owners (see clock.ts). */
     private readonly clock: Clock,
+    heartbeatMs: number,
   ) {
+    this.announcer = new Announcer({ kafka, config, executorId, tools: [...tools.keys()], heartbeatMs, logger, partitions: () => this.ownedNow() });
     this.metrics.trackSkew(() => this.skew.estimate());
     this.slots = new Slots(opts.concurrency ?? 16);
     this.metrics.trackSlots(() => this.slots);
@@ -192,6 +196,8 @@ class Executor {
   }
 
   readonly metrics: ExecutorMetrics = createExecutorMetrics();
+  /** Who this executor is and what it serves, on <prefix>.plan-executors. */
+  private readonly announcer: Announcer;
   /** Bytes of finished plans the owners may hold aside, together (PLAN_LEDGER_EXECUTOR_CACHE_MIB). */
   private readonly cacheBudget: CacheBudget;
   private readonly blobs: BlobReader;
@@ -257,6 +263,7 @@ class Executor {
       if (!current || current.isStopping) this.owners.set(p, this.newOwner(p, this.member));
     }
     this.logger.info({ added: partitions, partitions: this.ownedNow() }, 'assignment');
+    this.announcer.beat();
     void Promise.allSettled([...this.owners.values()].map((o) => o.ready)).then(() => this.resolveStarted());
   }
 
@@ -277,6 +284,7 @@ class Executor {
       stops.push(owner.stop(lost ? 'assignment lost' : 'revoked'));
     }
     this.logger.info({ revoked: partitions, lost, partitions: this.ownedNow() }, 'assignment');
+    this.announcer.beat();
     if (!lost) await Promise.allSettled(stops);
   }
 
@@ -298,6 +306,7 @@ class Executor {
     const early = [...this.assignedEarly];
     this.assignedEarly.clear();
     if (early.length) this.assign(early);
+    await this.announcer.start();
   }
 
   /**
@@ -396,6 +405,8 @@ class Executor {
       await Promise.allSettled([...this.owners.values()].map((o) => o.stop('shutdown', grace)));
       this.owners.clear();
       await this.member?.close().catch(() => {});
+      // After the group is left: a reader that sees the tombstones never sees this executor own a partition.
+      await this.announcer.stop();
       await this.admin.disconnect().catch(() => {});
       await this.kafka.close();
       await this.telemetry?.shutdown();

@@ -64,6 +64,12 @@ export interface ExecutorOptions {
    * see docs/concepts/item-protocol.md#clocks); default PLAN_LEDGER_CLOCK_OFFSET_MS or 0.
    */
   readonly clockOffsetMs?: number;
+  /**
+   * How often the executor re-publishes its heartbeat on `<prefix>.plan-executors` (ms, 100 to 60 000;
+   * default PLAN_LEDGER_EXECUTOR_ANNOUNCE_MS or 5 000). Readers count it stale after three intervals
+   * without one (docs/guides/running-executors.md#who-runs).
+   */
+  readonly announceIntervalMs?: number;
 }
 
 function positive(name: string, v: number | undefined): number | undefined {
@@ -76,6 +82,14 @@ function positive(name: string, v: number | undefined): number | undefined {
 export function cacheMib(opts: ExecutorOptions): number {
   const [field, v] = opts.cacheMib !== undefined ? ['cacheMib', opts.cacheMib] : ['PLAN_LEDGER_EXECUTOR_CACHE_MIB', setting('PLAN_LEDGER_EXECUTOR_CACHE_MIB')];
   if (!Number.isFinite(v) || v <= 0) throw new LedgerError('VALIDATION', `${field} must be a positive number of MiB, got ${String(v)}`, { field });
+  return v;
+}
+
+/** The heartbeat interval on <prefix>.plan-executors: the option, else PLAN_LEDGER_EXECUTOR_ANNOUNCE_MS (100 to 60 000 ms). */
+export function announceIntervalMs(opts: ExecutorOptions): number {
+  if (opts.announceIntervalMs === undefined) return setting('PLAN_LEDGER_EXECUTOR_ANNOUNCE_MS');
+  const v = opts.announceIntervalMs;
+  if (!Number.isSafeInteger(v) || v < 100 || v > 60_000) throw new LedgerError('VALIDATION', `announceIntervalMs must be an integer from 100 to 60000, got ${v}`, { field: 'announceIntervalMs' });
   return v;
 }
 

@@ -6,6 +6,7 @@
 import { verifyFromLog } from '../src/audit/live.js';
 import { LedgerLog } from '../src/audit/log.js';
 import type { PlanVerification } from '../src/audit/verify.js';
+import { readExecutors, type ExecutorList } from '../src/executors/index.js';
 import { causeFromHeaders, type DeadLetterCause, type Stall } from '../src/projection/index.js';
 import type { ProjectionService } from './projector.js';
 import type { ActivityBucket } from './read-model.js';
@@ -85,11 +86,17 @@ function planOfKey(key: Buffer | null, cause: DeadLetterCause | null): string | 
 export class OperatorViews {
   private readonly deadLetters;
   private readonly groups;
+  /** The executors' announcements (src/executors/), read at most once a second. */
+  readonly executors: () => Promise<ExecutorList>;
   private readonly verifying = new Map<string, Promise<PlanVerification>>();
 
   constructor(private readonly service: ProjectionService) {
     this.deadLetters = cached(2000, () => this.readDeadLetters());
     this.groups = cached(2000, () => this.readGroups());
+    this.executors = cached(1000, () => {
+      const { config, kafka, admin } = this.service.connections();
+      return readExecutors(kafka, config, { admin });
+    });
   }
 
   async problems(): Promise<Problems> {

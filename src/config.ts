@@ -195,6 +195,8 @@ export function topicNames(prefix: string) {
     dlq: `${prefix}.plan-dlq`,
     blobs: `${prefix}.plan-blobs`,
     planKeys: `${prefix}.plan-keys`,
+    /** Each executor's announcement and heartbeat (src/executors/announcement.ts), compacted, one partition. */
+    planExecutors: `${prefix}.plan-executors`,
     executorsGroup: `${prefix}.executors`,
     projectorGroup: `${prefix}.projector`,
   } as const;

@@ -27,6 +27,11 @@ export const ErrorCodes = {
   INTEGRITY: 'INTEGRITY',
   /** A payload is larger than the ledger takes (`details.field` names it, `details.bytes` its size). */
   PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
+  /**
+   * A plan names a tool that no live executor serves, refused because the caller asked for a strict check
+   * (`createPlan(…, { strictTools: true })`, `plan-ledger run --strict-tools`); `details.tools` lists them.
+   */
+  UNSERVED_TOOL: 'UNSERVED_TOOL',
   INTERNAL: 'INTERNAL',
 } as const;
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];

@@ -39,3 +39,4 @@ export {
   type PlanMode,
 } from './plan/index.js';
 export * from './agent/index.js';
+export { checkTools, STALE_AFTER_HEARTBEATS, type ExecutorInfo, type ExecutorList, type InvalidAnnouncement, type ToolCheck } from './executors/index.js';

@@ -10,6 +10,7 @@
  */
 import { backoffMs } from './backoff.js';
 import { MAX_COMMAND_FAILURES, MAX_RESET_BACKOFF_MS, RESET_BACKOFF_MS, SCAN_WINDOW } from './executor-bounds.js';
+import { MAX_ANNOUNCEMENT_BYTES, STALE_AFTER_HEARTBEATS } from './executors/announcement.js';
 import { MAX_RECORD_BYTES } from './kafka/port.js';
 import { MAX_REJECTIONS_KEPT } from './plan/state.js';
 import { eventsBetweenSnapshots, LARGE_PLAN_ITEMS } from './projection/snapshot-policy.js';
@@ -65,6 +66,9 @@ export const LIMIT_VALUES = Object.freeze({
   largePlanItems: LARGE_PLAN_ITEMS,
   scanWindow: SCAN_WINDOW,
   rejectionsKept: MAX_REJECTIONS_KEPT,
+  announceMs: settingDefault('PLAN_LEDGER_EXECUTOR_ANNOUNCE_MS', {}),
+  staleAfterHeartbeats: STALE_AFTER_HEARTBEATS,
+  maxAnnouncementBytes: MAX_ANNOUNCEMENT_BYTES,
 });
 
 export interface Limit {
@@ -193,6 +197,20 @@ export const LIMITS: readonly Limit[] = Object.freeze([
     setBy: `${NONE} (part of the fold)`,
     pastIt:
       'every `CommandRejected` stays in the log and in `audit`; the state keeps the latest 100 and, past that, their total in `rejectionCount` (`rejectionTotal(state)`); a plan under the bound has the state and digest it always had',
+  },
+  {
+    limit: "an executor's heartbeat age",
+    default: `${STALE_AFTER_HEARTBEATS === 3 ? 'three' : countText(v.staleAfterHeartbeats)} heartbeat intervals (${durationText(v.staleAfterHeartbeats * v.announceMs)} at the default ${durationText(v.announceMs)})`,
+    setBy: '`PLAN_LEDGER_EXECUTOR_ANNOUNCE_MS` (executor); `--stale-after`, `executors({ staleAfterMs })` (readers)',
+    pastIt:
+      "the executor is listed stale with the reason (`no heartbeat for 4.2 s (bound 3.0 s)`) and its tools count as served by nobody in the tool check of a new plan; it stays listed until it announces itself again or its records are removed (a clean stop tombstones them)",
+  },
+  {
+    limit: "an executor's announcement",
+    default: bytesText(v.maxAnnouncementBytes),
+    setBy: `${NONE} (\`src/executors/announcement.ts\`)`,
+    pastIt:
+      "the executor lists the tools that fit and counts the rest in `toolsOmitted` (the tool check then warns on an unlisted tool but does not refuse it); a reader skips a larger record (or a corrupt or foreign one) under `invalid` with the reason and reads on",
   },
   {
     limit: 'text fields',

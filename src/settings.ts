@@ -196,6 +196,12 @@ export const SETTINGS = {
   PLAN_LEDGER_CHECKPOINT_INTERVAL_MS: declare('executor', integer(1, MAX_TIMER_MS), 'Closest two checkpoint writes of one attempt may follow each other; calls in between coalesce.', { default: 1_000 }),
   PLAN_LEDGER_EXECUTOR_CACHE_MIB: declare('executor', positiveNumber('a positive number of MiB (a fraction is fine)'), 'MiB of finished plans kept in memory; evicted ones are read back from their events.', { default: 64, see: 'docs/guides/running-executors.md#memory' }),
   PLAN_LEDGER_APPEND_LINGER_MS: declare('executor', integer(0, 60_000), 'How long a partition\'s first append request waits for company before its transaction starts.', { default: 0 }),
+  PLAN_LEDGER_EXECUTOR_ANNOUNCE_MS: declare(
+    'executor',
+    integer(100, 60_000),
+    'How often an executor re-publishes its heartbeat on <prefix>.plan-executors; readers count it stale after three intervals without one.',
+    { default: 5_000, see: 'docs/guides/running-executors.md#who-runs' },
+  ),
   PLAN_LEDGER_POLICY: declare('executor', path('a policy file path (YAML or JSON)'), 'Approval policy file applied to new plans and new items.', { see: 'docs/guides/approval-policy.md' }),
 
   // projector

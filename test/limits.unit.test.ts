@@ -24,6 +24,9 @@ describe('limits reference', () => {
     expect(LIMIT_VALUES.maxCommandFailures).toBe(MAX_COMMAND_FAILURES);
     expect(LIMIT_VALUES.rejectionsKept).toBe(MAX_REJECTIONS_KEPT);
     expect(LIMIT_VALUES.largePlanItems).toBe(LARGE_PLAN_ITEMS);
+    expect(LIMIT_VALUES.announceMs).toBe(settingDefault('PLAN_LEDGER_EXECUTOR_ANNOUNCE_MS', {}));
+    expect(byName("an executor's heartbeat age").default).toBe('three heartbeat intervals (15 s at the default 5 s)');
+    expect(byName("an executor's announcement").default).toBe('256 KiB');
   });
 
   it('writes the defaults in words computed from the values', () => {
@@ -41,7 +44,7 @@ describe('limits reference', () => {
 
   it('puts every row in the generated page, and the committed page is the generated one', () => {
     const page = limitsReference();
-    expect(LIMITS.length).toBe(16);
+    expect(LIMITS.length).toBe(18);
     for (const l of LIMITS) expect(page).toContain(`${limitRow(l)}\n`);
     const committed = readFileSync(new URL('../docs/reference/limits.md', import.meta.url), 'utf8');
     expect(committed.endsWith(page)).toBe(true);

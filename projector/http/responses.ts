@@ -326,6 +326,38 @@ export const overviewShape = obj(
   { title: 'Overview' },
 );
 
+const executorShape = obj(
+  {
+    executorId: str(),
+    version: str("The plan-ledger version it runs"),
+    host: str(),
+    pid: int(),
+    tools: arr(str(), 'The tools it serves, sorted'),
+    toolsOmitted: int('Tools its announcement left out to stay under 256 KiB (0: all listed)'),
+    agents: arr(str(), 'The agents it serves (its `agent:<name>` tools)'),
+    partitions: arr(int(), 'The partitions of the commands topic it owned at its last heartbeat'),
+    startedAt: str('ISO-8601'),
+    heartbeatMs: int('Its heartbeat interval (ms)'),
+    lastHeartbeatAt: str("ISO-8601, the broker's timestamp of its last heartbeat"),
+    heartbeatAgeMs: int('Age of the last heartbeat when read (ms)'),
+    staleAfterMs: int('The age past which it is stale (ms): three of its heartbeat intervals'),
+    live: bool(),
+    staleReason: str('Why it is stale (only when stale)'),
+  },
+  { title: 'Executor', optional: ['staleReason'] },
+);
+
+export const executorsShape = obj(
+  {
+    at: str('When it was read (ISO-8601)'),
+    topic: str('`<prefix>.plan-executors`'),
+    live: arr(executorShape),
+    stale: arr(executorShape, 'Announced, but no heartbeat within the bound (a killed process, a lost host); one that stopped cleanly is gone'),
+    invalid: arr(obj({ key: orNull(str()), offset: offset('Where the record is'), reason: str() }), 'Records that could not be read (corrupt, foreign, too large), skipped with the reason'),
+  },
+  { title: 'Executors' },
+);
+
 // ---------------------------------------------------------------------------------------------------
 // Commands (sendOutcome in errors.ts)
 

@@ -25,6 +25,8 @@ export interface AgentRunStarted {
   digest: string;
   /** The first model turn's item id. */
   firstTurn: string;
+  /** createPlan's warnings: the agent's turn tool (`agent:<name>`) served by no live executor, say. */
+  warnings: string[];
 }
 
 /**
@@ -73,7 +75,7 @@ export async function runAgent(ledger: Ledger, input: RunAgentInput): Promise<Ag
   });
   if (mode === 'propose') {
     const proposed = await ledger.propose(created.planId);
-    return { planId: created.planId, digest: proposed.digest, firstTurn };
+    return { planId: created.planId, digest: proposed.digest, firstTurn, warnings: created.warnings };
   }
-  return { planId: created.planId, digest: created.digest, firstTurn };
+  return { planId: created.planId, digest: created.digest, firstTurn, warnings: created.warnings };
 }

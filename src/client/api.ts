@@ -12,6 +12,7 @@ import { type PlanEvent, type PlanMode, type PlanState, type PlanStatus } from '
 import { type ItemInput } from '../plan-input.js';
 import type { PlanPage } from '../projection/query.js';
 import { type PlanFilter } from './list-plans.js';
+import type { ExecutorList } from '../executors/index.js';
 
 export interface CreatePlanInput {
   goal: string;
@@ -46,6 +47,29 @@ export interface CommandOptions {
   by?: string;
   /** How long to wait for the owning executor to decide (default 30 s). */
   timeoutMs?: number;
+}
+
+export interface CreatePlanOptions extends CommandOptions {
+  /**
+   * Refuse the plan, sending nothing, when one of its tools is served by no live executor (or the
+   * executors cannot be read): `LedgerError('UNSERVED_TOOL')` naming the tools and the live executors.
+   * Default false: the plan is created and the outcome carries the warning.
+   */
+  strictTools?: boolean;
+}
+
+/** What `createPlan` found when it checked the plan's tools against the live executors. */
+export interface CreatePlanOutcome extends CommandOutcome {
+  readonly digest: string;
+  /** The tools no live executor serves (empty when all are served, or when the check could not run). */
+  readonly unservedTools: string[];
+  /** One line each, for a person: an unserved tool (naming the live executors), or a check that could not run. */
+  readonly warnings: string[];
+}
+
+export interface ExecutorsOptions {
+  /** Hold every executor's heartbeat to this age (ms) instead of three of its own heartbeat intervals. */
+  staleAfterMs?: number;
 }
 
 export interface EraseOptions {
@@ -87,7 +111,22 @@ export interface AllPlans {
 
 export interface Ledger {
   readonly config: LedgerConfig;
-  createPlan(input: CreatePlanInput, opts?: CommandOptions): Promise<CommandOutcome & { digest: string }>;
+  /**
+   * Creates a plan. Its tools are checked against the live executors (`executors()`): a tool that no live
+   * executor serves is a warning in the outcome (`warnings`, `unservedTools`) and in the client's log, or
+   * with `strictTools` a refusal (`UNSERVED_TOOL`) before anything is sent.
+   */
+  createPlan(input: CreatePlanInput, opts?: CreatePlanOptions): Promise<CreatePlanOutcome>;
+  /**
+   * The executors announced on `<prefix>.plan-executors`: live ones (a heartbeat within three of their
+   * intervals, or `staleAfterMs`), stale ones (with the reason: a `kill -9`, a lost host), and the records
+   * that could not be read (`invalid`, each with its reason). Executors that stopped cleanly are gone.
+   *
+   * @example
+   * const { live, stale } = await ledger.executors();
+   * for (const e of live) console.log(e.executorId, e.tools.join(','), e.partitions.join(','));
+   */
+  executors(opts?: ExecutorsOptions): Promise<ExecutorList>;
   addItems(planId: string, items: ItemInput[], opts?: CommandOptions): Promise<CommandOutcome>;
   propose(planId: string, opts?: CommandOptions): Promise<CommandOutcome & { digest: string }>;
   approve(planId: string, digest: string, opts?: CommandOptions & { note?: string }): Promise<CommandOutcome>;

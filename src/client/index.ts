@@ -4,6 +4,9 @@ export {
   type CreatePlanInput,
   type CommandOutcome,
   type CommandOptions,
+  type CreatePlanOptions,
+  type CreatePlanOutcome,
+  type ExecutorsOptions,
   type ForkOptions,
   type EraseOptions,
   type EraseOutcome,
@@ -19,3 +22,4 @@ export type { PlanPage, PlanSummary, PlanProgress } from '../projection/query.js
 export type { PlanAudit, PlanReplay, ReplayFailure } from '../audit/live.js';
 export type { AuditRow, PlanAsOf, AsOf, AsOfInput } from '../audit/timeline.js';
 export type { PlanVerification, Check, CheckName, BrokenAt } from '../audit/verify.js';
+export type { ExecutorInfo, ExecutorList, InvalidAnnouncement } from '../executors/index.js';

@@ -33,9 +33,44 @@ import { forkPoint } from './fork.js';
 import { waitForPlan } from './wait-for.js';
 import { checkPlanId, digestAfter, isAll, itemList } from './inputs.js';
 import { kafkaErrorsAsLedgerErrors } from './kafka-errors.js';
-import type { CreatePlanInput, ForkOptions, CommandOptions, EraseOptions, EraseOutcome, LedgerEventRecord, AuditOptions, ReplayOptions, AllPlans, Ledger, ConnectOptions } from './api.js';
+import { checkTools, readExecutors, type ExecutorList, type ToolCheck } from '../executors/index.js';
+import type {
+  CreatePlanInput,
+  CreatePlanOptions,
+  CreatePlanOutcome,
+  ExecutorsOptions,
+  ForkOptions,
+  CommandOptions,
+  EraseOptions,
+  EraseOutcome,
+  LedgerEventRecord,
+  AuditOptions,
+  ReplayOptions,
+  AllPlans,
+  Ledger,
+  ConnectOptions,
+} from './api.js';
 
-export type { CreatePlanInput, CommandOutcome, ForkOptions, CommandOptions, EraseOptions, EraseOutcome, LedgerEventRecord, AuditOptions, ReplayOptions, AllPlans, Ledger, ConnectOptions } from './api.js';
+export type {
+  CreatePlanInput,
+  CreatePlanOptions,
+  CreatePlanOutcome,
+  CommandOutcome,
+  ExecutorsOptions,
+  ForkOptions,
+  CommandOptions,
+  EraseOptions,
+  EraseOutcome,
+  LedgerEventRecord,
+  AuditOptions,
+  ReplayOptions,
+  AllPlans,
+  Ledger,
+  ConnectOptions,
+} from './api.js';
+
+/** How long a createPlan reuses the executors it read for the last one: a burst of plans reads them once. */
+const EXECUTORS_REUSE_MS = 1_000;
 
 /**
  * Connects to the ledger. With no argument the configuration comes from PLAN_LEDGER_* variables and
@@ -163,17 +198,59 @@ class LedgerClient implements Ledger {
     await this.sender.start(this.events);
   }
 
-  async createPlan(input: CreatePlanInput, opts?: CommandOptions) {
+  async createPlan(input: CreatePlanInput, opts: CreatePlanOptions = {}): Promise<CreatePlanOutcome> {
     const planId = input.planId ?? `plan-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
     checkPlanId(planId);
-    const items = await this.placePayloads(planId, itemList(input.items).map((it, i) => toItemSpec(it, `items[${i}]`)), true);
+    const specs = itemList(input.items).map((it, i) => toItemSpec(it, `items[${i}]`));
+    // The check reads the executors while the plan is sent; a strict one waits for it first.
+    const tools = specs.filter((s) => s.wait === undefined && s.tool !== '').map((s) => s.tool);
+    const checking = this.checkPlanTools(planId, tools);
+    if (opts.strictTools) {
+      const c = await checking;
+      if (c.failed !== undefined) throw new LedgerError('UNAVAILABLE', `plan ${planId} not sent: its tools could not be checked against the executors (strictTools): ${c.failed}`, { planId });
+      if (c.check?.warning !== undefined && c.check.conclusive) {
+        throw new LedgerError('UNSERVED_TOOL', `UNSERVED_TOOL: plan ${planId} not sent: ${c.check.warning}`, { planId, tools: c.check.unserved });
+      }
+    }
+    const items = await this.placePayloads(planId, specs, true);
     this.followed.begin(planId);
     try {
       const out = await this.sender.send(planId, 'CreatePlan', { goal: input.goal, mode: input.mode, labels: input.labels ?? {}, parent: null, items }, opts);
-      return { ...out, digest: digestAfter(out.events) ?? '' };
+      const c = await checking;
+      const warnings = c.failed !== undefined ? [`the plan's tools could not be checked against the executors: ${c.failed}`] : c.check?.warning !== undefined ? [c.check.warning] : [];
+      return { ...out, digest: digestAfter(out.events) ?? '', unservedTools: c.check?.unserved ?? [], warnings };
     } catch (e) {
       this.followed.drop(planId);
+      // No executor decided it: say what the executors' announcements say (none live, say).
+      const c = await checking;
+      if (isLedgerError(e, 'TIMEOUT') && c.check?.warning !== undefined) throw new LedgerError('TIMEOUT', `${e.message} (${c.check.warning})`, e.details, { cause: e });
       throw e;
+    }
+  }
+
+  private executorsRead: { at: number; list: Promise<ExecutorList> } | undefined;
+
+  executors(opts: ExecutorsOptions = {}): Promise<ExecutorList> {
+    if (opts.staleAfterMs !== undefined && !(Number.isSafeInteger(opts.staleAfterMs) && opts.staleAfterMs > 0)) {
+      return Promise.reject(new LedgerError('VALIDATION', `staleAfterMs must be a positive integer, got ${String(opts.staleAfterMs)}`, { field: 'staleAfterMs' }));
+    }
+    return readExecutors(this.kafka, this.config, { ...opts, ...(this.stats ? { stats: this.stats } : {}) });
+  }
+
+  /** The plan's tools against the live executors (read at most once a second); a read that fails is a reason, not a throw. */
+  private async checkPlanTools(planId: string, tools: string[]): Promise<{ check?: ToolCheck; failed?: string }> {
+    if (tools.length === 0) return {};
+    const now = Date.now();
+    if (this.executorsRead === undefined || now - this.executorsRead.at > EXECUTORS_REUSE_MS) this.executorsRead = { at: now, list: this.executors() };
+    const read = this.executorsRead;
+    try {
+      const check = checkTools(tools, await read.list);
+      if (check.warning !== undefined) this.logger.warn({ planId, unserved: check.unserved }, check.warning);
+      return { check };
+    } catch (e) {
+      if (this.executorsRead === read) this.executorsRead = undefined;
+      this.logger.warn({ planId, err: (e as Error).message }, "the plan's tools could not be checked against the executors");
+      return { failed: (e as Error).message };
     }
   }
 

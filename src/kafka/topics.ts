@@ -8,6 +8,9 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 /** `segment.ms` of `<prefix>.plan-keys`: a segment rolls (and becomes cleanable) at the first write this long after it opened. */
 export const PLAN_KEYS_SEGMENT_MS = 1000;
 
+/** `segment.ms` of `<prefix>.plan-executors`: the heartbeats a reader reads past are at most this many minutes' worth. */
+export const EXECUTORS_SEGMENT_MS = 10 * 60 * 1000;
+
 /**
  * `<prefix>.ledger-audit`: erasure records (JSON `PlanErased`, key planId), written by the owning executor
  * in the erasure's transaction. One partition, the delete policy and no time retention, so the fact of an
@@ -21,7 +24,7 @@ export function auditTopic(prefix: string): string {
  * The plan topics (docs/design.md#topics-and-ownership): co-partitioned commands/events/snapshots/archive, events compacted with no
  * time retention (their keys are unique, so compaction removes only exact re-sends and erasures);
  * plus the single-partition ledger-audit topic, which must exist before an executor's erasure
- * transaction writes to it.
+ * transaction writes to it, and the single-partition plan-executors topic (who runs, with which tools).
  */
 export function planTopicSpecs(config: LedgerConfig): TopicSpec[] {
   const t = topicNames(config.topicPrefix);
@@ -64,6 +67,24 @@ export function planTopicSpecs(config: LedgerConfig): TopicSpec[] {
         'min.compaction.lag.ms': '0',
         'max.compaction.lag.ms': String(PLAN_KEYS_SEGMENT_MS),
         'delete.retention.ms': '1000',
+      }),
+    },
+    // Who runs: each executor's announcement (key `announce:<id>`) and heartbeat (key `heartbeat:<id>`), JSON
+    // (src/executors/announcement.ts). One partition: every reader reads all of it. Compacted: one record per
+    // key survives, and a clean stop's tombstones leave it within the cleaner's next run. Segments roll every
+    // 10 minutes so the heartbeats a reader reads past stay few; the broker stamps each record
+    // (LogAppendTime), so a heartbeat's age is measured against one clock, the broker's.
+    {
+      topic: t.planExecutors,
+      numPartitions: 1,
+      replicationFactor: config.replicationFactor,
+      configEntries: entries({
+        'cleanup.policy': 'compact',
+        'retention.ms': '-1',
+        'segment.ms': String(EXECUTORS_SEGMENT_MS),
+        'min.cleanable.dirty.ratio': '0.1',
+        'delete.retention.ms': String(60 * 60 * 1000),
+        'message.timestamp.type': 'LogAppendTime',
       }),
     },
     { topic: t.dlq, ...base, configEntries: entries({ 'cleanup.policy': 'delete', 'retention.ms': String(30 * DAY_MS) }) },

@@ -61,10 +61,13 @@ describe('plan-ledger agent, show and audit on an agent run (processes, real bro
     expect(started.stdout.split('\n')[1]).toBe(`follow it with: plan-ledger wait ${planId}   (or plan-ledger tail ${planId} --follow)`);
     expect((await cli(config, ['wait', planId, '--timeout', '120000'])).stdout).toMatch(new RegExp(`^plan ${planId} completed at seq \\d+\n$`));
 
-    // No executor has an agent by that name: its first turn's tool is unknown.
+    // No executor has an agent by that name: the CLI warns first (the executors' announcements), and its
+    // first turn's tool is unknown.
     const unknown = await cli(config, ['agent', 'nosuch', '--goal', 'anything', '--wait']);
     expect(unknown.code).toBe(1);
-    const failedId = /^plan-ledger: agent run (\S+) ended failed: see plan-ledger audit/.exec(unknown.stderr)![1]!;
+    const [warning, ended] = unknown.stderr.trimEnd().split('\n');
+    expect(warning).toMatch(/^plan-ledger: warning: tool "agent:nosuch" is served by no live executor \(live: exec-cli-2 serves agent:support, /);
+    const failedId = /^plan-ledger: agent run (\S+) ended failed: see plan-ledger audit/.exec(ended!)![1]!;
     expect(unknown.stdout.split('\n').slice(0, 2)).toEqual([
       `agent run ${failedId} failed at seq 6`,
       `failed  item turn-1 (attempt 1, terminal): UNKNOWN_TOOL: no tool named "${turnToolName('nosuch')}" is registered with executor exec-cli-2`,

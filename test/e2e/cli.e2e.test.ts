@@ -112,7 +112,7 @@ afterAll(async () => {
 });
 
 describe('help and usage', () => {
-  const verbs = ['run', 'propose', 'wait', 'show', 'approve', 'reject', 'cancel', 'retry', 'audit', 'replay', 'verify', 'export', 'erase', 'demo', 'projector', 'executor', 'stack'];
+  const verbs = ['run', 'propose', 'wait', 'show', 'approve', 'reject', 'cancel', 'retry', 'audit', 'replay', 'verify', 'export', 'erase', 'demo', 'projector', 'executor', 'executors', 'stack'];
 
   it('documents the exit codes at the top level', async () => {
     const r = await cli(['--help']);
@@ -173,11 +173,14 @@ describe('plan verbs', () => {
     expect(r.stderr).toMatch(/^plan-ledger: plan \S+ ended failed: see plan-ledger audit/);
     expect(r.stdout).toContain('\nfailed  item x (attempt 1, terminal): NOPE: this can never work\n');
 
-    // A tool no executor has: the item fails at once with the executor's words.
+    // A tool no executor has: run warns before it runs (the executors' announcements), and the item
+    // fails at once with the executor's words.
     const typo = planFile('typo.json', { goal: 'look up an order', items: [{ id: 'lookup', tool: 'lookup_ordr' }, { id: 'refund', tool: 'noop', dependsOn: ['lookup'] }] });
     const t = await cli(['run', typo, '--wait']);
     expect(t.code).toBe(1);
-    const planId = /^plan-ledger: plan (\S+) ended failed/.exec(t.stderr)![1]!;
+    const [warning, ended] = t.stderr.trimEnd().split('\n');
+    expect(warning).toBe('plan-ledger: warning: tool "lookup_ordr" is served by no live executor (live: cli-exec serves delegator, effect, fatal, flaky, noop, pager, planner)');
+    const planId = /^plan-ledger: plan (\S+) ended failed/.exec(ended!)![1]!;
     const cause = 'failed  item lookup (attempt 1, terminal): UNKNOWN_TOOL: no tool named "lookup_ordr" is registered with executor cli-exec';
     expect(t.stdout.trimEnd().split('\n').slice(-2)).toEqual([`plan ${planId} failed at seq 7`, cause]);
     const show = await cli(['show', planId]);

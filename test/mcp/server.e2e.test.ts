@@ -31,7 +31,7 @@ describe('plan-ledger mcp (stdio, the official MCP client)', () => {
       expect(t.outputSchema?.type).toBe('object');
     }
     const createSchema = tools.find((t) => t.name === 'plan_create')!.inputSchema as { properties: Record<string, unknown>; required: string[] };
-    expect(Object.keys(createSchema.properties).sort()).toEqual(['goal', 'items', 'labels', 'mode', 'planId']);
+    expect(Object.keys(createSchema.properties).sort()).toEqual(['goal', 'items', 'labels', 'mode', 'planId', 'strictTools']);
 
     const callOk = async (name: string, args: Record<string, unknown>): Promise<Structured> => {
       const r = await client.callTool({ name, arguments: args });
@@ -49,7 +49,19 @@ describe('plan-ledger mcp (stdio, the official MCP client)', () => {
       ],
     });
     expect(created.status).toBe('draft');
+    // The executor serves noop and has announced itself: nothing to warn about.
+    expect(created.warnings).toEqual([]);
+    expect(created.unservedTools).toEqual([]);
     const planId = created.planId as string;
+
+    // A misspelt tool: a warning naming it and the live executor; strict, a refusal with nothing sent.
+    const misspelt = { goal: 'a typo', mode: 'propose', items: [{ id: 'a', title: 'look up', why: 'the order', tool: 'lookup_ordr' }] };
+    const warned = await callOk('plan_create', misspelt);
+    expect(warned.unservedTools).toEqual(['lookup_ordr']);
+    expect(warned.warnings).toEqual([expect.stringMatching(/^tool "lookup_ordr" is served by no live executor \(live: \S+ serves .*noop/)]);
+    const refused = await client.callTool({ name: 'plan_create', arguments: { ...misspelt, strictTools: true } });
+    expect(refused.isError).toBe(true);
+    expect(JSON.stringify(refused.content)).toMatch(/UNSERVED_TOOL: .*tool \\"lookup_ordr\\" is served by no live executor/);
 
     const { digest } = await callOk('plan_propose', { planId });
     const stale = await client.callTool({ name: 'plan_approve', arguments: { planId, digest: 'f'.repeat(64) } });

@@ -13,6 +13,8 @@ describe('ledger ACLs', () => {
   it('lets only the executor write events, and the auditor write nothing', () => {
     expect(writersOf('p.plan-events')).toEqual(['executor']);
     expect(writersOf('p.ledger-audit')).toEqual(['executor']);
+    // An executor announces itself; nobody else can forge or erase an announcement.
+    expect(writersOf('p.plan-executors')).toEqual(['executor']);
     expect(writersOf('p.plan-commands')).toEqual(['client', 'executor', 'projector']);
     expect(writersOf('p.plan-snapshots')).toEqual(['executor', 'projector']);
     expect(ledgerAcls('p').filter((a) => a.principal === 'auditor' && a.operations.includes('WRITE'))).toEqual([]);

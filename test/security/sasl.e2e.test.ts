@@ -121,7 +121,11 @@ describe('principals against the broker', () => {
     executor = await startExecutor({ tools, config: configAs('executor'), logger: testLogger, concurrency: 4, sessionTimeoutMs: 6000, heartbeatIntervalMs: 500 });
     await executor.started;
     ledger = await connectLedger(configAs('client'));
-    const { planId } = await ledger.createPlan({
+    // The executor principal announced itself on plan-executors; the client principal reads it.
+    const announced = await ledger.executors();
+    expect(announced.live.map((e) => [e.executorId, e.tools.includes('noop'), e.partitions.length > 0])).toEqual([[executor.executorId, true, true]]);
+    expect(announced.invalid).toEqual([]);
+    const { planId, warnings } = await ledger.createPlan({
       goal: 'prove the ACLs let the ledger work',
       mode: 'execute',
       items: [
@@ -130,6 +134,7 @@ describe('principals against the broker', () => {
         { id: 'c', title: 'C', why: 'after b', tool: 'noop', input: { n: 3 }, dependsOn: ['b'] },
       ],
     });
+    expect(warnings).toEqual([]);
     const plan = await ledger.waitFor(planId, 'completed', { timeoutMs: 120_000 });
     expect(plan.status).toBe('completed');
     expect(Object.values(plan.items).map((i) => i.status)).toEqual(['completed', 'completed', 'completed']);
@@ -200,7 +205,7 @@ describe('principals against the broker', () => {
     const err = await connectLedger(config).catch((e: unknown) => e);
     expect(isLedgerError(err, 'FORBIDDEN')).toBe(true);
     expect((err as Error).message).toBe(
-      `topics ${[auditTopic(other), ...['archive', 'blobs', 'commands', 'dlq', 'events', 'keys', 'snapshots'].map((t) => `${other}.plan-${t}`)].sort().join(', ')} do not exist and Kafka does not let this principal create them: create them as an admin (on the local SASL stack: plan-ledger stack acls --prefix <prefix>)`,
+      `topics ${[auditTopic(other), ...['archive', 'blobs', 'commands', 'dlq', 'events', 'executors', 'keys', 'snapshots'].map((t) => `${other}.plan-${t}`)].sort().join(', ')} do not exist and Kafka does not let this principal create them: create them as an admin (on the local SASL stack: plan-ledger stack acls --prefix <prefix>)`,
     );
     expect(await withAdmin('admin', async (a) => (await a.listTopics()).filter((t) => t.startsWith(other)))).toEqual([]);
   });

@@ -5,7 +5,7 @@ import type { OperatorViews } from '../../operations.js';
 import type { ProjectionService } from '../../projector.js';
 import { guardRoutes, type ScopeGuard } from '../auth.js';
 import { notFound } from '../errors.js';
-import { errorJson, json, overviewShape, planNotFound, problemsShape, verifyShape } from '../responses.js';
+import { errorJson, executorsShape, json, overviewShape, planNotFound, problemsShape, verifyShape } from '../responses.js';
 import { planParams } from '../schemas.js';
 
 export interface OperationsOptions {
@@ -31,6 +31,15 @@ export const operationsRoutes: FastifyPluginAsync<OperationsOptions> = async (ap
     response: { 200: json('The overview', overviewShape) },
   };
   app.get('/api/overview', { schema: overviewSchema }, async () => views.overview());
+
+  const executorsSchema = {
+    tags: ['operations'],
+    summary: 'Executors: who runs, with which tools',
+    description:
+      'The executors announced on `<prefix>.plan-executors`, as `ledger.executors()` and `plan-ledger executors --json` give them: live ones, stale ones (no heartbeat within three of their intervals) with the reason, and the records that could not be read. Read from Kafka, cached 1 s.',
+    response: { 200: json('The executors', executorsShape) },
+  };
+  app.get('/api/executors', { schema: executorsSchema }, async () => views.executors());
 
   const verifySchema = {
     tags: ['operations'],

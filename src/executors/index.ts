@@ -1,0 +1,21 @@
+export {
+  ANNOUNCEMENT_FORMAT,
+  MAX_ANNOUNCEMENT_BYTES,
+  STALE_AFTER_HEARTBEATS,
+  AnnouncementFold,
+  announcementRecord,
+  checkTools,
+  executorList,
+  heartbeatRecord,
+  liveness,
+  staleAfterMs,
+  stopRecords,
+  type AnnouncementRecord,
+  type ExecutorAnnouncement,
+  type ExecutorHeartbeat,
+  type ExecutorInfo,
+  type ExecutorList,
+  type InvalidAnnouncement,
+  type ToolCheck,
+} from './announcement.js';
+export { readExecutors, type ReadExecutorsOptions } from './read.js';
