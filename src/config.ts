@@ -195,6 +195,7 @@ export function topicNames(prefix: string) {
     dlq: `${prefix}.plan-dlq`,
     blobs: `${prefix}.plan-blobs`,
     planKeys: `${prefix}.plan-keys`,
+    streams: `${prefix}.plan-streams`,
     executorsGroup: `${prefix}.executors`,
     projectorGroup: `${prefix}.projector`,
   } as const;

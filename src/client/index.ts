@@ -19,3 +19,5 @@ export type { PlanPage, PlanSummary, PlanProgress } from '../projection/query.js
 export type { PlanAudit, PlanReplay, ReplayFailure } from '../audit/live.js';
 export type { AuditRow, PlanAsOf, AsOf, AsOfInput } from '../audit/timeline.js';
 export type { PlanVerification, Check, CheckName, BrokenAt } from '../audit/verify.js';
+export type { StreamOptions } from '../streams/reader.js';
+export type { StreamChunk, StreamRecord, StreamKind, StreamEnd } from '../streams/records.js';

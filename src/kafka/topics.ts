@@ -5,6 +5,11 @@ import { MAX_RECORD_BYTES, type LedgerAdmin, type TopicSpec } from './port.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
+/** How long `<prefix>.plan-streams` keeps a stream record: one day. */
+export const STREAM_RETENTION_MS = DAY_MS;
+/** Bytes of stream records `<prefix>.plan-streams` keeps per partition (the oldest segments go first). */
+export const STREAM_RETENTION_BYTES = 256 * 1024 * 1024;
+
 /** `segment.ms` of `<prefix>.plan-keys`: a segment rolls (and becomes cleanable) at the first write this long after it opened. */
 export const PLAN_KEYS_SEGMENT_MS = 1000;
 
@@ -64,6 +69,22 @@ export function planTopicSpecs(config: LedgerConfig): TopicSpec[] {
         'min.compaction.lag.ms': '0',
         'max.compaction.lag.ms': String(PLAN_KEYS_SEGMENT_MS),
         'delete.retention.ms': '1000',
+      }),
+    },
+    // Live output of running attempts (agent turns' text, tools' progress), keyed `planId/item/attempt/run/seq`
+    // on the plan's partition: a view, bounded in time and bytes per partition (docs/reference/limits.md). The
+    // keys are unique, so compaction removes only an erasure's tombstones and the records they cover.
+    {
+      topic: t.streams,
+      ...base,
+      configEntries: entries({
+        'cleanup.policy': 'compact,delete',
+        'retention.ms': String(STREAM_RETENTION_MS),
+        'retention.bytes': String(STREAM_RETENTION_BYTES),
+        'segment.bytes': String(64 * 1024 * 1024),
+        'segment.ms': String(60 * 60 * 1000),
+        'min.compaction.lag.ms': '0',
+        'delete.retention.ms': String(60 * 1000),
       }),
     },
     { topic: t.dlq, ...base, configEntries: entries({ 'cleanup.policy': 'delete', 'retention.ms': String(30 * DAY_MS) }) },
