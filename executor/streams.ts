@@ -7,11 +7,9 @@
 import type { KafkaClient, LedgerAdmin, OutRecord, RecordWriter } from '../src/kafka/index.js';
 import type { Logger } from '../src/logging.js';
 import { DeltaCoalescer, DEFAULT_CHUNK_BYTES, DEFAULT_LINGER_MS } from '../src/streams/coalesce.js';
-import { decodeStreamRecord, encodeStreamRecord, isStreamKeyOf, streamKey, type StreamEnd, type StreamRecord } from '../src/streams/records.js';
+import { STREAM_BYTES_PER_ATTEMPT, decodeStreamRecord, encodeStreamRecord, isStreamKeyOf, streamKey, type StreamEnd, type StreamRecord } from '../src/streams/records.js';
 import type { ToolStream } from '../src/tools.js';
 
-/** Bytes of stream records one attempt may write; past it records are dropped and counted on the end marker. */
-export const DEFAULT_STREAM_BYTES_PER_ATTEMPT = 8 * 1024 * 1024;
 /** Bytes of one attempt's records written but not yet acknowledged before `ctx.stream` calls wait. */
 const MAX_UNACKED_BYTES = 1024 * 1024;
 /** Largest `progress` value (its JSON); a larger one is dropped (counted). */
@@ -134,7 +132,7 @@ export class AttemptStream implements ToolStream {
   }
 
   private get bound(): number {
-    return this.pub.opts.maxBytesPerAttempt ?? DEFAULT_STREAM_BYTES_PER_ATTEMPT;
+    return this.pub.opts.maxBytesPerAttempt ?? STREAM_BYTES_PER_ATTEMPT;
   }
 
   text(delta: string): Promise<void> {

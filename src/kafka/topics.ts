@@ -2,13 +2,9 @@ import { topicNames, type LedgerConfig } from '../config.js';
 import { LedgerError } from '../errors.js';
 import { kafkaErrorName } from './client.js';
 import { MAX_RECORD_BYTES, type LedgerAdmin, type TopicSpec } from './port.js';
+import { STREAM_RETENTION_BYTES, STREAM_RETENTION_MS } from '../streams/records.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
-
-/** How long `<prefix>.plan-streams` keeps a stream record: one day. */
-export const STREAM_RETENTION_MS = DAY_MS;
-/** Bytes of stream records `<prefix>.plan-streams` keeps per partition (the oldest segments go first). */
-export const STREAM_RETENTION_BYTES = 256 * 1024 * 1024;
 
 /** `segment.ms` of `<prefix>.plan-keys`: a segment rolls (and becomes cleanable) at the first write this long after it opened. */
 export const PLAN_KEYS_SEGMENT_MS = 1000;

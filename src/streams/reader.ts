@@ -4,10 +4,8 @@
 // batch (at most one batch is held here) and fetches ahead at most `prefetchKiB`.
 import { LedgerError } from '../errors.js';
 import { partitionFor, type KafkaClient, type LedgerAdmin, type LogRecord } from '../kafka/index.js';
-import { decodeStreamRecord, encodeCursor, isStreamKeyOf, parseCursor, type StreamChunk } from './records.js';
+import { STREAM_PREFETCH_KIB, decodeStreamRecord, encodeCursor, isStreamKeyOf, parseCursor, type StreamChunk } from './records.js';
 
-/** What the Kafka client fetches ahead of a stream reader that does not read (KiB). */
-export const STREAM_PREFETCH_KIB = 1024;
 /** How far before a plan's creation a read from its beginning starts (clock skew between writers). */
 const START_SKEW_MS = 60_000;
 

@@ -4,6 +4,15 @@
 import { createHash } from 'node:crypto';
 import { LedgerError } from '../errors.js';
 
+/** How long `<prefix>.plan-streams` keeps a stream record: one day. */
+export const STREAM_RETENTION_MS = 24 * 60 * 60 * 1000;
+/** Bytes of stream records `<prefix>.plan-streams` keeps per partition (the oldest segments go first). */
+export const STREAM_RETENTION_BYTES = 256 * 1024 * 1024;
+/** Bytes of stream records one attempt's run may write; past it records are dropped and counted on the end marker. */
+export const STREAM_BYTES_PER_ATTEMPT = 8 * 1024 * 1024;
+/** What the Kafka client fetches ahead of a stream reader that does not read (KiB). */
+export const STREAM_PREFETCH_KIB = 1024;
+
 /** What a stream record carries. */
 export type StreamKind = 'text' | 'tool-call' | 'usage' | 'progress' | 'end';
 
