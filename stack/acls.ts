@@ -25,9 +25,10 @@ export interface LedgerAcl {
  *
  * - executor: reads commands and the plan topics it restores from; the only writer of events (under its
  *   transactional ids `<prefix>.executor.p<N>`), and of the erasure's tombstones (snapshots, archive,
- *   blobs), ledger-audit records, dead letters and cross-partition commands (child → parent).
+ *   blobs), ledger-audit records, dead letters and cross-partition commands (child → parent); the writer
+ *   (and, for an erasure's sweep, reader) of plan-streams.
  * - client: writes commands and its large inputs (blobs); reads events (its outcomes), snapshots,
- *   archive, blobs and ledger-audit (getPlan, waitFor, erase results); groups `<prefix>.client-*` and
+ *   archive, blobs, plan-streams (ledger.stream) and ledger-audit (getPlan, waitFor, erase results); groups `<prefix>.client-*` and
  *   the CLI's readers (`<prefix>.cli*`, `<prefix>.verify-*`).
  * - projector: reads events, commands, blobs, DLQ; writes snapshots, archive, DLQ under
  *   `<prefix>.projector.*` transactional ids; its API's write routes send commands through a client.
@@ -45,7 +46,7 @@ export function ledgerAcls(prefix: string): LedgerAcl[] {
     ...topic(principal, ['READ', 'WRITE'], t.blobs),
     // Plan keys: a client writes a new plan's key; readers with the master key decrypt for display.
     ...topic(principal, ['READ', 'WRITE'], t.planKeys),
-    ...topic(principal, ['READ'], t.events, t.snapshots, t.archive, audit),
+    ...topic(principal, ['READ'], t.events, t.snapshots, t.archive, t.streams, audit),
     ...prefixed(principal, 'group', ['READ'], `${prefix}.client-`),
   ];
   // The CLI's log readers (show, audit, tail, replay, verify, export): an operator's CLI runs as client.
@@ -58,7 +59,7 @@ export function ledgerAcls(prefix: string): LedgerAcl[] {
     // topic's max.message.bytes): metadata, not records.
     ...LEDGER_PRINCIPALS.flatMap((p) => prefixed(p, 'topic', ['DESCRIBE', 'DESCRIBE_CONFIGS'], `${prefix}.`)),
 
-    ...topic('executor', ['READ', 'WRITE'], t.commands, t.events, t.snapshots, t.archive, t.blobs, t.dlq, t.planKeys),
+    ...topic('executor', ['READ', 'WRITE'], t.commands, t.events, t.snapshots, t.archive, t.blobs, t.dlq, t.planKeys, t.streams),
     ...topic('executor', ['WRITE'], audit),
     ...prefixed('executor', 'transactional-id', ['WRITE', 'DESCRIBE'], `${prefix}.executor.`),
     // `<prefix>.executors` (the group), and the readers of restore and blob reads.
@@ -74,7 +75,7 @@ export function ledgerAcls(prefix: string): LedgerAcl[] {
     ...prefixed('projector', 'group', ['READ'], `${prefix}.projector`),
     ...clientRights('projector'),
 
-    ...topic('auditor', ['READ'], t.commands, t.events, t.snapshots, t.archive, t.blobs, t.dlq, t.planKeys, audit),
+    ...topic('auditor', ['READ'], t.commands, t.events, t.snapshots, t.archive, t.blobs, t.dlq, t.planKeys, t.streams, audit),
     ...cliReaders('auditor'),
   ];
 }
