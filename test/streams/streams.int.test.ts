@@ -12,6 +12,7 @@ import { connectLedger, type Ledger, type StreamChunk } from '../../src/client/i
 import { topicNames, type LedgerConfig } from '../../src/config.js';
 import { isLedgerError } from '../../src/errors.js';
 import { startExecutor, type ExecutorHandle } from '../../executor/executor.js';
+import { startProjector } from '../../projector/index.js';
 import { defineTool } from '../../src/tools.js';
 import { createKafka } from '../../src/kafka/index.js';
 import { response, scriptedModel, streamParts, text, wordDeltas } from '../agent/script.js';
@@ -250,5 +251,56 @@ describe('live streams (in-process executor, real broker and registry)', () => {
       await kafka.close();
     }
     await healthyCompletes();
+  });
+
+  it("the projector's SSE route: one event per chunk with its cursor as id; Last-Event-ID resumes after it; a bad cursor is an error event", async () => {
+    const { planId } = await runAgent(ledger, { agent: healthy, goal: 'over http' });
+    await ledger.waitFor(planId, 'completed', { timeoutMs: 30_000 });
+    const projector = await startProjector({ config, logger: testLogger, port: 0, apiToken: 'sse-test-token', groupId: `${config.topicPrefix}.projector-sse`, defaultMetrics: false });
+    /** SSE messages (event, id, data) until `until` says so; the wire format split by blank lines. */
+    const events = async (query: string, headers: Record<string, string>, until: (e: { event: string; id?: string; data: string }) => boolean) => {
+      const ac = new AbortController();
+      const res = await fetch(`${projector.url}/api/plans/${planId}/stream${query}`, { headers: { authorization: 'Bearer sse-test-token', ...headers }, signal: ac.signal });
+      if (res.headers.get('content-type') !== 'text/event-stream') throw new Error(`${res.status}: ${await res.text()}`);
+      const out: Array<{ event: string; id?: string; data: string }> = [];
+      let buf = '';
+      const decoder = new TextDecoder();
+      try {
+        for await (const bytes of res.body!) {
+          buf += decoder.decode(bytes as Uint8Array, { stream: true });
+          let i: number;
+          while ((i = buf.indexOf('\n\n')) >= 0) {
+            const block = buf.slice(0, i);
+            buf = buf.slice(i + 2);
+            const fields = Object.fromEntries(block.split('\n').filter((l) => l && !l.startsWith(':')).map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)]));
+            if (fields.event === undefined) continue;
+            const e = { event: fields.event, ...(fields.id !== undefined ? { id: fields.id } : {}), data: fields.data ?? '' };
+            out.push(e);
+            if (until(e)) return out;
+          }
+        }
+        return out;
+      } finally {
+        ac.abort();
+      }
+    };
+    try {
+      const finalOf = (e: { event: string; data: string }) => e.event === 'error' || (e.event === 'chunk' && (JSON.parse(e.data) as StreamChunk).end === 'final');
+      const all = await events('', {}, finalOf);
+      const chunks = all.map((e) => JSON.parse(e.data) as StreamChunk);
+      expect(chunks.map((c) => c.kind)).toEqual(['text', 'usage', 'end']);
+      expect(all.map((e) => e.id)).toEqual(chunks.map((c) => c.cursor));
+      expect(textOf(chunks)).toBe('all good');
+      const resumed = await events('', { 'last-event-id': all[0]!.id! }, finalOf);
+      expect(resumed.map((e) => e.id)).toEqual(all.slice(1).map((e) => e.id));
+      const fromQuery = await events(`?from=${encodeURIComponent(all[1]!.id!)}`, {}, finalOf);
+      expect(fromQuery.map((e) => e.id)).toEqual(all.slice(2).map((e) => e.id));
+      const bad = await events('?from=garbage', {}, () => true);
+      expect(bad).toHaveLength(1);
+      expect(bad[0]!.event).toBe('error');
+      expect(JSON.parse(bad[0]!.data)).toMatchObject({ code: 'VALIDATION' });
+    } finally {
+      await projector.stop();
+    }
   });
 });
