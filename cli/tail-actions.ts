@@ -1,7 +1,9 @@
 import { tailEvents, type TailRecord } from '../src/audit/tail.js';
 import { parseAsOf } from '../src/audit/timeline.js';
 import { LedgerError } from '../src/errors.js';
-import { withLog } from './connect.js';
+import { withLedger, withLog } from './connect.js';
+import type { StreamChunk } from '../src/streams/records.js';
+import { isPlanFinished } from '../src/plan/index.js';
 import { elide, json, out, painter, statusStyle, type Painter, type Style } from './output.js';
 
 export interface TailFlags {
@@ -9,6 +11,63 @@ export interface TailFlags {
   json?: boolean;
   fromBeginning?: boolean;
   asOf?: string;
+  stream?: boolean;
+  from?: string;
+}
+
+/** How long `tail --stream` reads on after the plan ended, for its last records (the end markers commit with the results). */
+const STREAM_DRAIN_MS = 1_500;
+
+/**
+ * `plan-ledger tail <plan> --stream`: the plan's live output as it comes (text written as it arrives, a
+ * line for each tool call, progress and attempt end), from its first retained record or `--from`; it stops
+ * once the plan has ended (or at Ctrl-C with --follow).
+ */
+export async function tailStream(planId: string | undefined, o: TailFlags): Promise<void> {
+  if (!planId) throw new LedgerError('VALIDATION', 'tail --stream: name the plan whose stream to show', { field: 'planId' });
+  if (o.fromBeginning || o.asOf) throw new LedgerError('VALIDATION', 'tail --stream: --from-beginning and --as-of are for events; a stream starts at its beginning or --from <cursor>', { field: '--from' });
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const paint = painter();
+  let midLine = false;
+  const line = (text: string) => {
+    if (midLine) process.stdout.write('\n');
+    midLine = false;
+    out(text);
+  };
+  try {
+    await withLedger(async (ledger) => {
+      if (!o.follow) {
+        // Ends with the plan: a moment after it is finished, so its last end markers are read too.
+        void ledger
+          .waitFor(planId, (s) => isPlanFinished(s.status), { timeoutMs: 2 ** 31 - 1 })
+          .then(() => setTimeout(() => stop.abort(), STREAM_DRAIN_MS).unref(), () => {});
+      }
+      for await (const c of ledger.stream(planId, { ...(o.from !== undefined ? { from: o.from } : {}), signal: stop.signal })) {
+        if (o.json) json(c);
+        else if (c.kind === 'text') {
+          process.stdout.write(c.text ?? '');
+          midLine = !(c.text ?? '').endsWith('\n');
+        } else line(renderStreamLine(c, paint));
+      }
+    });
+    if (midLine) process.stdout.write('\n');
+  } finally {
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
+  }
+}
+
+/** A stream chunk other than text, as one line: `[item#attempt] tool call lookup (c1)`, `… final`. */
+export function renderStreamLine(c: StreamChunk, paint: Painter = painter(false)): string {
+  const where = paint('dim', `[${c.itemId}#${c.attempt}]`);
+  if (c.kind === 'tool-call') return `${where} ${paint('cyan', 'tool call')} ${c.toolName ?? ''} (${c.toolCallId ?? ''})`;
+  if (c.kind === 'usage') return `${where} ${paint('dim', `usage ${c.usage?.inputTokens ?? 0} in, ${c.usage?.outputTokens ?? 0} out`)}`;
+  if (c.kind === 'progress') return `${where} ${paint('yellow', 'progress')} ${JSON.stringify(c.data)}`;
+  if (c.kind === 'end') return `${where} ${paint(c.end === 'final' ? 'green' : c.end === 'superseded' ? 'yellow' : 'red', c.end ?? 'end')}${c.reason ? ` ${c.reason}` : ''}`;
+  return `${where} ${c.kind}`;
 }
 
 /**

@@ -170,13 +170,15 @@ export function registerAuditCommands(program: Command): void {
     .option('-f, --follow', 'keep printing new events as they are appended, until Ctrl-C')
     .option('--from-beginning', 'without a plan: every plan\'s history first (reads the whole events topic)')
     .option('--as-of <seq|ISO time>', 'start after this point: the events `audit --as-of` does not show (a seq needs a plan)')
-    .option('--json', 'JSON lines: the audit row of each event with its planId')
+    .option('--json', 'JSON lines: the audit row of each event with its planId (with --stream: each stream chunk with its cursor)')
+    .option('--stream', 'with a plan: its live output instead of its events (agent turns\' text as it comes, tool progress, each attempt\'s end), until the plan ends (or Ctrl-C with --follow)')
+    .option('--from <cursor>', 'with --stream: resume after the chunk whose cursor this is (`live`: only new output)')
     .addHelpText(
       'after',
       `\nWithout a plan and without --from-beginning / --as-of it starts at the end: only new events (needs --follow).
-Colors only on a terminal (NO_COLOR turns them off).${example('plan-ledger tail plan-mx1p8mq3-96272e4a --follow', 'plan-ledger tail --follow', 'plan-ledger tail --as-of 2026-01-31T12:00:00Z --json | jq -r .type')}`,
+Colors only on a terminal (NO_COLOR turns them off).${example('plan-ledger tail plan-mx1p8mq3-96272e4a --follow', 'plan-ledger tail --follow', 'plan-ledger tail --as-of 2026-01-31T12:00:00Z --json | jq -r .type', 'plan-ledger tail plan-mx1p8mq3-96272e4a --stream')}`,
     )
-    .action(async (planId: string | undefined, o) => (await import('./tail-actions.js')).tail(planId, o));
+    .action(async (planId: string | undefined, o) => (o.stream ? (await import('./tail-actions.js')).tailStream(planId, o) : (await import('./tail-actions.js')).tail(planId, o)));
 
   program
     .command('replay')

@@ -6,7 +6,7 @@
 import { appendFileSync } from 'node:fs';
 import { dirname, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MockLanguageModelV3 } from 'ai/test';
+import { scriptedModel } from './scripted-model.js';
 import type { LanguageModelV3CallOptions, LanguageModelV3GenerateResult } from '@ai-sdk/provider';
 import { z } from 'zod';
 import { agentTools, defineAgent, defineAgentTool, mcpTools, type McpCallOutput } from '../src/agent/index.js';
@@ -79,10 +79,8 @@ function lastResult(options: LanguageModelV3CallOptions): unknown {
   return part?.type === 'tool-result' && part.output.type === 'json' ? part.output.value : undefined;
 }
 
-const model = new MockLanguageModelV3({
-  provider: 'demo',
-  modelId: 'scripted-support-model',
-  doGenerate: async (options) => {
+const model = scriptedModel(
+  async (options) => {
     const turn = options.prompt.filter((m) => m.role === 'assistant').length + 1;
     if (process.env.DEMO_MODEL_LOG) appendFileSync(process.env.DEMO_MODEL_LOG, `${JSON.stringify({ executor: setting('PLAN_LEDGER_EXECUTOR_LABEL'), turn })}\n`);
     if (turn === 1) return result([{ type: 'text', text: 'I need the order to see what was returned.' }, { type: 'tool-call', toolCallId: 'call-lookup', toolName: 'lookup_order', input: JSON.stringify({ orderId: 'A-1042' }) }], 180, 24);
@@ -104,7 +102,8 @@ const model = new MockLanguageModelV3({
     const r = lastResult(options) as { refundId: string; amountCents: number; currency: string } | undefined;
     return result([{ type: 'text', text: r ? `Refunded ${(r.amountCents / 100).toFixed(2)} ${r.currency} (${r.refundId}) on order A-1042.` : 'The refund did not go through.' }], 510, 20);
   },
-});
+  { provider: 'demo', modelId: 'scripted-support-model', chunkDelayInMs: 15 },
+);
 
 export const supportAgent = defineAgent({ name: 'support', model, system: 'You are a support agent. Refund what a customer returned, once.', tools: [...shopMcp.tools, refund], maxTurns: 6 });
 

@@ -8,7 +8,7 @@ import type { BlobReader, PayloadLimits } from '../src/blobs/index.js';
 import type { PlanKeyring } from '../src/crypto/index.js';
 import type { LedgerConfig } from '../src/config.js';
 import type { LedgerCodec } from '../src/codec/index.js';
-import type { GroupMember, KafkaClient } from '../src/kafka/index.js';
+import type { GroupMember, KafkaClient, LedgerAdmin } from '../src/kafka/index.js';
 import type { Logger } from '../src/logging.js';
 import type { ApprovalPolicy, DecideLimits, PlanState } from '../src/plan/index.js';
 import type { ArchiveLoader } from '../src/projection/restore.js';
@@ -16,6 +16,7 @@ import type { Tool } from '../src/tools.js';
 import type { CacheBudget } from './dormant-cache.js';
 import type { ExecutorMetrics } from './metrics.js';
 import type { Slots } from './slots.js';
+import type { StreamPublisher } from './streams.js';
 
 /** What the executor gives each partition owner it starts. */
 export interface OwnerDeps {
@@ -29,6 +30,10 @@ export interface OwnerDeps {
   readonly logger: Logger;
   readonly slots: Slots;
   readonly restore: (partition: number) => Promise<RestoredForOwner>;
+  /** The writer of the attempts' live streams (`<prefix>.plan-streams`); none: `ctx.stream` writes nothing. */
+  readonly streams?: StreamPublisher;
+  /** The executor's admin client (the erasure's sweep of a plan's stream records asks it for offsets). */
+  readonly admin?: LedgerAdmin;
   readonly now?: () => number;
   /** The approval policy `decide` applies to new plans and new items (see src/plan/policy.ts); none by default. */
   readonly policy?: ApprovalPolicy;

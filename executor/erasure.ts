@@ -27,7 +27,7 @@ export interface ErasureContext {
   readonly book: PartitionBook;
   readonly writer: PlanWriter;
   /** What the erasure reads of the owner's dependencies. */
-  readonly d: Pick<OwnerDeps, 'codec' | 'config' | 'executorId' | 'keys' | 'now'>;
+  readonly d: Pick<OwnerDeps, 'admin' | 'codec' | 'config' | 'executorId' | 'keys' | 'now' | 'streams'>;
   readonly log: Logger;
   readonly topics: { commands: string; snapshots: string; archive: string; blobs: string; planKeys: string };
 }
@@ -97,7 +97,13 @@ const { book, writer, d, log, topics, partition } = ctx;
     ],
     commitOffset,
   });
-  void erased.then(() => rollKeyLog(ctx, planId), () => {});
+  void erased.then(
+    () => {
+      rollKeyLog(ctx, planId);
+      sweepStreams(ctx, planId, state.createdAt);
+    },
+    () => {},
+  );
   return erased;
 }
 
@@ -117,5 +123,28 @@ function rollKeyLog(ctx: ErasureContext, planId: string): void {
       .append({ events: [], extra: [{ topic: ctx.topics.planKeys, messages: [{ key: KEY_LOG_ROLL, value: null, partition: ctx.partition }] }] })
       .catch((e: unknown) => ctx.log.debug({ err: e, planId }, 'could not roll the plan-keys segment after an erasure; the next write there rolls it'));
   }, PLAN_KEYS_SEGMENT_MS + 200);
+  timer.unref();
+}
+
+/** How long after an erasure its stream sweep starts: the plan's attempts still in flight have stopped writing by then. */
+const STREAM_SWEEP_DELAY_MS = 1_000;
+
+/**
+ * After the erasure commits: tombstones for the plan's stream records (`<prefix>.plan-streams`), found by
+ * reading its partition from the plan's creation on. Not in the erasure's transaction: the keys are known
+ * only by reading, and an attempt of the plan still running writes nothing more once the plan is forgotten
+ * (AttemptStream checks), so the sweep runs a moment later. Best effort: an owner that stops meanwhile
+ * leaves the records to the topic's retention; readers refuse an erased plan's stream either way.
+ */
+function sweepStreams(ctx: ErasureContext, planId: string, createdAt: number | null): void {
+  const { streams, admin } = ctx.d;
+  if (streams === undefined || admin === undefined) return;
+  const since = createdAt ?? 0;
+  const timer = setTimeout(() => {
+    streams
+      .erase(admin, planId, ctx.partition, since)
+      .then((n) => ctx.log.info({ planId, records: n }, 'stream records of the erased plan tombstoned'))
+      .catch((e: unknown) => ctx.log.warn({ err: e, planId }, 'the stream records of an erased plan could not be tombstoned; retention removes them'));
+  }, STREAM_SWEEP_DELAY_MS);
   timer.unref();
 }

@@ -8,6 +8,7 @@ import { BlobReader } from '../src/blobs/index.js';
 import { keyringFor, type PlanKeyring } from '../src/crypto/index.js';
 import { codecWhenRegistryAnswers, type LedgerCodec } from '../src/codec/index.js';
 import { isLedgerError, LedgerError } from '../src/errors.js';
+import { StreamPublisher } from './streams.js';
 import { createKafka, ensurePlanTopics, isWriterGivenUp, type GroupMember, type KafkaClient, type LedgerAdmin, type LogRecord } from '../src/kafka/index.js';
 import { silentLogger, type Logger } from '../src/logging.js';
 import type { ApprovalPolicy, PlanState } from '../src/plan/index.js';
@@ -160,6 +161,7 @@ class Executor {
     this.topics = topicNames(config.topicPrefix);
     this.blobs = new BlobReader({ kafka, admin, topic: this.topics.blobs, partitions: config.partitions });
     this.keys = keyringFor({ kafka, config, ...(opts.masterKey ? { master: opts.masterKey } : {}) });
+    this.streams = new StreamPublisher(kafka, this.topics.streams, logger.child({ component: 'streams' }), {}, () => this.clock.now());
   }
 
   private newOwner(partition: number, member: GroupMember): PartitionOwner {
@@ -176,6 +178,8 @@ class Executor {
       limits: this.limits,
       metrics: this.metrics,
       blobs: this.blobs,
+      streams: this.streams,
+      admin: this.admin,
       ...(this.keys !== undefined ? { keys: this.keys } : {}),
       ...(this.policy !== undefined ? { policy: this.policy } : {}),
       ...(this.tracer !== undefined ? { tracer: this.tracer } : {}),
@@ -201,6 +205,8 @@ class Executor {
   /** Bytes of finished plans the owners may hold aside, together (PLAN_LEDGER_EXECUTOR_CACHE_MIB). */
   private readonly cacheBudget: CacheBudget;
   private readonly blobs: BlobReader;
+  /** The attempts' live streams (`<prefix>.plan-streams`): one idempotent producer for every owner. */
+  private readonly streams: StreamPublisher;
   private readonly keys: PlanKeyring | undefined;
   /** Consecutive resets per partition, for the backoff; forgotten once an owner restores, or after a quiet minute. */
   private readonly resets = new Map<number, { count: number; at: number }>();
@@ -407,6 +413,7 @@ class Executor {
       await this.member?.close().catch(() => {});
       // After the group is left: a reader that sees the tombstones never sees this executor own a partition.
       await this.announcer.stop();
+      await this.streams.close();
       await this.admin.disconnect().catch(() => {});
       await this.kafka.close();
       await this.telemetry?.shutdown();

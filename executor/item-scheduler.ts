@@ -18,9 +18,14 @@ import { placeOutcome } from './payloads.js';
 import { ReadinessIndex } from './readiness.js';
 import { RetryTimer } from './retry-timer.js';
 import type { AttemptTrace, PlanTraces } from './tracing.js';
+import type { AttemptStream } from './streams.js';
+import type { ToolStream } from '../src/tools.js';
+
+/** `ctx.stream` of an executor without a stream writer: writes nothing. */
+const NO_STREAM: ToolStream = { write: async () => {}, text: async () => {}, toolCall: async () => {}, usage: async () => {} };
 
 /** What the scheduler reads of the owner's dependencies. */
-export type ItemSchedulerDeps = Pick<OwnerDeps, 'blobs' | 'codec' | 'config' | 'executorId' | 'keys' | 'limits' | 'metrics' | 'now' | 'slots' | 'tools'>;
+export type ItemSchedulerDeps = Pick<OwnerDeps, 'blobs' | 'codec' | 'config' | 'executorId' | 'keys' | 'limits' | 'metrics' | 'now' | 'slots' | 'streams' | 'tools'>;
 
 /**
  * Runs the items of one owned partition: recoveries of items caught mid-protocol, ready items (intent
@@ -56,7 +61,7 @@ export class ItemScheduler {
     private readonly writer: PlanWriter,
     private readonly d: ItemSchedulerDeps,
     private readonly log: Logger,
-    private readonly topics: { commands: string; blobs: string },
+    private readonly topics: { commands: string; blobs: string; streams: string },
     /** A step failed (not fenced): the owner must be recreated from the log. */
     private readonly onBroken: (e: unknown) => void,
     /** A newer owner fenced this one: give the partition up. */
@@ -349,12 +354,15 @@ export class ItemScheduler {
         durationMs: 0,
       }, log, span);
     }
+    // The attempt's live stream: a re-run after a takeover first marks the earlier run superseded.
+    const stream = this.d.streams?.attempt({ planId, itemId, attempt, run: this.book.fencingToken, partition: this.partition, alive: () => this.book.plans.has(planId) && !this.stopped });
+    if (stream !== undefined && recovering && tool !== undefined) await stream.supersede();
     const ended = await runAttempt(
       {
         tool,
         toolName: item.tool,
         inputJson,
-        ctx: { planId, itemId, attempt, idempotencyKey, fencingToken: this.book.fencingToken, log, dependencies: deps, recovering, lastCheckpoint },
+        ctx: { planId, itemId, attempt, idempotencyKey, fencingToken: this.book.fencingToken, log, dependencies: deps, recovering, lastCheckpoint, stream: stream ?? NO_STREAM },
         progress: (signal) => new ProgressRecorder((kind, json, name) => this.recordProgress(planId, itemId, attempt, kind, json, name), this.d.limits.checkpointIntervalMs, signal),
         release: this.abort.signal,
         timeoutMs: tool?.timeoutMs ?? this.d.limits.toolTimeoutMs,
@@ -366,15 +374,19 @@ export class ItemScheduler {
       },
       log,
     );
+    // Every stream record of the run acknowledged before its end marker is written.
+    await stream?.close();
     faultPoint('after_tool', { planId, itemId, attempt });
     if (this.stopped || ended.kind === 'abandoned') return 'abandoned';
+    const marked = stream !== undefined && (stream.used || recovering) ? stream : undefined;
     if (ended.kind === 'delegate') {
       await this.delegate(planId, itemId, attempt, ended, log, span);
+      if (marked) await this.d.streams!.send([marked.endRecord('final', 'delegated to a child plan')]).catch(() => {});
       return 'delegated';
     }
 
     if (ended.error?.code === 'TIMEOUT') this.d.metrics.toolTimeouts.inc({ tool: item.tool });
-    return this.record(planId, itemId, attempt, ended, log, span);
+    return this.record(planId, itemId, attempt, ended, log, span, marked);
   }
 
   /**
@@ -382,7 +394,7 @@ export class ItemScheduler {
    * same transaction), then result, completion (or retry / failure) and the intents it readies, in one
    * transaction. A result the ledger refuses becomes a terminal failure with the refusal's code.
    */
-  private async record(planId: string, itemId: string, attempt: number, outcome: Extract<AttemptOutcome, { kind: 'result' }>, log: Logger, span?: AttemptTrace): Promise<'recorded' | 'unrecorded'> {
+  private async record(planId: string, itemId: string, attempt: number, outcome: Extract<AttemptOutcome, { kind: 'result' }>, log: Logger, span?: AttemptTrace, stream?: AttemptStream): Promise<'recorded' | 'unrecorded'> {
     const idempotencyKey = this.key(planId, itemId, attempt);
     const { ended, blobs } = placeOutcome(planId, outcome, await this.sealer(planId), this.d.limits.payload, this.now(), this.partition);
     let committed = this.commitResult(planId, itemId, attempt, ended);
@@ -414,6 +426,11 @@ export class ItemScheduler {
     // Only chunks the recorded result refers to (a refused result was replaced by a failure).
     const used = blobs.filter((b) => b.refJson === result?.outputJson || committed.events.some((e) => e.type === 'ItemAdded' && e.data.item.inputJson === b.refJson));
     const extra = used.length ? [{ topic: this.topics.blobs, messages: used.flatMap((b) => b.messages) }] : [];
+    // The stream's end marker commits with the result: a reader sees `final` exactly when the result is recorded.
+    if (stream !== undefined) {
+      const succeeded = result?.outcome === 'succeeded';
+      extra.push({ topic: this.topics.streams, messages: [stream.endRecord(succeeded ? 'final' : 'abandoned', succeeded ? undefined : `${result?.outcome ?? ended.outcome}: ${result?.error?.code ?? ''} ${result?.error?.message ?? ''}`.trim())] });
+    }
     await this.startReady(planId, [committed, settled], () => faultPoint('after_result', { planId, itemId, attempt }), extra);
     return 'recorded';
   }

@@ -121,10 +121,10 @@ export async function startProjector(opts: ProjectorOptions = {}): Promise<Proje
   // The plans' keys, read on the first display of an encrypted plan (only with a master key).
   const master = opts.masterKey ?? masterKeyFromEnv();
   let ledger: Promise<Ledger> | undefined;
+  const connected = () => (ledger ??= connectLedger(config, { logger, ...(master ? { masterKey: master } : {}) }));
   const submitter = async (): Promise<CommandSubmitter> => {
     if (opts.submit) return opts.submit;
-    ledger ??= connectLedger(config, { logger, ...(master ? { masterKey: master } : {}) });
-    return ledger;
+    return connected();
   };
   let keyKafka: ReturnType<typeof createKafka> | undefined;
   let keyring: PlanKeyring | undefined;
@@ -135,7 +135,7 @@ export async function startProjector(opts: ProjectorOptions = {}): Promise<Proje
         return keyring.opener(planId);
       }
     : undefined;
-  const http = buildHttp({ service, logger, tokens, submitter, corsOrigins, bodyLimitBytes, maxStreamClients, ...(openerFor ? { openerFor } : {}) });
+  const http = buildHttp({ service, logger, tokens, submitter, streamReader: connected, corsOrigins, bodyLimitBytes, maxStreamClients, ...(openerFor ? { openerFor } : {}) });
   try {
     await service.start();
     await http.listen({ port, host });

@@ -197,6 +197,7 @@ export function topicNames(prefix: string) {
     planKeys: `${prefix}.plan-keys`,
     /** Each executor's announcement and heartbeat (src/executors/announcement.ts), compacted, one partition. */
     planExecutors: `${prefix}.plan-executors`,
+    streams: `${prefix}.plan-streams`,
     executorsGroup: `${prefix}.executors`,
     projectorGroup: `${prefix}.projector`,
   } as const;

@@ -11,6 +11,7 @@ export {
   isTerminalError,
   type Tool,
   type ToolContext,
+  type ToolStream,
   type ToolResult,
   type ProbeResult,
   type FollowUpItem,

@@ -15,6 +15,8 @@ import { MAX_RECORD_BYTES } from './kafka/port.js';
 import { MAX_REJECTIONS_KEPT } from './plan/state.js';
 import { eventsBetweenSnapshots, LARGE_PLAN_ITEMS } from './projection/snapshot-policy.js';
 import { MAX_INLINE_PAYLOAD_BYTES, settingDefault } from './settings.js';
+import { DEFAULT_CHUNK_BYTES, DEFAULT_LINGER_MS } from './streams/coalesce.js';
+import { STREAM_BYTES_PER_ATTEMPT, STREAM_PREFETCH_KIB, STREAM_RETENTION_BYTES, STREAM_RETENTION_MS } from './streams/records.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Numbers in words
@@ -69,6 +71,12 @@ export const LIMIT_VALUES = Object.freeze({
   announceMs: settingDefault('PLAN_LEDGER_EXECUTOR_ANNOUNCE_MS', {}),
   staleAfterHeartbeats: STALE_AFTER_HEARTBEATS,
   maxAnnouncementBytes: MAX_ANNOUNCEMENT_BYTES,
+  streamChunkBytes: DEFAULT_CHUNK_BYTES,
+  streamLingerMs: DEFAULT_LINGER_MS,
+  streamBytesPerAttempt: STREAM_BYTES_PER_ATTEMPT,
+  streamRetentionMs: STREAM_RETENTION_MS,
+  streamRetentionBytes: STREAM_RETENTION_BYTES,
+  streamPrefetchBytes: STREAM_PREFETCH_KIB * 1024,
 });
 
 export interface Limit {
@@ -218,6 +226,30 @@ export const LIMITS: readonly Limit[] = Object.freeze([
     setBy: NONE,
     pastIt:
       "a lone surrogate (which has no UTF-8 form, so would not survive the Avro round trip the hash is checked after) is refused by the client with `LedgerError('VALIDATION')` naming the field before anything is sent (Avro would otherwise write U+FFFD in its place); a command that reaches `decide` with one is rejected with `INVALID_FIELD`",
+  },
+  {
+    limit: 'live stream: coalescing of text deltas',
+    default: `records of at most ${bytesText(v.streamChunkBytes)}, written ${durationText(v.streamLingerMs)} after their first delta`,
+    setBy: `${NONE} (\`src/streams/coalesce.ts\`)`,
+    pastIt: 'a delta that fills a record is written at once (a larger one is cut on a character boundary), so a million one-character deltas are 62 records, not a million; any other record (tool call, usage, progress, end) writes the buffered text first, so order is kept',
+  },
+  {
+    limit: "live stream: one attempt's records",
+    default: bytesText(v.streamBytesPerAttempt),
+    setBy: `${NONE} (\`src/streams/records.ts\`); an agent turn's text also stops at the agent's \`maxTextBytes\` (1 MiB), where its recorded text is cut`,
+    pastIt: 'further records of the attempt are dropped and counted in its end marker (`dropped`); a `ctx.stream.write` value over 64 KiB is dropped the same way. The tool is never failed for it, and its recorded result is unaffected',
+  },
+  {
+    limit: '`<prefix>.plan-streams` retention',
+    default: `${countText(v.streamRetentionMs / 86_400_000)} day and ${bytesText(v.streamRetentionBytes)} per partition`,
+    setBy: `${NONE} (\`src/streams/records.ts\`; the topic's \`retention.ms\` / \`retention.bytes\` can be altered)`,
+    pastIt: "the oldest records leave the topic (a stream is a view, the recorded results stay); `ledger.stream` with a cursor behind the retained start throws `NOT_FOUND`; `erase` tombstones a plan's stream records a second after the erasure commits",
+  },
+  {
+    limit: 'a stream reader that does not read',
+    default: `${bytesText(v.streamPrefetchBytes)} fetched ahead, plus the one batch being handed over`,
+    setBy: NONE,
+    pastIt: 'the Kafka read waits for the consumer: nothing more is fetched or buffered until it reads on; the writers never wait for readers',
   },
 ]);
 

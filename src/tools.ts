@@ -105,6 +105,33 @@ export interface ToolContext {
    * });
    */
   readonly traceparent?: string | undefined;
+  /**
+   * The attempt's live stream on `<prefix>.plan-streams`: what a reader of the plan's stream
+   * (`ledger.stream(planId)`, `plan-ledger tail <plan> --stream`) sees while the tool runs. Not recorded in
+   * the plan: the result is. Writes never throw and wait only while too much is unacknowledged.
+   *
+   * @example
+   * for (const [i, page] of pages.entries()) {
+   *   await ctx.stream.write({ page: i + 1, of: pages.length });
+   *   out.push(await read(page));
+   * }
+   */
+  readonly stream: ToolStream;
+}
+
+/**
+ * A running attempt's live output (see {@link ToolContext.stream}). Every record names the plan, item,
+ * attempt, run and a sequence; the attempt's stream ends with a marker: final, superseded or abandoned.
+ */
+export interface ToolStream {
+  /** Progress as any JSON value (at most 64 KiB; a larger one is dropped). */
+  write(data: unknown): Promise<void>;
+  /** Text as it comes (an agent turn's deltas); coalesced into records by size and time. */
+  text(delta: string): Promise<void>;
+  /** A tool call the model started. */
+  toolCall(call: { toolCallId: string; toolName: string }): Promise<void>;
+  /** Tokens spent by the attempt. */
+  usage(usage: { inputTokens: number; outputTokens: number; totalTokens: number }): Promise<void>;
 }
 
 /** What a probe learned about an attempt whose result was never recorded. */

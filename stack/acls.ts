@@ -25,10 +25,10 @@ export interface LedgerAcl {
  *
  * - executor: reads commands and the plan topics it restores from; the only writer of events (under its
  *   transactional ids `<prefix>.executor.p<N>`), and of the erasure's tombstones (snapshots, archive,
- *   blobs), ledger-audit records, dead letters, cross-partition commands (child → parent) and its own
- *   announcement and heartbeat on plan-executors.
+ *   blobs), ledger-audit records, dead letters, cross-partition commands (child → parent), its own
+ *   announcement and heartbeat on plan-executors, and plan-streams (the writer, and for an erasure's sweep the reader).
  * - client: writes commands and its large inputs (blobs); reads events (its outcomes), snapshots,
- *   archive, blobs, ledger-audit and plan-executors (getPlan, waitFor, erase results, who runs); groups `<prefix>.client-*` and
+ *   archive, blobs, plan-streams (ledger.stream), ledger-audit and plan-executors (getPlan, waitFor, erase results, who runs); groups `<prefix>.client-*` and
  *   the CLI's readers (`<prefix>.cli*`, `<prefix>.verify-*`).
  * - projector: reads events, commands, blobs, DLQ; writes snapshots, archive, DLQ under
  *   `<prefix>.projector.*` transactional ids; its API's write routes send commands through a client.
@@ -47,7 +47,7 @@ export function ledgerAcls(prefix: string): LedgerAcl[] {
     // Plan keys: a client writes a new plan's key; readers with the master key decrypt for display.
     ...topic(principal, ['READ', 'WRITE'], t.planKeys),
     // Who runs (`ledger.executors()`, createPlan's tool check, `plan-ledger executors`, GET /api/executors).
-    ...topic(principal, ['READ'], t.events, t.snapshots, t.archive, audit, t.planExecutors),
+    ...topic(principal, ['READ'], t.events, t.snapshots, t.archive, t.streams, audit, t.planExecutors),
     ...prefixed(principal, 'group', ['READ'], `${prefix}.client-`),
   ];
   // The CLI's log readers (show, audit, tail, replay, verify, export): an operator's CLI runs as client.
@@ -60,7 +60,7 @@ export function ledgerAcls(prefix: string): LedgerAcl[] {
     // topic's max.message.bytes): metadata, not records.
     ...LEDGER_PRINCIPALS.flatMap((p) => prefixed(p, 'topic', ['DESCRIBE', 'DESCRIBE_CONFIGS'], `${prefix}.`)),
 
-    ...topic('executor', ['READ', 'WRITE'], t.commands, t.events, t.snapshots, t.archive, t.blobs, t.dlq, t.planKeys, t.planExecutors),
+    ...topic('executor', ['READ', 'WRITE'], t.commands, t.events, t.snapshots, t.archive, t.blobs, t.dlq, t.planKeys, t.planExecutors, t.streams),
     ...topic('executor', ['WRITE'], audit),
     ...prefixed('executor', 'transactional-id', ['WRITE', 'DESCRIBE'], `${prefix}.executor.`),
     // `<prefix>.executors` (the group), and the readers of restore and blob reads.
@@ -76,7 +76,7 @@ export function ledgerAcls(prefix: string): LedgerAcl[] {
     ...prefixed('projector', 'group', ['READ'], `${prefix}.projector`),
     ...clientRights('projector'),
 
-    ...topic('auditor', ['READ'], t.commands, t.events, t.snapshots, t.archive, t.blobs, t.dlq, t.planKeys, audit, t.planExecutors),
+    ...topic('auditor', ['READ'], t.commands, t.events, t.snapshots, t.archive, t.blobs, t.dlq, t.planKeys, t.streams, audit, t.planExecutors),
     ...cliReaders('auditor'),
   ];
 }

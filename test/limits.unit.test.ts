@@ -10,6 +10,8 @@ import { bytesText, countText, durationText, LIMIT_VALUES, limitRow, LIMITS, lim
 import { DEFAULT_LIMITS, MAX_REJECTIONS_KEPT } from '../src/plan/index.js';
 import { LARGE_PLAN_ITEMS } from '../src/projection/snapshot-policy.js';
 import { settingDefault } from '../src/settings.js';
+import { DEFAULT_CHUNK_BYTES, DEFAULT_LINGER_MS } from '../src/streams/coalesce.js';
+import { STREAM_BYTES_PER_ATTEMPT } from '../src/streams/records.js';
 
 const byName = (limit: string) => LIMITS.find((l) => l.limit === limit)!;
 
@@ -27,6 +29,7 @@ describe('limits reference', () => {
     expect(LIMIT_VALUES.announceMs).toBe(settingDefault('PLAN_LEDGER_EXECUTOR_ANNOUNCE_MS', {}));
     expect(byName("an executor's heartbeat age").default).toBe('three heartbeat intervals (15 s at the default 5 s)');
     expect(byName("an executor's announcement").default).toBe('256 KiB');
+    expect([LIMIT_VALUES.streamChunkBytes, LIMIT_VALUES.streamLingerMs, LIMIT_VALUES.streamBytesPerAttempt]).toEqual([DEFAULT_CHUNK_BYTES, DEFAULT_LINGER_MS, STREAM_BYTES_PER_ATTEMPT]);
   });
 
   it('writes the defaults in words computed from the values', () => {
@@ -44,7 +47,8 @@ describe('limits reference', () => {
 
   it('puts every row in the generated page, and the committed page is the generated one', () => {
     const page = limitsReference();
-    expect(LIMITS.length).toBe(18);
+    expect(LIMITS.length).toBe(22);
+    expect(byName('`<prefix>.plan-streams` retention').default).toBe('1 day and 256 MiB per partition');
     for (const l of LIMITS) expect(page).toContain(`${limitRow(l)}\n`);
     const committed = readFileSync(new URL('../docs/reference/limits.md', import.meta.url), 'utf8');
     expect(committed.endsWith(page)).toBe(true);

@@ -8,11 +8,13 @@
 // In a project of your own, import from 'plan-ledger' instead of '../../index.js'.
 import { dirname, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { LanguageModelV3StreamPart } from '@ai-sdk/provider';
+import { simulateReadableStream } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { z } from 'zod';
 import { agentTools, defineAgent, defineAgentTool, mcpTools, TerminalError, type McpCallOutput } from '../../index.js';
 
-type ModelCall = Parameters<MockLanguageModelV3['doGenerate']>[0];
+type ModelCall = Parameters<MockLanguageModelV3['doStream']>[0];
 type ModelResult = Awaited<ReturnType<MockLanguageModelV3['doGenerate']>>;
 
 // ── two plain tools ────────────────────────────────────────────────────────────────────────────────────
@@ -84,25 +86,42 @@ function lastToolResult<T>(call: ModelCall): T | undefined {
 
 const toolCall = (id: string, toolName: string, input: unknown) => ({ type: 'tool-call' as const, toolCallId: id, toolName, input: JSON.stringify(input) });
 
+/** A reply as a provider streams it: the text word by word, then the tool calls, then the finish and usage. */
+function streamed(r: ModelResult): { stream: ReadableStream<LanguageModelV3StreamPart> } {
+  const parts: LanguageModelV3StreamPart[] = [{ type: 'stream-start', warnings: [] }];
+  for (const [i, c] of r.content.entries()) {
+    if (c.type === 'text') {
+      parts.push({ type: 'text-start', id: `t${i}` });
+      for (const word of c.text.match(/\s*\S+/g) ?? []) parts.push({ type: 'text-delta', id: `t${i}`, delta: word });
+      parts.push({ type: 'text-end', id: `t${i}` });
+    } else if (c.type === 'tool-call') parts.push(c);
+  }
+  parts.push({ type: 'finish', finishReason: r.finishReason, usage: r.usage });
+  return { stream: simulateReadableStream({ chunks: parts }) };
+}
+
 export const model = new MockLanguageModelV3({
   provider: 'example',
   modelId: 'scripted-warehouse-model',
-  doGenerate: async (call) => {
-    const turn = call.prompt.filter((m) => m.role === 'assistant').length + 1;
-    if (turn === 1) return reply([{ type: 'text', text: 'First the order: what does it need?' }, toolCall('c1', 'lookup_order', { orderId: '7' })], 120, 20);
-    if (turn === 2) {
-      const order = lastToolResult<(typeof ORDERS)[string]>(call)!;
-      return reply([{ type: 'text', text: `Order ${order.orderId} needs ${order.qty} × ${order.sku}; is there enough stock?` }, toolCall('c2', 'check_stock', { sku: order.sku })], 210, 24);
-    }
-    if (turn === 3) {
-      const stock = lastToolResult<McpCallOutput>(call)!.structuredContent as { sku: string; available: number; warehouse: string };
-      if (stock.available < 3) return reply([{ type: 'text', text: `Only ${stock.available} × ${stock.sku} left: order 7 cannot ship today.` }], 260, 18);
-      return reply([{ type: 'text', text: `${stock.available} available in ${stock.warehouse}: reserving 3.` }, toolCall('c3', 'reserve_stock', { orderId: '7', sku: stock.sku, qty: 3 })], 260, 22);
-    }
-    const r = lastToolResult<{ reservationId: string; sku: string; qty: number }>(call)!;
-    return reply([{ type: 'text', text: `Reserved ${r.qty} × ${r.sku} for order 7 (${r.reservationId}): it can ship today.` }], 320, 19);
-  },
+  // The turn runner asks models with streamText: a turn's words are visible as they come (`plan-ledger tail <plan> --stream`).
+  doStream: async (call) => streamed(replyTo(call)),
 });
+
+function replyTo(call: ModelCall): ModelResult {
+  const turn = call.prompt.filter((m) => m.role === 'assistant').length + 1;
+  if (turn === 1) return reply([{ type: 'text', text: 'First the order: what does it need?' }, toolCall('c1', 'lookup_order', { orderId: '7' })], 120, 20);
+  if (turn === 2) {
+    const order = lastToolResult<(typeof ORDERS)[string]>(call)!;
+    return reply([{ type: 'text', text: `Order ${order.orderId} needs ${order.qty} × ${order.sku}; is there enough stock?` }, toolCall('c2', 'check_stock', { sku: order.sku })], 210, 24);
+  }
+  if (turn === 3) {
+    const stock = lastToolResult<McpCallOutput>(call)!.structuredContent as { sku: string; available: number; warehouse: string };
+    if (stock.available < 3) return reply([{ type: 'text', text: `Only ${stock.available} × ${stock.sku} left: order 7 cannot ship today.` }], 260, 18);
+    return reply([{ type: 'text', text: `${stock.available} available in ${stock.warehouse}: reserving 3.` }, toolCall('c3', 'reserve_stock', { orderId: '7', sku: stock.sku, qty: 3 })], 260, 22);
+  }
+  const r = lastToolResult<{ reservationId: string; sku: string; qty: number }>(call)!;
+  return reply([{ type: 'text', text: `Reserved ${r.qty} × ${r.sku} for order 7 (${r.reservationId}): it can ship today.` }], 320, 19);
+}
 
 export const warehouseAgent = defineAgent({
   name: 'warehouse',

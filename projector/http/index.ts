@@ -23,6 +23,8 @@ import { operationsRoutes } from './routes/operations.js';
 import { planReadRoutes, type PayloadOpenerFor } from './routes/plans-read.js';
 import { planWriteRoutes, type CommandSubmitter } from './routes/plans-write.js';
 import { streamRoutes } from './routes/stream.js';
+import { planStreamRoutes } from './routes/plan-stream.js';
+import type { Ledger } from '../../src/client/index.js';
 
 export type { CommandSubmitter } from './routes/plans-write.js';
 
@@ -33,6 +35,8 @@ export interface HttpOptions {
   readonly tokens: TokenSet;
   /** Submits commands; resolved lazily on the first write. */
   readonly submitter: () => Promise<CommandSubmitter>;
+  /** Reads plans' live streams (`GET /api/plans/:id/stream`); resolved lazily on the first request. Without it the route answers 500 (an app built without Kafka). */
+  readonly streamReader?: () => Promise<Pick<Ledger, 'stream'>>;
   /** Origins that get Access-Control-Allow-Origin; none by default. */
   readonly corsOrigins: readonly string[];
   /** Largest request body accepted (413 past it). */
@@ -98,6 +102,8 @@ export function buildHttp(opts: HttpOptions) {
   void app.register(planReadRoutes, { service, authorize: requireScope(tokens, 'read'), ...(opts.openerFor ? { openerFor: opts.openerFor } : {}) });
   void app.register(operationsRoutes, { service, views: new OperatorViews(service), authorize: requireScope(tokens, 'read') });
   void app.register(streamRoutes, { service, authorize: requireScope(tokens, 'read'), maxClients: opts.maxStreamClients });
+  const streamReader = opts.streamReader ?? (() => Promise.reject(new Error('no ledger: this app was built without Kafka')));
+  void app.register(planStreamRoutes, { reader: streamReader, authorize: requireScope(tokens, 'read'), maxClients: opts.maxStreamClients });
   void app.register(planWriteRoutes, { service, logger, authorize: requireScope(tokens, 'write'), submitter: opts.submitter });
   void app.register(openApiRoutes, { authorize: requireScope(tokens, 'read'), document: openApi.document });
   return app;

@@ -1,4 +1,4 @@
-import { APICallError, asSchema, generateText, InvalidToolInputError, NoSuchToolError, type ModelMessage, type Tool as SdkTool, type ToolResultPart } from 'ai';
+import { APICallError, asSchema, InvalidToolInputError, streamText, NoSuchToolError, type ModelMessage, type Tool as SdkTool, type ToolResultPart } from 'ai';
 import { LedgerError } from '../errors.js';
 import { resolveRetryPolicy } from '../plan/index.js';
 import { defineTool, isTerminalError, RetryableError, TerminalError, type FollowUpItem, type Tool, type ToolContext, type ToolResult } from '../tools.js';
@@ -166,6 +166,53 @@ export function turnItemId(turn: number): string {
   return `turn-${turn}`;
 }
 
+/**
+ * Asks the model once with `streamText` and publishes what it says as it comes on the attempt's stream
+ * (`ctx.stream`): text deltas up to the agent's maxTextBytes (cut where the recorded text is cut, so the
+ * stream's text is the recorded text), each tool call as the model starts it, and the usage at the end.
+ * Returns what `generateText` would have: the recorded response keeps its shape.
+ */
+async function askStreaming(agent: Agent, messages: ModelMessage[], ctx: ToolContext) {
+  let failure: { error: unknown } | undefined;
+  const result = streamText({
+    model: agent.model,
+    ...(agent.system !== undefined ? { system: agent.system } : {}),
+    messages,
+    tools: sdkTools(agent),
+    abortSignal: ctx.signal,
+    maxRetries: agent.maxRetries,
+    onError: () => {}, // the error part below carries it
+  });
+  let streamed = 0;
+  const started = new Set<string>();
+  for await (const part of result.fullStream) {
+    if (part.type === 'text-delta') {
+      if (streamed >= agent.maxTextBytes) continue;
+      const bytes = Buffer.byteLength(part.text, 'utf8');
+      const piece = streamed + bytes <= agent.maxTextBytes ? part.text : cutUtf8(part.text, agent.maxTextBytes - streamed).text;
+      streamed += streamed + bytes <= agent.maxTextBytes ? bytes : agent.maxTextBytes - streamed;
+      if (piece.length) await ctx.stream.text(piece);
+    } else if (part.type === 'tool-input-start' || part.type === 'tool-call') {
+      // A provider streams a call's input (tool-input-start first) or hands it whole (tool-call only).
+      const id = part.type === 'tool-call' ? part.toolCallId : part.id;
+      if (part.providerExecuted !== true && !started.has(id)) {
+        started.add(id);
+        await ctx.stream.toolCall({ toolCallId: id, toolName: part.toolName });
+      }
+    } else if (part.type === 'finish') {
+      const inputTokens = num(part.totalUsage.inputTokens);
+      const outputTokens = num(part.totalUsage.outputTokens);
+      await ctx.stream.usage({ inputTokens, outputTokens, totalTokens: part.totalUsage.totalTokens ?? inputTokens + outputTokens });
+    } else if (part.type === 'error') {
+      failure ??= { error: part.error };
+    }
+  }
+  if (ctx.signal.aborted) throw ctx.signal.reason instanceof Error ? ctx.signal.reason : new Error('the model call was aborted');
+  if (failure !== undefined) throw failure.error;
+  const [text, toolCalls, finishReason, usage, response] = await Promise.all([result.text, result.toolCalls, result.finishReason, result.usage, result.response]);
+  return { text, toolCalls, finishReason, usage, response };
+}
+
 /** The turn tool: asks the model once, records its response, and plans the calls and the next turn as follow-ups. */
 function turnTool(agent: Agent): Tool {
   const toolsByName = new Map(agent.tools.map((t) => [t.name, t]));
@@ -187,16 +234,9 @@ function turnTool(agent: Agent): Tool {
         return { output: { agent: agent.name, turn: input.turn, modelId: '', text: '', textBytes: 0, textTruncated: false, finishReason: 'not-asked', usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, totals: input.totals, toolCalls: [], finished: stopBefore, next: null, asked: false, stopReason }, followUps: [] };
       }
 
-      let response: Awaited<ReturnType<typeof generateText>>;
+      let response: Awaited<ReturnType<typeof askStreaming>>;
       try {
-        response = await generateText({
-          model: agent.model,
-          ...(agent.system !== undefined ? { system: agent.system } : {}),
-          messages,
-          tools: sdkTools(agent),
-          abortSignal: ctx.signal,
-          maxRetries: agent.maxRetries,
-        });
+        response = await askStreaming(agent, messages, ctx);
       } catch (e) {
         // A provider's answer that no retry can change (a bad key, a malformed request) fails the turn now;
         // anything else fails the attempt, and the ledger retries it (the turn was not recorded: asked again).

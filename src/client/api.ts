@@ -13,6 +13,8 @@ import { type ItemInput } from '../plan-input.js';
 import type { PlanPage } from '../projection/query.js';
 import { type PlanFilter } from './list-plans.js';
 import type { ExecutorList } from '../executors/index.js';
+import type { StreamOptions } from '../streams/reader.js';
+import type { StreamChunk } from '../streams/records.js';
 
 export interface CreatePlanInput {
   goal: string;
@@ -256,8 +258,27 @@ export interface Ledger {
    * in the state it returns.
    */
   waitFor(planId: string, status: PlanStatus | ((s: PlanState) => boolean), opts?: { timeoutMs?: number }): Promise<PlanState>;
+  /**
+   * The plan's live stream (`<prefix>.plan-streams`): an agent turn's text deltas, tool-call starts and
+   * usage, a tool's `ctx.stream.write(...)` progress, and each attempt's end marker (`final` once its result
+   * is recorded, `superseded` when a new owner re-runs it after a takeover, `abandoned` when it failed).
+   * From the plan's first retained record (default), `'live'`, or a chunk's `cursor` (resume: nothing
+   * missed, nothing twice). It follows until `signal` aborts or the loop breaks, and holds a bounded amount
+   * however slowly it is read. The stream is a view: the recorded results are the truth (`getPlan`).
+   * `VALIDATION` for a bad `from`; `NOT_FOUND` for an unknown or erased plan (also mid-read).
+   *
+   * @example
+   * for await (const c of ledger.stream(planId, { from: savedCursor })) {
+   *   if (c.kind === 'text') process.stdout.write(c.text!);
+   *   savedCursor = c.cursor;
+   *   if (c.kind === 'end' && c.end === 'final' && c.itemId === 'turn-1') break;
+   * }
+   */
+  stream(planId: string, opts?: StreamOptions): AsyncIterableIterator<StreamChunk>;
   close(): Promise<void>;
 }
+
+export type { StreamOptions, StreamChunk };
 
 export interface ConnectOptions {
   logger?: Logger;

@@ -23,3 +23,5 @@ export type { PlanAudit, PlanReplay, ReplayFailure } from '../audit/live.js';
 export type { AuditRow, PlanAsOf, AsOf, AsOfInput } from '../audit/timeline.js';
 export type { PlanVerification, Check, CheckName, BrokenAt } from '../audit/verify.js';
 export type { ExecutorInfo, ExecutorList, InvalidAnnouncement } from '../executors/index.js';
+export type { StreamOptions } from '../streams/reader.js';
+export type { StreamChunk, StreamRecord, StreamKind, StreamEnd } from '../streams/records.js';

@@ -31,6 +31,8 @@ import { CommandSender } from './sender.js';
 import { findErasure } from './erasure.js';
 import { forkPoint } from './fork.js';
 import { waitForPlan } from './wait-for.js';
+import { readPlanStream, type StreamOptions } from '../streams/reader.js';
+import type { StreamChunk } from '../streams/records.js';
 import { checkPlanId, digestAfter, isAll, itemList } from './inputs.js';
 import { kafkaErrorsAsLedgerErrors } from './kafka-errors.js';
 import { checkTools, readExecutors, type ExecutorList, type ToolCheck } from '../executors/index.js';
@@ -427,6 +429,24 @@ class LedgerClient implements Ledger {
       { events: this.events, followed: this.followed, read: (id) => this.getPlan(id, { payloads: 'reference' }), readable: (st) => this.readable(st) },
       planId,
       status,
+      opts,
+    );
+  }
+
+  stream(planId: string, opts: StreamOptions = {}): AsyncIterableIterator<StreamChunk> {
+    checkPlanId(planId);
+    return readPlanStream(
+      {
+        kafka: this.kafka,
+        admin: this.admin,
+        topic: this.topics.streams,
+        partitions: this.config.partitions,
+        planCreatedAt: async (id) => {
+          const state = await this.getPlan(id, { payloads: 'reference' });
+          return state === undefined ? undefined : state.createdAt;
+        },
+      },
+      planId,
       opts,
     );
   }

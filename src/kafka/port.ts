@@ -140,6 +140,12 @@ export interface ReadToEndOptions {
   readonly isComplete?: () => boolean;
   /** Counts what the read fetched. */
   readonly stats?: ReadStats;
+  /**
+   * A live tail's (`follow`) bound on what the client library fetches ahead of `onRecords` (KiB; default
+   * librdkafka's 64 MiB): with `onRecords` waiting, fetching stops there, so a reader that does not read
+   * holds at most this much.
+   */
+  readonly prefetchKiB?: number;
 }
 
 export interface PartitionTailOptions {

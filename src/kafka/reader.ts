@@ -80,7 +80,7 @@ export async function consumeOrPause(c: NativeConsumer, logger: Logger, what: st
 }
 
 /** A `read_committed` consumer for assigned partitions: no subscription, no commits, end-of-partition events on. */
-export async function openAssignedConsumer(ctx: ReaderContext, fetchWaitMs = CONSUME_WAIT_MS): Promise<NativeConsumer> {
+export async function openAssignedConsumer(ctx: ReaderContext, fetchWaitMs = CONSUME_WAIT_MS, prefetchKiB?: number): Promise<NativeConsumer> {
   const { KafkaConsumer } = confluent();
   const c = new KafkaConsumer(
     {
@@ -92,6 +92,7 @@ export async function openAssignedConsumer(ctx: ReaderContext, fetchWaitMs = CON
       'enable.partition.eof': true,
       'fetch.wait.max.ms': fetchWaitMs,
       'fetch.error.backoff.ms': 50,
+      ...(prefetchKiB !== undefined ? { 'queued.max.messages.kbytes': prefetchKiB, 'fetch.max.bytes': Math.max(prefetchKiB * 1024, 1024 * 1024 + 1024), 'max.partition.fetch.bytes': 1024 * 1024 + 1024 } : {}),
     } as never,
     { 'auto.offset.reset': 'earliest' } as never,
   ) as NativeConsumer;
@@ -287,7 +288,7 @@ export async function readToEnd(ctx: ReaderContext, admin: ConfluentAdmin, opts:
   if (opts.stats) opts.stats.reads += 1;
   // A live tail keeps its consumer for as long as it follows: one of its own. A ranged read borrows one.
   const pooled = follow === undefined ? pool : undefined;
-  const c = pooled ? await pooled.acquire(opts.stats) : await openAssignedConsumer(ctx);
+  const c = pooled ? await pooled.acquire(opts.stats) : await openAssignedConsumer(ctx, CONSUME_WAIT_MS, opts.prefetchKiB);
   if (!pooled && opts.stats) opts.stats.opened = (opts.stats.opened ?? 0) + 1;
   let healthy = false;
   // Partitions this read has taken a record or an end-of-partition event of: only their position is this

@@ -2,6 +2,7 @@ import { topicNames, type LedgerConfig } from '../config.js';
 import { LedgerError } from '../errors.js';
 import { kafkaErrorName } from './client.js';
 import { MAX_RECORD_BYTES, type LedgerAdmin, type TopicSpec } from './port.js';
+import { STREAM_RETENTION_BYTES, STREAM_RETENTION_MS } from '../streams/records.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -85,6 +86,22 @@ export function planTopicSpecs(config: LedgerConfig): TopicSpec[] {
         'min.cleanable.dirty.ratio': '0.1',
         'delete.retention.ms': String(60 * 60 * 1000),
         'message.timestamp.type': 'LogAppendTime',
+      }),
+    },
+    // Live output of running attempts (agent turns' text, tools' progress), keyed `planId/item/attempt/run/seq`
+    // on the plan's partition: a view, bounded in time and bytes per partition (docs/reference/limits.md). The
+    // keys are unique, so compaction removes only an erasure's tombstones and the records they cover.
+    {
+      topic: t.streams,
+      ...base,
+      configEntries: entries({
+        'cleanup.policy': 'compact,delete',
+        'retention.ms': String(STREAM_RETENTION_MS),
+        'retention.bytes': String(STREAM_RETENTION_BYTES),
+        'segment.bytes': String(64 * 1024 * 1024),
+        'segment.ms': String(60 * 60 * 1000),
+        'min.compaction.lag.ms': '0',
+        'delete.retention.ms': String(60 * 1000),
       }),
     },
     { topic: t.dlq, ...base, configEntries: entries({ 'cleanup.policy': 'delete', 'retention.ms': String(30 * DAY_MS) }) },

@@ -1,10 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { MockLanguageModelV3 } from 'ai/test';
 import { z } from 'zod';
 import { agentTools, defineAgent, defineAgentTool, runAgent, summarizeAgentRun, type TurnInput, type TurnOutput } from '../../src/agent/index.js';
 import { verifyChain } from '../../src/plan/index.js';
 import { ledgerWithExecutor } from '../executor/support.js';
-import { call, lastToolResults, response, text } from './script.js';
+import { call, lastToolResults, response, text, scriptedModel } from './script.js';
 
 /** Tools whose effects the test counts: invocations by tool, and distinct idempotency keys. */
 function countedTools() {
@@ -33,13 +32,11 @@ function countedTools() {
 describe('agents on the AI SDK (in-process executor, real broker and registry)', () => {
   it('runs a scripted 3-turn run: each turn asked once, each tool call an item run once, outputs and usage recorded', async () => {
     const { lookup, refund, invocations } = countedTools();
-    const model = new MockLanguageModelV3({
-      doGenerate: [
+    const model = scriptedModel([
         response([text('I will look both orders up.'), call('c1', 'lookup', { orderId: 'A' }), call('c2', 'lookup', { orderId: 'B' })], { in: 50, out: 10 }),
         response([text('Order A is the one to refund.'), call('c3', 'refund', { orderId: 'A', cents: 1200 })], { in: 80, out: 12 }),
         response([text('Refunded 12.00 on order A.')], { in: 110, out: 8 }),
-      ],
-    });
+      ]);
     const agent = defineAgent({ name: 'support', model, system: 'You refund orders.', tools: [lookup, refund], maxTurns: 5 });
     const { ledger } = await ledgerWithExecutor({ tools: agentTools(agent) });
 
@@ -47,7 +44,7 @@ describe('agents on the AI SDK (in-process executor, real broker and registry)',
     expect(firstTurn).toBe('turn-1');
     const done = await ledger.waitFor(planId, 'completed', { timeoutMs: 60_000 });
 
-    expect(model.doGenerateCalls).toHaveLength(3);
+    expect(model.doStreamCalls).toHaveLength(3);
     expect(invocations).toHaveLength(3);
     expect(invocations.filter((i) => i.tool === 'lookup').map((i) => (i.input as { orderId: string }).orderId).sort()).toEqual(['A', 'B']);
     expect(invocations.filter((i) => i.tool === 'refund')).toHaveLength(1);
@@ -83,13 +80,13 @@ describe('agents on the AI SDK (in-process executor, real broker and registry)',
     expect(out('turn-3')).toMatchObject({ text: 'Refunded 12.00 on order A.', finishReason: 'stop', finished: 'answer', next: null, toolCalls: [], totals: { inputTokens: 240, outputTokens: 30, totalTokens: 270, turns: 3 } });
 
     // The second turn was asked with the first turn's response and its two calls' results; the third with everything.
-    const second = model.doGenerateCalls[1]!;
+    const second = model.doStreamCalls[1]!;
     expect(second.prompt[0]).toEqual({ role: 'system', content: 'You refund orders.' });
     expect(lastToolResults(second)).toEqual([
       { toolCallId: 'c1', toolName: 'lookup', output: { type: 'json', value: { orderId: 'A', cents: 1200 } } },
       { toolCallId: 'c2', toolName: 'lookup', output: { type: 'json', value: { orderId: 'B', cents: 800 } } },
     ]);
-    const third = model.doGenerateCalls[2]!;
+    const third = model.doStreamCalls[2]!;
     expect(third.prompt.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'assistant', 'tool']);
     expect(lastToolResults(third)).toEqual([{ toolCallId: 'c3', toolName: 'refund', output: { type: 'json', value: { refunded: 1200, orderId: 'A' } } }]);
     expect((JSON.parse(item('turn-3').inputJson) as TurnInput).totals).toEqual({ inputTokens: 130, outputTokens: 22, totalTokens: 152, turns: 2 });
@@ -115,15 +112,15 @@ describe('agents on the AI SDK (in-process executor, real broker and registry)',
 
   it('runs a propose-mode agent run only after its digest is approved', async () => {
     const { lookup, refund, invocations } = countedTools();
-    const model = new MockLanguageModelV3({ doGenerate: [response([call('c1', 'lookup', { orderId: 'A' })]), response([text('Order A cost 12.00.')])] });
+    const model = scriptedModel([response([call('c1', 'lookup', { orderId: 'A' })]), response([text('Order A cost 12.00.')])]);
     const agent = defineAgent({ name: 'reviewed', model, tools: [lookup, refund] });
     const { ledger } = await ledgerWithExecutor({ tools: agentTools(agent) });
     const { planId, digest } = await runAgent(ledger, { agent, goal: 'What did order A cost?', mode: 'propose' });
     expect((await ledger.getPlan(planId))?.status).toBe('proposed');
-    expect(model.doGenerateCalls).toHaveLength(0);
+    expect(model.doStreamCalls).toHaveLength(0);
     await ledger.approve(planId, digest, { by: 'alice' });
     const done = await ledger.waitFor(planId, 'completed', { timeoutMs: 60_000 });
-    expect(model.doGenerateCalls).toHaveLength(2);
+    expect(model.doStreamCalls).toHaveLength(2);
     expect(invocations).toHaveLength(1);
     expect(summarizeAgentRun(done)).toMatchObject({ finished: 'answer', answer: 'Order A cost 12.00.', totals: { turns: 2, totalTokens: 240 } });
   });
@@ -132,7 +129,7 @@ describe('agents on the AI SDK (in-process executor, real broker and registry)',
     const { lookup, refund, invocations } = countedTools();
     // A model that never stops asking for a lookup: 100 + 20 tokens a turn.
     let n = 0;
-    const model = new MockLanguageModelV3({ doGenerate: async () => response([call(`c${++n}`, 'lookup', { orderId: 'A' })]) });
+    const model = scriptedModel(async () => response([call(`c${++n}`, 'lookup', { orderId: 'A' })]));
     const agent = defineAgent({ name: 'looper', model, tools: [lookup, refund], maxTurns: 3 });
     const { ledger } = await ledgerWithExecutor({ tools: agentTools(agent) });
 
@@ -143,7 +140,7 @@ describe('agents on the AI SDK (in-process executor, real broker and registry)',
     const last = JSON.parse(turnsDone.items['turn-3']!.outputJson!) as TurnOutput;
     expect(last.toolCalls).toEqual([expect.objectContaining({ toolName: 'lookup', notRun: true })]);
     expect(invocations).toHaveLength(2);
-    expect(model.doGenerateCalls).toHaveLength(3);
+    expect(model.doStreamCalls).toHaveLength(3);
 
     // 250 tokens: the third turn (360 spent) is past it. The run pauses before turn 4 (turn 3's call runs)
     // on a wait item the operator answers; nothing asks the model meanwhile.
@@ -153,18 +150,18 @@ describe('agents on the AI SDK (in-process executor, real broker and registry)',
     expect(summarizeAgentRun(paused)).toMatchObject({ finished: null, pausedOn: 'turn-3.budget', totals: { turns: 3, totalTokens: 360 } });
     expect(paused.items['turn-3.budget']!.wait).toEqual({ signal: 'budget', timeoutMs: null, prompt: 'The run has used 360 tokens of its 250-token budget; model turn 4 waits. Answer {"tokens": N} with N above 360 to go on, or cancel the plan.' });
     expect(paused.items['turn-4']).toMatchObject({ status: 'pending', dependsOn: ['turn-3', 'turn-3.budget', 'turn-3.call-0'] });
-    expect(model.doGenerateCalls).toHaveLength(6);
+    expect(model.doStreamCalls).toHaveLength(6);
     expect(invocations).toHaveLength(5);
     // Still paused a moment later: the wait holds the next turn, not a timer of ours.
     await new Promise((r) => setTimeout(r, 1500));
-    expect(model.doGenerateCalls).toHaveLength(6);
+    expect(model.doStreamCalls).toHaveLength(6);
     expect((await ledger.getPlan(budgetRun.planId))!.items['turn-4']!.status).toBe('pending');
 
     // Raised to 600: turns 4 (480) and 5 (600) are asked, then it pauses again.
     await ledger.signal(budgetRun.planId, 'budget', { tokens: 600 }, { by: 'alice' });
     const again = await ledger.waitFor(budgetRun.planId, (st) => st.items['turn-5.budget']?.status === 'in_progress' && st.items['turn-5.call-0']?.status === 'completed', { timeoutMs: 60_000 });
     expect(summarizeAgentRun(again)).toMatchObject({ finished: null, pausedOn: 'turn-5.budget', totals: { turns: 5, totalTokens: 600 } });
-    expect(model.doGenerateCalls).toHaveLength(8);
+    expect(model.doStreamCalls).toHaveLength(8);
 
     // An answer that raises nothing ends the run, recorded: turn 6 is not asked, the reason says why.
     await ledger.signal(budgetRun.planId, 'budget', { tokens: 'lots' }, { by: 'alice' });
@@ -173,7 +170,7 @@ describe('agents on the AI SDK (in-process executor, real broker and registry)',
     expect(run).toMatchObject({ finished: 'budget', pausedOn: null, totals: { turns: 5, totalTokens: 600 } });
     expect(run.stopReason).toBe('the budget raise {"tokens":"lots"} is not {"tokens": N} with N above the 600 tokens spent');
     expect(JSON.parse(budgetDone.items['turn-6']!.outputJson!)).toMatchObject({ asked: false, finished: 'budget' });
-    expect(model.doGenerateCalls).toHaveLength(8);
+    expect(model.doStreamCalls).toHaveLength(8);
     expect(invocations).toHaveLength(7);
     expect(new Set(invocations.map((i) => i.key)).size).toBe(7);
   });

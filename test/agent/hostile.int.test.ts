@@ -1,12 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { APICallError } from 'ai';
-import { MockLanguageModelV3 } from 'ai/test';
 import { z } from 'zod';
 import { agentTools, defineAgent, defineAgentTool, runAgent, summarizeAgentRun, type Agent, type TurnOutput } from '../../src/agent/index.js';
 import type { Ledger } from '../../src/client/index.js';
 import { TerminalError } from '../../src/tools.js';
 import { ledgerWithExecutor } from '../executor/support.js';
-import { call, lastToolResults, response, text } from './script.js';
+import { call, lastToolResults, response, text, scriptedModel } from './script.js';
 
 function tools() {
   const effects: string[] = [];
@@ -45,7 +44,7 @@ function tools() {
 
 /** An agent that answers at once: the run that must still complete after each hostile one. */
 function healthyAgent(): Agent {
-  return defineAgent({ name: 'healthy', model: new MockLanguageModelV3({ doGenerate: async () => response([text('all good')], { in: 5, out: 2 }) }), tools: [] });
+  return defineAgent({ name: 'healthy', model: scriptedModel(async () => response([text('all good')], { in: 5, out: 2 })), tools: [] });
 }
 
 async function healthyRunCompletes(ledger: Ledger, agent: Agent): Promise<void> {
@@ -57,8 +56,7 @@ async function healthyRunCompletes(ledger: Ledger, agent: Agent): Promise<void> 
 describe('hostile model output and failing tools (in-process executor, real broker and registry)', () => {
   it('an unknown tool, arguments failing the schema and failing tools reach the next turn as errors, never as items that block', async () => {
     const t = tools();
-    const model = new MockLanguageModelV3({
-      doGenerate: [
+    const model = scriptedModel([
         response([
           call('u1', 'delete_everything', { really: true }),
           call('b1', 'lookup', { orderId: 42 }),
@@ -69,8 +67,7 @@ describe('hostile model output and failing tools (in-process executor, real brok
           call('ok', 'lookup', { orderId: 'A' }),
         ]),
         response([text('Only order A could be looked up.')]),
-      ],
-    });
+      ]);
     const agent = defineAgent({ name: 'hostile', model, tools: t.list });
     const healthy = healthyAgent();
     const { ledger } = await ledgerWithExecutor({ tools: agentTools(agent, healthy) });
@@ -93,8 +90,8 @@ describe('hostile model output and failing tools (in-process executor, real brok
     expect(t.effects).toEqual([`${planId}/turn-1.call-3/1`]);
 
     // What the model saw in turn 2: one result per call, in its order, errors as errors.
-    expect(model.doGenerateCalls).toHaveLength(2);
-    const seen = lastToolResults(model.doGenerateCalls[1]!).map((r) => ({ id: r.toolCallId, ...(r.output as { type: string; value: { code?: string; message?: string } }) }));
+    expect(model.doStreamCalls).toHaveLength(2);
+    const seen = lastToolResults(model.doStreamCalls[1]!).map((r) => ({ id: r.toolCallId, ...(r.output as { type: string; value: { code?: string; message?: string } }) }));
     expect(seen.map((o) => [o.id, o.type, o.value.code ?? o.value])).toEqual([
       ['u1', 'error-json', 'UNKNOWN_TOOL'],
       ['b1', 'error-json', 'INVALID_ARGUMENTS'],
@@ -113,7 +110,7 @@ describe('hostile model output and failing tools (in-process executor, real brok
   it('1,000 tool calls in one turn: the first 64 run, the other 936 are answered with TOO_MANY_TOOL_CALLS', async () => {
     const t = tools();
     const many = Array.from({ length: 1000 }, (_, i) => call(`m${i}`, 'lookup', { orderId: `o${i}` }));
-    const model = new MockLanguageModelV3({ doGenerate: [response(many), response([text('done')])] });
+    const model = scriptedModel([response(many), response([text('done')])]);
     const agent = defineAgent({ name: 'flood', model, tools: t.list });
     const healthy = healthyAgent();
     const { ledger } = await ledgerWithExecutor({ tools: agentTools(agent, healthy) });
@@ -126,18 +123,18 @@ describe('hostile model output and failing tools (in-process executor, real brok
     const turn1 = JSON.parse(done.items['turn-1']!.outputJson!) as TurnOutput;
     expect(turn1.toolCalls.filter((c) => c.itemId !== undefined)).toHaveLength(64);
     expect(turn1.toolCalls.filter((c) => c.error?.code === 'TOO_MANY_TOOL_CALLS')).toHaveLength(936);
-    const seen = lastToolResults(model.doGenerateCalls[1]!);
+    const seen = lastToolResults(model.doStreamCalls[1]!);
     expect(seen).toHaveLength(1000);
     expect(seen.filter((r) => (r.output as { type: string }).type === 'json')).toHaveLength(64);
     expect(seen[999]).toMatchObject({ toolCallId: 'm999', output: { type: 'error-json', value: { code: 'TOO_MANY_TOOL_CALLS' } } });
-    expect(model.doGenerateCalls).toHaveLength(2);
+    expect(model.doStreamCalls).toHaveLength(2);
     await healthyRunCompletes(ledger, healthy);
   });
 
   it('a 10 MB text is recorded cut at maxTextBytes, with its full size, and the next turn sees the cut text; raised past it, the ledger keeps it whole by reference', async () => {
     const t = tools();
     const big = 'é'.repeat(5 * 1024 * 1024); // 10 MiB of UTF-8, two bytes a character
-    const model = new MockLanguageModelV3({ doGenerate: [response([text(big), call('c1', 'lookup', { orderId: 'A' })]), response([text(big)])] });
+    const model = scriptedModel([response([text(big), call('c1', 'lookup', { orderId: 'A' })]), response([text(big)])]);
     const agent = defineAgent({ name: 'verbose', model, tools: t.list });
     const healthy = healthyAgent();
     const { ledger } = await ledgerWithExecutor({ tools: agentTools(agent, healthy) });
@@ -153,14 +150,14 @@ describe('hostile model output and failing tools (in-process executor, real brok
     }
     // The item's why is the model's text, bounded.
     expect(done.items['turn-1.call-0']!.why).toBe('é'.repeat(1000));
-    const second = model.doGenerateCalls[1]!.prompt.find((m) => m.role === 'assistant')!;
+    const second = model.doStreamCalls[1]!.prompt.find((m) => m.role === 'assistant')!;
     expect(second.content[0]).toMatchObject({ type: 'text', text: 'é'.repeat(512 * 1024) });
     expect(summarizeAgentRun(done)).toMatchObject({ finished: 'answer' });
     await healthyRunCompletes(ledger, healthy);
 
     // With the cut raised past it, the ledger records the whole text by reference (blob chunks), and the
     // next turn's input (which carries the conversation) too.
-    const wholeModel = new MockLanguageModelV3({ doGenerate: [response([text(big), call('c1', 'lookup', { orderId: 'A' })]), response([text('done')])] });
+    const wholeModel = scriptedModel([response([text(big), call('c1', 'lookup', { orderId: 'A' })]), response([text('done')])]);
     const whole = defineAgent({ name: 'whole', model: wholeModel, tools: t.list, maxTextBytes: 16 * 1024 * 1024 });
     const stack2 = await ledgerWithExecutor({ tools: agentTools(whole, healthy) });
     const run = await runAgent(stack2.ledger, { agent: whole, goal: 'say it all', mode: 'execute' });
@@ -171,14 +168,14 @@ describe('hostile model output and failing tools (in-process executor, real brok
     const ref = (json: string) => (JSON.parse(json) as { $blob?: { bytes: number; chunks: number } }).$blob;
     expect(ref(refs!.items['turn-1']!.outputJson!)?.bytes).toBeGreaterThan(10 * 1024 * 1024);
     expect(ref(refs!.items['turn-2']!.inputJson)?.chunks).toBe(21);
-    const told = wholeModel.doGenerateCalls[1]!.prompt.find((m) => m.role === 'assistant')!;
+    const told = wholeModel.doStreamCalls[1]!.prompt.find((m) => m.role === 'assistant')!;
     expect(told.content[0]).toMatchObject({ type: 'text', text: big });
     await healthyRunCompletes(stack2.ledger, healthy);
   });
 
   it('a model turn that never answers ends in a recorded TIMEOUT; the plan fails and the executor keeps serving', async () => {
     const t = tools();
-    const model = new MockLanguageModelV3({ doGenerate: () => new Promise<never>(() => {}) });
+    const model = scriptedModel(() => new Promise<never>(() => {}));
     const agent = defineAgent({ name: 'silent', model, tools: t.list, turnTimeoutMs: 1000, turnRetry: { maxAttempts: 2, initialBackoffMs: 50 } });
     const healthy = healthyAgent();
     const { ledger } = await ledgerWithExecutor({ tools: agentTools(agent, healthy) });
@@ -192,7 +189,7 @@ describe('hostile model output and failing tools (in-process executor, real brok
       ['failed_retryable', 'TIMEOUT'],
     ]);
     expect(turn.failure?.reason).toBe('retries_exhausted');
-    expect(model.doGenerateCalls).toHaveLength(2);
+    expect(model.doStreamCalls).toHaveLength(2);
     expect(summarizeAgentRun(failed)).toMatchObject({ finished: null, status: 'failed', turns: [] });
     await healthyRunCompletes(ledger, healthy);
   });
@@ -200,9 +197,9 @@ describe('hostile model output and failing tools (in-process executor, real brok
   it('a provider error no retry can change fails the turn at once (MODEL_ERROR); a retryable one is asked again', async () => {
     const t = tools();
     const failure = (statusCode: number, isRetryable: boolean) => new APICallError({ message: `provider answered ${statusCode}`, url: 'http://provider.invalid/v1', requestBodyValues: {}, statusCode, isRetryable });
-    const denied = new MockLanguageModelV3({ doGenerate: async () => Promise.reject(failure(401, false)) });
+    const denied = scriptedModel(async () => Promise.reject(failure(401, false)));
     let asked = 0;
-    const flaky = new MockLanguageModelV3({ doGenerate: async () => (++asked === 1 ? Promise.reject(failure(503, true)) : response([text('back')])) });
+    const flaky = scriptedModel(async () => (++asked === 1 ? Promise.reject(failure(503, true)) : response([text('back')])));
     const a = defineAgent({ name: 'denied', model: denied, tools: t.list, maxRetries: 0 });
     const b = defineAgent({ name: 'flaky', model: flaky, tools: t.list, maxRetries: 0, turnRetry: { maxAttempts: 3, initialBackoffMs: 50 } });
     const healthy = healthyAgent();
@@ -212,12 +209,12 @@ describe('hostile model output and failing tools (in-process executor, real brok
     const failed = await ledger.waitFor(runA.planId, 'failed', { timeoutMs: 60_000 });
     expect(failed.items['turn-1']!.attempts.map((x) => [x.outcome, x.error?.code])).toEqual([['failed_terminal', 'MODEL_ERROR']]);
     expect(JSON.parse(failed.items['turn-1']!.attempts[0]!.error!.detailsJson!)).toEqual({ statusCode: 401 });
-    expect(denied.doGenerateCalls).toHaveLength(1);
+    expect(denied.doStreamCalls).toHaveLength(1);
 
     const runB = await runAgent(ledger, { agent: b, goal: 'hello', mode: 'execute' });
     const done = await ledger.waitFor(runB.planId, 'completed', { timeoutMs: 60_000 });
     expect(done.items['turn-1']!.attempts.map((x) => x.outcome)).toEqual(['failed_retryable', 'succeeded']);
-    expect(flaky.doGenerateCalls).toHaveLength(2);
+    expect(flaky.doStreamCalls).toHaveLength(2);
     expect(summarizeAgentRun(done)).toMatchObject({ finished: 'answer', answer: 'back' });
     await healthyRunCompletes(ledger, healthy);
   });

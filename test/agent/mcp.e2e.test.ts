@@ -3,11 +3,10 @@
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { MockLanguageModelV3 } from 'ai/test';
 import { agentTools, defineAgent, mcpTools, MCP_META, runAgent, summarizeAgentRun, type McpToolset } from '../../src/agent/index.js';
 import { ledgerWithExecutor } from '../executor/support.js';
 import { freePortBlock, waitFor } from '../support/helpers.js';
-import { call, lastToolResults, response, text } from './script.js';
+import { call, lastToolResults, response, text, scriptedModel } from './script.js';
 
 const everything = createRequire(import.meta.url).resolve('@modelcontextprotocol/server-everything/dist/index.js');
 
@@ -22,9 +21,7 @@ describe('MCP tools as ledger tools (server-everything over stdio, real broker a
     const mcp = await everythingTools();
     expect(mcp.tools.map((t) => t.name).sort()).toEqual(['echo', 'get-sum', 'trigger-long-running-operation']);
     expect(mcp.tools.find((t) => t.name === 'echo')?.description).toMatch(/echo/i);
-    const model = new MockLanguageModelV3({
-      doGenerate: [response([text('Adding and echoing.'), call('s', 'get-sum', { a: 2, b: 3 }), call('bad', 'echo', {}), call('e', 'echo', { message: 'hi' })]), response([text('2 + 3 = 5.')])],
-    });
+    const model = scriptedModel([response([text('Adding and echoing.'), call('s', 'get-sum', { a: 2, b: 3 }), call('bad', 'echo', {}), call('e', 'echo', { message: 'hi' })]), response([text('2 + 3 = 5.')])]);
     const agent = defineAgent({ name: 'mcp-user', model, tools: mcp.tools });
     const { ledger } = await ledgerWithExecutor({ tools: agentTools(agent) });
     const { planId } = await runAgent(ledger, { agent, goal: 'add 2 and 3', mode: 'execute' });
@@ -36,7 +33,7 @@ describe('MCP tools as ledger tools (server-everything over stdio, real broker a
     expect(out('turn-1.call-1').error).toMatchObject({ code: 'MCP_TOOL_ERROR' });
     expect(out('turn-1.call-1').error?.message).toMatch(/Invalid arguments for tool echo/);
     expect(out('turn-1.call-2').result?.content).toEqual([{ type: 'text', text: 'Echo: hi' }]);
-    const seen = lastToolResults(model.doGenerateCalls[1]!).map((r) => [r.toolCallId, (r.output as { type: string }).type]);
+    const seen = lastToolResults(model.doStreamCalls[1]!).map((r) => [r.toolCallId, (r.output as { type: string }).type]);
     expect(seen).toEqual([
       ['s', 'json'],
       ['bad', 'error-json'],

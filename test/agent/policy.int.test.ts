@@ -1,10 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { MockLanguageModelV3 } from 'ai/test';
 import { z } from 'zod';
 import { agentTools, defineAgent, defineAgentTool, runAgent, summarizeAgentRun } from '../../src/agent/index.js';
 import { parsePolicy } from '../../src/policy-file.js';
 import { ledgerWithExecutor } from '../executor/support.js';
-import { call, response, text, turnOf } from './script.js';
+import { call, response, text, turnOf, scriptedModel } from './script.js';
 
 describe('an approval policy on agent runs (in-process executor, real broker and registry)', () => {
   it('a policy guarding the refund tool pauses the run before the call with it visible; approval resumes it, rejection ends it', async () => {
@@ -18,14 +17,12 @@ describe('an approval policy on agent runs (in-process executor, real broker and
         return { refunded: input.cents };
       },
     });
-    const model = new MockLanguageModelV3({
-      doGenerate: async (options) => {
+    const model = scriptedModel(async (options) => {
         const turn = turnOf(options);
         if (turn === 1) return response([call('c1', 'lookup', { orderId: 'A' })]);
         if (turn === 2) return response([text('Refunding A.'), call('c2', 'refund', { orderId: 'A', cents: 1200 })]);
         return response([text('Refunded.')]);
-      },
-    });
+      });
     const agent = defineAgent({ name: 'guarded', model, tools: [lookup, refund] });
     const policy = parsePolicy({ id: 'guard-refunds', approval: 'rules', approvers: 1, forbidSelfApproval: false, rules: [{ name: 'refunds', tool: 'refund' }] });
     const { ledger } = await ledgerWithExecutor({ tools: agentTools(agent), policy });
@@ -39,11 +36,11 @@ describe('an approval policy on agent runs (in-process executor, real broker and
     expect(paused.items['turn-3']).toMatchObject({ status: 'pending', attempts: [] });
     expect(paused.policy).toMatchObject({ policyId: 'guard-refunds', rule: 'refunds', required: true });
     expect(refunds).toHaveLength(0);
-    expect(model.doGenerateCalls).toHaveLength(2);
+    expect(model.doStreamCalls).toHaveLength(2);
     await ledger.approve(approved.planId, paused.digest, { by: 'operator' });
     const done = await ledger.waitFor(approved.planId, 'completed', { timeoutMs: 60_000 });
     expect(refunds).toEqual([`${approved.planId}/turn-2.call-0/1`]);
-    expect(model.doGenerateCalls).toHaveLength(3);
+    expect(model.doStreamCalls).toHaveLength(3);
     expect(summarizeAgentRun(done)).toMatchObject({ finished: 'answer', answer: 'Refunded.', totals: { turns: 3 } });
 
     // Rejected: the refund never runs and no further turn is asked; cancelling ends the run.
@@ -56,6 +53,6 @@ describe('an approval policy on agent runs (in-process executor, real broker and
     expect(cancelled.items['turn-2.call-0']!.attempts).toHaveLength(0);
     expect(cancelled.items['turn-3']!.attempts).toHaveLength(0);
     expect(refunds).toHaveLength(1);
-    expect(model.doGenerateCalls).toHaveLength(5);
+    expect(model.doStreamCalls).toHaveLength(5);
   });
 });

@@ -35,3 +35,5 @@ export function lastToolResults(options: LanguageModelV3CallOptions): Array<{ to
   if (last?.role !== 'tool') return [];
   return last.content.flatMap((p) => (p.type === 'tool-result' ? [{ toolCallId: p.toolCallId, toolName: p.toolName, output: p.output }] : []));
 }
+
+export { scriptedModel, streamParts, streamOf, wordDeltas } from '../../demo/scripted-model.js';

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { TailRecord } from '../../src/audit/tail.js';
 import { auditRowBuilder, auditRows } from '../../src/audit/timeline.js';
 import { painter } from '../../cli/output.js';
-import { renderTailLine, tailJson } from '../../cli/tail-actions.js';
+import { renderStreamLine, renderTailLine, tailJson } from '../../cli/tail-actions.js';
 import { history, logged } from '../audit/fixtures.js';
 
 const { events } = history();
@@ -43,5 +43,17 @@ describe('tail lines', () => {
     const erased: TailRecord = { kind: 'erased', planId, at: '2026-01-01T00:00:00.000Z', partition: 3, offset: '17' };
     expect(tailJson(erased)).toEqual({ kind: 'erased', planId, at: '2026-01-01T00:00:00.000Z', partition: 3, offset: '17' });
     expect(renderTailLine(erased)).toBe(`2026-01-01T00:00:00.000Z  ${planId}  erased: tombstones for its events (plan-ledger erase)`);
+  });
+});
+
+describe('tail --stream lines', () => {
+  const base = { v: 1 as const, planId: 'p1', itemId: 'turn-2', attempt: 1, run: 3, seq: 4, at: 0, cursor: 's1.0.9.00000000' };
+  it('names the item and attempt, and says what each chunk other than text is', () => {
+    expect(renderStreamLine({ ...base, kind: 'tool-call', toolCallId: 'c1', toolName: 'lookup' })).toBe('[turn-2#1] tool call lookup (c1)');
+    expect(renderStreamLine({ ...base, kind: 'usage', usage: { inputTokens: 40, outputTokens: 60, totalTokens: 100 } })).toBe('[turn-2#1] usage 40 in, 60 out');
+    expect(renderStreamLine({ ...base, kind: 'progress', data: { page: 2, of: 5 } })).toBe('[turn-2#1] progress {"page":2,"of":5}');
+    expect(renderStreamLine({ ...base, kind: 'end', end: 'final' })).toBe('[turn-2#1] final');
+    expect(renderStreamLine({ ...base, kind: 'end', end: 'superseded', reason: 're-run by a new owner (run 3)' })).toBe('[turn-2#1] superseded re-run by a new owner (run 3)');
+    expect(renderStreamLine({ ...base, kind: 'end', end: 'abandoned', reason: 'failed_retryable: TIMEOUT' }, painter(true))).toContain('abandoned');
   });
 });

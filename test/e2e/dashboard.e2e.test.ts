@@ -8,11 +8,10 @@ import { describe, expect, it } from 'vitest';
 import { startExecutor } from '../../executor/index.js';
 import { startProjector } from '../../projector/index.js';
 import { connectLedger } from '../../src/client/index.js';
-import { MockLanguageModelV3 } from 'ai/test';
 import { z } from 'zod';
 import { agentTools, defineAgent, defineAgentTool, runAgent } from '../../src/agent/index.js';
 import { defineTool, TerminalError } from '../../src/tools.js';
-import { call, response, text } from '../agent/script.js';
+import { call, response, text, scriptedModel } from '../agent/script.js';
 import { launchChromium } from '../support/browser.js';
 import { testConfig, testLogger, waitFor } from '../support/helpers.js';
 import { cleanup, LedgerWriter, testLedger } from '../projector/support.js';
@@ -284,9 +283,7 @@ describe('dashboard', () => {
     const config = testConfig({ partitions: 1 });
     await testLedger(config);
     const lookup = defineAgentTool({ name: 'lookup', description: 'Look an order up', inputSchema: z.object({ orderId: z.string() }), run: (input: { orderId: string }) => ({ orderId: input.orderId, cents: 1200 }) });
-    const model = new MockLanguageModelV3({
-      doGenerate: [response([text('Looking it up.'), call('c1', 'lookup', { orderId: 'A' })], { in: 50, out: 10 }), response([text('Order A cost 12.00.')], { in: 80, out: 7 })],
-    });
+    const model = scriptedModel([response([text('Looking it up.'), call('c1', 'lookup', { orderId: 'A' })], { in: 50, out: 10 }), response([text('Order A cost 12.00.')], { in: 80, out: 7 })]);
     const agent = defineAgent({ name: 'support', model, tools: [lookup], maxTurns: 3 });
     const executor = await startExecutor({ tools: [work, ...agentTools(agent)], config, concurrency: 4, logger: testLogger, sessionTimeoutMs: 6000, heartbeatIntervalMs: 500 });
     cleanup(() => executor.stop());
@@ -374,7 +371,7 @@ describe('dashboard', () => {
       expect(await page.locator('#usage-totals').textContent()).toBe('2 turns · 130 in / 17 out / 147 tokens');
       expect(await page.locator('#turns tr[data-turn]').count()).toBe(2);
       expect(await page.locator('#turns tr[data-turn="turn-1"]').textContent()).toContain('tool-calls');
-      expect(model.doGenerateCalls).toHaveLength(2);
+      expect(model.doStreamCalls).toHaveLength(2);
       expect(errors).toEqual([]);
       mkdirSync('test-results', { recursive: true });
       await page.screenshot({ path: 'test-results/dashboard-agent.png', fullPage: true });

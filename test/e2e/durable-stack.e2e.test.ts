@@ -85,7 +85,7 @@ describe('durable local stack', () => {
     })();
     const topicsBefore = (await listTopics()).filter((t) => t.startsWith(`${config.topicPrefix}.`));
     const t = topicNames(config.topicPrefix);
-    expect(topicsBefore).toEqual([t.archive, t.blobs, t.commands, t.dlq, t.events, t.planExecutors, t.planKeys, t.snapshots, `${config.topicPrefix}.ledger-audit`].sort());
+    expect(topicsBefore).toEqual([t.archive, t.blobs, t.commands, t.dlq, t.events, t.planExecutors, t.planKeys, t.snapshots, t.streams, `${config.topicPrefix}.ledger-audit`].sort());
     const idsBefore = await subjectIds();
     expect(Object.keys(idsBefore)).toHaveLength(3);
 

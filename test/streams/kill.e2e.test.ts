@@ -1,0 +1,86 @@
+// Kill -9 of the executor in the middle of a streaming turn (child processes, real broker and registry): the
+// reader sees the killed run's partial stream, the `superseded` marker the new owner writes, the new run's
+// stream and its `final` marker; the new run's text equals the recorded response, and the turn recorded
+// before the kill has one run and no second stream.
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runAgent, type TurnOutput } from '../../src/agent/index.js';
+import { connectLedger, type StreamChunk } from '../../src/client/index.js';
+import { TURN1_TEXT, TURN2_TEXT } from '../fixtures/stream-agent-tools.js';
+import { testConfig, waitFor } from '../support/helpers.js';
+import { ownsPartitions, spawnExecutor } from '../support/processes.js';
+
+describe('a streaming turn across kill -9 of its executor', () => {
+  it('the partial run is marked superseded, the re-run streams the recorded text, the recorded turn streams once', async () => {
+    const config = testConfig({ partitions: 1 });
+    const eventsFile = join(mkdtempSync(join(tmpdir(), 'stream-kill-')), 'events.jsonl');
+    const events = () => (existsSync(eventsFile) ? readFileSync(eventsFile, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { label: string; kind: string; turn: number }) : []);
+    const spawn = (label: string, env: Record<string, string> = {}) => spawnExecutor(config, { label, tools: 'test/fixtures/stream-agent-tools.ts', env: { STREAM_EVENTS_FILE: eventsFile, ...env } });
+
+    const a = spawn('exec-A', { STREAM_HANG_TURN2_AFTER: '20' });
+    await a.waitForLog(ownsPartitions);
+    const ledger = await connectLedger(config);
+    try {
+      const { planId } = await runAgent(ledger, { agent: 'streamer', goal: 'talk', maxTurns: 4 });
+      const chunks: StreamChunk[] = [];
+      const stop = new AbortController();
+      const reading = (async () => {
+        for await (const c of ledger.stream(planId, { signal: stop.signal })) {
+          chunks.push(c);
+          if (c.kind === 'end' && c.itemId === 'turn-2' && c.end === 'final') return;
+        }
+      })();
+      const textOf = (cs: StreamChunk[]) => cs.filter((c) => c.kind === 'text').map((c) => c.text).join('');
+      // A is held after 20 words of turn 2, and the reader has them: kill it there.
+      await waitFor(() => events().some((e) => e.label === 'exec-A' && e.kind === 'hang'), { timeoutMs: 60_000, message: 'exec-A held in turn 2' });
+      const partialA = await waitFor(() => {
+        const t = textOf(chunks.filter((c) => c.itemId === 'turn-2'));
+        return t.includes('w19') ? t : undefined;
+      }, { timeoutMs: 10_000, message: 'the reader has turn 2 up to w19' });
+      a.kill('SIGKILL');
+      expect((await a.exited).signal).toBe('SIGKILL');
+
+      const b = spawn('exec-B');
+      const done = await ledger.waitFor(planId, 'completed', { timeoutMs: 90_000 });
+      await Promise.race([reading, new Promise((_, rej) => setTimeout(() => rej(new Error('no final marker for turn 2')), 15_000))]);
+      stop.abort();
+      b.kill('SIGTERM');
+
+      expect(events().filter((e) => e.kind === 'ask').map((e) => [e.label, e.turn])).toEqual([
+        ['exec-A', 1],
+        ['exec-A', 2],
+        ['exec-B', 2],
+      ]);
+      const turn1 = chunks.filter((c) => c.itemId === 'turn-1');
+      const turn2 = chunks.filter((c) => c.itemId === 'turn-2');
+      // Turn 1 was recorded before the kill: one run, its text the recorded text, one final marker, no second stream.
+      expect(new Set(turn1.map((c) => c.run)).size).toBe(1);
+      expect(turn1.filter((c) => c.kind === 'end').map((c) => c.end)).toEqual(['final']);
+      expect(textOf(turn1)).toBe((JSON.parse(done.items['turn-1']!.outputJson!) as TurnOutput).text);
+      expect(textOf(turn1)).toBe(TURN1_TEXT);
+      expect(turn1.filter((c) => c.kind === 'tool-call').map((c) => [c.toolCallId, c.toolName])).toEqual([['n1', 'note']]);
+
+      // Turn 2: A's run (partial, no end of its own), then B's superseded marker, then B's run and final.
+      const runs = [...new Set(turn2.map((c) => c.run))];
+      expect(runs).toHaveLength(2);
+      const [runA, runB] = runs as [number, number];
+      expect(runB).toBeGreaterThan(runA);
+      const marker = turn2.findIndex((c) => c.kind === 'end' && c.end === 'superseded');
+      expect(marker).toBeGreaterThan(0);
+      expect(turn2[marker]).toMatchObject({ run: runB, attempt: 1 });
+      expect(turn2.slice(0, marker).every((c) => c.run === runA && c.kind === 'text')).toBe(true);
+      expect(turn2.slice(marker + 1).every((c) => c.run === runB)).toBe(true);
+      expect(textOf(turn2.slice(0, marker))).toBe(partialA);
+      expect(TURN2_TEXT.startsWith(partialA)).toBe(true);
+      const recorded = (JSON.parse(done.items['turn-2']!.outputJson!) as TurnOutput).text;
+      expect(recorded).toBe(TURN2_TEXT);
+      expect(textOf(turn2.slice(marker + 1))).toBe(recorded);
+      expect(turn2.at(-1)).toMatchObject({ kind: 'end', end: 'final', run: runB });
+      expect(done.items['turn-2']!.attempts).toHaveLength(1); // recovered with the same key, not a second attempt
+    } finally {
+      await ledger.close();
+    }
+  });
+});

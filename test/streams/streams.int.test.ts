@@ -1,0 +1,306 @@
+// Live streams against the real broker and registry, one in-process executor for the file (one partition,
+// so every plan here shares it): a scripted streaming model (the AI SDK's MockLanguageModelV3 and
+// simulateReadableStream) whose deltas a `ledger.stream` reader gets before the turn is recorded, a reader
+// that stops and resumes from its cursor, a tool's progress, and the bad inputs: 10 MB of text, 100,000
+// tiny deltas, a stream that never ends, a garbage cursor and an erased plan's cursor.
+import type { LanguageModelV3StreamPart } from '@ai-sdk/provider';
+import { simulateReadableStream } from 'ai';
+import { MockLanguageModelV3 } from 'ai/test';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { agentTools, defineAgent, runAgent, summarizeAgentRun, type TurnOutput } from '../../src/agent/index.js';
+import { connectLedger, type Ledger, type StreamChunk } from '../../src/client/index.js';
+import { topicNames, type LedgerConfig } from '../../src/config.js';
+import { isLedgerError } from '../../src/errors.js';
+import { startExecutor, type ExecutorHandle } from '../../executor/executor.js';
+import { startProjector } from '../../projector/index.js';
+import { defineTool } from '../../src/tools.js';
+import { createKafka } from '../../src/kafka/index.js';
+import { response, scriptedModel, streamParts, text, wordDeltas } from '../agent/script.js';
+import { readAll, testConfig, testLogger, waitFor } from '../support/helpers.js';
+
+const WORDS = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ') + '.';
+
+/** A stream that plays `before`, waits for `gate`, then plays `after` (each with simulateReadableStream). */
+function gated(before: LanguageModelV3StreamPart[], gate: Promise<void>, after: LanguageModelV3StreamPart[]): ReadableStream<LanguageModelV3StreamPart> {
+  return new ReadableStream({
+    async start(controller) {
+      for (const chunks of [before, after]) {
+        if (chunks === after) await gate;
+        const reader = simulateReadableStream({ chunks, initialDelayInMs: null, chunkDelayInMs: 5 }).getReader();
+        for (let r = await reader.read(); !r.done; r = await reader.read()) controller.enqueue(r.value);
+      }
+      controller.close();
+    },
+  });
+}
+
+const usage = { inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 5, text: 5, reasoning: 0 } };
+const textParts = (deltas: Iterable<string>): LanguageModelV3StreamPart[] => {
+  const parts: LanguageModelV3StreamPart[] = [{ type: 'stream-start', warnings: [] }, { type: 'text-start', id: 't' }];
+  for (const delta of deltas) parts.push({ type: 'text-delta', id: 't', delta });
+  parts.push({ type: 'text-end', id: 't' }, { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage });
+  return parts;
+};
+
+let release!: () => void;
+const gate = new Promise<void>((r) => (release = r));
+const parts = streamParts(response([text(WORDS)], { in: 10, out: 5 }));
+const half = parts.findIndex((p) => p.type === 'text-delta' && p.delta.includes('word20'));
+
+const live = defineAgent({ name: 'live', model: new MockLanguageModelV3({ doStream: async () => ({ stream: gated(parts.slice(0, half), gate, parts.slice(half)) }) }), tools: [] });
+// Paced past the coalescing linger (25 ms): about one record per word.
+const chatty = defineAgent({ name: 'chatty', model: scriptedModel([response([text(WORDS)], { in: 10, out: 5 })], { chunkDelayInMs: 30 }), tools: [] });
+const healthy = defineAgent({ name: 'healthy', model: scriptedModel(async () => response([text('all good')], { in: 5, out: 2 })), tools: [] });
+const TEN_MB = 'x'.repeat(999) + '\n';
+const huge = defineAgent({ name: 'huge', model: new MockLanguageModelV3({ doStream: async () => ({ stream: simulateReadableStream({ chunks: textParts(Array.from({ length: 10_000 }, () => TEN_MB)), initialDelayInMs: null, chunkDelayInMs: null }) }) }), tools: [] });
+// The AI SDK's streamText itself spends ~50 µs per part (100,000 one-character deltas: 4.8 s, 200,000: 10.1 s
+// through fullStream with nothing else running), so a million here would be a minute or more of the SDK's time;
+// the million is coalesced in test/streams/streams.unit.test.ts, and this runs a tenth of it end to end.
+const TINY_DELTAS = 100_000;
+const tiny = defineAgent({
+  name: 'tiny',
+  model: new MockLanguageModelV3({ doStream: async () => ({ stream: simulateReadableStream({ chunks: textParts((function* () { for (let i = 0; i < TINY_DELTAS; i++) yield String.fromCharCode(97 + (i % 26)); })()), initialDelayInMs: null, chunkDelayInMs: null }) }) }),
+  tools: [],
+  turnTimeoutMs: 60_000,
+});
+const endless = defineAgent({
+  name: 'endless',
+  model: new MockLanguageModelV3({
+    doStream: async () => ({
+      stream: new ReadableStream<LanguageModelV3StreamPart>({
+        start(c) {
+          c.enqueue({ type: 'stream-start', warnings: [] });
+          c.enqueue({ type: 'text-start', id: 't' });
+        },
+        async pull(c) {
+          await new Promise((r) => setTimeout(r, 20));
+          c.enqueue({ type: 'text-delta', id: 't', delta: 'and on ' });
+        },
+      }),
+    }),
+  }),
+  tools: [],
+  turnTimeoutMs: 1500,
+  turnRetry: { maxAttempts: 1 },
+});
+const pager = defineTool({
+  name: 'pager',
+  async run(input: { pages: number }, ctx) {
+    for (let page = 1; page <= input.pages; page++) await ctx.stream.write({ page, of: input.pages });
+    return { read: input.pages };
+  },
+});
+
+let config: LedgerConfig;
+let executor: ExecutorHandle;
+let ledger: Ledger;
+beforeAll(async () => {
+  config = testConfig({ partitions: 1 });
+  executor = await startExecutor({ tools: [...agentTools(live, chatty, healthy, huge, tiny, endless), pager], config, concurrency: 8, sessionTimeoutMs: 6000, heartbeatIntervalMs: 500, logger: testLogger });
+  ledger = await connectLedger(config);
+  await executor.started;
+});
+afterAll(async () => {
+  await ledger?.close();
+  await executor?.stop();
+});
+
+/** Reads a plan's stream until `until` says so (or fails after the timeout), returning the chunks. */
+async function readUntil(planId: string, until: (c: StreamChunk, all: StreamChunk[]) => boolean, opts: { from?: string; timeoutMs?: number } = {}): Promise<StreamChunk[]> {
+  const out: StreamChunk[] = [];
+  const signal = AbortSignal.timeout(opts.timeoutMs ?? 60_000);
+  for await (const c of ledger.stream(planId, { ...(opts.from ? { from: opts.from } : {}), signal })) {
+    out.push(c);
+    if (until(c, out)) return out;
+  }
+  throw new Error(`the stream of ${planId} ended after ${out.length} chunks without the awaited one`);
+}
+const isFinal = (itemId: string) => (c: StreamChunk) => c.kind === 'end' && c.itemId === itemId && c.end === 'final';
+const textOf = (chunks: StreamChunk[]) => chunks.filter((c) => c.kind === 'text').map((c) => c.text).join('');
+
+async function healthyCompletes(): Promise<void> {
+  const { planId } = await runAgent(ledger, { agent: healthy, goal: 'are you there?' });
+  const done = await ledger.waitFor(planId, 'completed', { timeoutMs: 60_000 });
+  expect(summarizeAgentRun(done)).toMatchObject({ finished: 'answer', answer: 'all good' });
+}
+
+describe('live streams (in-process executor, real broker and registry)', () => {
+  it('a reader gets a turn\'s deltas before its result is recorded, in order, and their text is the recorded text', async () => {
+    const { planId } = await runAgent(ledger, { agent: live, goal: 'say forty words' });
+    const reader = ledger.stream(planId)[Symbol.asyncIterator]();
+    const early: StreamChunk[] = [];
+    while (!textOf(early).includes('word19')) {
+      const n = await reader.next();
+      if (n.done) throw new Error('stream ended');
+      early.push(n.value);
+    }
+    // The model is held half-way: the turn has an intent and no result.
+    const midway = await ledger.getPlan(planId);
+    expect(midway?.items['turn-1']?.status).toBe('in_progress');
+    expect(midway?.items['turn-1']?.attempts.map((a) => a.outcome ?? null)).toEqual([null]);
+    expect(textOf(early)).toBe(wordDeltas(WORDS).slice(0, 20).join(''));
+    release();
+    const rest: StreamChunk[] = [];
+    for (let n = await reader.next(); !n.done; n = await reader.next()) {
+      rest.push(n.value);
+      if (isFinal('turn-1')(n.value)) break;
+    }
+    await reader.return?.();
+    const all = [...early, ...rest];
+    const done = await ledger.waitFor(planId, 'completed', { timeoutMs: 30_000 });
+    const out = JSON.parse(done.items['turn-1']!.outputJson!) as TurnOutput;
+    expect(out.text).toBe(WORDS);
+    expect(textOf(all)).toBe(out.text);
+    // One run, seq 1..n without a gap, the usage before the end marker, which is last.
+    expect(new Set(all.map((c) => `${c.itemId}/${c.attempt}/${c.run}`)).size).toBe(1);
+    expect(all.map((c) => c.seq)).toEqual(all.map((_, i) => i + 1));
+    expect(all.map((c) => c.kind).slice(-2)).toEqual(['usage', 'end']);
+    expect(all.at(-2)?.usage).toEqual({ inputTokens: 10, outputTokens: 5, totalTokens: 15 });
+    expect(all.at(-1)).toMatchObject({ kind: 'end', end: 'final', planId, itemId: 'turn-1', attempt: 1 });
+  });
+
+  it('a reader that stops and resumes from its cursor misses nothing and sees nothing twice; a tool\'s progress streams too', async () => {
+    const { planId } = await runAgent(ledger, { agent: chatty, goal: 'say forty words' });
+    await ledger.waitFor(planId, 'completed', { timeoutMs: 30_000 });
+    const whole = await readUntil(planId, isFinal('turn-1'));
+    const first = await readUntil(planId, (_c, all) => all.length === 3);
+    const second = await readUntil(planId, (_c, all) => all.length === 2, { from: first.at(-1)!.cursor });
+    const third = await readUntil(planId, isFinal('turn-1'), { from: second.at(-1)!.cursor });
+    const resumed = [...first, ...second, ...third];
+    const id = (c: StreamChunk) => `${c.itemId}/${c.attempt}/${c.run}/${c.kind}/${c.seq}`;
+    expect(resumed.length).toBe(whole.length);
+    expect(new Set(resumed.map(id)).size).toBe(resumed.length);
+    expect(resumed.map(id)).toEqual(whole.map(id));
+    expect(textOf(resumed)).toBe(WORDS);
+    expect(whole.length).toBeGreaterThanOrEqual(20);
+    expect(resumed.map((c) => c.cursor)).toEqual(whole.map((c) => c.cursor));
+
+    const pages = await ledger.createPlan({ goal: 'read pages', mode: 'execute', items: [{ id: 'read', title: 'Read', why: 'test', tool: 'pager', input: { pages: 5 } }] });
+    const progress = await readUntil(pages.planId, isFinal('read'));
+    expect(progress.map((c) => (c.kind === 'progress' ? c.data : c.end))).toEqual([{ page: 1, of: 5 }, { page: 2, of: 5 }, { page: 3, of: 5 }, { page: 4, of: 5 }, { page: 5, of: 5 }, 'final']);
+  });
+
+  it('10 MB of text: the stream stops at the recorded 1 MiB and equals the recorded (cut) text; 100,000 one-character deltas are a few records', async () => {
+    const { planId } = await runAgent(ledger, { agent: huge, goal: 'say everything' });
+    const chunks = await readUntil(planId, isFinal('turn-1'), { timeoutMs: 120_000 });
+    const done = await ledger.waitFor(planId, 'completed', { timeoutMs: 60_000 });
+    const out = JSON.parse(done.items['turn-1']!.outputJson!) as TurnOutput;
+    expect(out).toMatchObject({ textBytes: 10_000_000, textTruncated: true });
+    expect(Buffer.byteLength(out.text)).toBe(1024 * 1024);
+    expect(textOf(chunks)).toBe(out.text);
+    const texts = chunks.filter((c) => c.kind === 'text');
+    expect(texts.length).toBe(64); // 1 MiB in 16 KiB records
+    await healthyCompletes();
+
+    const t0 = Date.now();
+    const many = await runAgent(ledger, { agent: tiny, goal: 'one letter at a time' });
+    const manyChunks = await readUntil(many.planId, isFinal('turn-1'), { timeoutMs: 150_000 });
+    const ms = Date.now() - t0;
+    const manyDone = await ledger.waitFor(many.planId, 'completed', { timeoutMs: 60_000 });
+    const manyText = (JSON.parse(manyDone.items['turn-1']!.outputJson!) as TurnOutput).text;
+    expect(manyText.length).toBe(TINY_DELTAS);
+    expect(textOf(manyChunks)).toBe(manyText);
+    const records = manyChunks.filter((c) => c.kind === 'text').length;
+    expect(records).toBeLessThanOrEqual(Math.ceil(TINY_DELTAS / (16 * 1024)) + Math.ceil(ms / 25));
+    console.log(`[streams] ${TINY_DELTAS} one-character deltas: ${records} text records, ${ms} ms from run to final marker read`);
+    await healthyCompletes();
+  }, 300_000);
+
+  it('a stream that never ends is ended by the turn timeout: TIMEOUT recorded, the stream marked abandoned, other plans complete', async () => {
+    const { planId } = await runAgent(ledger, { agent: endless, goal: 'never stop' });
+    const chunks = await readUntil(planId, (c) => c.kind === 'end');
+    const failed = await ledger.waitFor(planId, 'failed', { timeoutMs: 30_000 });
+    expect(failed.items['turn-1']!.attempts.map((a) => [a.outcome, a.error?.code])).toEqual([['failed_retryable', 'TIMEOUT']]);
+    expect(chunks.at(-1)).toMatchObject({ kind: 'end', end: 'abandoned', itemId: 'turn-1', attempt: 1 });
+    expect(chunks.at(-1)!.reason).toMatch(/^failed_retryable: TIMEOUT/);
+    expect(textOf(chunks)).toMatch(/^(and on )+$/);
+    await healthyCompletes();
+  });
+
+  it('a garbage cursor is VALIDATION; an erased plan\'s cursor is NOT_FOUND and its stream records are tombstoned', async () => {
+    const { planId } = await runAgent(ledger, { agent: healthy, goal: 'short' });
+    await ledger.waitFor(planId, 'completed', { timeoutMs: 30_000 });
+    const chunks = await readUntil(planId, isFinal('turn-1'));
+    const first = async (from: string) => {
+      try {
+        for await (const c of ledger.stream(planId, { from })) return c;
+        return 'ended';
+      } catch (e) {
+        return isLedgerError(e) ? `${e.code}: ${e.message}` : String(e);
+      }
+    };
+    expect(await first('garbage')).toMatch(/^VALIDATION: from: "garbage" is not a stream cursor/);
+    expect(await first(chunks[0]!.cursor.replace(/\.[0-9a-f]{8}$/, '.00000000'))).toMatch(/^VALIDATION: .*another plan/);
+
+    await ledger.erase(planId, { by: 'test', reason: 'gdpr' });
+    expect(await first(chunks[0]!.cursor)).toMatch(/^NOT_FOUND: plan .* not found \(unknown or erased\)/);
+    // The sweep tombstones every stream record of the plan.
+    const kafka = createKafka(config, testLogger, 'test-streams');
+    try {
+      const topic = topicNames(config.topicPrefix).streams;
+      const mine = async () => (await readAll(kafka, topic)).filter((r) => r.key?.toString().startsWith(`${planId}/`));
+      const swept = await waitFor(async () => {
+        const rs = await mine();
+        const tombstoned = new Set(rs.filter((r) => r.value === null).map((r) => r.key!.toString()));
+        const written = new Set(rs.filter((r) => r.value !== null).map((r) => r.key!.toString()));
+        return written.size > 0 && [...written].every((k) => tombstoned.has(k)) ? { written: written.size, tombstoned: tombstoned.size } : undefined;
+      }, { timeoutMs: 30_000, message: 'the stream records of the erased plan tombstoned' });
+      expect(swept.tombstoned).toBe(swept.written);
+      expect(swept.written).toBe(chunks.length);
+    } finally {
+      await kafka.close();
+    }
+    await healthyCompletes();
+  });
+
+  it("the projector's SSE route: one event per chunk with its cursor as id; Last-Event-ID resumes after it; a bad cursor is an error event", async () => {
+    const { planId } = await runAgent(ledger, { agent: healthy, goal: 'over http' });
+    await ledger.waitFor(planId, 'completed', { timeoutMs: 30_000 });
+    const projector = await startProjector({ config, logger: testLogger, port: 0, apiToken: 'sse-test-token', groupId: `${config.topicPrefix}.projector-sse`, defaultMetrics: false });
+    /** SSE messages (event, id, data) until `until` says so; the wire format split by blank lines. */
+    const events = async (query: string, headers: Record<string, string>, until: (e: { event: string; id?: string; data: string }) => boolean) => {
+      const ac = new AbortController();
+      const res = await fetch(`${projector.url}/api/plans/${planId}/stream${query}`, { headers: { authorization: 'Bearer sse-test-token', ...headers }, signal: ac.signal });
+      if (res.headers.get('content-type') !== 'text/event-stream') throw new Error(`${res.status}: ${await res.text()}`);
+      const out: Array<{ event: string; id?: string; data: string }> = [];
+      let buf = '';
+      const decoder = new TextDecoder();
+      try {
+        for await (const bytes of res.body!) {
+          buf += decoder.decode(bytes as Uint8Array, { stream: true });
+          let i: number;
+          while ((i = buf.indexOf('\n\n')) >= 0) {
+            const block = buf.slice(0, i);
+            buf = buf.slice(i + 2);
+            const fields = Object.fromEntries(block.split('\n').filter((l) => l && !l.startsWith(':')).map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)]));
+            if (fields.event === undefined) continue;
+            const e = { event: fields.event, ...(fields.id !== undefined ? { id: fields.id } : {}), data: fields.data ?? '' };
+            out.push(e);
+            if (until(e)) return out;
+          }
+        }
+        return out;
+      } finally {
+        ac.abort();
+      }
+    };
+    try {
+      const finalOf = (e: { event: string; data: string }) => e.event === 'error' || (e.event === 'chunk' && (JSON.parse(e.data) as StreamChunk).end === 'final');
+      const all = await events('', {}, finalOf);
+      const chunks = all.map((e) => JSON.parse(e.data) as StreamChunk);
+      expect(chunks.map((c) => c.kind)).toEqual(['text', 'usage', 'end']);
+      expect(all.map((e) => e.id)).toEqual(chunks.map((c) => c.cursor));
+      expect(textOf(chunks)).toBe('all good');
+      const resumed = await events('', { 'last-event-id': all[0]!.id! }, finalOf);
+      expect(resumed.map((e) => e.id)).toEqual(all.slice(1).map((e) => e.id));
+      const fromQuery = await events(`?from=${encodeURIComponent(all[1]!.id!)}`, {}, finalOf);
+      expect(fromQuery.map((e) => e.id)).toEqual(all.slice(2).map((e) => e.id));
+      const bad = await events('?from=garbage', {}, () => true);
+      expect(bad).toHaveLength(1);
+      expect(bad[0]!.event).toBe('error');
+      expect(JSON.parse(bad[0]!.data)).toMatchObject({ code: 'VALIDATION' });
+    } finally {
+      await projector.stop();
+    }
+  });
+});
