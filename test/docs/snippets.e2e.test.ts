@@ -29,6 +29,8 @@ const PREAMBLES: Record<string, string> = {
   ledger: `import type { Ledger } from 'plan-ledger';\ndeclare const ledger: Ledger;\n`,
   // A connected client and a plan's items, as the guide's earlier examples made them.
   'ledger-items': `import type { CreatePlanInput, Ledger } from 'plan-ledger';\ndeclare const ledger: Ledger;\ndeclare const items: CreatePlanInput['items'];\n`,
+  // A connected client and a plan it runs.
+  'ledger-plan': `import type { Ledger } from 'plan-ledger';\ndeclare const ledger: Ledger;\ndeclare const planId: string;\n`,
   // The tool's own helper: summarizes one page of the report.
   summarize: `import { defineTool } from 'plan-ledger';\ndeclare function summarize(page: number, o: { signal: AbortSignal }): Promise<string>;\n`,
   // The app's LangGraph graph, not compiled yet, and its input.
@@ -136,10 +138,11 @@ describe('the TypeScript snippets of README.md and docs/guides', () => {
     await payments?.stop();
   });
 
-  it('finds them: 9 snippets, 4 complete programs and 5 fragments marked typecheck-only', () => {
+  it('finds them: 10 snippets, 4 complete programs and 6 fragments marked typecheck-only', () => {
     expect(snippets.map((s) => [s.where, s.preamble])).toEqual([
       ['README.md[1]', null],
       ['docs/guides/agents.md[1]', null],
+      ['docs/guides/agents.md[2]', 'ledger-plan'],
       ['docs/guides/langgraph.md[1]', 'langgraph-builder'],
       ['docs/guides/langgraph.md[2]', 'langgraph-graph'],
       ['docs/guides/using-the-client.md[1]', null],

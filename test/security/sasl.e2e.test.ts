@@ -205,7 +205,7 @@ describe('principals against the broker', () => {
     const err = await connectLedger(config).catch((e: unknown) => e);
     expect(isLedgerError(err, 'FORBIDDEN')).toBe(true);
     expect((err as Error).message).toBe(
-      `topics ${[auditTopic(other), ...['archive', 'blobs', 'commands', 'dlq', 'events', 'executors', 'keys', 'snapshots'].map((t) => `${other}.plan-${t}`)].sort().join(', ')} do not exist and Kafka does not let this principal create them: create them as an admin (on the local SASL stack: plan-ledger stack acls --prefix <prefix>)`,
+      `topics ${[auditTopic(other), ...['archive', 'blobs', 'commands', 'dlq', 'events', 'executors', 'keys', 'snapshots', 'streams'].map((t) => `${other}.plan-${t}`)].sort().join(', ')} do not exist and Kafka does not let this principal create them: create them as an admin (on the local SASL stack: plan-ledger stack acls --prefix <prefix>)`,
     );
     expect(await withAdmin('admin', async (a) => (await a.listTopics()).filter((t) => t.startsWith(other)))).toEqual([]);
   });
