@@ -1,4 +1,4 @@
-import type { EraseOutcome, Ledger } from '../client/ledger.js';
+import type { EraseOutcome, Ledger } from '../client/api.js';
 import { isLedgerError, LedgerError } from '../errors.js';
 import type { LedgerLog } from './log.js';
 

@@ -1,21 +1,21 @@
-export {
-  connectLedger,
-  type Ledger,
-  type CreatePlanInput,
-  type CommandOutcome,
-  type CommandOptions,
-  type CreatePlanOptions,
-  type CreatePlanOutcome,
-  type ExecutorsOptions,
-  type ForkOptions,
-  type EraseOptions,
-  type EraseOutcome,
-  type LedgerEventRecord,
-  type AuditOptions,
-  type ReplayOptions,
-  type AllPlans,
-  type ConnectOptions,
-} from './ledger.js';
+export { connectLedger } from './ledger.js';
+export type {
+  Ledger,
+  CreatePlanInput,
+  CommandOutcome,
+  CommandOptions,
+  CreatePlanOptions,
+  CreatePlanOutcome,
+  ExecutorsOptions,
+  ForkOptions,
+  EraseOptions,
+  EraseOutcome,
+  LedgerEventRecord,
+  AuditOptions,
+  ReplayOptions,
+  AllPlans,
+  ConnectOptions,
+} from './api.js';
 export { newReadStats, type ReadStats } from '../kafka/index.js';
 export type { PlanFilter, PlanStatusFilter } from './list-plans.js';
 export type { PlanPage, PlanSummary, PlanProgress } from '../projection/query.js';

@@ -53,24 +53,6 @@ import type {
   ConnectOptions,
 } from './api.js';
 
-export type {
-  CreatePlanInput,
-  CreatePlanOptions,
-  CreatePlanOutcome,
-  CommandOutcome,
-  ExecutorsOptions,
-  ForkOptions,
-  CommandOptions,
-  EraseOptions,
-  EraseOutcome,
-  LedgerEventRecord,
-  AuditOptions,
-  ReplayOptions,
-  AllPlans,
-  Ledger,
-  ConnectOptions,
-} from './api.js';
-
 /** How long a createPlan reuses the executors it read for the last one: a burst of plans reads them once. */
 const EXECUTORS_REUSE_MS = 1_000;
 

@@ -7,6 +7,7 @@ import type { Ledger } from '../../../src/client/index.js';
 import { guardRoutes, type ScopeGuard } from '../auth.js';
 import { errorJson, textOf } from '../responses.js';
 import { planParams } from '../schemas.js';
+import { openEventStream, SseClients } from '../sse.js';
 
 export interface PlanStreamOptions {
   /** The ledger client that reads streams; resolved lazily on the first request. */
@@ -16,7 +17,7 @@ export interface PlanStreamOptions {
 }
 
 export const planStreamRoutes: FastifyPluginAsync<PlanStreamOptions> = async (app, { reader, authorize, maxClients }) => {
-  let clients = 0;
+  const clients = new SseClients(maxClients);
   guardRoutes(app, authorize);
   const schema = {
     tags: ['plans'],
@@ -30,19 +31,12 @@ export const planStreamRoutes: FastifyPluginAsync<PlanStreamOptions> = async (ap
     response: { 200: textOf('The stream', 'text/event-stream'), 503: errorJson('Too many live streams (`unavailable`, retry-after 5)') },
   };
   app.get<{ Params: { id: string }; Querystring: { from?: string } }>('/api/plans/:id/stream', { schema }, async (req, reply) => {
-    if (clients >= maxClients) {
-      return reply.code(503).header('retry-after', '5').send({ error: 'unavailable', message: `too many live streams (${maxClients}); retry later` });
-    }
     const lastEventId = req.headers['last-event-id'];
     const from = (typeof lastEventId === 'string' && lastEventId.length > 0 ? lastEventId : undefined) ?? req.query.from;
     const ledger = await reader();
-    clients += 1;
-    reply.hijack();
-    const res = reply.raw;
-    res.writeHead(200, { ...(reply.getHeaders() as Record<string, string>), 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
-    res.write('retry: 2000\n\n');
+    const res = openEventStream(reply, clients, 'retry: 2000\n\n', 'retry later');
+    if (res === undefined) return reply;
     const stop = new AbortController();
-    const ping = setInterval(() => res.write(': ping\n\n'), 15_000);
     res.on('close', () => stop.abort());
     try {
       for await (const c of ledger.stream(req.params.id, { ...(from !== undefined ? { from } : {}), signal: stop.signal })) {
@@ -55,8 +49,6 @@ export const planStreamRoutes: FastifyPluginAsync<PlanStreamOptions> = async (ap
       const message = e instanceof Error ? e.message : String(e);
       if (!res.writableEnded) res.write(`event: error\ndata: ${JSON.stringify({ code, message })}\n\n`);
     } finally {
-      clearInterval(ping);
-      clients -= 1;
       if (!res.writableEnded) res.end();
     }
   });

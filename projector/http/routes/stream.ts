@@ -4,6 +4,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { ProjectionService } from '../../projector.js';
 import { guardRoutes, type ScopeGuard } from '../auth.js';
 import { errorJson, textOf } from '../responses.js';
+import { openEventStream, SseClients } from '../sse.js';
 
 export interface StreamOptions {
   readonly service: ProjectionService;
@@ -13,7 +14,7 @@ export interface StreamOptions {
 
 export const streamRoutes: FastifyPluginAsync<StreamOptions> = async (app, { service, authorize, maxClients }) => {
   const model = service.model;
-  let clients = 0;
+  const clients = new SseClients(maxClients);
   guardRoutes(app, authorize);
   const streamSchema = {
     tags: ['plans'],
@@ -24,20 +25,9 @@ export const streamRoutes: FastifyPluginAsync<StreamOptions> = async (app, { ser
     response: { 200: textOf('The stream', 'text/event-stream'), 503: errorJson('Too many live streams (`unavailable`, retry-after 5)') },
   };
   app.get('/api/stream', { schema: streamSchema }, async (_req, reply) => {
-    if (clients >= maxClients) {
-      return reply.code(503).header('retry-after', '5').send({ error: 'unavailable', message: `too many live streams (${maxClients}); poll /api/plans or retry later` });
-    }
-    clients += 1;
-    reply.hijack();
-    const res = reply.raw;
-    res.writeHead(200, { ...(reply.getHeaders() as Record<string, string>), 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
-    res.write(`retry: 2000\nevent: hello\ndata: ${JSON.stringify({ version: model.version, clients })}\n\n`);
+    const res = openEventStream(reply, clients, `retry: 2000\nevent: hello\ndata: ${JSON.stringify({ version: model.version, clients: clients.count + 1 })}\n\n`, 'poll /api/plans or retry later');
+    if (res === undefined) return reply;
     const off = model.onChange((plans, version) => res.write(`event: change\ndata: ${JSON.stringify({ version, plans: plans.slice(0, 500) })}\n\n`));
-    const ping = setInterval(() => res.write(': ping\n\n'), 15_000);
-    res.on('close', () => {
-      clients -= 1;
-      off();
-      clearInterval(ping);
-    });
+    res.once('close', off);
   });
 };
