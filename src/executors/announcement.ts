@@ -70,18 +70,8 @@ export interface AnnouncementRecord {
   readonly timestamp: string;
 }
 
-/** An executor as a reader sees it. */
-export interface ExecutorInfo {
-  readonly executorId: string;
-  readonly version: string;
-  readonly host: string;
-  readonly pid: number;
-  readonly tools: readonly string[];
-  readonly toolsOmitted: number;
-  readonly agents: readonly string[];
-  readonly partitions: readonly number[];
-  readonly startedAt: string;
-  readonly heartbeatMs: number;
+/** An executor as a reader sees it: its announcement (without the record's type and format), the partitions of its last heartbeat, and its liveness. */
+export interface ExecutorInfo extends Omit<ExecutorAnnouncement, 'type' | 'format'>, Pick<ExecutorHeartbeat, 'partitions'> {
   /** When the broker took its last heartbeat (ISO-8601); its announcement's, before the first heartbeat. */
   readonly lastHeartbeatAt: string;
   /** The last heartbeat's age when read (ms, never negative). */
