@@ -2,7 +2,7 @@
 // so every plan here shares it): a scripted streaming model (the AI SDK's MockLanguageModelV3 and
 // simulateReadableStream) whose deltas a `ledger.stream` reader gets before the turn is recorded, a reader
 // that stops and resumes from its cursor, a tool's progress, and the bad inputs: 10 MB of text, 100,000
-// tiny deltas, a stream that never ends, a garbage cursor and an erased plan's cursor.
+// tiny deltas, a reader that stops reading, a stream that never ends, a garbage cursor and an erased plan's cursor.
 import type { LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { simulateReadableStream } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
@@ -205,6 +205,27 @@ describe('live streams (in-process executor, real broker and registry)', () => {
     console.log(`[streams] ${TINY_DELTAS} one-character deltas: ${records} text records, ${ms} ms from run to final marker read`);
     await healthyCompletes();
   }, 300_000);
+
+  it('a reader that takes one chunk and then never reads holds nothing up: the writer finishes, other plans complete, and the reader resumed later gets every chunk once, in order', async () => {
+    const PAGES = 2_000;
+    const { planId } = await ledger.createPlan({ goal: 'read many pages', mode: 'execute', items: [{ id: 'read', title: 'Read', why: 'test', tool: 'pager', input: { pages: PAGES } }] });
+    const stalled = ledger.stream(planId)[Symbol.asyncIterator]();
+    const first = await stalled.next();
+    expect(first.value).toMatchObject({ kind: 'progress', data: { page: 1, of: PAGES } });
+    // The reader is not read from now on: the plan and another on the same partition complete regardless.
+    const done = await ledger.waitFor(planId, 'completed', { timeoutMs: 60_000 });
+    expect(JSON.parse(done.items['read']!.outputJson!)).toEqual({ read: PAGES });
+    await healthyCompletes();
+    const rest: StreamChunk[] = [];
+    for (let r = await stalled.next(); !r.done; r = await stalled.next()) {
+      rest.push(r.value);
+      if (isFinal('read')(r.value)) break;
+    }
+    await stalled.return?.(undefined);
+    const pages = [first.value as StreamChunk, ...rest].filter((c) => c.kind === 'progress').map((c) => (c.data as { page: number }).page);
+    expect(pages).toEqual(Array.from({ length: PAGES }, (_, i) => i + 1));
+    expect(rest.at(-1)).toMatchObject({ kind: 'end', end: 'final', itemId: 'read' });
+  }, 180_000);
 
   it('a stream that never ends is ended by the turn timeout: TIMEOUT recorded, the stream marked abandoned, other plans complete', async () => {
     const { planId } = await runAgent(ledger, { agent: endless, goal: 'never stop' });
