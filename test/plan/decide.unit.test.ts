@@ -230,6 +230,15 @@ describe('RecordIntent', () => {
     given(aStarted()).when(cmd.intent('a')).thenRejects('INVALID_STATE', 'data.itemId');
   });
   it('ITEM_NOT_FOUND is safe for ids like __proto__', () => given(executePlan()).when(cmd.intent('__proto__')).thenRejects('ITEM_NOT_FOUND'));
+  // Internal commands are validated against their generated records (schemas/internal/) like a client's.
+  it('INVALID_FIELD for a malformed internal command: a wrong type, a missing field, an unknown field', () => {
+    const intent = cmd.intent('a');
+    given(executePlan()).when({ ...intent, data: { ...intent.data, fencingToken: 'seven' } } as never).thenRejects('INVALID_FIELD', 'data.fencingToken');
+    given(executePlan()).when({ ...intent, data: { itemId: 'a', fencingToken: 7 } } as never).thenRejects('INVALID_FIELD', 'data.executorId');
+    given(executePlan()).when({ ...intent, data: { ...intent.data, extra: 1 } } as never).thenRejects('INVALID_FIELD', 'data.extra');
+    const commit = cmd.commit('a', 1);
+    given(aStarted()).when({ ...commit, data: { ...commit.data, outcome: 'maybe' } } as never).thenRejects('INVALID_FIELD', 'data.outcome');
+  });
 });
 
 describe('CommitResult', () => {
