@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { pino } from 'pino';
 import { connectLedger, type Ledger } from '../src/client/index.js';
 import { loadConfig, topicNames, type LedgerConfig } from '../src/config.js';
 import { createKafka, ensurePlanTopics, partitionFor } from '../src/kafka/index.js';
@@ -372,7 +373,10 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   );
   await writer.disconnect();
 
-  const ledger: Ledger = await connectLedger(config);
+  // The client's own log (librdkafka's warnings among it), beside the services': a slow decision can be
+  // the client's as well as an executor's.
+  const clientLog = pino({ level: 'info', base: { name: 'chaos-client' } }, pino.destination({ dest: join(logDir, 'client.log'), sync: true }));
+  const ledger: Ledger = await connectLedger(config, { logger: clientLog });
   cleanups.push(() => ledger.close());
   const workStart = Date.now();
   const deadline = workStart + o.maxMinutes * 60_000;

@@ -188,6 +188,7 @@ class Executor {
       restore: (p) => restoreOwnedPartition({ kafka: this.kafka, codec: this.codec, config: this.config, partition: p, logger: this.logger }),
     });
     owner.onBroken = () => void this.reset(partition, owner);
+    owner.onFenced = () => void this.retakeIfStillAssigned(partition, owner);
     owner.ready.then(
       // Restored: a fault before this one was a passing one (a broker outage), so the backoff starts over.
       () => this.resets.delete(partition),
@@ -210,6 +211,12 @@ class Executor {
   private readonly keys: PlanKeyring | undefined;
   /** Consecutive resets per partition, for the backoff; forgotten once an owner restores, or after a quiet minute. */
   private readonly resets = new Map<number, { count: number; at: number }>();
+  private get sessionTimeoutMs(): number {
+    return this.opts.sessionTimeoutMs ?? setting('PLAN_LEDGER_SESSION_TIMEOUT_MS');
+  }
+  private get heartbeatIntervalMs(): number {
+    return this.opts.heartbeatIntervalMs ?? setting('PLAN_LEDGER_HEARTBEAT_INTERVAL_MS');
+  }
   private readonly batchFailures = new Map<number, BatchFailures>();
   /** This executor's clock against the writers of the commands it consumes (plan_ledger_clock_skew_ms). */
   private readonly skew = new SkewEstimate();
@@ -245,6 +252,26 @@ class Executor {
     if (this.stopping || this.owners.get(partition) !== broken) return;
     this.retire(broken);
     this.owners.set(partition, this.newOwner(partition, this.member!));
+  }
+
+  /**
+   * An owner's writer was fenced: another writer of the partition's transactional ids started after ours.
+   * Mostly that is the partition's next owner, and the group has moved the partition away from us (we
+   * were paused past our session): the revocation, or the loss, follows here within a session timeout.
+   * But a fence can also come from no owner at all: a past owner's `initTransactions` still in flight
+   * when the group moved the partition here (a fresh member handed every partition and half of them
+   * taken back a moment later, its fences still queued behind a coordinator's load) ends after ours and
+   * bumps the epoch over it. No revocation ever follows that one, and the partition would stay assigned
+   * here and served by no one. So once a member that lost the partition would have heard of it (a session
+   * timeout and a heartbeat), a partition still assigned here gets a fresh owner: it fences the ids again
+   * and restores from the log. Fencing is how ownership moves anyway: a mistaken retake costs the next
+   * owner a fence of its own, never an effect.
+   */
+  private async retakeIfStillAssigned(partition: number, fenced: PartitionOwner): Promise<void> {
+    await sleep(this.sessionTimeoutMs + this.heartbeatIntervalMs);
+    if (this.stopping || this.owners.get(partition) !== fenced || !this.member?.assigned().includes(partition)) return;
+    this.logger.warn({ partition, afterMs: this.sessionTimeoutMs + this.heartbeatIntervalMs }, 'fenced, yet the group still assigns the partition here: taking it again');
+    await this.reset(partition, fenced);
   }
 
   /** Stats of owners that are gone. */
@@ -302,8 +329,8 @@ class Executor {
     this.member = await this.kafka.join({
       groupId: this.topics.executorsGroup,
       topic: this.topics.commands,
-      sessionTimeoutMs: this.opts.sessionTimeoutMs ?? setting('PLAN_LEDGER_SESSION_TIMEOUT_MS'),
-      heartbeatIntervalMs: this.opts.heartbeatIntervalMs ?? setting('PLAN_LEDGER_HEARTBEAT_INTERVAL_MS'),
+      sessionTimeoutMs: this.sessionTimeoutMs,
+      heartbeatIntervalMs: this.heartbeatIntervalMs,
       rebalanceTimeoutMs: 30_000,
       onAssigned: (partitions) => this.assign(partitions),
       onRevoked: (partitions, lost) => this.revoke(partitions, lost),
@@ -356,7 +383,7 @@ class Executor {
         this.logger.error({ err: e, partition, failures: this.batchFailures.get(partition) }, 'command batch failed; resetting the partition');
         void this.reset(partition, owner);
       } else {
-        void owner.stop('fenced');
+        owner.fenced();
       }
       return first; // the same commands are read again, by the next owner
     }

@@ -79,6 +79,7 @@ export class PartitionOwner {
     // so the log we restore from is final.
     this.writers = partitionTransactionalIds(this.d.config.topicPrefix, this.partition).map((id) => this.d.kafka.fencedWriter(id));
     await Promise.all(this.writers.map((w) => w.connect()));
+    const fenceMs = Date.now() - t0;
     this.appender = new TransactionalAppender({
       writers: this.writers,
       member: this.d.member,
@@ -104,7 +105,7 @@ export class PartitionOwner {
         void this.stop('append failed');
         this.onBroken?.(e);
       },
-      () => void this.stop('fenced'),
+      () => this.fenced(),
       this.traces,
     );
     const restored = await this.d.restore(this.partition);
@@ -117,7 +118,7 @@ export class PartitionOwner {
     this.book.seed(restored);
     this.traces?.seed(restored.traceparents);
     this.log.info(
-      { plans: this.book.plans.size, dormant: this.book.dormant.size, stalled: this.book.stalled.size, fromSnapshot: restored.fromSnapshot, eventsReplayed: restored.eventsReplayed, fencingToken: this.book.fencingToken, ms: Date.now() - t0 },
+      { plans: this.book.plans.size, dormant: this.book.dormant.size, stalled: this.book.stalled.size, fromSnapshot: restored.fromSnapshot, eventsReplayed: restored.eventsReplayed, fencingToken: this.book.fencingToken, fenceMs, ms: Date.now() - t0 },
       'partition restored',
     );
     for (const planId of this.book.plans.keys()) this.items.schedule(planId, { recover: true });
@@ -125,6 +126,16 @@ export class PartitionOwner {
 
   /** Set by the executor: called when the owner cannot continue and must be recreated. */
   onBroken?: (e: unknown) => void;
+
+  /** Set by the executor: called once when a writer of this owner was fenced (the owner stops). */
+  onFenced?: () => void;
+
+  /** A writer of this owner was fenced: the owner stops, and the executor decides whether to take the partition again. */
+  fenced(): void {
+    if (this.draining) return;
+    void this.stop('fenced');
+    this.onFenced?.();
+  }
 
   /** Transactions and events this owner's appender committed. */
   get stats(): { transactions: number; events: number } {

@@ -1,15 +1,17 @@
 // A second executor joins the group: a partition that stays with the first keeps its owner (no second
 // restore, its running tool goes on, whether the rebalance revoked and returned it or left it alone); a
 // partition that moves is restored by the new owner, which re-invokes in-flight items with the same key.
+// A fence from no owner (a past owner's late initTransactions) does not leave the partition unserved.
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { connectLedger } from '../../src/client/index.js';
 import { partitionFor } from '../../src/kafka/index.js';
 import { startExecutor } from '../../executor/index.js';
+import { partitionTransactionalIds } from '../../executor/partition-owner.js';
 import { EffectsService } from '../fixtures/effects-service.js';
 import { tools } from '../fixtures/tools.js';
-import { testConfig, waitFor } from '../support/helpers.js';
+import { closeAfter, testConfig, testKafka, waitFor } from '../support/helpers.js';
 
 /** The owner's own line (restorePartition logs one of the same name under component 'restore'). */
 const ownerRestored = (l: Record<string, unknown>) => l.msg === 'partition restored' && l.component === 'partition-owner';
@@ -86,4 +88,46 @@ describe('rebalance', () => {
     }
     expect([...effects.effects.keys()].filter((k) => planIds.some((p) => k.startsWith(`${p}/`)))).toHaveLength(4);
   });
+
+  it('a fence from no owner (a past owner\'s initTransactions that ended late) does not orphan the partition: the executor takes it again and decides its commands', async () => {
+    const config = testConfig({ partitions: 2 });
+    const a = capturingLogger();
+    const exec = await startExecutor({ tools, config, logger: a.logger, executorId: 'refence-A', sessionTimeoutMs: 6000, heartbeatIntervalMs: 500 });
+    onTestFinished(() => exec.stop());
+    await exec.started;
+    await waitFor(() => exec.ownedPartitions().length === 2);
+    const ledger = await connectLedger(config);
+    onTestFinished(() => ledger.close());
+    const planOn = (p: number, tag: string) => {
+      for (let i = 0; ; i++) if (partitionFor(`refence-${tag}-${i}`, 2) === p) return `refence-${tag}-${i}`;
+    };
+
+    // Writers of partition 0's transactional ids that no group member owns start after the owner's: the
+    // owner's writers are fenced, and the group never moves the partition (nobody else is in it).
+    const kafka = testKafka(config);
+    for (const id of partitionTransactionalIds(config.topicPrefix, 0)) {
+      const stranger = closeAfter(kafka.fencedWriter(id));
+      await stranger.connect();
+      await stranger.disconnect();
+    }
+
+    // The owner meets the fence on its next transaction (this plan's CreatePlan), stops, and once a
+    // revocation would have come (session timeout + heartbeat), takes partition 0 again and decides it.
+    const fencedPlan = planOn(0, 'fenced');
+    const other = planOn(1, 'other');
+    const item = (id: string) => ({ planId: id, goal: 'refence', mode: 'execute' as const, items: [{ id: 'one', title: 'one', why: 'an effect after the fence', tool: 'effect', input: {} }] });
+    const [created] = await Promise.all([ledger.createPlan(item(fencedPlan), { timeoutMs: 60_000 }), ledger.createPlan(item(other), { timeoutMs: 60_000 })]);
+    expect(created.planId).toBe(fencedPlan);
+    await ledger.waitFor(fencedPlan, 'completed', { timeoutMs: 60_000 });
+    await ledger.waitFor(other, 'completed', { timeoutMs: 60_000 });
+
+    const p0 = a.lines.filter((l) => l.partition === 0 && l.component === 'partition-owner');
+    expect(p0.filter((l) => l.msg === 'partition released').map((l) => l.reason)).toEqual(['fenced']);
+    const restored = p0.filter((l) => l.msg === 'partition restored');
+    expect(restored).toHaveLength(2);
+    expect(a.lines.filter((l) => l.msg === 'fenced, yet the group still assigns the partition here: taking it again').map((l) => l.partition)).toEqual([0]);
+    // Partition 1 was never fenced or restored again; each plan's effect ran once.
+    expect(a.lines.filter((l) => l.partition === 1 && l.component === 'partition-owner' && l.msg === 'partition restored')).toHaveLength(1);
+    for (const id of [fencedPlan, other]) expect(effects.calls.filter((c) => c.key.startsWith(`${id}/`)).map((c) => c.key)).toEqual([`${id}/one/1`]);
+  }, 150_000);
 });
