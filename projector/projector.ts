@@ -33,6 +33,11 @@ import { ReadModel } from './read-model.js';
 
 export { DEFAULT_PROJECTOR_CACHE_MIB, projectorCacheMib, type ProjectionServiceOptions } from './options.js';
 
+
+/** The projector group's session timeout and heartbeat interval. */
+const SESSION_TIMEOUT_MS = 30_000;
+const HEARTBEAT_INTERVAL_MS = 3_000;
+
 /**
  * The projection service: a consumer group on the events topic (`read_committed`) that restores each
  * assigned partition from its snapshots and watermark, applies every event with the domain's `evolve`,
@@ -59,7 +64,7 @@ export class ProjectionService {
   private readonly committing = new Set<number>();
   /** The batch each partition is applying now (`stop` lets them end before the last watermark). */
   private readonly batches = new Map<number, Promise<unknown>>();
-  /** Partitions whose writer was fenced: not restored or written again until the group assigns them anew. */
+  /** Partitions whose writer was fenced: not restored or written again until the group assigns them anew, or still assigns them a session later. */
   private readonly fencedOut = new Set<number>();
   private readonly restoring = new Map<number, Promise<PartitionRun>>();
   private assigned = new Set<number>();
@@ -132,8 +137,8 @@ export class ProjectionService {
     this.member = await this.kafka.join({
       groupId: this.opts.groupId ?? this.names.projectorGroup,
       topic: this.names.events,
-      sessionTimeoutMs: 30_000,
-      heartbeatIntervalMs: 3_000,
+      sessionTimeoutMs: SESSION_TIMEOUT_MS,
+      heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS,
       rebalanceTimeoutMs: 60_000,
       onAssigned: (partitions) => this.onAssigned(partitions),
       onRevoked: (partitions) => this.onRevoked(partitions),
@@ -392,9 +397,12 @@ export class ProjectionService {
   }
 
   /**
-   * A write failed because another projector of the group initialised the partition's writer after us:
-   * it owns the partition now (we were paused, or cut off, through a rebalance). Stop writing and
-   * projecting it; if the group still assigns it to us, the next assignment restores it afresh.
+   * A write failed because another writer of the partition's id initialised after ours. Mostly another
+   * projector of the group owns the partition now (we were paused, or cut off, through a rebalance): stop
+   * writing and projecting it, and the revocation follows. A fence can also come from no owner (a past
+   * member's initialisation that ended late): then no revocation comes, so once a member that lost the
+   * partition would have heard of it (a session timeout and a heartbeat), a partition the group still
+   * assigns here is restored afresh (its writer fences again); so is one the group assigns anew.
    */
   private fenced(p: number, writer: FencedWriter, e: unknown): boolean {
     if (!isFencingError(e)) return false;
@@ -405,6 +413,12 @@ export class ProjectionService {
       this.runs.delete(p);
       this.model.dropPartition(p);
       this.snapshots.retire(p);
+      setTimeout(() => {
+        if (this.stopped || !this.assigned.has(p) || !this.fencedOut.has(p)) return;
+        this.log.warn({ partition: p }, 'fenced, yet the group still assigns the partition here: restoring it again');
+        this.fencedOut.delete(p);
+        this.restoreInBackground(p, 1);
+      }, SESSION_TIMEOUT_MS + HEARTBEAT_INTERVAL_MS).unref();
     }
     return true;
   }

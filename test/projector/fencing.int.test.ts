@@ -32,7 +32,7 @@ function fencedCount(metrics: string, partition: number): number {
 }
 
 describe('projector fencing', () => {
-  it('a fenced projector writes nothing more to that partition, serves the others, and restores it when the group assigns it again', async () => {
+  it('a fenced projector writes nothing more to that partition, serves the others, and restores it when the group still assigns it a session later', async () => {
     const config = testConfig();
     const ledger = await testLedger(config);
     const writer = new LedgerWriter(ledger);
@@ -78,12 +78,10 @@ describe('projector fencing', () => {
     expect(first.service.partitions().map((x) => x.partition)).not.toContain(pa);
     expect(pb).not.toBe(pa);
 
-    // The group assigns again (a second member joins, then leaves): pa is restored — fencing the
-    // usurper in turn — and its snapshots are written again, up to plan a's final state.
-    const second = await projector(config);
-    await waitFor(() => second.service.partitions().length > 0, { timeoutMs: 45_000, message: 'second projector holds a partition' });
-    await second.stop();
-    await waitFor(async () => (await first.caughtUp()) && first.stateDigests().get(a) === expected.get(a), { timeoutMs: 45_000, message: 'first projector owns pa again' });
+    // The usurper is no member of the group, which never moves pa: a session timeout and a heartbeat
+    // after the fence, the projector still holds pa's assignment and restores it — fencing the usurper in
+    // turn — and its snapshots are written again, up to plan a's final state.
+    await waitFor(async () => (await first.caughtUp()) && first.stateDigests().get(a) === expected.get(a), { timeoutMs: 60_000, message: 'first projector owns pa again' });
     await first.flush();
     await waitFor(async () => (await snapshotsOf(ledger, a)).some((s) => s.seq === finalA.seq), { timeoutMs: 30_000, message: "plan a's final snapshot" });
     const last = (await snapshotsOf(ledger, a)).find((s) => s.seq === finalA.seq)!;
@@ -99,5 +97,5 @@ describe('projector fencing', () => {
     ).rejects.toThrow();
     await tx.abort().catch(() => {});
     expect((await snapshotsOf(ledger, a)).at(-1)?.seq).toBe(finalA.seq);
-  });
+  }, 150_000);
 });
