@@ -12,8 +12,7 @@ import { runAttempt, type AttemptOutcome } from './item-runner.js';
 import type { Decided, PartitionBook } from './partition-book.js';
 import type { PlanWriter } from './plan-writer.js';
 import { ProgressRecorder } from './progress.js';
-import { commandMessage } from './records.js';
-import { childPlanCommand } from './delegation.js';
+import { decideDelegation } from './delegation.js';
 import { placeOutcome } from './payloads.js';
 import { ReadinessIndex } from './readiness.js';
 import { RetryTimer } from './retry-timer.js';
@@ -476,37 +475,20 @@ export class ItemScheduler {
 
   /** The tool handed the item to a child plan: ItemDelegated, and the child's CreatePlan in the same transaction. */
   private async delegate(planId: string, itemId: string, attempt: number, ended: Extract<AttemptOutcome, { kind: 'delegate' }>, log: Logger, span?: AttemptTrace): Promise<void> {
-    const child = childPlanCommand(planId, itemId, attempt, ended.delegate, this.now(), this.d.executorId);
-    const { childPlanId } = child;
-    if (!child.ok) {
-      log.warn({ err: child.error }, 'the tool delegated to a child plan that cannot be created; recording the attempt as failed');
-      const committed = this.commitResult(planId, itemId, attempt, {
-        kind: 'result',
-        outcome: 'failed_terminal',
-        outputJson: null,
-        error: { code: 'INVALID_DELEGATION', message: `the child plan cannot be created: ${child.error.message}`, detailsJson: null },
-        followUps: [],
-        durationMs: ended.durationMs,
-      });
-      const settled = this.book.decideAndApply(this.book.internal('SettleItem', planId, `settle:${this.key(planId, itemId, attempt)}`, { itemId }), false);
-      await this.startReady(planId, [committed, settled]);
-      return;
-    }
-    const delegated = this.book.decideAndApply(this.book.internal('DelegateItem', planId, `delegate:${this.key(planId, itemId, attempt)}`, { itemId, attempt, childPlanId }), false);
-    if (!delegated.events.length) return;
-    const create = child.command;
-    let message: OutRecord;
-    try {
-      message = commandMessage(this.d.codec, this.d.config.partitions, create);
-      // Traced: the child plan's trace continues from this attempt (its CreatePlan carries the traceparent).
-      if (span !== undefined) message = span.onCommand(message);
-    } catch (e) {
-      // Not encodable (e.g. a label that is not a string): the child plan's CreatePlan is decided by its
-      // own partition, which answers with a coded rejection; a command that cannot even be encoded stalls
-      // this plan with the reason instead of being dropped.
-      this.book.stall(planId, `the child plan ${childPlanId} cannot be encoded: ${(e as Error).message}`);
-      return;
-    }
-    await this.writer.append(planId, delegated, undefined, [{ topic: this.topics.commands, messages: [message] }]);
+    const key = this.key(planId, itemId, attempt);
+    const step = decideDelegation({ book: this.book, codec: this.d.codec, partitions: this.d.config.partitions, executorId: this.d.executorId, now: this.now(), ...(span !== undefined ? { span } : {}) }, planId, itemId, attempt, key, ended);
+    if (step.kind === 'delegated') return this.writer.append(planId, step.decided, undefined, [{ topic: this.topics.commands, messages: [step.message] }]);
+    if (step.kind === 'none') return;
+    log.warn({ err: step.error }, 'the tool delegated to a child plan that cannot be created; recording the attempt as failed');
+    const committed = this.commitResult(planId, itemId, attempt, {
+      kind: 'result',
+      outcome: 'failed_terminal',
+      outputJson: null,
+      error: { code: 'INVALID_DELEGATION', message: `the child plan cannot be created: ${step.error.message}`, detailsJson: null },
+      followUps: [],
+      durationMs: ended.durationMs,
+    });
+    const settled = this.book.decideAndApply(this.book.internal('SettleItem', planId, `settle:${key}`, { itemId }), false);
+    await this.startReady(planId, [committed, settled]);
   }
 }

@@ -100,6 +100,29 @@ describe('executor (in-process, real broker and registry)', () => {
     expect(child?.parent).toEqual({ planId, itemId: 'delegate' });
   });
 
+  it('a buggy delegation (a child item that is not an object, one without an id, a label that is not a string) fails its item INVALID_DELEGATION after one invocation; no child exists, and the partition serves the next plan', async () => {
+    const { ledger } = await ledgerWithExecutor();
+    const cases = [
+      { input: { items: ['not an item'] }, message: /^the child plan cannot be created: delegate\.items\[0\]: expected an object$/ },
+      { input: { items: [{ title: 'no id', why: 'a child item without an id', tool: 'noop' }] }, message: /^the child plan cannot be created: its CreatePlan cannot be encoded: .*items\.0\.id$/ },
+      { input: { labels: { team: 42 } }, message: /^the child plan cannot be created: its CreatePlan cannot be encoded/ },
+    ];
+    const planIds: string[] = [];
+    for (const c of cases) {
+      const { planId } = await ledger.createPlan({ goal: 'a buggy hand-off', mode: 'execute', items: [{ id: 'delegate', title: 'delegate', why: 'a sub-agent with a bug', tool: 'delegator', input: c.input }] });
+      planIds.push(planId);
+      const done = await ledger.waitFor(planId, 'failed', { timeoutMs: 60_000 });
+      const attempts = done.items.delegate!.attempts;
+      expect(attempts.map((a) => [a.outcome, a.error?.code, a.childPlanId])).toEqual([['failed_terminal', 'INVALID_DELEGATION', null]]);
+      expect(attempts[0]!.error!.message).toMatch(c.message);
+      expect(await ledger.getPlan(`${planId}.delegate.1`)).toBeUndefined();
+    }
+    // The same partition (and executor) goes on: a good delegation on the plan's heels completes.
+    const { planId } = await ledger.createPlan({ goal: 'a good hand-off', mode: 'execute', items: [{ id: 'delegate', title: 'delegate', why: 'a sub-agent', tool: 'delegator', input: {} }] });
+    await ledger.waitFor(planId, 'completed', { timeoutMs: 60_000 });
+    expect(planIds).toHaveLength(3);
+  });
+
   it('surfaces a rejected command as an error with its code', async () => {
     const { ledger } = await ledgerWithExecutor();
     const err = await ledger
