@@ -55,6 +55,12 @@ import type {
 
 /** How long a createPlan reuses the executors it read for the last one: a burst of plans reads them once. */
 const EXECUTORS_REUSE_MS = 1_000;
+/**
+ * How long a decided createPlan waits for its tools check (a read of the executors' announcements, begun
+ * with the send) to finish. The check is advice: a read that a broker outage holds up never holds back a
+ * plan that was decided; the outcome then carries a warning instead.
+ */
+const TOOL_CHECK_GRACE_MS = 3_000;
 
 /**
  * Connects to the ledger. With no argument the configuration comes from PLAN_LEDGER_* variables and
@@ -200,13 +206,13 @@ class LedgerClient implements Ledger {
     this.followed.begin(planId);
     try {
       const out = await this.sender.send(planId, 'CreatePlan', { goal: input.goal, mode: input.mode, labels: input.labels ?? {}, parent: null, items }, opts);
-      const c = await checking;
+      const c = await settledWithin(checking, TOOL_CHECK_GRACE_MS, { failed: `the executors' announcements were not read within ${TOOL_CHECK_GRACE_MS} ms of the decision` });
       const warnings = c.failed !== undefined ? [`the plan's tools could not be checked against the executors: ${c.failed}`] : c.check?.warning !== undefined ? [c.check.warning] : [];
       return { ...out, digest: digestAfter(out.events) ?? '', unservedTools: c.check?.unserved ?? [], warnings };
     } catch (e) {
       this.followed.drop(planId);
       // No executor decided it: say what the executors' announcements say (none live, say).
-      const c = await checking;
+      const c = await settledWithin(checking, TOOL_CHECK_GRACE_MS, {});
       if (isLedgerError(e, 'TIMEOUT') && c.check?.warning !== undefined) throw new LedgerError('TIMEOUT', `${e.message} (${c.check.warning})`, e.details, { cause: e });
       throw e;
     }
@@ -437,5 +443,15 @@ class LedgerClient implements Ledger {
     await Promise.allSettled([this.events.close(), this.sender.close(), this.index.close()]);
     await this.admin.disconnect().catch(() => {});
     await this.kafka.close();
+  }
+}
+
+/** `p`'s value, or `fallback` when `p` has not settled within `ms` (`p` never rejects here). */
+async function settledWithin<T>(p: Promise<T>, ms: number, fallback: T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([p, new Promise<T>((resolve) => (timer = setTimeout(() => resolve(fallback), ms)))]);
+  } finally {
+    clearTimeout(timer);
   }
 }
