@@ -33,7 +33,6 @@ import { ReadModel } from './read-model.js';
 
 export { DEFAULT_PROJECTOR_CACHE_MIB, projectorCacheMib, type ProjectionServiceOptions } from './options.js';
 
-
 /** The projector group's session timeout and heartbeat interval. */
 const SESSION_TIMEOUT_MS = 30_000;
 const HEARTBEAT_INTERVAL_MS = 3_000;
