@@ -35,7 +35,7 @@ export async function readPlanFromEvents(opts: {
     const byTime = await opts.admin.fetchTopicOffsetsByTimestamp(topic, Math.max(0, opts.since - START_MARGIN_MS));
     const at = byTime.find((o) => o.partition === opts.partition)?.offset;
     if (at !== undefined && BigInt(at) >= 0n) {
-      const low = (await opts.admin.fetchTopicOffsets(topic)).find((o) => o.partition === opts.partition)?.low;
+      const low = (await opts.admin.fetchTopicOffsets(topic, [opts.partition])).find((o) => o.partition === opts.partition)?.low;
       from = low !== undefined && BigInt(low) > BigInt(at) ? low : at;
     }
   }

@@ -124,6 +124,6 @@ async function startOffset(r: PlanReads, planId: string, partition: number, w: s
   const byTime = await r.admin.fetchTopicOffsetsByTimestamp(events, Math.max(0, createdAt - PLAN_START_MARGIN_MS));
   const at = byTime.find((o) => o.partition === partition)?.offset;
   if (at === undefined || BigInt(at) < 0n) return undefined;
-  const low = (await r.admin.fetchTopicOffsets(events)).find((o) => o.partition === partition)?.low;
+  const low = (await r.admin.fetchTopicOffsets(events, [partition])).find((o) => o.partition === partition)?.low;
   return low !== undefined && BigInt(low) > BigInt(at) ? low : at;
 }

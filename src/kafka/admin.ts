@@ -147,9 +147,14 @@ export class ConfluentAdmin implements LedgerAdmin {
     return n;
   }
 
-  private async listOffsetsOnce(topic: string, spec: unknown, partitions: number, committed = true): Promise<Array<{ partition: number; offset: number }>> {
+  /**
+   * One ListOffsets of `topic`'s partitions (`only` of them when given: a partition whose leader is away
+   * then holds up only the reads that need it).
+   */
+  private async listOffsetsOnce(topic: string, spec: unknown, partitions: number, committed = true, only?: readonly number[]): Promise<Array<{ partition: number; offset: number }>> {
     const { IsolationLevel } = confluent();
-    const req = Array.from({ length: partitions }, (_, partition) => ({ topic, partition, offset: spec }));
+    const ids = only !== undefined ? only.filter((p) => p >= 0 && p < partitions) : Array.from({ length: partitions }, (_, p) => p);
+    const req = ids.map((partition) => ({ topic, partition, offset: spec }));
     type Listed = { topic: string; partition: number; offset: number; error?: unknown };
     // ListOffsets finds leaders in the client's metadata cache and does not refresh it on an error: a topic
     // created a moment ago stays unknown (_NOENT), and a partition whose leader moved is asked of its old
@@ -170,12 +175,12 @@ export class ConfluentAdmin implements LedgerAdmin {
     return out.map((o) => ({ partition: o.partition, offset: Number(o.offset) }));
   }
 
-  fetchTopicOffsets(topic: string): Promise<PartitionOffsets[]> {
+  fetchTopicOffsets(topic: string, partitions?: readonly number[]): Promise<PartitionOffsets[]> {
     return retrying(async () => {
       const n = await this.partitionCount(topic);
       if (n === 0) throw Object.assign(new Error(`topic ${topic} does not exist`), { code: 3 });
       const { OffsetSpec } = confluent();
-      const [high, low] = await Promise.all([this.listOffsetsOnce(topic, OffsetSpec.LATEST, n), this.listOffsetsOnce(topic, OffsetSpec.EARLIEST, n)]);
+      const [high, low] = await Promise.all([this.listOffsetsOnce(topic, OffsetSpec.LATEST, n, true, partitions), this.listOffsetsOnce(topic, OffsetSpec.EARLIEST, n, true, partitions)]);
       return high
         .map((h) => ({ partition: h.partition, high: String(h.offset), low: String(low.find((l) => l.partition === h.partition)?.offset ?? 0) }))
         .sort((a, b) => a.partition - b.partition);
@@ -192,14 +197,14 @@ export class ConfluentAdmin implements LedgerAdmin {
   async fetchStableEnds(topic: string, partitions?: readonly number[]): Promise<PartitionOffsets[]> {
     const n = await retrying(() => this.partitionCount(topic));
     const { OffsetSpec } = confluent();
-    const hw = await retrying(() => this.listOffsetsOnce(topic, OffsetSpec.LATEST, n, false));
+    const hw = await retrying(() => this.listOffsetsOnce(topic, OffsetSpec.LATEST, n, false, partitions));
     const wanted = (p: number) => partitions === undefined || partitions.includes(p);
-    let offsets = await this.fetchTopicOffsets(topic);
+    let offsets = await this.fetchTopicOffsets(topic, partitions);
     for (let attempt = 1; attempt <= 4; attempt++) {
       const behind = offsets.some((o) => wanted(o.partition) && BigInt(o.high) < BigInt(hw.find((h) => h.partition === o.partition)?.offset ?? 0));
       if (!behind) break;
       await sleep(backoffMs(attempt, 10, 80));
-      offsets = await this.fetchTopicOffsets(topic);
+      offsets = await this.fetchTopicOffsets(topic, partitions);
     }
     return offsets;
   }

@@ -247,8 +247,11 @@ export interface LedgerAdmin {
   /** Creates topics; resolves once every partition of each answers (leaders elected and serving). */
   createTopics(specs: readonly TopicSpec[]): Promise<void>;
   deleteTopics(topics: readonly string[]): Promise<void>;
-  /** Earliest and last stable offsets of every partition of a topic, retried through leader moves. */
-  fetchTopicOffsets(topic: string): Promise<PartitionOffsets[]>;
+  /**
+   * Earliest and last stable offsets of every partition of a topic, or of `partitions` only (a partition
+   * whose leader is away holds up only the reads that ask for it), retried through leader moves.
+   */
+  fetchTopicOffsets(topic: string, partitions?: readonly number[]): Promise<PartitionOffsets[]>;
   /** Per partition, the first offset whose timestamp is at or after `timestamp` (the end when none is). */
   fetchTopicOffsetsByTimestamp(topic: string, timestamp: number): Promise<Array<{ partition: number; offset: string }>>;
   fetchTopicMetadata(topics: readonly string[]): Promise<Array<{ name: string; partitions: PartitionMetadata[] }>>;

@@ -261,7 +261,7 @@ function byPartition(messages: NativeMessage[]): Map<number, NativeMessage[]> {
  * end-of-partition events, which also cover a tail of markers — never by counting records.
  */
 export async function readToEnd(ctx: ReaderContext, admin: ConfluentAdmin, opts: ReadToEndOptions, pool?: ReaderPool): Promise<Map<number, string>> {
-  const offsets = opts.follow ? await admin.fetchTopicOffsets(opts.topic) : await admin.fetchStableEnds(opts.topic, opts.partitions);
+  const offsets = opts.follow ? await admin.fetchTopicOffsets(opts.topic, opts.partitions) : await admin.fetchStableEnds(opts.topic, opts.partitions);
   const wanted = new Set(opts.partitions ?? offsets.map((o) => o.partition));
   const end = new Map<number, bigint>();
   const next = new Map<number, bigint>();

@@ -41,7 +41,7 @@ export async function* readPlanStream(d: StreamReaderDeps, planId: string, opts:
   const cursor = from === 'beginning' || from === 'live' ? undefined : parseCursor(from, planId, partition);
   const createdAt = await d.planCreatedAt(planId);
   if (createdAt === undefined) throw new LedgerError('NOT_FOUND', `plan ${planId} not found (unknown or erased): it has no stream`, { planId });
-  const offsets = (await d.admin.fetchTopicOffsets(d.topic)).find((o) => o.partition === partition);
+  const offsets = (await d.admin.fetchTopicOffsets(d.topic, [partition])).find((o) => o.partition === partition);
   const low = BigInt(offsets?.low ?? '0');
   let start: bigint;
   if (cursor !== undefined) {

@@ -1,7 +1,8 @@
 // A 3-node KRaft cluster for real (`stack up --brokers 3`): plan topics get replication factor 3 and
 // min.insync.replicas 2; the broker leading the plan's events partition is killed (SIGKILL) while the
 // plan runs and started again. The executor and the client ride it out: the plan completes with one
-// effect per idempotency key, no accepted event is lost (chain intact, seq contiguous), and new plans run.
+// effect per idempotency key, no accepted event is lost (chain intact, seq contiguous), and new plans run;
+// meanwhile a partition with no leader holds up no read of another partition's offsets.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -76,8 +77,22 @@ describe('3-broker local cluster', () => {
       const partition = partitionFor(planId, config.partitions);
       const events = await admin.fetchTopicMetadata([t.events]);
       const leader = events[0]!.partitions.find((p) => p.partitionId === partition)!.leader;
+      // A topic with one replica per partition, one partition on each broker: with `leader` down, one of its
+      // partitions has no leader at all. A read of another partition's offsets does not wait for it (a
+      // restore asks for its own partition only).
+      const spread = `${config.topicPrefix}.one-replica`;
+      await admin.createTopics([{ topic: spread, numPartitions: 3, replicationFactor: 1 }]);
+      const placed = (await admin.fetchTopicMetadata([spread]))[0]!.partitions;
+      expect(new Set(placed.map((p) => p.leader)).size).toBe(3);
+      const orphan = placed.find((p) => p.leader === leader)!.partitionId;
+      const live = placed.find((p) => p.leader !== leader)!.partitionId;
       await admin.disconnect();
       await stopBroker({ dir, node: leader, hard: true });
+      const probe = createKafka(config, testLogger, '3b-probe').admin();
+      await probe.connect();
+      await waitFor(async () => (await probe.fetchTopicMetadata([spread]))[0]!.partitions.find((p) => p.partitionId === orphan)!.leader < 0, { message: 'the single-replica partition of the killed broker has no leader', timeoutMs: 60_000 });
+      expect(await probe.fetchTopicOffsets(spread, [live])).toEqual([{ partition: live, low: '0', high: '0' }]);
+      await probe.disconnect();
       await waitFor(() => effects.calls.some((c) => c.key === `${planId}/s5/1`), { message: 'the plan moved on with a broker down', timeoutMs: 120_000 });
       await startBroker({ dir, node: leader });
 
