@@ -69,9 +69,15 @@ export interface AgentDefinition {
   readonly turnRetry?: Partial<RetryPolicyInput>;
   /** The AI SDK's own retries of a failed model call within one attempt (default 2, the SDK's). */
   readonly maxRetries?: number;
+  /**
+   * Ask with `streamText` and publish the words on the attempt's live stream as they come (default true).
+   * False asks with `generateText`, for a model that only answers whole (no `doStream`): the turn is
+   * recorded the same, and its stream carries only the end marker.
+   */
+  readonly stream?: boolean;
 }
 
-export interface Agent extends Required<Pick<AgentDefinition, 'name' | 'model' | 'tools' | 'maxTurns' | 'maxToolCallsPerTurn' | 'maxTextBytes' | 'maxRetries'>> {
+export interface Agent extends Required<Pick<AgentDefinition, 'name' | 'model' | 'tools' | 'maxTurns' | 'maxToolCallsPerTurn' | 'maxTextBytes' | 'maxRetries' | 'stream'>> {
   readonly system: string | undefined;
   readonly budget: AgentBudget | undefined;
   readonly turnTimeoutMs: number | undefined;
@@ -107,6 +113,7 @@ export function defineAgent(def: AgentDefinition): Agent {
   positiveInt(def.turnTimeoutMs, 'turnTimeoutMs');
   positiveInt(def.budget?.tokens, 'budget.tokens');
   if (def.maxRetries !== undefined && !(Number.isSafeInteger(def.maxRetries) && def.maxRetries >= 0)) throw new TypeError('defineAgent: maxRetries must be a non-negative integer');
+  if (def.stream !== undefined && typeof def.stream !== 'boolean') throw new TypeError('defineAgent: stream must be a boolean');
   return Object.freeze({
     name: def.name,
     model: def.model,
@@ -119,6 +126,7 @@ export function defineAgent(def: AgentDefinition): Agent {
     turnTimeoutMs: def.turnTimeoutMs,
     turnRetry: def.turnRetry,
     maxRetries: def.maxRetries ?? 2,
+    stream: def.stream ?? true,
     turnTool: turnToolName(def.name),
   });
 }

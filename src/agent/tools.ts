@@ -1,4 +1,4 @@
-import { APICallError, asSchema, InvalidToolInputError, streamText, NoSuchToolError, type ModelMessage, type Tool as SdkTool, type ToolResultPart } from 'ai';
+import { APICallError, asSchema, generateText, InvalidToolInputError, streamText, NoSuchToolError, type ModelMessage, type Tool as SdkTool, type ToolResultPart } from 'ai';
 import { LedgerError } from '../errors.js';
 import { resolveRetryPolicy } from '../plan/index.js';
 import { defineTool, isTerminalError, RetryableError, TerminalError, type FollowUpItem, type Tool, type ToolContext, type ToolResult } from '../tools.js';
@@ -213,6 +213,19 @@ async function askStreaming(agent: Agent, messages: ModelMessage[], ctx: ToolCon
   return { text, toolCalls, finishReason, usage, response };
 }
 
+/** Asks the model once with `generateText` (an agent defined with `stream: false`): nothing is published before the turn is recorded. */
+async function askWhole(agent: Agent, messages: ModelMessage[], ctx: ToolContext) {
+  const r = await generateText({
+    model: agent.model,
+    ...(agent.system !== undefined ? { system: agent.system } : {}),
+    messages,
+    tools: sdkTools(agent),
+    abortSignal: ctx.signal,
+    maxRetries: agent.maxRetries,
+  });
+  return { text: r.text, toolCalls: r.toolCalls, finishReason: r.finishReason, usage: r.usage, response: r.response };
+}
+
 /** The turn tool: asks the model once, records its response, and plans the calls and the next turn as follow-ups. */
 function turnTool(agent: Agent): Tool {
   const toolsByName = new Map(agent.tools.map((t) => [t.name, t]));
@@ -236,7 +249,7 @@ function turnTool(agent: Agent): Tool {
 
       let response: Awaited<ReturnType<typeof askStreaming>>;
       try {
-        response = await askStreaming(agent, messages, ctx);
+        response = agent.stream ? await askStreaming(agent, messages, ctx) : await askWhole(agent, messages, ctx);
       } catch (e) {
         // A provider's answer that no retry can change (a bad key, a malformed request) fails the turn now;
         // anything else fails the attempt, and the ledger retries it (the turn was not recorded: asked again).

@@ -1,3 +1,4 @@
+import { MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { agentTools, defineAgent, defineAgentTool, runAgent, summarizeAgentRun, type TurnInput, type TurnOutput } from '../../src/agent/index.js';
@@ -108,6 +109,27 @@ describe('agents on the AI SDK (in-process executor, real broker and registry)',
     });
     expect(done.labels).toEqual({ agent: 'support' });
     expect(verifyChain((await ledger.planEvents(planId)).map((r) => r.event)).ok).toBe(true);
+  });
+
+  it('with stream: false asks a model that only answers whole (no doStream) with generateText: each turn asked once, recorded the same', async () => {
+    const { lookup, refund, invocations } = countedTools();
+    const script = [response([text('Looking order A up.'), call('c1', 'lookup', { orderId: 'A' })], { in: 40, out: 9 }), response([text('Order A cost 12.00.')], { in: 70, out: 7 })];
+    const model = new MockLanguageModelV3({ doGenerate: script });
+    const agent = defineAgent({ name: 'whole', model, tools: [lookup, refund], stream: false });
+    const { ledger } = await ledgerWithExecutor({ tools: agentTools(agent) });
+    const { planId } = await runAgent(ledger, { agent, goal: 'What did order A cost?', mode: 'execute' });
+    const done = await ledger.waitFor(planId, 'completed', { timeoutMs: 60_000 });
+    expect(model.doGenerateCalls).toHaveLength(2);
+    expect(model.doStreamCalls).toHaveLength(0);
+    expect(invocations.map((i) => [i.tool, i.input])).toEqual([['lookup', { orderId: 'A' }]]);
+    expect(done.itemOrder).toEqual(['turn-1', 'turn-1.call-0', 'turn-2']);
+    const turns = ['turn-1', 'turn-2'].map((id) => JSON.parse(done.items[id]!.outputJson!) as TurnOutput);
+    expect(turns.map((t) => [t.text, t.usage.totalTokens, t.finished])).toEqual([
+      ['Looking order A up.', 49, null],
+      ['Order A cost 12.00.', 77, 'answer'],
+    ]);
+    expect(done.items['turn-1']!.attempts).toHaveLength(1);
+    expect(done.items['turn-2']!.attempts).toHaveLength(1);
   });
 
   it('runs a propose-mode agent run only after its digest is approved', async () => {
