@@ -5,6 +5,9 @@ import type { Command } from 'commander';
 import { LedgerError } from '../src/errors.js';
 import type { Tool } from '../src/tools.js';
 
+/** How long a signal that came while the executor was starting waits for it to be up before the process exits. */
+const EARLY_SIGNAL_EXIT_MS = 15_000;
+
 /** Loads the tools a module exports: `tools` (an array), or a default export that is an array. */
 export async function loadTools(modulePath: string): Promise<Tool[]> {
   const url = pathToFileURL(resolve(modulePath)).href;
@@ -42,7 +45,8 @@ export function registerExecutorCommand(program: Command): void {
 Connection comes from PLAN_LEDGER_BROKERS / PLAN_LEDGER_REGISTRY_URL / PLAN_LEDGER_TOPIC_PREFIX, or the
 local stack. An approval policy (--policy or PLAN_LEDGER_POLICY) makes plans it covers wait for approval,
 whatever mode their client asked for; see examples/policies/. SIGTERM or SIGINT stops it gracefully: running items finish (or are aborted after the
-grace period), no transaction is left half-written, and the group hands its partitions over.
+grace period), no transaction is left half-written, and the group hands its partitions over. A signal that comes
+while it is still starting stops it so once it is up; one not up 15 s later exits with 143 (SIGINT: 130).
 
 Example:
   $ plan-ledger executor --tools ./dist/tools.js --concurrency 8 --tool-timeout 120000 --metrics-port 9464
@@ -63,6 +67,17 @@ Example:
       (await import('./native-addon.js')).ensureKafkaClient();
       const logger = createLogger({ name: 'plan-ledger-executor' });
       const { startExecutor } = await import('../executor/index.js');
+      // Signals are taken from here on: the executor owns partitions and runs items before it has finished
+      // starting (its announcement is written last), so a signal then stops it gracefully once it is up.
+      // One that is not up within EARLY_SIGNAL_EXIT_MS (a registry that never answers) exits the process.
+      let early: { signal: string; timer: NodeJS.Timeout } | undefined;
+      let onSignal = (signal: string): void => {
+        if (early) return;
+        logger.info({ signal }, 'stopping once started');
+        early = { signal, timer: setTimeout(() => process.exit(signal === 'SIGINT' ? 130 : 143), EARLY_SIGNAL_EXIT_MS) };
+      };
+      process.once('SIGTERM', () => onSignal('SIGTERM'));
+      process.once('SIGINT', () => onSignal('SIGINT'));
       const executor = await startExecutor({
         tools,
         concurrency: o.concurrency,
@@ -95,8 +110,10 @@ Example:
             done();
           });
         };
-        process.once('SIGTERM', () => shutdown('SIGTERM'));
-        process.once('SIGINT', () => shutdown('SIGINT'));
+        if (early) {
+          clearTimeout(early.timer);
+          shutdown(early.signal);
+        } else onSignal = shutdown;
       });
     });
 }

@@ -1,7 +1,8 @@
 // Executors announce themselves (<prefix>.plan-executors): two executor processes with different tools, read
 // by the CLI, the client and the projector's API against the real broker and registry; a plan naming a tool
 // nobody serves (warned, and refused with --strict-tools); corrupt, foreign and huge records skipped with
-// their reason; a kill -9 turning stale within the bound; a clean stop leaving nothing behind.
+// their reason; a kill -9 turning stale within the bound; a clean stop leaving nothing behind; a SIGTERM
+// that comes while an executor is still starting.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
@@ -13,7 +14,7 @@ import { configToEnv, topicNames, type LedgerConfig } from '../../src/config.js'
 import { announcementRecord } from '../../src/executors/index.js';
 import type { RecordWriter } from '../../src/kafka/index.js';
 import { testConfig, testKafka, testLogger, waitFor } from '../support/helpers.js';
-import { runCli, type CliResult } from '../support/processes.js';
+import { runCli, spawnExecutor, type CliResult } from '../support/processes.js';
 
 const ANNOUNCE_MS = 1000;
 /** Three heartbeat intervals. */
@@ -239,4 +240,19 @@ describe('executors announce themselves', () => {
     expect(waited.code).toBe(1);
     expect(waited.stderr).toMatch(new RegExp(`^plan-ledger: no executor decided CreatePlan for plan \\S+ within 2000 ms — is an executor running on prefix "${config.topicPrefix}"\\? \\(${none.replace(/[()]/g, '\\$&')}\\)\\n$`));
   });
+});
+
+describe('an executor process told to stop while it starts', () => {
+  // The executor owns partitions before it has finished starting, so the process takes signals from the
+  // start: one that comes then stops it once it is up, and one that is not up 15 s later (here: a registry
+  // that never answers) exits with 143. Before, such a SIGTERM killed it at once, graceful stop or not.
+  it('a SIGTERM while the registry does not answer: said, then exit 143 (not killed by the signal)', async () => {
+    const quiet = { ...testConfig({ partitions: 1 }), registryUrl: 'http://127.0.0.1:9/apis/ccompat/v7' };
+    const exec = spawnExecutor(quiet, { label: 'early-term' });
+    await exec.waitForLog((l) => l.msg === 'schema registry unavailable at start-up; asking again', 60_000);
+    exec.kill('SIGTERM');
+    await exec.waitForLog((l) => l.msg === 'stopping once started' && l.signal === 'SIGTERM');
+    expect(await exec.exited).toEqual({ code: 143, signal: null });
+    expect(exec.logs.some((l) => l.msg === 'executor started')).toBe(false);
+  }, 120_000);
 });
