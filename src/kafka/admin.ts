@@ -154,6 +154,7 @@ export class ConfluentAdmin implements LedgerAdmin {
   private async listOffsetsOnce(topic: string, spec: unknown, partitions: number, committed = true, only?: readonly number[]): Promise<Array<{ partition: number; offset: number }>> {
     const { IsolationLevel } = confluent();
     const ids = only !== undefined ? only.filter((p) => p >= 0 && p < partitions) : Array.from({ length: partitions }, (_, p) => p);
+    if (ids.length === 0) return [];
     const req = ids.map((partition) => ({ topic, partition, offset: spec }));
     type Listed = { topic: string; partition: number; offset: number; error?: unknown };
     // ListOffsets finds leaders in the client's metadata cache and does not refresh it on an error: a topic
