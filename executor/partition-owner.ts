@@ -12,6 +12,9 @@ import { PlanTraces } from './tracing.js';
 
 export { CommandStepError, type BatchGuard } from './command-handler.js';
 
+/** How often a take-over (fence and restore) that has not ended says which step it waits in. */
+const TAKE_OVER_WARN_MS = 10_000;
+
 /**
  * The executor's view of one owned partition: the only writer of the partition's events, through
  * fenced writers whose transactional ids are fixed per partition ({@link partitionTransactionalIds}), so
@@ -75,11 +78,24 @@ export class PartitionOwner {
 
   private async start(): Promise<void> {
     const t0 = Date.now();
+    // A take-over that is slow says which step it waits in, every TAKE_OVER_WARN_MS, until it ends.
+    let step = 'fence';
+    const watch = setInterval(() => this.log.warn({ step, waitingMs: Date.now() - t0 }, 'taking the partition over is still waiting'), TAKE_OVER_WARN_MS);
+    watch.unref();
+    try {
+      await this.takeOver(t0, (s) => (step = s));
+    } finally {
+      clearInterval(watch);
+    }
+  }
+
+  private async takeOver(t0: number, stepping: (step: string) => void): Promise<void> {
     // Fence first, then read: once both ids are initialised, the previous owner can commit nothing more,
     // so the log we restore from is final.
     this.writers = partitionTransactionalIds(this.d.config.topicPrefix, this.partition).map((id) => this.d.kafka.fencedWriter(id));
     await Promise.all(this.writers.map((w) => w.connect()));
     const fenceMs = Date.now() - t0;
+    stepping('restore');
     this.appender = new TransactionalAppender({
       writers: this.writers,
       member: this.d.member,
