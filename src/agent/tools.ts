@@ -166,6 +166,18 @@ export function turnItemId(turn: number): string {
   return `turn-${turn}`;
 }
 
+/** What one turn asks the model, streamed or whole. */
+function modelCall(agent: Agent, messages: ModelMessage[], ctx: ToolContext) {
+  return {
+    model: agent.model,
+    ...(agent.system !== undefined ? { system: agent.system } : {}),
+    messages,
+    tools: sdkTools(agent),
+    abortSignal: ctx.signal,
+    maxRetries: agent.maxRetries,
+  };
+}
+
 /**
  * Asks the model once with `streamText` and publishes what it says as it comes on the attempt's stream
  * (`ctx.stream`): text deltas up to the agent's maxTextBytes (cut where the recorded text is cut, so the
@@ -175,12 +187,7 @@ export function turnItemId(turn: number): string {
 async function askStreaming(agent: Agent, messages: ModelMessage[], ctx: ToolContext) {
   let failure: { error: unknown } | undefined;
   const result = streamText({
-    model: agent.model,
-    ...(agent.system !== undefined ? { system: agent.system } : {}),
-    messages,
-    tools: sdkTools(agent),
-    abortSignal: ctx.signal,
-    maxRetries: agent.maxRetries,
+    ...modelCall(agent, messages, ctx),
     onError: () => {}, // the error part below carries it
   });
   let streamed = 0;
@@ -215,14 +222,7 @@ async function askStreaming(agent: Agent, messages: ModelMessage[], ctx: ToolCon
 
 /** Asks the model once with `generateText` (an agent defined with `stream: false`): nothing is published before the turn is recorded. */
 async function askWhole(agent: Agent, messages: ModelMessage[], ctx: ToolContext) {
-  const r = await generateText({
-    model: agent.model,
-    ...(agent.system !== undefined ? { system: agent.system } : {}),
-    messages,
-    tools: sdkTools(agent),
-    abortSignal: ctx.signal,
-    maxRetries: agent.maxRetries,
-  });
+  const r = await generateText(modelCall(agent, messages, ctx));
   return { text: r.text, toolCalls: r.toolCalls, finishReason: r.finishReason, usage: r.usage, response: r.response };
 }
 
