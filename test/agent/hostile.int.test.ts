@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { APICallError } from 'ai';
+import { MockLanguageModelV3 } from 'ai/test';
 import { z } from 'zod';
 import { agentTools, defineAgent, defineAgentTool, runAgent, summarizeAgentRun, type Agent, type TurnOutput } from '../../src/agent/index.js';
 import type { Ledger } from '../../src/client/index.js';
@@ -191,6 +192,40 @@ describe('hostile model output and failing tools (in-process executor, real brok
     expect(turn.failure?.reason).toBe('retries_exhausted');
     expect(model.doStreamCalls).toHaveLength(2);
     expect(summarizeAgentRun(failed)).toMatchObject({ finished: null, status: 'failed', turns: [] });
+    await healthyRunCompletes(ledger, healthy);
+  });
+
+  it('stream: false (generateText): a confused model\'s calls end as errors or items, a model that never answers in a recorded TIMEOUT; the executor keeps serving', async () => {
+    const t = tools();
+    const confused = new MockLanguageModelV3({
+      doGenerate: [
+        response([call('u1', 'delete_everything', { really: true }), call('b2', 'lookup', '{not json'), call('ok', 'lookup', { orderId: 'A' })]),
+        response([text('Only order A could be looked up.')]),
+      ],
+    });
+    const whole = defineAgent({ name: 'whole-confused', model: confused, tools: t.list, stream: false });
+    const silent = defineAgent({ name: 'whole-silent', model: new MockLanguageModelV3({ doGenerate: () => new Promise<never>(() => {}) }), tools: t.list, stream: false, turnTimeoutMs: 1000, turnRetry: { maxAttempts: 2, initialBackoffMs: 50 } });
+    const healthy = healthyAgent();
+    const { ledger } = await ledgerWithExecutor({ tools: agentTools(whole, silent, healthy) });
+
+    const { planId } = await runAgent(ledger, { agent: whole, goal: 'do things', mode: 'execute' });
+    const done = await ledger.waitFor(planId, 'completed', { timeoutMs: 60_000 });
+    const turn1 = JSON.parse(done.items['turn-1']!.outputJson!) as TurnOutput;
+    expect(turn1.toolCalls.map((c) => [c.toolCallId, c.itemId ?? c.error?.code])).toEqual([
+      ['u1', 'UNKNOWN_TOOL'],
+      ['b2', 'INVALID_ARGUMENTS'],
+      ['ok', 'turn-1.call-0'],
+    ]);
+    expect(t.effects).toEqual([`${planId}/turn-1.call-0/1`]);
+    expect(confused.doGenerateCalls).toHaveLength(2);
+    expect(summarizeAgentRun(done)).toMatchObject({ finished: 'answer', answer: 'Only order A could be looked up.' });
+
+    const quiet = await runAgent(ledger, { agent: silent, goal: 'hello?', mode: 'execute' });
+    const failed = await ledger.waitFor(quiet.planId, 'failed', { timeoutMs: 60_000 });
+    expect(failed.items['turn-1']!.attempts.map((a) => [a.outcome, a.error?.code])).toEqual([
+      ['failed_retryable', 'TIMEOUT'],
+      ['failed_retryable', 'TIMEOUT'],
+    ]);
     await healthyRunCompletes(ledger, healthy);
   });
 
