@@ -41,3 +41,14 @@ export {
 } from './plan/index.js';
 export * from './agent/index.js';
 export { checkTools, STALE_AFTER_HEARTBEATS, type ExecutorInfo, type ExecutorList, type InvalidAnnouncement, type ToolCheck } from './executors/index.js';
+export {
+  planUIMessageStream,
+  planUIMessageStreamResponse,
+  planUICursor,
+  type PlanUIMessage,
+  type PlanUIChunk,
+  type PlanUIMetadata,
+  type PlanUIDataParts,
+  type PlanUIStreamOptions,
+  type UIStreamLedger,
+} from './streams/ui.js';

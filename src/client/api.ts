@@ -255,9 +255,10 @@ export interface Ledger {
    * starts before the read; events seen by both are applied once, by seq). A plan this client created is
    * not read at all: the client has followed it on the tail since before its first event (the first
    * `waitFor` after `createPlan` takes that state over). Payloads stored by reference are read back whole
-   * in the state it returns.
+   * in the state it returns. `timeoutMs` (default 60 s; `Infinity` for none) ends the wait with TIMEOUT,
+   * `signal` with its reason.
    */
-  waitFor(planId: string, status: PlanStatus | ((s: PlanState) => boolean), opts?: { timeoutMs?: number }): Promise<PlanState>;
+  waitFor(planId: string, status: PlanStatus | ((s: PlanState) => boolean), opts?: { timeoutMs?: number; signal?: AbortSignal }): Promise<PlanState>;
   /**
    * The plan's live stream (`<prefix>.plan-streams`): an agent turn's text deltas, tool-call starts and
    * usage, a tool's `ctx.stream.write(...)` progress, and each attempt's end marker (`final` once its result

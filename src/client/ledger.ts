@@ -412,7 +412,7 @@ class LedgerClient implements Ledger {
     return verifyPlanInLog(this.log, target);
   }
 
-  waitFor(planId: string, status: PlanStatus | ((s: PlanState) => boolean), opts: { timeoutMs?: number } = {}): Promise<PlanState> {
+  waitFor(planId: string, status: PlanStatus | ((s: PlanState) => boolean), opts: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<PlanState> {
     return waitForPlan(
       { events: this.events, followed: this.followed, read: (id) => this.getPlan(id, { payloads: 'reference' }), readable: (st) => this.readable(st) },
       planId,

@@ -5,7 +5,8 @@ import type { FollowedPlans } from './followed.js';
 
 /**
  * `Ledger.waitFor`: the plan's state once it matches `status` (a status, or a predicate), read back whole
- * through `deps.readable`; TIMEOUT after `opts.timeoutMs` (default 60 s) naming the status it is in.
+ * through `deps.readable`; TIMEOUT after `opts.timeoutMs` (default 60 s; `Infinity`: none) naming the status
+ * it is in; the reason of `opts.signal` once it aborts.
  * Listens on the events tail first and reads the plan after (a plan this client created is followed
  * already), so no event in between is missed, and each is applied once, by seq.
  */
@@ -13,8 +14,9 @@ export async function waitForPlan(
   deps: { events: EventsTail; followed: FollowedPlans; read: (planId: string) => Promise<PlanState | undefined>; readable: (s: PlanState) => Promise<PlanState> },
   planId: string,
   status: PlanStatus | ((s: PlanState) => boolean),
-  opts: { timeoutMs?: number } = {},
+  opts: { timeoutMs?: number; signal?: AbortSignal } = {},
 ): Promise<PlanState> {
+  opts.signal?.throwIfAborted();
   const match = typeof status === 'function' ? status : (s: PlanState) => s.status === status;
   const timeoutMs = opts.timeoutMs ?? 60_000;
   let state: PlanState | undefined;
@@ -37,6 +39,7 @@ export async function waitForPlan(
   // Listen first, then read the log: events in between are seen by both and applied once (by seq).
   const stop = deps.events.listen(planId, apply);
   let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
   try {
     // A plan this client created has been followed on the tail since before its first event: its state
     // is here already, with the same tail delivering what comes next. Otherwise, read it from the log.
@@ -49,6 +52,12 @@ export async function waitForPlan(
     const reached = await Promise.race([
       matched,
       new Promise<PlanState>((_, reject) => {
+        if (opts.signal) {
+          const signal = opts.signal;
+          onAbort = () => reject(signal.reason);
+          signal.addEventListener('abort', onAbort, { once: true });
+        }
+        if (timeoutMs === Infinity) return;
         timer = setTimeout(
           () => reject(new LedgerError('TIMEOUT', `plan ${planId} did not reach ${typeof status === 'string' ? status : 'the condition'} within ${timeoutMs} ms (now ${state?.status ?? 'unknown'})`, { planId, status: state?.status })),
           timeoutMs,
@@ -59,5 +68,6 @@ export async function waitForPlan(
   } finally {
     stop();
     clearTimeout(timer);
+    if (onAbort) opts.signal?.removeEventListener('abort', onAbort);
   }
 }

@@ -66,7 +66,8 @@ class ConfluentKafka implements KafkaClient {
 
   async readToEnd(opts: ReadToEndOptions): Promise<Map<number, string>> {
     const admin = await this.readerAdmin();
-    if (opts.follow) return readToEnd(this.readerContext(), admin, opts);
+    // A pooled reader fetches ahead as far as librdkafka's default: a bound on what is fetched ahead needs its own.
+    if (opts.follow || opts.prefetchKiB !== undefined) return readToEnd(this.readerContext(), admin, opts);
     this.pool ??= new ReaderPool(this.readerContext());
     return readToEnd(this.readerContext(), admin, opts, this.pool);
   }

@@ -141,9 +141,9 @@ export interface ReadToEndOptions {
   /** Counts what the read fetched. */
   readonly stats?: ReadStats;
   /**
-   * A live tail's (`follow`) bound on what the client library fetches ahead of `onRecords` (KiB; default
-   * librdkafka's 64 MiB): with `onRecords` waiting, fetching stops there, so a reader that does not read
-   * holds at most this much.
+   * A bound on what the client library fetches ahead of `onRecords` (KiB; default librdkafka's 64 MiB):
+   * with `onRecords` waiting, fetching stops there, so a reader that does not read holds at most this
+   * much. Given, the read has a consumer of its own (not one of the pooled readers).
    */
   readonly prefetchKiB?: number;
 }

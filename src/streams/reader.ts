@@ -18,6 +18,11 @@ export interface StreamOptions {
   from?: 'beginning' | 'live' | string;
   /** Ends the iteration (it returns normally). */
   signal?: AbortSignal;
+  /**
+   * Whether to wait for what is written next (default true). `false` reads up to the end of what the
+   * partition holds when the read starts, then returns: a replay, or the rest of a plan that has ended.
+   */
+  follow?: boolean;
 }
 
 export interface StreamReaderDeps {
@@ -68,7 +73,7 @@ export async function* readPlanStream(d: StreamReaderDeps, planId: string, opts:
       topic: d.topic,
       partitions: [partition],
       from: new Map([[partition, start.toString()]]),
-      follow: stop.signal,
+      ...(opts.follow === false ? { isComplete: () => stop.signal.aborted } : { follow: stop.signal }),
       prefetchKiB: STREAM_PREFETCH_KIB,
       onRecords: (records) =>
         new Promise<void>((taken) => {

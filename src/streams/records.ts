@@ -106,12 +106,13 @@ export function encodeCursor(planId: string, partition: number, nextOffset: bigi
 
 /**
  * The next offset a cursor stands for. VALIDATION, naming the field `from`, for anything that is not a
- * cursor this plan's reader handed out: garbage, another plan's, another partition count's.
+ * cursor this plan's reader handed out: garbage, another plan's, another partition count's (checked when
+ * `partition` is given).
  */
-export function parseCursor(cursor: string, planId: string, partition: number): bigint {
+export function parseCursor(cursor: string, planId: string, partition?: number): bigint {
   const m = typeof cursor === 'string' ? /^s1\.(\d{1,5})\.(\d{1,19})\.([0-9a-f]{8})$/.exec(cursor) : null;
   if (!m) throw new LedgerError('VALIDATION', `from: ${JSON.stringify(String(cursor).slice(0, 80))} is not a stream cursor (expected 'beginning', 'live' or a cursor a chunk carried)`, { field: 'from' });
   if (m[3] !== planTag(planId)) throw new LedgerError('VALIDATION', `from: the cursor belongs to another plan's stream, not ${planId}'s`, { field: 'from' });
-  if (Number(m[1]) !== partition) throw new LedgerError('VALIDATION', `from: the cursor names partition ${m[1]}, but plan ${planId}'s stream is on partition ${partition} (another partition count?)`, { field: 'from' });
+  if (partition !== undefined && Number(m[1]) !== partition) throw new LedgerError('VALIDATION', `from: the cursor names partition ${m[1]}, but plan ${planId}'s stream is on partition ${partition} (another partition count?)`, { field: 'from' });
   return BigInt(m[2]!);
 }

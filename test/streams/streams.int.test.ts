@@ -3,11 +3,17 @@
 // simulateReadableStream) whose deltas a `ledger.stream` reader gets before the turn is recorded, a reader
 // that stops and resumes from its cursor, a tool's progress, and the bad inputs: 10 MB of text, 100,000
 // tiny deltas, a reader that stops reading, a stream that never ends, a garbage cursor and an erased plan's cursor.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
+import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import type { LanguageModelV3StreamPart } from '@ai-sdk/provider';
-import { simulateReadableStream } from 'ai';
+import { DefaultChatTransport, readUIMessageStream, simulateReadableStream } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentTools, defineAgent, runAgent, summarizeAgentRun, type TurnOutput } from '../../src/agent/index.js';
+import { z } from 'zod';
+import { agentTools, defineAgent, defineAgentTool, runAgent, summarizeAgentRun, type TurnOutput } from '../../src/agent/index.js';
+import { planUICursor, planUIMessageStreamResponse, type PlanUIChunk, type PlanUIMessage } from '../../src/streams/ui.js';
 import { connectLedger, type Ledger, type StreamChunk } from '../../src/client/index.js';
 import { topicNames, type LedgerConfig } from '../../src/config.js';
 import { isLedgerError } from '../../src/errors.js';
@@ -15,7 +21,7 @@ import { startExecutor, type ExecutorHandle } from '../../executor/executor.js';
 import { startProjector } from '../../projector/index.js';
 import { defineTool } from '../../src/tools.js';
 import { createKafka } from '../../src/kafka/index.js';
-import { response, scriptedModel, streamParts, text, wordDeltas } from '../agent/script.js';
+import { call, response, scriptedModel, streamParts, text, turnOf, wordDeltas } from '../agent/script.js';
 import { readAll, testConfig, testLogger, waitFor } from '../support/helpers.js';
 
 const WORDS = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ') + '.';
@@ -83,6 +89,21 @@ const endless = defineAgent({
   turnTimeoutMs: 1500,
   turnRetry: { maxAttempts: 1 },
 });
+// The AI SDK UI adapter's run: a first turn that says something and looks an order up, a second that
+// answers in forty words and is held half-way until `releaseUi`.
+let releaseUi!: () => void;
+const uiGate = new Promise<void>((r) => (releaseUi = r));
+const UI_FIRST = 'Let me look order 42 up.';
+const uiAnswer = streamParts(response([text(WORDS)], { in: 20, out: 40 }));
+const uiHalf = uiAnswer.findIndex((p) => p.type === 'text-delta' && p.delta.includes('word20'));
+const uiModel = new MockLanguageModelV3({
+  doStream: async (options) =>
+    turnOf(options) === 1
+      ? { stream: simulateReadableStream({ chunks: streamParts(response([text(UI_FIRST), call('c1', 'lookup', { orderId: '42' })], { in: 10, out: 8 })), initialDelayInMs: null, chunkDelayInMs: 30 }) }
+      : { stream: gated(uiAnswer.slice(0, uiHalf), uiGate, uiAnswer.slice(uiHalf)) },
+});
+const lookup = defineAgentTool({ name: 'lookup', description: 'Look an order up', inputSchema: z.object({ orderId: z.string() }), run: ({ orderId }) => ({ orderId, returnedCents: 1299 }) });
+const uiAgent = defineAgent({ name: 'ui', model: uiModel, tools: [lookup] });
 const pager = defineTool({
   name: 'pager',
   async run(input: { pages: number }, ctx) {
@@ -96,7 +117,7 @@ let executor: ExecutorHandle;
 let ledger: Ledger;
 beforeAll(async () => {
   config = testConfig({ partitions: 1 });
-  executor = await startExecutor({ tools: [...agentTools(live, chatty, healthy, huge, tiny, endless), pager], config, concurrency: 8, sessionTimeoutMs: 6000, heartbeatIntervalMs: 500, logger: testLogger });
+  executor = await startExecutor({ tools: [...agentTools(live, chatty, healthy, huge, tiny, endless, uiAgent), pager], config, concurrency: 8, sessionTimeoutMs: 6000, heartbeatIntervalMs: 500, logger: testLogger });
   ledger = await connectLedger(config);
   await executor.started;
 });
@@ -322,6 +343,136 @@ describe('live streams (in-process executor, real broker and registry)', () => {
       expect(JSON.parse(bad[0]!.data)).toMatchObject({ code: 'VALIDATION' });
     } finally {
       await projector.stop();
+    }
+  });
+});
+
+/** A fetch-style route handler (what `export const GET` is in a Next.js app) served over HTTP at `/api/chat/:id/stream`. */
+async function serveRoute(handler: (request: Request, id: string) => Promise<Response>): Promise<{ url: string; close: () => Promise<void> }> {
+  const server: Server = createServer((req, res) => {
+    const m = /^\/api\/chat\/([^/?]+)\/stream(?:\?.*)?$/.exec(req.url ?? '');
+    if (!m) return void res.writeHead(404).end();
+    const aborted = new AbortController();
+    res.on('close', () => aborted.abort());
+    void handler(new Request(`http://${req.headers.host}${req.url}`, { signal: aborted.signal }), decodeURIComponent(m[1]!)).then((response) => {
+      res.writeHead(response.status, Object.fromEntries(response.headers));
+      if (!response.body) return void res.end();
+      const body = Readable.fromWeb(response.body as NodeReadableStream<Uint8Array>);
+      res.on('close', () => body.destroy());
+      body.pipe(res);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((r) => server.close(() => r())) };
+}
+
+/**
+ * One resume request as `useChat` makes it (the AI SDK's DefaultChatTransport, `GET /api/chat/<id>/stream`,
+ * `?from=` added by `prepareReconnectToStreamRequest`), read with the AI SDK's readUIMessageStream until it
+ * ends or `until` says so; the chunks are the transport's (parsed and checked against the SDK's schema).
+ */
+async function resumeRequest(url: string, planId: string, opts: { from?: string; message?: PlanUIMessage; until?: (m: PlanUIMessage) => boolean } = {}) {
+  const ac = new AbortController();
+  const transport = new DefaultChatTransport<PlanUIMessage>({
+    api: `${url}/api/chat`,
+    prepareReconnectToStreamRequest: ({ id }) => ({ api: `${url}/api/chat/${encodeURIComponent(id)}/stream${opts.from !== undefined ? `?from=${encodeURIComponent(opts.from)}` : ''}` }),
+  });
+  const stream = await transport.reconnectToStream({ chatId: planId, abortSignal: ac.signal });
+  if (stream === null) throw new Error('204: nothing to resume');
+  const [raw, forUi] = stream.tee();
+  const chunks: PlanUIChunk[] = [];
+  const collecting = (async () => {
+    const reader = raw.getReader();
+    for (let r = await reader.read(); !r.done; r = await reader.read()) chunks.push(r.value as PlanUIChunk);
+  })().catch(() => {});
+  let message: PlanUIMessage | undefined;
+  const errors: string[] = [];
+  for await (const m of readUIMessageStream<PlanUIMessage>({ stream: forUi, ...(opts.message ? { message: opts.message } : {}), onError: (e) => errors.push(String(e)) })) {
+    message = m;
+    if (opts.until?.(m)) break;
+  }
+  ac.abort();
+  await collecting;
+  return { message: message!, chunks, errors };
+}
+const uiText = (m: PlanUIMessage) => m.parts.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('');
+const uiCursors = (chunks: PlanUIChunk[]) => chunks.flatMap((c) => (c.type === 'message-metadata' && c.messageMetadata.cursor !== undefined ? [c.messageMetadata.cursor] : []));
+const uiDeltas = (chunks: PlanUIChunk[]) => chunks.flatMap((c) => (c.type === 'text-delta' ? [c.delta] : [])).join('');
+
+describe('the AI SDK UI adapter (useChat\'s resume request against the real stack)', () => {
+  it('shows a running turn\'s words live, resumes from the message\'s cursor with nothing missed or twice, replays a finished run, and names a bad cursor or an erased plan', async () => {
+    let open = 0;
+    // The route as an app writes it; the ledger reads it opens are counted, to see a disconnect close them.
+    const counted = {
+      getPlan: ledger.getPlan.bind(ledger),
+      waitFor: ledger.waitFor.bind(ledger),
+      stream: (planId: string, opts?: Parameters<Ledger['stream']>[1]) => {
+        const it = ledger.stream(planId, opts);
+        open++;
+        return (async function* () {
+          try {
+            yield* it;
+          } finally {
+            open--;
+          }
+        })();
+      },
+    };
+    const route = await serveRoute((request, id) => planUIMessageStreamResponse(counted, id, { request }));
+    try {
+      const { planId } = await runAgent(ledger, { agent: uiAgent, goal: 'what came back on order 42?' });
+      // A first page: reads until the second turn's twentieth word shows, while that turn is unrecorded.
+      const first = await resumeRequest(route.url, planId, { until: (m) => uiText(m).includes('word19') });
+      const midway = await ledger.getPlan(planId);
+      expect(midway?.items['turn-2']?.status).toBe('in_progress');
+      expect(midway?.items['turn-2']?.attempts.map((a) => a.outcome ?? null)).toEqual([null]);
+      expect(first.message.id).toBe(planId);
+      expect(first.errors).toEqual([]);
+      expect(uiText(first.message)).toBe(UI_FIRST + wordDeltas(WORDS).slice(0, 20).join(''));
+      expect(first.message.parts.find((p) => p.type === 'dynamic-tool')).toMatchObject({ toolName: 'lookup', toolCallId: 'c1', state: 'output-available', input: { orderId: '42' }, output: { orderId: '42', returnedCents: 1299 } });
+      // The page is reloaded: its request is gone, and so are the ledger reads it held.
+      await waitFor(async () => (open === 0 ? true : undefined), { timeoutMs: 15_000, message: 'the ledger reads of a closed request closed' });
+      // Where the page's message is up to: its text never runs ahead of this cursor.
+      const cursor = planUICursor(first.message)!;
+      const seen = first.chunks.slice(0, first.chunks.findIndex((c) => c.type === 'message-metadata' && c.messageMetadata.cursor === cursor) + 1);
+      expect(uiDeltas(seen)).toBe(uiText(first.message));
+
+      // The reloaded page resumes from the cursor its message carries; the model goes on.
+      releaseUi();
+      const second = await resumeRequest(route.url, planId, { from: cursor, message: first.message });
+      const done = await ledger.waitFor(planId, 'completed', { timeoutMs: 30_000 });
+      const recorded = ['turn-1', 'turn-2'].map((id) => (JSON.parse(done.items[id]!.outputJson!) as TurnOutput).text);
+      expect(recorded).toEqual([UI_FIRST, WORDS]);
+      expect(second.errors).toEqual([]);
+      expect(uiText(second.message)).toBe(recorded.join(''));
+      expect(second.message.metadata).toMatchObject({ planId, status: 'completed' });
+      expect(second.chunks.at(-1)).toMatchObject({ type: 'finish', finishReason: 'stop' });
+
+      // A whole replay of the finished run: the same chunks as the two requests together, none twice.
+      const replay = await resumeRequest(route.url, planId);
+      expect(replay.errors).toEqual([]);
+      const cursors = uiCursors(replay.chunks);
+      expect([...uiCursors(seen), ...uiCursors(second.chunks)]).toEqual(cursors);
+      expect(new Set(cursors).size).toBe(cursors.length);
+      expect(uiDeltas(seen) + uiDeltas(second.chunks)).toBe(uiDeltas(replay.chunks));
+      expect(uiDeltas(replay.chunks)).toBe(recorded.join(''));
+      // Text parts equal to the recorded texts, one step per turn, the tool call with its input and output.
+      expect(replay.message.id).toBe(planId);
+      expect(replay.message.parts.flatMap((p) => (p.type === 'text' ? [p.text] : []))).toEqual(recorded);
+      expect(replay.message.parts.map((p) => p.type)).toEqual(['step-start', 'text', 'dynamic-tool', 'step-start', 'text']);
+      expect(replay.message.parts[2]).toMatchObject({ type: 'dynamic-tool', toolName: 'lookup', state: 'output-available', input: { orderId: '42' }, output: { orderId: '42', returnedCents: 1299 } });
+      expect(replay.message.metadata).toMatchObject({ planId, status: 'completed', cursor: cursors.at(-1) });
+      expect(replay.chunks[0]).toMatchObject({ type: 'start', messageId: planId });
+
+      // Bad requests: one line naming what is wrong, as the error useChat shows.
+      const failure = (from: string | undefined, id = planId) => resumeRequest(route.url, id, from === undefined ? {} : { from }).then(() => 'answered', (e: Error) => e.message);
+      expect(await failure('garbage')).toMatch(/^VALIDATION: from: "garbage" is not a stream cursor/);
+      expect(await failure(undefined, 'no-such-plan')).toMatch(/^NOT_FOUND: plan no-such-plan not found \(unknown or erased\)/);
+      await ledger.erase(planId, { by: 'test', reason: 'gdpr' });
+      expect(await failure(cursor)).toMatch(/^NOT_FOUND: plan .* not found \(unknown or erased\)/);
+      await waitFor(async () => (open === 0 ? true : undefined), { timeoutMs: 15_000, message: 'every ledger read closed' });
+    } finally {
+      await route.close();
     }
   });
 });
