@@ -1,5 +1,6 @@
-import { createServer, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { DEFAULT_MAX_REQUEST_BODY_SIZE, requestBodyTooLargeMessage } from '@modelcontextprotocol/sdk/server/requestBody.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { bearerToken, compileTokens, type TokenSet } from '../src/api-tokens.js';
 import { assertBrokersReachable } from '../src/audit/log.js';
@@ -40,6 +41,24 @@ async function serveStdio(ledger: Ledger, by: string | undefined): Promise<void>
   await server.close().catch(() => {});
 }
 
+/** The request's body as text, or undefined past `max` bytes. */
+async function readBody(req: IncomingMessage, max: number): Promise<string | undefined> {
+  if (Number(req.headers['content-length'] ?? 0) > max) return undefined;
+  const parts: Buffer[] = [];
+  let bytes = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    bytes += chunk.length;
+    if (bytes > max) return undefined;
+    parts.push(chunk);
+  }
+  return Buffer.concat(parts).toString('utf8');
+}
+
+/** Whether a JSON-RPC message (or batch) carries a progressToken. */
+function asksProgress(message: unknown): boolean {
+  return (Array.isArray(message) ? message : [message]).some((m) => (m as { params?: { _meta?: { progressToken?: unknown } } } | null)?.params?._meta?.progressToken !== undefined);
+}
+
 function refuse(res: ServerResponse, status: number, message: string): void {
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message }, id: null }));
 }
@@ -61,14 +80,24 @@ async function serveHttp(ledger: Ledger, port: number, host: string): Promise<vo
       if (given === null) return refuse(res, 401, 'missing bearer token (Authorization: Bearer <token>)');
       const principal = tokens.lookup(given);
       if (!principal || !principal.scopes.includes('read')) return refuse(res, 403, 'wrong API token');
+      // Read here (as the SDK would, to its bound) to see whether the call asks for progress: its answer is
+      // then an event stream carrying the notifications; any other answer stays one JSON document.
+      const body = await readBody(req, DEFAULT_MAX_REQUEST_BODY_SIZE);
+      if (body === undefined) return refuse(res, 413, requestBodyTooLargeMessage(DEFAULT_MAX_REQUEST_BODY_SIZE));
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(body);
+      } catch {
+        return void res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32700, message: 'Parse error: Invalid JSON' }, id: null }));
+      }
       const server = ledgerMcpServer(ledger, { by: principal.name, canWrite: principal.scopes.includes('write'), fixedActor: true });
-      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !asksProgress(parsed) });
       res.once('close', () => {
         void transport.close();
         void server.close();
       });
       await server.connect(transport);
-      await transport.handleRequest(req, res);
+      await transport.handleRequest(req, res, parsed);
     })().catch((e: unknown) => {
       if (!res.headersSent) refuse(res, 500, (e as Error).message);
     });

@@ -5,6 +5,7 @@ import type { Ledger } from '../src/client/index.js';
 import { isLedgerError, LedgerError } from '../src/errors.js';
 import { isPlanFinished, type PlanState, type PlanStatus } from '../src/plan/index.js';
 import { showPlan } from '../src/secrets/redact.js';
+import { WaitProgress } from './mcp-progress.js';
 
 const STATUSES = ['none', 'draft', 'proposed', 'approved', 'running', 'completed', 'failed', 'cancelled'] as const satisfies readonly PlanStatus[];
 
@@ -208,12 +209,34 @@ export function ledgerMcpServer(ledger: Ledger, opts: { by?: string; canWrite?: 
   server.registerTool(
     'plan_wait',
     {
-      description: 'Wait until the plan reaches a status (default: finished — completed, failed or cancelled) or the timeout passes.',
+      description:
+        'Wait until the plan reaches a status (default: finished — completed, failed or cancelled) or the timeout passes. ' +
+        'With a progressToken, notifications/progress report the items completed of the total and a running turn\'s text as it streams (at most 4 a second, 2,048 characters of text each).',
       inputSchema: { planId: z.string(), status: z.enum(STATUSES).optional(), timeoutMs: z.number().int().positive().max(600_000).optional() },
       outputSchema: planView,
     },
-    (a) =>
-      answer(async () => view(await ledger.waitFor(a.planId, a.status ?? ((s) => isPlanFinished(s.status)), { timeoutMs: a.timeoutMs ?? 60_000 }))),
+    (a, extra) =>
+      answer(async () => {
+        const reached = a.status === undefined ? (s: PlanState) => isPlanFinished(s.status) : (s: PlanState) => s.status === a.status;
+        const token = extra._meta?.progressToken;
+        if (token === undefined) return view(await ledger.waitFor(a.planId, reached, { timeoutMs: a.timeoutMs ?? 60_000, signal: extra.signal }));
+        const progress = new WaitProgress(ledger, a.planId, token, (n) => extra.sendNotification(n));
+        progress.start(extra.signal);
+        let final: PlanState | undefined;
+        try {
+          final = await ledger.waitFor(
+            a.planId,
+            (s) => {
+              progress.onState(s);
+              return reached(s);
+            },
+            { timeoutMs: a.timeoutMs ?? 60_000, signal: extra.signal },
+          );
+          return view(final);
+        } finally {
+          await progress.stop(final);
+        }
+      }),
   );
 
   server.registerTool(

@@ -9,11 +9,40 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { simulateReadableStream } from 'ai';
+import { MockLanguageModelV3 } from 'ai/test';
+import { z } from 'zod';
+import { agentTools, defineAgent, defineAgentTool, runAgent, type TurnOutput } from '../../src/agent/index.js';
 import { configToEnv } from '../../src/config.js';
+import { call, response, streamParts, text, turnOf, wordDeltas } from '../agent/script.js';
 import { ledgerWithExecutor } from '../executor/support.js';
+import { tools } from '../fixtures/tools.js';
 import { freePortBlock, waitFor } from '../support/helpers.js';
 
 type Structured = Record<string, unknown>;
+
+// A run whose turns stream, for plan_wait's progress: the first turn waits for `releaseTalk`, says a
+// sentence and looks an order up; the second says forty words, 30 ms apart. `flood` says 1 MiB at once.
+const WORDS = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ') + '.';
+let releaseTalk!: () => void;
+const talkGate = new Promise<void>((r) => (releaseTalk = r));
+const talker = defineAgent({
+  name: 'talker',
+  model: new MockLanguageModelV3({
+    doStream: async (options) => {
+      if (turnOf(options) === 1) await talkGate;
+      const reply = turnOf(options) === 1 ? response([text('Looking order 42 up.'), call('c1', 'lookup', { orderId: '42' })]) : response([text(WORDS)]);
+      return { stream: simulateReadableStream({ chunks: streamParts(reply), initialDelayInMs: null, chunkDelayInMs: 30 }) };
+    },
+  }),
+  tools: [defineAgentTool({ name: 'lookup', description: 'Look an order up', inputSchema: z.object({ orderId: z.string() }), run: ({ orderId }) => ({ orderId }) })],
+});
+const MIB = 1024 * 1024;
+const flood = defineAgent({
+  name: 'flood',
+  model: new MockLanguageModelV3({ doStream: async () => ({ stream: simulateReadableStream({ chunks: streamParts(response([text('y'.repeat(MIB))])), initialDelayInMs: null, chunkDelayInMs: null }) }) }),
+  tools: [],
+});
 
 describe('plan-ledger mcp (stdio, the official MCP client)', () => {
   it('lists its tools with schemas; a plan created, proposed, approved and waited for through MCP runs and verifies', async () => {
@@ -123,6 +152,65 @@ describe('plan-ledger mcp (stdio, the official MCP client)', () => {
     expect((await ledger.planEvents(askPlan)).filter((r) => r.event.type === 'ItemSignalled').map((r) => r.event.actor)).toEqual(['agent-007']);
   });
 
+  it("plan_wait with a progressToken: items completed of the total, and a running turn's text as it streams, bounded in rate and size", async () => {
+    const { config, ledger } = await ledgerWithExecutor({ tools: [...tools, ...agentTools(talker, flood)] });
+    const env = Object.fromEntries(Object.entries({ ...process.env, ...configToEnv(config) }).filter((e): e is [string, string] => typeof e[1] === 'string'));
+    const client = new Client({ name: 'progress-client', version: '1.0.0' });
+    await client.connect(new StdioClientTransport({ command: process.execPath, args: ['bin/plan-ledger.js', 'mcp'], env, stderr: 'pipe' }));
+    onTestFinished(() => client.close());
+    const waitWithProgress = async (planId: string, onFirst?: () => void) => {
+      const notes: Array<{ progress: number; total?: number; message?: string }> = [];
+      const r = await client.callTool({ name: 'plan_wait', arguments: { planId, timeoutMs: 120_000 } }, undefined, {
+        onprogress: (p) => {
+          notes.push(p);
+          if (notes.length === 1) onFirst?.();
+        },
+        timeout: 130_000,
+      });
+      expect(r.isError ?? false, JSON.stringify(r.content)).toBe(false);
+      return { result: r.structuredContent as Structured, notes };
+    };
+    /** The text notifications of an item: what each kept, and the characters each said it left out. */
+    const textOf = (notes: Array<{ message?: string }>, itemId: string) =>
+      notes.flatMap((n) => {
+        const m = new RegExp(`^${itemId.replace(/\./g, '\\.')}: (?:\\[… (\\d+) characters\\] )?([\\s\\S]*)$`).exec(n.message ?? '');
+        return m ? [{ skipped: Number(m[1] ?? 0), kept: m[2]! }] : [];
+      });
+
+    // The model is held until the wait has sent its first notification: everything it says comes after.
+    const { planId } = await runAgent(ledger, { agent: talker, goal: 'what is on order 42?' });
+    const { result, notes } = await waitWithProgress(planId, releaseTalk);
+    expect(result.status).toBe('completed');
+    const done = await ledger.getPlan(planId);
+    const recorded = (id: string) => (JSON.parse(done!.items[id]!.outputJson!) as TurnOutput).text;
+    // progress rises with every notification; the last is every item completed.
+    expect(notes.filter((n, i) => i > 0 && !(n.progress > notes[i - 1]!.progress))).toEqual([]);
+    expect(notes.at(-1)).toEqual({ progress: 3, total: 3, message: '3/3 items completed (plan completed)' });
+    expect(notes[0]).toMatchObject({ progress: 0, total: 1, message: '0/1 items completed (plan running)' });
+    // Each turn's text, as it streamed: all of it, once, in order, coalesced into fewer notifications than deltas.
+    for (const [turn, said] of [['turn-1', 'Looking order 42 up.'], ['turn-2', WORDS]] as const) {
+      const texts = textOf(notes, turn);
+      expect(recorded(turn)).toBe(said);
+      expect(texts.map((t) => t.kept).join('')).toBe(said);
+      expect(texts.every((t) => t.skipped === 0)).toBe(true);
+      expect(texts.length).toBeGreaterThanOrEqual(turn === 'turn-2' ? 2 : 1);
+      expect(texts.length).toBeLessThan(wordDeltas(said).length);
+    }
+
+    // 1 MiB said at once: each notification carries at most 2,048 characters and counts what it left out.
+    const big = await runAgent(ledger, { agent: flood, goal: 'say a lot' });
+    const floodWait = await waitWithProgress(big.planId);
+    expect(floodWait.result.status).toBe('completed');
+    const texts = textOf(floodWait.notes, 'turn-1');
+    expect(texts.length).toBeGreaterThanOrEqual(1);
+    expect(texts.every((t) => t.kept.length <= 2048 && /^y+$/.test(t.kept))).toBe(true);
+    expect(texts.reduce((n, t) => n + t.kept.length + t.skipped, 0)).toBe(MIB);
+    expect(texts.some((t) => t.skipped > 0)).toBe(true);
+    expect(floodWait.notes.every((n) => (n.message ?? '').length <= 2048 + 40)).toBe(true);
+    // Without a progressToken the wait answers as before, with no notification.
+    expect(((await client.callTool({ name: 'plan_wait', arguments: { planId: big.planId } })).structuredContent as Structured).status).toBe('completed');
+  });
+
   it('a careless or hostile client gets a coded error for each bad call, and the server keeps serving', async () => {
     const { config } = await ledgerWithExecutor();
     const env = Object.fromEntries(Object.entries({ ...process.env, ...configToEnv(config) }).filter((e): e is [string, string] => typeof e[1] === 'string'));
@@ -164,7 +252,7 @@ describe('plan-ledger mcp (stdio, the official MCP client)', () => {
   });
 
   it('--http serves Streamable HTTP behind the API tokens: none is refused, a read token cannot send commands, a write token\'s principal is the actor', async () => {
-    const { config, ledger } = await ledgerWithExecutor();
+    const { config, ledger } = await ledgerWithExecutor({ tools: [...tools, ...agentTools(flood)] });
     const dir = mkdtempSync(join(tmpdir(), 'plan-ledger-mcp-'));
     const tokensFile = join(dir, 'tokens.jsonl');
     const alice = 'alice-token-0123456789abcdef';
@@ -208,6 +296,41 @@ describe('plan-ledger mcp (stdio, the official MCP client)', () => {
     expect((waited.structuredContent as { status: string }).status).toBe('completed');
     const events = await ledger.planEvents(planId);
     expect(events[0]!.event).toMatchObject({ type: 'PlanCreated', actor: 'alice' });
+
+    // Progress over HTTP: the answer becomes an event stream. A client that goes away mid-wait ends its wait.
+    const held = await writer.callTool({ name: 'plan_create', arguments: { goal: 'never answered', mode: 'execute', items: [{ id: 'ask', title: 'ask', why: 'no one answers', wait: { signal: 'go' } }] } });
+    const heldPlan = (held.structuredContent as { planId: string }).planId;
+    const leaving = new AbortController();
+    const notes: Array<{ progress: number; total?: number; message?: string }> = [];
+    const gone = reader.callTool({ name: 'plan_wait', arguments: { planId: heldPlan, timeoutMs: 600_000 } }, undefined, { signal: leaving.signal, onprogress: (p) => void (notes.push(p), leaving.abort()) });
+    await expect(gone).rejects.toThrow(/abort/i);
+    expect(notes).toEqual([{ progress: 0, total: 1, message: '0/1 items completed (plan running)' }]);
+
+    // A client that asks for progress and never reads, while a turn streams 1 MiB: what the server sends it is
+    // bounded by the notifications' rate and size, not by the stream (read afterwards: a few KiB); meanwhile
+    // another client is served.
+    const big = await runAgent(ledger, { agent: flood, goal: 'say a lot' });
+    const { connect: connectSocket } = await import('node:net');
+    const socket = connectSocket(port, '127.0.0.1');
+    socket.pause();
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'plan_wait', arguments: { planId: big.planId }, _meta: { progressToken: 'never-read' } } });
+    socket.write(`POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${grafana}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    const another = await writer.callTool({ name: 'plan_create', arguments: { goal: 'meanwhile', mode: 'execute', items: [{ id: 'x', title: 'x', why: 'served meanwhile', tool: 'noop' }] } });
+    const meanwhile = await reader.callTool({ name: 'plan_wait', arguments: { planId: (another.structuredContent as { planId: string }).planId, timeoutMs: 60_000 } });
+    expect((meanwhile.structuredContent as { status: string }).status).toBe('completed');
+    await ledger.waitFor(big.planId, 'completed', { timeoutMs: 60_000 });
+    let received = '';
+    socket.on('data', (c: Buffer) => (received += c.toString('utf8')));
+    socket.resume();
+    await waitFor(() => received.includes('"id":7'), { timeoutMs: 30_000, message: 'the never-read wait answered' });
+    socket.destroy();
+    // The answer itself carries the turn's recorded 1 MiB (the plan's view); the notifications are what is bounded.
+    const progressEvents = received.split('\n\n').filter((e) => e.includes('"notifications/progress"'));
+    const progressBytes = progressEvents.reduce((n, e) => n + Buffer.byteLength(e), 0);
+    expect(progressEvents.length).toBeGreaterThanOrEqual(2);
+    expect(received).toContain('"status":"completed"');
+    expect(progressBytes).toBeLessThan(MIB / 32);
+    console.log(`[mcp] a client that did not read while 1 MiB streamed was sent ${progressBytes} bytes in ${progressEvents.length} progress notifications`);
   });
 
   it('a raw JSON-RPC line no JavaScript client can build (input nested 10,000 levels) is a coded error; the next call is served', async () => {
