@@ -250,7 +250,7 @@ export function registerServiceCommands(program: Command): void {
     .description('the guided demo: an agent refunds an order, its executor is killed mid-payment, exactly one refund happens')
     .option('--keep-open', 'keep the projector (dashboard) running after the demo until Ctrl-C')
     .option('--stop-stack', 'stop the local stack at the end if the demo started it')
-    .option('--agent', 'the same refund asked of a support agent (a scripted AI SDK test model, offline): killed mid-refund, no finished turn asked again')
+    .option('--agent', 'the same refund asked of a support agent (a scripted AI SDK test model, offline), its words printed as it says them: killed mid-refund, no finished turn asked again')
     .addHelpText(
       'after',
       `

@@ -14,7 +14,7 @@ import { LedgerLog } from '../src/audit/log.js';
 import { auditRows } from '../src/audit/timeline.js';
 import { elide, painter } from '../cli/output.js';
 import { renderAgentRun, renderAudit, renderPlan, renderVerification } from '../cli/render.js';
-import { connectLedger, type Ledger } from '../src/client/index.js';
+import { connectLedger, type Ledger, type StreamChunk } from '../src/client/index.js';
 import { loadConfig } from '../src/config.js';
 import { isLedgerError } from '../src/errors.js';
 import { CopyCounter } from '../src/kafka/index.js';
@@ -24,6 +24,26 @@ import { isPlanFinished } from '../src/plan/index.js';
 import { settingIfSet } from '../src/settings.js';
 import { paintStatusText, ready, spawnExecutor, stopExecutor, until, type DemoOptions, type Executor } from './demo.js';
 import { ShopService, type RefundCall } from './shop-service.js';
+
+/**
+ * Prints each turn's text as it streams (`turn-2  says "…"`, one line per stream record), from the plan's
+ * first record; `stop` ends the live read, and `done` resolves once the rest has been read to its end.
+ */
+function followWords(ledger: Ledger, planId: string, say: (what: string, text: string) => void): { stop: () => void; done: Promise<void> } {
+  const live = new AbortController();
+  let cursor: string | undefined;
+  const print = (c: StreamChunk) => {
+    cursor = c.cursor;
+    if (c.kind === 'text' && c.text) say(c.itemId, `says ${JSON.stringify(c.text)}`);
+    else if (c.kind === 'end' && c.end !== 'final') say(c.itemId, `stream ${c.end}${c.reason ? `: ${c.reason}` : ''}`);
+  };
+  const done = (async () => {
+    for await (const c of ledger.stream(planId, { from: 'beginning', signal: live.signal })) print(c);
+    // The plan has finished: what was written before it (all of its stream) is read to the end.
+    for await (const c of ledger.stream(planId, { from: cursor ?? 'beginning', follow: false })) print(c);
+  })().catch((e: unknown) => say('stream', `not readable: ${(e as Error).message}`));
+  return { stop: () => live.abort(), done };
+}
 
 /** Runs the agent demo; resolves with the exit code (0: one refund, each turn asked once, the ledger verifies). */
 export async function runAgentDemo(o: DemoOptions = {}): Promise<number> {
@@ -68,6 +88,9 @@ export async function runAgentDemo(o: DemoOptions = {}): Promise<number> {
     const started = await runAgent(ledger, { agent: 'support', goal: 'Customer A-1042 sent items back: refund what was returned', mode: 'propose' });
     const planId = started.planId;
     const planPartition = partitionFor(planId, config.partitions);
+    // The turns' words as the model says them: the plan's live stream, read beside the events (from now, so
+    // the reader is there before the first turn runs).
+    const words = followWords(ledger, planId, say);
     process.stdout.write(`${renderPlan((await ledger.getPlan(planId))!, paint)}\n`);
 
     section('2. an operator approves it; the model plans, the executors run its calls');
@@ -121,7 +144,8 @@ export async function runAgentDemo(o: DemoOptions = {}): Promise<number> {
     );
     finished.catch(() => {}); // awaited below; a failed approval must not leave it unhandled
     await ledger.approve(planId, started.digest, { by: 'alice' });
-    const final = await finished;
+    const final = await finished.finally(() => words.stop());
+    await words.done;
 
     section('3. what the model and the payment service saw');
     const asks = existsSync(modelLog) ? readFileSync(modelLog, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { executor: string; turn: number }) : [];

@@ -20,6 +20,17 @@ describe('plan-ledger demo --agent', () => {
     expect(stdout).toMatch(/executor-A +pid \d+, owns partitions [\d,]+, runs agent "support": model demo\/scripted-support-model, tools lookup_order \(MCP, demo\/shop-mcp.ts\) and refund/);
     expect(stdout).toMatch(/turn-1\.call-0 +lookup_order \{"orderId":"A-1042"\}, intent by executor-[AB]/);
     expect(stdout).toMatch(/turn-2 +completed: "1 × mechanical keyboard and 1 × wireless mouse came back: 113\.50 EUR to refund\."/);
+    // The turn's words appear as the model says them: streamed lines before the turn's completion line,
+    // and together its recorded text.
+    const lines = stdout.split('\n');
+    const completedAt = lines.findIndex((l) => /turn-2 +completed: /.test(l));
+    const said = lines.flatMap((l, i) => {
+      const m = /^\[ *[\d.]+s\] turn-2 +says (".*")$/.exec(l);
+      return m ? [{ i, text: JSON.parse(m[1]!) as string }] : [];
+    });
+    expect(said.length).toBeGreaterThanOrEqual(2);
+    expect(said[0]!.i).toBeLessThan(completedAt);
+    expect(said.map((s) => s.text).join('')).toBe('1 × mechanical keyboard and 1 × wireless mouse came back: 113.50 EUR to refund.');
     const call = /(executor-[AB]) \(pid (\d+)\) calls POST \/refunds, key …\/turn-2\.call-0\/1: refund performed/.exec(stdout);
     expect(call).not.toBeNull();
     const [, victim, pid] = call!;
