@@ -14,7 +14,8 @@ export function registerMigrateCommand(program: Command): void {
       `
 Stop the executors of the current prefix first (and let them decide every command), then:
   $ PLAN_LEDGER_TOPIC_PREFIX=plan-ledger plan-ledger migrate --to-prefix plan-ledger-v2 --partitions 24
-and start executors and projectors with PLAN_LEDGER_TOPIC_PREFIX=plan-ledger-v2 PLAN_LEDGER_PARTITIONS=24.`,
+and start executors and projectors with PLAN_LEDGER_TOPIC_PREFIX=plan-ledger-v2 PLAN_LEDGER_PARTITIONS=24.
+Live stream records (<prefix>.plan-streams) are not copied, by design; the report counts them.`,
     )
     .action(async (o: { toPrefix: string; partitions: number; force?: boolean; json?: boolean }) => (await import('./migrate.js')).runMigrate(o));
 }

@@ -179,7 +179,7 @@ describe('plan verbs', () => {
     const t = await cli(['run', typo, '--wait']);
     expect(t.code).toBe(1);
     const [warning, ended] = t.stderr.trimEnd().split('\n');
-    expect(warning).toBe('plan-ledger: warning: tool "lookup_ordr" is served by no live executor (live: cli-exec serves delegator, effect, fatal, flaky, noop, pager, planner)');
+    expect(warning).toBe('plan-ledger: warning: tool "lookup_ordr" is served by no live executor (live: cli-exec serves delegator, effect, fatal, flaky, narrator, noop, pager, planner)');
     const planId = /^plan-ledger: plan (\S+) ended failed/.exec(ended!)![1]!;
     const cause = 'failed  item lookup (attempt 1, terminal): UNKNOWN_TOOL: no tool named "lookup_ordr" is registered with executor cli-exec';
     expect(t.stdout.trimEnd().split('\n').slice(-2)).toEqual([`plan ${planId} failed at seq 7`, cause]);

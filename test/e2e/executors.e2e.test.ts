@@ -103,7 +103,7 @@ describe('executors announce themselves', () => {
     const orders = byId(list, 'ex-orders')!;
     const general = byId(list, 'ex-general')!;
     expect(orders.tools).toEqual(['lookup_order']);
-    expect(general.tools).toEqual(['delegator', 'effect', 'fatal', 'flaky', 'noop', 'pager', 'planner']);
+    expect(general.tools).toEqual(['delegator', 'effect', 'fatal', 'flaky', 'narrator', 'noop', 'pager', 'planner']);
     expect(orders.agents).toEqual([]);
     expect(general.agents).toEqual([]);
     for (const e of [orders, general]) {

@@ -3,7 +3,7 @@
 // a new prefix of 7 partitions. Every plan lands on its new partition (hash(planId) % 7) with the same
 // events (ids, hashes, order), verifies there, and the new prefix is live: an executor on it runs the
 // waiting plan once approved. The command refuses while executors still run, and refuses a target that
-// already holds events.
+// already holds events. A tool's live stream records are left on the old prefix and counted.
 import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectLedger } from '../../src/client/index.js';
@@ -36,6 +36,7 @@ describe('plan-ledger migrate', () => {
     const finished: string[] = [];
     let waiting: string;
     let large: string;
+    let narrated: string;
     try {
       for (let i = 0; i < 6; i++) {
         const { planId } = await ledger.createPlan({ planId: `mig-${from.topicPrefix}-${i}`, goal: `plan ${i}`, mode: 'execute', items: items(3) });
@@ -43,13 +44,15 @@ describe('plan-ledger migrate', () => {
       }
       // An input past the inline limit is stored by reference in the blobs topic.
       large = (await ledger.createPlan({ planId: `mig-${from.topicPrefix}-large`, goal: 'large input', mode: 'execute', items: [{ id: 'big', title: 'big', why: 'input by reference', tool: 'noop', input: { text: 'x'.repeat(100_000) } }] })).planId;
+      // A tool's live output on the plan-streams topic: left on the old prefix (not copied, by design).
+      narrated = (await ledger.createPlan({ planId: `mig-${from.topicPrefix}-narrated`, goal: 'streams', mode: 'execute', items: [{ id: 'tell', title: 'tell', why: 'live output', tool: 'narrator', input: { lines: 5 } }] })).planId;
       waiting = (await ledger.createPlan({ planId: `mig-${from.topicPrefix}-waiting`, goal: 'waits for approval', mode: 'propose', items: items(2) })).planId;
       await ledger.propose(waiting);
-      for (const id of [...finished, large]) await ledger.waitFor(id, 'completed', { timeoutMs: 60_000 });
+      for (const id of [...finished, large, narrated]) await ledger.waitFor(id, 'completed', { timeoutMs: 60_000 });
     } finally {
       await ledger.close();
     }
-    const all = [...finished, large, waiting];
+    const all = [...finished, large, narrated, waiting];
     const toPrefix = randomPrefix('mig');
 
     // Refused while an executor still runs on the source prefix: nothing is created.
@@ -61,11 +64,16 @@ describe('plan-ledger migrate', () => {
 
     a.kill('SIGTERM');
     expect((await a.exited).code).toBe(0);
-    const r = migrate(from, ['--to-prefix', toPrefix, '--partitions', '7', '--json']);
+    // The human report (--json has the same fields; exit 0 only when every plan verifies and equals the old one).
+    const r = migrate(from, ['--to-prefix', toPrefix, '--partitions', '7']);
     expect(r.status, r.stderr).toBe(0);
-    const report = JSON.parse(r.stdout) as { ok: boolean; plans: number; events: number; blobs: number; fromPartitions: number; toPartitions: number; mismatches: unknown[] };
-    expect(report).toMatchObject({ ok: true, plans: all.length, fromPartitions: 3, toPartitions: 7, mismatches: [] });
+    const line = new RegExp(`^migrated ${from.topicPrefix} \\(3 partitions\\) → ${toPrefix} \\(7 partitions\\): (\\d+) event records, (\\d+) payload chunks, (\\d+) plans verified$`, 'm').exec(r.stdout);
+    expect(line, r.stdout).not.toBeNull();
+    const report = { events: Number(line![1]), blobs: Number(line![2]), plans: Number(line![3]) };
+    expect(report.plans).toBe(all.length);
     expect(report.blobs).toBeGreaterThan(0);
+    // The tool's 5 progress records and its end marker are left on the old prefix, and said so.
+    expect(r.stdout).toContain(`\n  not copied: 6 live-stream records of ${from.topicPrefix}.plan-streams (output of attempts that ran before the copy; their results are in the events; cursors of the old prefix do not resume on the new one)\n`);
 
     const to = loadConfig({ ...from, topicPrefix: toPrefix, partitions: 7 });
     const names = topicNames(toPrefix);
@@ -88,6 +96,14 @@ describe('plan-ledger migrate', () => {
         expect(v.stateDigest).toBe((await oldLedger.verify(planId)).stateDigest);
       }
       expect(report.events).toBeGreaterThanOrEqual(events);
+      // The old stream is still there; the new prefix's starts empty.
+      const kinds = async (l: typeof oldLedger) => {
+        const out: string[] = [];
+        for await (const c of l.stream(narrated, { follow: false })) out.push(c.kind === 'progress' ? `line ${(c.data as { line: number }).line}` : `${c.kind} ${c.end}`);
+        return out;
+      };
+      expect(await kinds(oldLedger)).toEqual(['line 1', 'line 2', 'line 3', 'line 4', 'line 5', 'end final']);
+      expect(await kinds(newLedger)).toEqual([]);
       // The input stored by reference reads back whole from the new prefix.
       expect((await newLedger.getPlan(large))?.items.big?.inputJson).toBe(JSON.stringify({ text: 'x'.repeat(100_000) }));
       expect(new Set(all.map((id) => partitionFor(id, 7))).size).toBeGreaterThan(1);
