@@ -1,14 +1,20 @@
 // Kill -9 of the executor in the middle of a streaming turn (child processes, real broker and registry): the
 // reader sees the killed run's partial stream, the `superseded` marker the new owner writes, the new run's
 // stream and its `final` marker; the new run's text equals the recorded response, and the turn recorded
-// before the kill has one run and no second stream.
+// before the kill has one run and no second stream. And a reader (a process of its own) that stops pulling
+// while four turns stream 6 MiB each through its partition: its memory stays within a bound, the executor
+// and the other readers go on, and resumed it gets its turn's 6 MiB once, in order.
+import { spawn as spawnProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
 import { runAgent, type TurnOutput } from '../../src/agent/index.js';
 import { connectLedger, type StreamChunk } from '../../src/client/index.js';
-import { TURN1_TEXT, TURN2_TEXT } from '../fixtures/stream-agent-tools.js';
+import { configToEnv } from '../../src/config.js';
+import { MEGA_TEXT_BYTES, megaText, TURN1_TEXT, TURN2_TEXT } from '../fixtures/stream-agent-tools.js';
 import { testConfig, waitFor } from '../support/helpers.js';
 import { ownsPartitions, spawnExecutor } from '../support/processes.js';
 
@@ -83,4 +89,64 @@ describe('a streaming turn across kill -9 of its executor', () => {
       await ledger.close();
     }
   });
+
+  it('a reader that never reads while turns stream megabytes: its buffer stays bounded, the executor and other readers go on, resumed it misses nothing', async () => {
+    const config = testConfig({ partitions: 1 });
+    const ex = spawnExecutor(config, { label: 'exec-mega', tools: 'test/fixtures/stream-agent-tools.ts' });
+    await ex.waitForLog(ownsPartitions);
+    const ledger = await connectLedger(config);
+    const sha = (s: string) => createHash('sha256').update(s).digest('hex');
+    const expected = sha(megaText());
+    try {
+      const a = await runAgent(ledger, { agent: 'mega', goal: 'say it all' });
+      const reader = spawnProcess(process.execPath, ['--expose-gc', '--import', 'tsx', 'test/streams/stalled-reader.mts', a.planId], { env: { ...process.env, ...configToEnv(config) }, stdio: ['pipe', 'pipe', 'inherit'] });
+      const exited = new Promise((r) => reader.once('exit', r));
+      const lines = createInterface({ input: reader.stdout })[Symbol.asyncIterator]();
+      const next = async () => JSON.parse((await lines.next()).value as string) as Record<string, number | string | boolean>;
+      type Memory = { rss: number; heapUsed: number; external: number; arrayBuffers: number };
+      const sample = async () => {
+        reader.stdin.write('sample\n');
+        return (await next()) as unknown as Memory;
+      };
+      try {
+        expect(await next()).toMatchObject({ ready: true }); // it has its first chunk and reads no more
+        const base = await sample();
+        // Three more turns of 6 MiB on the same partition, each read whole by a reader here, while it stalls.
+        const others = await Promise.all(
+          [1, 2, 3].map(async (n) => {
+            const { planId } = await runAgent(ledger, { agent: 'mega', goal: `say it all, ${n}` });
+            const hash = createHash('sha256');
+            let bytes = 0;
+            for await (const c of ledger.stream(planId, { signal: AbortSignal.timeout(120_000) })) {
+              if (c.kind === 'text') {
+                hash.update(c.text!);
+                bytes += Buffer.byteLength(c.text!);
+              }
+              if (c.kind === 'end' && c.end === 'final') break;
+            }
+            return { planId, bytes, sha256: hash.digest('hex') };
+          }),
+        );
+        expect(others.map((o) => [o.bytes, o.sha256])).toEqual([1, 2, 3].map(() => [MEGA_TEXT_BYTES, expected]));
+        for (const id of [a.planId, ...others.map((o) => o.planId)]) {
+          const done = await ledger.waitFor(id, 'completed', { timeoutMs: 120_000 });
+          expect(sha((JSON.parse(done.items['turn-1']!.outputJson!) as TurnOutput).text)).toBe(expected);
+        }
+        // 24 MiB went through the partition; the stalled reader holds what it fetched ahead (1 MiB) and one batch.
+        const after = [await sample(), await sample()];
+        const grew = (k: keyof Memory) => Math.max(...after.map((m) => m[k])) - base[k];
+        console.log(`[streams] a reader that did not read while 24 MiB streamed through its partition grew rss ${(grew('rss') / 2 ** 20).toFixed(1)} MiB, heap ${(grew('heapUsed') / 2 ** 20).toFixed(1)} MiB, external ${(grew('external') / 2 ** 20).toFixed(1)} MiB`);
+        expect(grew('rss')).toBeLessThan(12 * 2 ** 20);
+        expect(grew('heapUsed') + grew('external')).toBeLessThan(8 * 2 ** 20);
+        // Resumed, it gets its turn's 6 MiB once, in order, and the final marker.
+        reader.stdin.write('resume\n');
+        expect(await next()).toMatchObject({ bytes: MEGA_TEXT_BYTES, sha256: expected, contiguous: true });
+      } finally {
+        reader.kill('SIGKILL');
+        await exited;
+      }
+    } finally {
+      await ledger.close();
+    }
+  }, 300_000);
 });
