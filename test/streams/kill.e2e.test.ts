@@ -12,7 +12,9 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
 import { runAgent, type TurnOutput } from '../../src/agent/index.js';
+import { readUIMessageStream } from 'ai';
 import { connectLedger, type StreamChunk } from '../../src/client/index.js';
+import { planUIMessageStream, type PlanUIMessage } from '../../src/streams/ui.js';
 import { configToEnv } from '../../src/config.js';
 import { MEGA_TEXT_BYTES, megaText, TURN1_TEXT, TURN2_TEXT } from '../fixtures/stream-agent-tools.js';
 import { testConfig, waitFor } from '../support/helpers.js';
@@ -85,6 +87,18 @@ describe('a streaming turn across kill -9 of its executor', () => {
       expect(textOf(turn2.slice(marker + 1))).toBe(recorded);
       expect(turn2.at(-1)).toMatchObject({ kind: 'end', end: 'final', run: runB });
       expect(done.items['turn-2']!.attempts).toHaveLength(1); // recovered with the same key, not a second attempt
+
+      // The same run through the AI SDK UI adapter, read with the SDK's readUIMessageStream: A's partial text is
+      // a part of its own, ended and marked superseded; B's run is the recorded text; the run finished.
+      let message: PlanUIMessage | undefined;
+      for await (const m of readUIMessageStream<PlanUIMessage>({ stream: await planUIMessageStream(ledger, planId), terminateOnError: true })) message = m;
+      expect(message!.parts.flatMap((p) => (p.type === 'text' ? [[p.text, p.state]] : []))).toEqual([
+        [TURN1_TEXT, 'done'],
+        [partialA, 'done'],
+        [recorded, 'done'],
+      ]);
+      expect(message!.parts.flatMap((p) => (p.type === 'data-attempt-end' ? [p.data] : []))).toEqual([{ itemId: 'turn-2', attempt: 1, run: runA, end: 'superseded', reason: `re-run by a new owner (run ${runB})` }]);
+      expect(message!.metadata).toMatchObject({ planId, status: 'completed' });
     } finally {
       await ledger.close();
     }
