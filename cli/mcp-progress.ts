@@ -6,11 +6,8 @@
 // awaited), so a client that reads slowly or never holds the server to that bound, not to the stream's size.
 import type { Ledger } from '../src/client/index.js';
 import type { PlanState } from '../src/plan/index.js';
+import { PROGRESS_INTERVAL_MS, PROGRESS_TEXT_CHARS } from '../src/streams/records.js';
 
-/** Default spacing of two progress notifications (ms). */
-export const PROGRESS_INTERVAL_MS = 250;
-/** Default most characters of streamed text one notification carries. */
-export const PROGRESS_TEXT_CHARS = 2048;
 /** Items whose text waits to be sent at most: so the server holds at most this × PROGRESS_TEXT_CHARS per wait. */
 const MAX_PENDING = 4;
 const FINISHED: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled']);

@@ -16,7 +16,7 @@ import { MAX_REJECTIONS_KEPT } from './plan/state.js';
 import { eventsBetweenSnapshots, LARGE_PLAN_ITEMS } from './projection/snapshot-policy.js';
 import { MAX_INLINE_PAYLOAD_BYTES, settingDefault } from './settings.js';
 import { DEFAULT_CHUNK_BYTES, DEFAULT_LINGER_MS } from './streams/coalesce.js';
-import { STREAM_BYTES_PER_ATTEMPT, STREAM_PREFETCH_KIB, STREAM_RETENTION_BYTES, STREAM_RETENTION_MS } from './streams/records.js';
+import { PROGRESS_INTERVAL_MS, PROGRESS_TEXT_CHARS, STREAM_BYTES_PER_ATTEMPT, STREAM_PREFETCH_KIB, STREAM_RETENTION_BYTES, STREAM_RETENTION_MS } from './streams/records.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Numbers in words
@@ -250,6 +250,18 @@ export const LIMITS: readonly Limit[] = Object.freeze([
     default: `${bytesText(v.streamPrefetchBytes)} fetched ahead, plus the one batch being handed over`,
     setBy: NONE,
     pastIt: 'the Kafka read waits for the consumer: nothing more is fetched or buffered until it reads on; the writers never wait for readers',
+  },
+  {
+    limit: 'the AI SDK UI adapter (`planUIMessageStreamResponse`): a client that does not read',
+    default: 'what the stream reader holds (above), plus one UI chunk',
+    setBy: NONE,
+    pastIt: "the UI message stream is pulled: nothing is read from the ledger before the HTTP client has taken what came before; a closed request closes its reads",
+  },
+  {
+    limit: 'MCP `plan_wait` progress notifications',
+    default: `one every ${durationText(PROGRESS_INTERVAL_MS)} at most, ${countText(PROGRESS_TEXT_CHARS)} characters of streamed text each`,
+    setBy: `${NONE} (\`src/streams/records.ts\`)`,
+    pastIt: "a notification's text keeps the latest characters and says how many it left out (`[… N characters]`); texts of more than 4 items waiting to be sent lose the oldest. The stream is read into that bound whatever the client does, so a client that reads slowly or never is sent at most that much; a client that goes away ends its wait",
   },
 ]);
 

@@ -47,8 +47,9 @@ describe('limits reference', () => {
 
   it('puts every row in the generated page, and the committed page is the generated one', () => {
     const page = limitsReference();
-    expect(LIMITS.length).toBe(22);
+    expect(LIMITS.length).toBe(24);
     expect(byName('`<prefix>.plan-streams` retention').default).toBe('1 day and 256 MiB per partition');
+    expect(byName('MCP `plan_wait` progress notifications').default).toBe('one every 0.25 s at most, 2,048 characters of streamed text each');
     for (const l of LIMITS) expect(page).toContain(`${limitRow(l)}\n`);
     const committed = readFileSync(new URL('../docs/reference/limits.md', import.meta.url), 'utf8');
     expect(committed.endsWith(page)).toBe(true);

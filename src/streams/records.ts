@@ -12,6 +12,10 @@ export const STREAM_RETENTION_BYTES = 256 * 1024 * 1024;
 export const STREAM_BYTES_PER_ATTEMPT = 8 * 1024 * 1024;
 /** What the Kafka client fetches ahead of a stream reader that does not read (KiB). */
 export const STREAM_PREFETCH_KIB = 1024;
+/** MCP `plan_wait` progress: the least time between two notifications of one wait (ms). */
+export const PROGRESS_INTERVAL_MS = 250;
+/** MCP `plan_wait` progress: the most characters of streamed text one notification carries. */
+export const PROGRESS_TEXT_CHARS = 2048;
 
 /** What a stream record carries. */
 export type StreamKind = 'text' | 'tool-call' | 'usage' | 'progress' | 'end';
