@@ -131,7 +131,8 @@ export class WaitProgress {
 
   /**
    * The next message to send (taken when `take`): the first count, then text before counts (a turn's text
-   * precedes its completion). The count of a finished plan is left to {@link stop}, after the last text.
+   * precedes its completion). The count of a finished plan (or of all items done) is left to {@link stop},
+   * after the last text.
    */
   private next(take = false): string | undefined {
     const counts = this.counts;
@@ -145,7 +146,8 @@ export class WaitProgress {
       if (take) this.texts.shift();
       return `${t.itemId}: ${t.skipped ? `[… ${t.skipped} characters] ` : ''}${t.kept}`;
     }
-    if (counts !== this.countsSent && !FINISHED.has(this.status)) {
+    // All items done, or the plan finished: its completion follows, and stop() sends that count last.
+    if (counts !== this.countsSent && !FINISHED.has(this.status) && this.done < this.total) {
       if (take) this.countsSent = counts;
       return countMessage;
     }
@@ -166,24 +168,24 @@ export class WaitProgress {
 
   /**
    * Ends the notifications. Given the final state, the stream is read to its end first (all of it was
-   * written before the state was recorded), the text not sent yet goes out, then the final count; the
-   * whole within `graceMs`, so a client that does not read cannot hold the answer back here.
+   * written before the state was recorded; at most `readMs`), then the text not sent yet goes out and the
+   * final count last (at most `sendMs`), so a client that does not read cannot hold the answer back here.
    */
-  async stop(final: PlanState | undefined, graceMs = 2000): Promise<void> {
+  async stop(final: PlanState | undefined, readMs = 5000, sendMs = 2000): Promise<void> {
     this.stopped.abort();
     await Promise.all([this.reading, this.sending]);
     if (final === undefined || this.signal?.aborted) return;
     this.onState(final);
-    const grace = AbortSignal.timeout(graceMs);
-    const rest = AbortSignal.any([grace, ...(this.signal ? [this.signal] : [])]);
-    await this.read({ from: this.cursor ?? 'beginning', follow: false, signal: rest });
+    const gone = this.signal ? [this.signal] : [];
+    await this.read({ from: this.cursor ?? 'beginning', follow: false, signal: AbortSignal.any([AbortSignal.timeout(readMs), ...gone]) });
+    const sending = AbortSignal.any([AbortSignal.timeout(sendMs), ...gone]);
     const tail = (async () => {
-      for (let m = this.next(true); m !== undefined && !rest.aborted; m = this.next(true)) await this.notify(m, m === this.countsMessage);
-      if (this.counts !== this.countsSent && !rest.aborted) {
+      for (let m = this.next(true); m !== undefined && !sending.aborted; m = this.next(true)) await this.notify(m, m === this.countsMessage);
+      if (this.counts !== this.countsSent && !sending.aborted) {
         this.countsSent = this.counts;
         await this.notify(this.countsMessage, true);
       }
     })().catch(() => {});
-    await Promise.race([tail, new Promise<void>((r) => grace.addEventListener('abort', () => r(), { once: true }))]);
+    await Promise.race([tail, new Promise<void>((r) => sending.addEventListener('abort', () => r(), { once: true }))]);
   }
 }
