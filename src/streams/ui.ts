@@ -230,7 +230,20 @@ function parseOutput(json: string | null | undefined): Record<string, unknown> |
  * is an `error` chunk naming it, and the stream ends.
  */
 export async function planUIMessageStream(ledger: UIStreamLedger, planId: string, opts: PlanUIStreamOptions = {}): Promise<ReadableStream<PlanUIChunk>> {
-  const initial = await check(ledger, planId, opts.from);
+  return openUIStream(ledger, planId, await check(ledger, planId, opts.from), opts);
+}
+
+/** Whether a finished plan's stream holds nothing after `from` (none: nothing at all, e.g. past retention). */
+async function nothingAfter(ledger: UIStreamLedger, planId: string, from: string | undefined): Promise<boolean> {
+  const it = ledger.stream(planId, { from: from ?? 'beginning', follow: false });
+  try {
+    return (await it.next()).done === true;
+  } finally {
+    await it.return?.(undefined);
+  }
+}
+
+function openUIStream(ledger: UIStreamLedger, planId: string, initial: PlanState, opts: PlanUIStreamOptions): ReadableStream<PlanUIChunk> {
   const stop = new AbortController();
   const onAbort = () => stop.abort();
   opts.signal?.addEventListener('abort', onAbort, { once: true });
@@ -299,14 +312,18 @@ export async function planUIMessageStream(ledger: UIStreamLedger, planId: string
 /**
  * A route handler's answer: the plan's run as the AI SDK's UI message stream over server-sent events
  * (`createUIMessageStreamResponse`), for `useChat`'s resume request (`GET /api/chat/<planId>/stream`).
- * `from` is the cursor to go on after (default: `?from=` of `request`'s URL; none: the whole run). A bad
- * cursor answers 400 and an unknown or erased plan 404, each with `CODE: message` as its text (what
- * `useChat` shows as its error); an aborted request ends the stream.
+ * `from` is the cursor to go on after (default: `?from=` of `request`'s URL; none: the whole run). As the
+ * AI SDK's resume expects, 204 when there is nothing to resume: the plan has ended and its stream holds
+ * nothing after `from` (or nothing at all: past the topic's retention, a replay would empty the message a
+ * client keeps). A bad cursor answers 400 and an unknown or erased plan 404, each with `CODE: message` as
+ * its text (what `useChat` shows as its error); an aborted request ends the stream.
  */
 export async function planUIMessageStreamResponse(ledger: UIStreamLedger, planId: string, opts: { request?: Request; from?: string; headers?: Record<string, string> } = {}): Promise<Response> {
   const from = opts.from ?? (opts.request ? (new URL(opts.request.url).searchParams.get('from') ?? undefined) : undefined);
   try {
-    const stream = await planUIMessageStream(ledger, planId, { ...(from !== undefined ? { from } : {}), ...(opts.request ? { signal: opts.request.signal } : {}) });
+    const state = await check(ledger, planId, from);
+    if (isOver(state) && (await nothingAfter(ledger, planId, from))) return new Response(null, { status: 204 });
+    const stream = openUIStream(ledger, planId, state, { ...(from !== undefined ? { from } : {}), ...(opts.request ? { signal: opts.request.signal } : {}) });
     return createUIMessageStreamResponse({ stream, ...(opts.headers ? { headers: opts.headers } : {}) });
   } catch (e) {
     if (!isLedgerError(e)) throw e;

@@ -463,6 +463,8 @@ describe('the AI SDK UI adapter (useChat\'s resume request against the real stac
       expect(replay.message.parts[2]).toMatchObject({ type: 'dynamic-tool', toolName: 'lookup', state: 'output-available', input: { orderId: '42' }, output: { orderId: '42', returnedCents: 1299 } });
       expect(replay.message.metadata).toMatchObject({ planId, status: 'completed', cursor: cursors.at(-1) });
       expect(replay.chunks[0]).toMatchObject({ type: 'start', messageId: planId });
+      // A client that holds the whole run asks to resume after its last cursor: 204, nothing to resume.
+      await expect(resumeRequest(route.url, planId, { from: planUICursor(replay.message)! })).rejects.toThrow('204: nothing to resume');
 
       // Bad requests: one line naming what is wrong, as the error useChat shows.
       const failure = (from: string | undefined, id = planId) => resumeRequest(route.url, id, from === undefined ? {} : { from }).then(() => 'answered', (e: Error) => e.message);
