@@ -13,7 +13,7 @@ import { MockLanguageModelV3 } from 'ai/test';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { agentTools, defineAgent, defineAgentTool, runAgent, summarizeAgentRun, type TurnOutput } from '../../src/agent/index.js';
-import { planUICursor, planUIMessageStreamResponse, type PlanUIChunk, type PlanUIMessage } from '../../src/streams/ui.js';
+import { planUICursor, planUIMessageStream, planUIMessageStreamResponse, type PlanUIChunk, type PlanUIMessage } from '../../src/streams/ui.js';
 import { connectLedger, type Ledger, type StreamChunk } from '../../src/client/index.js';
 import { topicNames, type LedgerConfig } from '../../src/config.js';
 import { isLedgerError } from '../../src/errors.js';
@@ -104,6 +104,22 @@ const uiModel = new MockLanguageModelV3({
 });
 const lookup = defineAgentTool({ name: 'lookup', description: 'Look an order up', inputSchema: z.object({ orderId: z.string() }), run: ({ orderId }) => ({ orderId, returnedCents: 1299 }) });
 const uiAgent = defineAgent({ name: 'ui', model: uiModel, tools: [lookup] });
+// Says two words and then nothing more, until its turn is aborted (the plan erased under it).
+const hanging = defineAgent({
+  name: 'hanging',
+  model: new MockLanguageModelV3({
+    doStream: async () => ({
+      stream: new ReadableStream<LanguageModelV3StreamPart>({
+        start(c) {
+          for (const p of textParts(['hello ', 'there']).slice(0, 4)) c.enqueue(p);
+        },
+        pull: () => new Promise<void>(() => {}),
+      }),
+    }),
+  }),
+  tools: [],
+  turnTimeoutMs: 120_000,
+});
 const pager = defineTool({
   name: 'pager',
   async run(input: { pages: number }, ctx) {
@@ -117,7 +133,7 @@ let executor: ExecutorHandle;
 let ledger: Ledger;
 beforeAll(async () => {
   config = testConfig({ partitions: 1 });
-  executor = await startExecutor({ tools: [...agentTools(live, chatty, healthy, huge, tiny, endless, uiAgent), pager], config, concurrency: 8, sessionTimeoutMs: 6000, heartbeatIntervalMs: 500, logger: testLogger });
+  executor = await startExecutor({ tools: [...agentTools(live, chatty, healthy, huge, tiny, endless, uiAgent, hanging), pager], config, concurrency: 8, sessionTimeoutMs: 6000, heartbeatIntervalMs: 500, logger: testLogger });
   ledger = await connectLedger(config);
   await executor.started;
 });
@@ -476,5 +492,22 @@ describe('the AI SDK UI adapter (useChat\'s resume request against the real stac
     } finally {
       await route.close();
     }
+  });
+
+  it('a plan erased while its run streams ends the UI stream with an error chunk naming it; the partition serves on', async () => {
+    const { planId } = await runAgent(ledger, { agent: hanging, goal: 'say hello and hang' });
+    const errors: string[] = [];
+    let last: PlanUIMessage | undefined;
+    let erased = false;
+    for await (const m of readUIMessageStream<PlanUIMessage>({ stream: await planUIMessageStream(ledger, planId, { signal: AbortSignal.timeout(60_000) }), onError: (e) => errors.push((e as Error).message) })) {
+      last = m;
+      if (!erased && uiText(m) === 'hello there') {
+        erased = true;
+        await ledger.erase(planId, { by: 'test', reason: 'gone mid-turn', force: true });
+      }
+    }
+    expect(uiText(last!)).toBe('hello there');
+    expect(errors).toEqual([expect.stringMatching(/^NOT_FOUND: plan .* was erased: its stream is gone$/)]);
+    await healthyCompletes();
   });
 });
