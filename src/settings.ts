@@ -268,6 +268,7 @@ export const SETTINGS = {
   PLAN_LEDGER_KEEP_STACK: declare('development', flag(), 'Leave the local stack running after the tests started it.', { default: false, testOnly: true }),
   PLAN_LEDGER_KEEP_TOPICS: declare('development', flag(), 'Keep the topics a test file made (by default each file deletes them when it ends).', { default: false, testOnly: true }),
   PLAN_LEDGER_CHROMIUM: declare('development', path('an executable path'), 'A Chromium for the dashboard\'s browser tests (else the bundled one).', { testOnly: true }),
+  PLAN_LEDGER_DOCS_SCREENSHOTS: declare('development', flag(), "The dashboard's browser test also writes the screenshots the docs show (the plan view, an opened agent turn, the executors page) into docs/; else only into test-results/.", { default: false, testOnly: true }),
   PLAN_LEDGER_PYTHON: declare('development', anyText('a command'), 'The Python that runs the MCP Python-client test.', { default: 'python3', testOnly: true }),
 } as const satisfies Record<`PLAN_LEDGER_${string}`, SettingSpec<unknown, boolean>>;
 

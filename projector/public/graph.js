@@ -1,5 +1,6 @@
 // A plan's item graph, readable at 5 items and at hundreds: layers top to bottom (a layer is the longest
-// dependency path from a root), each layer's nodes wrapped into rows as wide as the panel, so nothing is
+// dependency path from a root), each layer's nodes wrapped into rows as wide as the panel (from its left,
+// where an opened item's panel leaves them visible), so nothing is
 // ever cut off on the right and the text is never scaled down; past 40 items the nodes are compact. A
 // tall graph scrolls inside its frame. A node opens its item.
 import { $, h, hooks, s, state } from './core.js';
@@ -43,8 +44,7 @@ export function graph(plan, planId) {
   for (const layer of layersOf(items)) {
     for (let r = 0; r < layer.length; r += perRow) {
       const row = layer.slice(r, r + perRow);
-      const x0 = (width - (row.length * W + (row.length - 1) * GX)) / 2;
-      row.forEach((it, i) => pos.set(it.id, { x: x0 + i * (W + GX), y }));
+      row.forEach((it, i) => pos.set(it.id, { x: PAD + i * (W + GX), y }));
       y += H + GY;
     }
     y += GL - GY;

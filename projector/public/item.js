@@ -99,7 +99,7 @@ function turnBox(v, planId) {
   return h('div', { class: 'turn', id: 'turn' },
     h('h3', {}, `Model turn ${t.turn} of agent ${t.agent}`),
     h('div', { class: 'muted', id: 'turn-meta' }, `model ${t.modelId || '—'} · finish ${t.finishReason}${t.finished ? ` · the run ended: ${t.finished}` : t.next ? ` · next ${t.next}` : ''}${t.stopReason ? ` · ${t.stopReason}` : ''}`),
-    h('div', { id: 'turn-usage' }, `${t.usage.inputTokens} in / ${t.usage.outputTokens} out / ${t.usage.totalTokens} tokens`, h('span', { class: 'muted' }, ` · run so far ${t.totals.totalTokens} tokens in ${t.totals.turns} turns`)),
+    h('div', { id: 'turn-usage' }, `${t.usage.inputTokens} in / ${t.usage.outputTokens} out / ${t.usage.totalTokens} tokens`, h('span', { class: 'muted' }, ` · run so far ${t.totals.totalTokens} tokens in ${t.totals.turns} turn${t.totals.turns === 1 ? '' : 's'}`)),
     t.text ? h('pre', { class: 'turn-text', id: 'turn-text' }, t.text) : h('div', { class: 'muted' }, 'no text'),
     t.textTruncated || t.textCut ? h('div', { class: 'muted' }, `the text is ${bytes(t.textBytes)}; ${t.textTruncated ? 'the agent recorded only its start' : 'the output download has it whole'}`) : null,
     calls.length

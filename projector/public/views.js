@@ -88,7 +88,7 @@ function renderOverview(o) {
   ];
 }
 
-const list = (xs, empty = '—') => (xs.length ? xs.map((x, i) => [i ? ' ' : '', h('code', { class: 'chip-code' }, x)]) : empty);
+const list = (xs, empty = '—') => (xs.length ? xs.flatMap((x, i) => [i ? ' ' : '', h('code', { class: 'chip-code' }, x)]) : empty);
 
 function executorRows(xs, stale) {
   return xs.map((x) => h('tr', { 'data-executor': x.executorId, class: stale ? 'stale' : null },

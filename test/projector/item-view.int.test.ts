@@ -13,7 +13,7 @@ import { connectLedger } from '../../src/client/index.js';
 import type { AnyCommand } from '../../src/plan/index.js';
 import { defineTool } from '../../src/tools.js';
 import { testConfig, testLogger, waitFor } from '../support/helpers.js';
-import { cleanup, commands, LedgerWriter, testLedger } from './support.js';
+import { cleanup, commands, LedgerWriter, takenOver, testLedger } from './support.js';
 
 const TOKEN = 'item-view-token-0123456789abcdef';
 
@@ -54,17 +54,6 @@ interface Payload {
   download: string;
 }
 const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
-
-/** The commands of an attempt that executor ex-killed started and ex-survivor re-invoked and committed after taking the plan over. */
-function takenOver(planId: string): AnyCommand[][] {
-  const create = commands.create(planId, [{ id: 'refund', title: 'Refund', why: 'returned', dependsOn: [], tool: 'noop', inputJson: '{"cents":1299}', retry: null }]);
-  const intent = commands.intent(planId, 'refund') as AnyCommand & { data: { executorId: string } };
-  intent.data.executorId = 'ex-killed';
-  const commit = commands.commit(planId, 'refund', 1) as AnyCommand & { data: { executorId: string } };
-  commit.data.executorId = 'ex-survivor';
-  const settle = { ...commands.settle(planId, 'refund'), actor: 'ex-survivor' } as AnyCommand;
-  return [[create], [intent], [commit], [settle]];
-}
 
 describe('an item opened through the API', () => {
   it('shows payloads with sizes (by reference: served whole), secrets redacted, checkpoint, evidence, take-overs; bad requests name the fault', async () => {
