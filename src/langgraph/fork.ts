@@ -11,7 +11,7 @@
 import type { RunnableConfig } from '@langchain/core/runnables';
 import type { CheckpointTuple } from '@langchain/langgraph-checkpoint';
 import type { Ledger } from '../client/index.js';
-import { LedgerError } from '../errors.js';
+import { isLedgerError, LedgerError } from '../errors.js';
 import { invalid, isRejected, key } from './keys.js';
 import type { CheckpointInput, WritesInput } from './thread-fold.js';
 
@@ -83,6 +83,11 @@ export async function forkThread(ctx: ForkThreadContext, config: RunnableConfig,
     return { config: { configurable: { thread_id: newThread, checkpoint_ns: '', checkpoint_id: checkpointId } }, planId: target, forkedFrom: out.forkedFrom };
   } catch (e) {
     if (isRejected(e, 'PLAN_EXISTS')) throw taken(); // a put to the new thread got there first
+    if (isLedgerError(e, 'PAYLOAD_TOO_LARGE') && e.details.command === 'CreatePlan') {
+      // The copied items travel in one command: inline values (up to the inline threshold each) add up.
+      const hint = `langgraph: forking thread ${JSON.stringify(threadId).slice(0, 200)} copies ${Object.keys(set).length} items in one command, too large: ${e.message}. A client with a lower PLAN_LEDGER_INLINE_PAYLOAD_BYTES stores more of them by reference`;
+      throw new LedgerError('PAYLOAD_TOO_LARGE', hint, e.details, { cause: e });
+    }
     throw e;
   }
 }

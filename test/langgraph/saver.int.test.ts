@@ -309,6 +309,32 @@ describe('time travel: a fork of a thread at a checkpoint is the ledger\'s fork'
     expect((await ledger.verify(saver.planIdOf('w2'))).ok).toBe(true);
   });
 
+  it('a fork too large for one command is PAYLOAD_TOO_LARGE with nothing created; a client that stores more by reference forks it', async () => {
+    const saver = new LedgerSaver({ ledger, scope: scope() });
+    let cfg = { configurable: { thread_id: 'long' } } as { configurable: Record<string, unknown> };
+    // 20 checkpoints of 60,000 characters each: every one inline (under 64 KiB), 1.2 MB together.
+    for (let i = 0; i < 20; i++) cfg = (await saver.put(cfg, checkpoint({ doc: String(i).padEnd(60_000, '.') }, i + 1), meta(i), { doc: i + 1 })) as typeof cfg;
+    const e = await failure(saver.fork(cfg, { threadId: 'long-copy' }));
+    expect([e.code, e.details.command]).toEqual(['PAYLOAD_TOO_LARGE', 'CreatePlan']);
+    expect(e.message).toMatch(/copies 20 items in one command, too large.*PLAN_LEDGER_INLINE_PAYLOAD_BYTES/);
+    expect(await ledger.getPlan(saver.planIdOf('long-copy'))).toBeUndefined();
+    process.env.PLAN_LEDGER_INLINE_PAYLOAD_BYTES = '4096';
+    let byRef: Ledger;
+    try {
+      byRef = await connectLedger(config, { logger: testLogger });
+    } finally {
+      delete process.env.PLAN_LEDGER_INLINE_PAYLOAD_BYTES;
+    }
+    try {
+      const other = new LedgerSaver({ ledger: byRef, scope: saver.scope });
+      await other.fork(cfg, { threadId: 'long-copy' });
+      expect((await saver.getTuple({ configurable: { thread_id: 'long-copy' } }))?.checkpoint.channel_values).toEqual({ doc: '19'.padEnd(60_000, '.') });
+      expect((await ledger.verify(saver.planIdOf('long-copy'))).ok).toBe(true);
+    } finally {
+      await byRef.close();
+    }
+  });
+
   it('bad forks: a missing or deleted thread, an unknown checkpoint, a taken or bad thread id, a subgraph namespace: each a coded error, nothing created', async () => {
     const saver = new LedgerSaver({ ledger, scope: scope() });
     const { graph } = threeSteps(saver);
