@@ -33,6 +33,7 @@ const SCRIPTS: Record<string, { script: string; args?: string[] }> = {
   'finished-memory': { script: 'finished-memory.ts' },
   'cold-reads': { script: 'cold-reads.ts' },
   'point-reads': { script: 'point-reads.ts' },
+  langgraph: { script: 'langgraph.ts' },
 };
 
 const argv = process.argv.slice(2);

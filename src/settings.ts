@@ -233,6 +233,12 @@ export const SETTINGS = {
   }),
   PLAN_LEDGER_STACK_KAFKA_PORT: declare('stack', integer(1, 65_535, 'a port number from 1 to 65535'), 'Port of the stack\'s first Kafka node: node i on port+2i, its controller on port+2i+1.', { default: 9092 }),
   PLAN_LEDGER_STACK_REGISTRY_PORT: declare('stack', integer(1, 65_535, 'a port number from 1 to 65535'), 'Port of the stack\'s schema registry (its management interface on port+10).', { default: 8081 }),
+  PLAN_LEDGER_STACK_JVM: declare(
+    'stack',
+    oneOf(['server', 'lean']),
+    'How the stack\'s JVMs run: `server` (G1, the optimizing JIT: the throughput benchmarks measure) or `lean` (the serial collector and the first JIT tier only: about half the CPU to start and to serve a test suite; the tests use it).',
+    { default: 'server' },
+  ),
   PLAN_LEDGER_JAVA_HOME: declare('stack', path('a folder path (a JDK or JRE)'), 'The Java runtime the stack runs (else JAVA_HOME, `java` on PATH, /usr/lib/jvm).'),
 
   // development

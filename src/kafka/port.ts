@@ -146,6 +146,8 @@ export interface ReadToEndOptions {
    * holds at most this much.
    */
   readonly prefetchKiB?: number;
+  /** Told when the read moves from asking for the end offsets (`offsets`) to fetching records (`records`). */
+  readonly onPhase?: (phase: 'offsets' | 'records') => void;
 }
 
 export interface PartitionTailOptions {
