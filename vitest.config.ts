@@ -15,6 +15,11 @@ import { defineConfig } from 'vitest/config';
 // Test workers inherit this: each runs executors, projectors and clients side by side, whose librdkafka
 // readers wait on libuv's thread pool (4 threads by default).
 process.env.UV_THREADPOOL_SIZE ??= '64';
+// Every stack a test starts (the shared one, the chaos runs', the three-broker files') runs its JVMs lean:
+// the serial collector and the first JIT tier. Brokers and the registry were 53% of the suite's CPU
+// (1,124 of 2,128 CPU s in the clean-clone run on 476abe5); lean halves what they spend to start and to
+// serve the same tests (docs/guides/local-stack.md). Benchmarks run `server`.
+process.env.PLAN_LEDGER_STACK_JVM ??= 'lean';
 
 export default defineConfig({
   test: {

@@ -34,6 +34,7 @@ const SCRIPTS: Record<string, { script: string; args?: string[] }> = {
   'cold-reads': { script: 'cold-reads.ts' },
   'point-reads': { script: 'point-reads.ts' },
   streams: { script: 'streams.ts' },
+  langgraph: { script: 'langgraph.ts' },
 };
 
 const argv = process.argv.slice(2);

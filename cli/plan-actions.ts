@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { openerOf } from './keys.js';
 import { showPlan } from '../src/secrets/redact.js';
-import { parsePlanFile, toCreatePlanInput } from '../src/audit/plan-file.js';
+import type { PlanFile } from '../src/audit/plan-file.js';
 import { takeovers } from '../src/audit/takeovers.js';
 import type { CommandOutcome, Ledger } from '../src/client/index.js';
 import { isLedgerError, LedgerError } from '../src/errors.js';
@@ -24,13 +24,15 @@ function warn(line: string): void {
   process.stderr.write(`plan-ledger: warning: ${line}\n`);
 }
 
-async function loadPlanFile(file: string) {
+/** Only `run` and `propose` read plan files: the YAML parser loads for them, not for `show` or `audit`. */
+async function loadPlanFile(file: string): Promise<PlanFile> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
   } catch (e) {
     throw new LedgerError('VALIDATION', `cannot read plan file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { field: 'file' });
   }
+  const { parsePlanFile } = await import('../src/audit/plan-file.js');
   return parsePlanFile(text, file);
 }
 
@@ -71,6 +73,7 @@ async function current(ledger: Ledger, planId: string): Promise<PlanState> {
 
 async function create(file: string, o: CommandOpts & { wait?: boolean; waitTimeout?: number; strictTools?: boolean }, forcePropose: boolean): Promise<void> {
   const plan = await loadPlanFile(file);
+  const { toCreatePlanInput } = await import('../src/audit/plan-file.js');
   const mode = forcePropose ? 'propose' : (plan.mode ?? 'execute');
   const paint = painter(!o.json && painter().enabled);
   await withLedger(async (ledger) => {

@@ -29,7 +29,7 @@ export interface OwnerDeps {
   readonly executorId: string;
   readonly logger: Logger;
   readonly slots: Slots;
-  readonly restore: (partition: number) => Promise<RestoredForOwner>;
+  readonly restore: (partition: number, onStep?: (step: string) => void) => Promise<RestoredForOwner>;
   /** The writer of the attempts' live streams (`<prefix>.plan-streams`); none: `ctx.stream` writes nothing. */
   readonly streams?: StreamPublisher;
   /** The executor's admin client (the erasure's sweep of a plan's stream records asks it for offsets). */

@@ -185,7 +185,7 @@ class Executor {
       ...(this.tracer !== undefined ? { tracer: this.tracer } : {}),
       cacheBudget: this.cacheBudget,
       readPlan: (partition, planId, since) => readPlanFromEvents({ kafka: this.kafka, admin: this.admin, codec: this.codec, config: this.config, partition, planId, since }),
-      restore: (p) => restoreOwnedPartition({ kafka: this.kafka, codec: this.codec, config: this.config, partition: p, logger: this.logger }),
+      restore: (p, onStep) => restoreOwnedPartition({ kafka: this.kafka, codec: this.codec, config: this.config, partition: p, logger: this.logger, ...(onStep ? { onStep } : {}) }),
     });
     owner.onBroken = () => void this.reset(partition, owner);
     owner.onFenced = () => void this.retakeIfStillAssigned(partition, owner);

@@ -124,7 +124,7 @@ export class PartitionOwner {
       () => this.fenced(),
       this.traces,
     );
-    const restored = await this.d.restore(this.partition);
+    const restored = await this.d.restore(this.partition, (s) => stepping(`restore: ${s}`));
     // Released while restoring (revoked, lost, reset): the partition is someone else's now. Nothing is
     // seeded or scheduled, and no "partition restored" is said of it: the next owner restores it.
     if (this.draining) {

@@ -51,6 +51,8 @@ export async function restoreOwnedPartition(opts: {
   config: LedgerConfig;
   partition: number;
   logger: Logger;
+  /** Told which read the restore is in, for the owner's "still waiting" warning. */
+  onStep?: (step: string) => void;
 }): Promise<RestoredPartition> {
   const log = opts.logger.child({ component: 'restore', partition: opts.partition });
   const r = await restorePartition({
@@ -61,6 +63,7 @@ export async function restoreOwnedPartition(opts: {
     logger: log,
     dormantStatuses: DORMANT_STATUSES,
     archive: 'defer',
+    ...(opts.onStep ? { onStep: opts.onStep } : {}),
     onPoison: (outcome, record) => {
       log.error({ offset: record.offset, planId: outcome.planId, reason: outcome.decision.reason }, `plan stalled: ${outcome.decision.message}`);
     },

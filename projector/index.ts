@@ -135,7 +135,7 @@ export async function startProjector(opts: ProjectorOptions = {}): Promise<Proje
         return keyring.opener(planId);
       }
     : undefined;
-  const http = buildHttp({ service, logger, tokens, submitter, streamReader: connected, corsOrigins, bodyLimitBytes, maxStreamClients, ...(openerFor ? { openerFor } : {}) });
+  const http = buildHttp({ service, logger, tokens, submitter, streamReader: connected, payloadReader: connected, corsOrigins, bodyLimitBytes, maxStreamClients, ...(openerFor ? { openerFor } : {}) });
   try {
     await service.start();
     await http.listen({ port, host });

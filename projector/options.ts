@@ -45,3 +45,7 @@ export interface ProjectionServiceOptions {
    */
   readonly cacheMib?: number;
 }
+
+/** The projector group's session timeout and heartbeat interval. */
+export const SESSION_TIMEOUT_MS = 30_000;
+export const HEARTBEAT_INTERVAL_MS = 3_000;

@@ -26,16 +26,12 @@ import {
 import { ColdPlans } from './cold-plans.js';
 import { sendDeadLetter } from './dead-letters.js';
 import { createMetrics, type ProjectorMetrics } from './metrics.js';
-import { projectorCacheMib, type ProjectionServiceOptions } from './options.js';
+import { HEARTBEAT_INTERVAL_MS, projectorCacheMib, SESSION_TIMEOUT_MS, type ProjectionServiceOptions } from './options.js';
 import { markException, type PartitionRun } from './partition-run.js';
 import { SnapshotWriter } from './snapshot-writer.js';
 import { ReadModel } from './read-model.js';
 
 export { DEFAULT_PROJECTOR_CACHE_MIB, projectorCacheMib, type ProjectionServiceOptions } from './options.js';
-
-/** The projector group's session timeout and heartbeat interval. */
-const SESSION_TIMEOUT_MS = 30_000;
-const HEARTBEAT_INTERVAL_MS = 3_000;
 
 /**
  * The projection service: a consumer group on the events topic (`read_committed`) that restores each

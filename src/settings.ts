@@ -233,6 +233,12 @@ export const SETTINGS = {
   }),
   PLAN_LEDGER_STACK_KAFKA_PORT: declare('stack', integer(1, 65_535, 'a port number from 1 to 65535'), 'Port of the stack\'s first Kafka node: node i on port+2i, its controller on port+2i+1.', { default: 9092 }),
   PLAN_LEDGER_STACK_REGISTRY_PORT: declare('stack', integer(1, 65_535, 'a port number from 1 to 65535'), 'Port of the stack\'s schema registry (its management interface on port+10).', { default: 8081 }),
+  PLAN_LEDGER_STACK_JVM: declare(
+    'stack',
+    oneOf(['server', 'lean']),
+    'How the stack\'s JVMs run: `server` (G1, the optimizing JIT: the throughput benchmarks measure) or `lean` (the serial collector and the first JIT tier only: about half the CPU to start and to serve a test suite; the tests use it).',
+    { default: 'server' },
+  ),
   PLAN_LEDGER_JAVA_HOME: declare('stack', path('a folder path (a JDK or JRE)'), 'The Java runtime the stack runs (else JAVA_HOME, `java` on PATH, /usr/lib/jvm).'),
 
   // development
@@ -268,6 +274,7 @@ export const SETTINGS = {
   PLAN_LEDGER_KEEP_STACK: declare('development', flag(), 'Leave the local stack running after the tests started it.', { default: false, testOnly: true }),
   PLAN_LEDGER_KEEP_TOPICS: declare('development', flag(), 'Keep the topics a test file made (by default each file deletes them when it ends).', { default: false, testOnly: true }),
   PLAN_LEDGER_CHROMIUM: declare('development', path('an executable path'), 'A Chromium for the dashboard\'s browser tests (else the bundled one).', { testOnly: true }),
+  PLAN_LEDGER_DOCS_SCREENSHOTS: declare('development', flag(), "The dashboard's browser test also writes the screenshots the docs show (the plan view, an opened agent turn, the executors page) into docs/; else only into test-results/.", { default: false, testOnly: true }),
   PLAN_LEDGER_PYTHON: declare('development', anyText('a command'), 'The Python that runs the MCP Python-client test.', { default: 'python3', testOnly: true }),
 } as const satisfies Record<`PLAN_LEDGER_${string}`, SettingSpec<unknown, boolean>>;
 

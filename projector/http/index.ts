@@ -24,6 +24,7 @@ import { planReadRoutes, type PayloadOpenerFor } from './routes/plans-read.js';
 import { planWriteRoutes, type CommandSubmitter } from './routes/plans-write.js';
 import { streamRoutes } from './routes/stream.js';
 import { planStreamRoutes } from './routes/plan-stream.js';
+import { itemDetailRoutes } from './routes/item-detail.js';
 import type { Ledger } from '../../src/client/index.js';
 
 export type { CommandSubmitter } from './routes/plans-write.js';
@@ -43,6 +44,8 @@ export interface HttpOptions {
   readonly bodyLimitBytes: number;
   /** Concurrent /api/stream clients; 503 past it. */
   readonly maxStreamClients: number;
+  /** Reads payloads stored by reference (an item's payload download); resolved lazily. Without it such a download answers 502 (an app built without Kafka). */
+  readonly payloadReader?: () => Promise<Pick<Ledger, 'readPayload'>>;
   /** Decrypts a plan's payloads for display (a master key is configured); absent: shown as stored. */
   readonly openerFor?: PayloadOpenerFor;
 }
@@ -100,6 +103,8 @@ export function buildHttp(opts: HttpOptions) {
   void app.register(healthRoutes, { service });
   void app.register(dashboardRoutes);
   void app.register(planReadRoutes, { service, authorize: requireScope(tokens, 'read'), ...(opts.openerFor ? { openerFor: opts.openerFor } : {}) });
+  const payloads = opts.payloadReader ?? (() => Promise.reject(new Error('no ledger: this app was built without Kafka')));
+  void app.register(itemDetailRoutes, { service, authorize: requireScope(tokens, 'read'), payloads, ...(opts.openerFor ? { openerFor: opts.openerFor } : {}) });
   void app.register(operationsRoutes, { service, views: new OperatorViews(service), authorize: requireScope(tokens, 'read') });
   void app.register(streamRoutes, { service, authorize: requireScope(tokens, 'read'), maxClients: opts.maxStreamClients });
   const streamReader = opts.streamReader ?? (() => Promise.reject(new Error('no ledger: this app was built without Kafka')));

@@ -37,7 +37,7 @@ export const textOf = (description: string, type: string) => ({ description, con
 /** Every error the API answers: `error` is the kind, `message` says what happened. */
 export const errorShape = obj(
   {
-    error: str('The kind: bad_request, unauthorized, forbidden, not_found, payload_too_large, rejected, conflict, validation, timeout, unavailable, submit_failed, internal'),
+    error: str('The kind: bad_request, unauthorized, forbidden, not_found, payload_too_large, rejected, conflict, validation, timeout, unavailable, submit_failed, bad_gateway, internal'),
     message: str('What happened, for a person'),
     field: orNull(str('The parameter or body field at fault (a 400 names it; a rejected command, when the ledger names one)')),
     code: str("The ledger's rejection code of a 409 (STALE_DIGEST, PLAN_FINISHED, NOT_WAITING ...)"),
@@ -221,6 +221,21 @@ const timelineEntry = obj(
   { seq: int(), at: ms('When'), type: str(), actor: str(), causationId: str(), correlationId: str(), itemId: orNull(str()), attempt: orNull(int()), summary: str('One line for a person'), hash: str() },
   { title: 'TimelineEntry' },
 );
+const takeoverShape = obj(
+  {
+    itemId: str(),
+    attempt: int(),
+    idempotencyKey: str('The key both owners invoked the tool with'),
+    kind: { type: 'string', enum: ['invoked', 'settled'], description: '`invoked`: the new owner ran the tool again with the same key and committed its result; `settled`: the first owner had committed it, the new owner only settled it' },
+    from: str('The executor that lost the attempt'),
+    fromAt: str('When it last acted on the attempt, ISO-8601'),
+    to: str('The executor that went on with it'),
+    at: str("When the new owner's step was recorded, ISO-8601"),
+    seq: int(),
+  },
+  { title: 'Takeover', description: 'An attempt another executor went on with after taking the plan over.' },
+);
+
 const attempt = obj(
   {
     itemId: str(),
@@ -235,8 +250,61 @@ const attempt = obj(
     settlement: orNull({ type: 'string', enum: ['completed', 'failed', 'retry'] }),
     childPlanId: orNull(str('The plan the attempt delegated to')),
     totalMs: orNull(int('Intent → settled (or → result while unsettled)')),
+    takeover: orNull(takeoverShape),
   },
-  { title: 'AttemptTimeline' },
+  { title: 'AttemptTimeline', description: 'An attempt from the events; `takeover` when a new owner re-invoked or settled it after a take-over (the executor column is the one that recorded the intent).' },
+);
+
+const payloadShape = obj(
+  {
+    name: str('`input`, `output`, `checkpoint`, `attempt-<n>`, `evidence-<i>`: the download route\'s name'),
+    label: str('For a person'),
+    bytes: int('UTF-8 bytes of the payload as served (by reference: as stored)'),
+    text: orNull(str('The first 16 KiB characters; null when stored by reference')),
+    truncated: bool('Whether `text` is shorter than the payload'),
+    reference: orNull(obj({ sha256: str(), bytes: int(), chunks: int() }, { description: 'Stored by reference in `<prefix>.plan-blobs`' })),
+    sealed: bool("Sealed with the plan's key, which this projector does not hold: shown as stored"),
+    download: str('The route that serves the whole payload'),
+  },
+  { title: 'PayloadPreview' },
+);
+
+export const itemViewShape = obj(
+  {
+    planId: str(),
+    planStatus: planStatus,
+    seq: int("The plan's seq the view was read at"),
+    item: { type: 'object', description: 'The item (ItemState) without its payloads: no inputJson, outputJson, attempts[].outputJson, checkpoint.stateJson, evidence[].valueJson (see `payloads`); `checkpoint` null and `evidence` empty when it has none' },
+    payloads: arr(payloadShape, 'Input, output, attempts\' own outputs, checkpoint, evidence'),
+    attempts: arr(attempt, "The item's attempts from its events"),
+    takeovers: arr(takeoverShape),
+    timeline: arr(timelineEntry, 'The newest 200 of its events'),
+    eventCount: int('Its events in all'),
+    dependants: obj({ ids: arr(str(), 'The first 100'), total: int() }, { description: 'Items that depend on it' }),
+    turn: orNull(
+      obj(
+        {
+          agent: str(),
+          turn: int(),
+          modelId: str(),
+          text: str("The model's text (at most 64 KiB here)"),
+          textBytes: int("UTF-8 bytes of the model's whole text"),
+          textTruncated: bool('The agent cut the text at its maxTextBytes'),
+          textCut: bool('This view cut it at 64 KiB'),
+          finishReason: str(),
+          usage: { type: 'object', description: 'inputTokens, outputTokens, totalTokens of the turn' },
+          totals: { type: 'object', description: 'The run\'s totals after the turn, and turns' },
+          finished: { description: 'answer, maxTurns or budget on the run\'s last turn; null otherwise' },
+          next: orNull(str('The next turn\'s item')),
+          stopReason: orNull(str()),
+          toolCalls: arr(obj({ toolCallId: str(), toolName: str(), input: str('Its arguments as JSON (at most 2 KiB)'), inputCut: bool(), itemId: orNull(str('The item that runs it')), error: orNull(obj({ code: str(), message: str() })), notRun: bool() })),
+        },
+        { description: "An agent's model turn as recorded (null for other items, while the turn runs, or when unreadable: see turnUnread)" },
+      ),
+    ),
+    turnUnread: orNull(str('Why a recorded turn could not be read here')),
+  },
+  { title: 'ItemView' },
 );
 
 export const auditShape = obj(

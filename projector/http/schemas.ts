@@ -1,10 +1,17 @@
 // JSON schemas of the API's params, queries and bodies (fastify validates them with ajv before a handler runs).
 // Their `description`s and `title`s are the API's reference (the OpenAPI document, docs/reference/http-api.md);
 // no `default` keyword: ajv runs with useDefaults and would fill it in. The answers' schemas are in responses.ts.
+import { PAYLOAD_NAME } from './item-view.js';
 
 export const id = { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' } as const;
 export const planParams = { type: 'object', required: ['id'], properties: { id: { ...id, description: 'The plan id' } } } as const;
 export const itemParams = { type: 'object', required: ['id', 'itemId'], properties: { id: { ...id, description: 'The plan id' }, itemId: { ...id, description: 'The item id' } } } as const;
+/** One payload of an item: `input`, `output`, `checkpoint`, `attempt-<n>`, `evidence-<i>`. */
+export const payloadParams = {
+  type: 'object',
+  required: ['id', 'itemId', 'name'],
+  properties: { ...itemParams.properties, name: { type: 'string', pattern: PAYLOAD_NAME, description: 'The payload: `input`, `output`, `checkpoint`, `attempt-<n>` (that attempt\'s own output) or `evidence-<i>` (0-based)' } },
+} as const;
 /** The recorded actor; accepted for compatibility, but the token's principal is what gets recorded. */
 export const actor = { type: 'string', minLength: 1, maxLength: 256, description: "Ignored: the token's principal is recorded (accepted for older clients)" } as const;
 const digest = { type: 'string', pattern: '^[0-9a-f]{64}$' } as const;
@@ -17,6 +24,7 @@ export const planListQuery = {
   properties: {
     status: { type: 'array', items: { type: 'string' }, description: 'Plan statuses, any of (repeated or comma-separated); `stalled` for stalled plans' },
     label: { type: 'array', items: { type: 'string' }, description: '`key:value`; repeated, every one must match' },
+    q: { type: 'string', maxLength: 200, description: 'Text to find, case-insensitive, in the plan id, the goal or a label (`key:value`); at most 200 characters, no control characters' },
     limit: { type: 'integer', minimum: 1, maximum: 500, description: 'Plans per page (default 50)' },
     cursor: { type: 'string', maxLength: 1024, description: '`nextCursor` of the previous page' },
   },

@@ -146,6 +146,8 @@ export interface ReadToEndOptions {
    * much. Given, the read has a consumer of its own (not one of the pooled readers).
    */
   readonly prefetchKiB?: number;
+  /** Told when the read moves from asking for the end offsets (`offsets`) to fetching records (`records`). */
+  readonly onPhase?: (phase: 'offsets' | 'records') => void;
 }
 
 export interface PartitionTailOptions {

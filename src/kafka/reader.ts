@@ -261,6 +261,7 @@ function byPartition(messages: NativeMessage[]): Map<number, NativeMessage[]> {
  * end-of-partition events, which also cover a tail of markers — never by counting records.
  */
 export async function readToEnd(ctx: ReaderContext, admin: ConfluentAdmin, opts: ReadToEndOptions, pool?: ReaderPool): Promise<Map<number, string>> {
+  opts.onPhase?.('offsets');
   const offsets = opts.follow ? await admin.fetchTopicOffsets(opts.topic, opts.partitions) : await admin.fetchStableEnds(opts.topic, opts.partitions);
   const wanted = new Set(opts.partitions ?? offsets.map((o) => o.partition));
   const end = new Map<number, bigint>();
@@ -286,6 +287,7 @@ export async function readToEnd(ctx: ReaderContext, admin: ConfluentAdmin, opts:
   if (done() || follow?.aborted) return capped();
 
   if (opts.stats) opts.stats.reads += 1;
+  opts.onPhase?.('records');
   // A live tail keeps its consumer for as long as it follows: one of its own. A ranged read borrows one.
   const pooled = follow === undefined ? pool : undefined;
   const c = pooled ? await pooled.acquire(opts.stats) : await openAssignedConsumer(ctx, CONSUME_WAIT_MS, opts.prefetchKiB);

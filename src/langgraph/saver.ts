@@ -23,6 +23,10 @@
 //                                     pending-sends migration behave exactly as LangGraph's reference saver.
 //   list without thread_id            the scope's plans (`ledger.listPlans` by the scope's label), each read
 //                                     as above.
+//   fork(config, { threadId })        LangGraph's time travel onto a new thread (fork.ts): `ledger.fork` of the
+//                                     thread's plan at the event that added the checkpoint, as the new thread's
+//                                     plan (`forkedFrom` names the origin), each copied item's input with the
+//                                     new thread's id; the checkpoint's own pending writes stay behind.
 //   deleteThread(thread_id)           `ledger.erase`: the plan's events and blobs are tombstoned, its data key
 //                                     shredded, and `<prefix>.ledger-audit` records the erasure.
 //   interrupt() (an __interrupt__     besides the writes item, an interrupt plan (`lgi-…`, one per interrupted
@@ -58,6 +62,8 @@ import {
 } from '@langchain/langgraph-checkpoint';
 import type { Ledger } from '../client/index.js';
 import { isLedgerError, LedgerError } from '../errors.js';
+import { forkThread } from './fork.js';
+import { invalid, isRejected, key } from './keys.js';
 import { Lru } from '../lru.js';
 import { applyItem, firstItem, store, type CheckpointInput, type Fold, type Stored, type WritesInput } from './thread-fold.js';
 
@@ -75,12 +81,7 @@ export const RESUME_SIGNAL = 'resume';
 const NULL_TASK_ID = '00000000-0000-0000-0000-000000000000';
 /** Most UTF-8 bytes of an interrupt plan's prompt (the ledger's bound on a wait prompt). */
 const MAX_PROMPT_BYTES = 4096;
-/** Most UTF-8 bytes of a thread_id, a checkpoint_ns, a checkpoint id or a task id. */
-export const MAX_KEY_BYTES = 1024;
-
 const SCOPE_RE = /^[A-Za-z0-9._-]{1,64}$/;
-/** Keys MemorySaver's layout refuses (they would reach Object.prototype). */
-const RESERVED_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 
 export interface LedgerSaverOptions {
   /** A connected ledger (`connectLedger()`); the saver does not close it. Its prefix needs running executors. */
@@ -96,24 +97,6 @@ export interface LedgerSaverOptions {
   /** Threads whose fold the saver keeps between reads (default 256); one read past it folds its thread again. */
   maxThreads?: number;
   serde?: SerializerProtocol;
-}
-
-function invalid(field: string, message: string): LedgerError {
-  return new LedgerError('VALIDATION', `langgraph: ${field} ${message}`, { field });
-}
-
-/** A thread_id, checkpoint_ns, checkpoint id or task id: a string of at most MAX_KEY_BYTES (ns may be empty). */
-function key(field: string, value: unknown, opts: { allowEmpty?: boolean } = {}): string {
-  if (typeof value !== 'string') throw invalid(field, `must be a string (got ${value === null ? 'null' : typeof value})`);
-  if (value === '' && !opts.allowEmpty) throw invalid(field, 'must not be empty');
-  const bytes = Buffer.byteLength(value, 'utf8');
-  if (bytes > MAX_KEY_BYTES) throw invalid(field, `is ${bytes} bytes; at most ${MAX_KEY_BYTES}`);
-  if (RESERVED_KEYS.has(value)) throw invalid(field, `must not be ${value}`);
-  return value;
-}
-
-function isRejected(e: unknown, code: string): boolean {
-  return isLedgerError(e, 'REJECTED') && (e as LedgerError).details.rejection === code;
 }
 
 /**
@@ -265,6 +248,28 @@ export class LedgerSaver extends BaseCheckpointSaver {
     const planId = this.interruptPlanId(c.thread_id as string, (c.checkpoint_ns as string | undefined) ?? '', c.checkpoint_id as string, pending[0]);
     const done = await this.ledger.waitFor(planId, (p) => p.items[ANSWER_ITEM]?.status === 'completed', opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {});
     return JSON.parse(done.items[ANSWER_ITEM]!.outputJson ?? 'null') as unknown;
+  }
+
+  /**
+   * LangGraph's time travel onto a new thread, as the ledger's fork: `threadId` gets the thread's history
+   * up to checkpoint `config.configurable.checkpoint_id` (default: its latest), and continues from there —
+   * `graph.invoke(null, { configurable: { thread_id: threadId } })` runs the nodes after that checkpoint —
+   * while the thread itself is not touched. The new thread's plan is `ledger.fork` of the thread's plan at
+   * the event that added the checkpoint, so its first event names where it came from (`forkedFrom`: `show`,
+   * `audit`, `verify`'s lineage check). Returns the new thread's config at the fork point. NOT_FOUND (field
+   * `thread_id` / `checkpoint_id`) for a thread with no checkpoints (never written, or deleted) or a
+   * checkpoint it does not have; CONFLICT (field `threadId`) when `threadId` already has checkpoints;
+   * VALIDATION for a bad id or a subgraph's namespace. See fork.ts.
+   */
+  async fork(config: RunnableConfig, opts: { threadId: string }): Promise<RunnableConfig> {
+    const out = await forkThread(
+      { ledger: this.ledger, scope: this.scope, by: this.by, timeoutMs: this.timeoutMs, planIdOf: (t) => this.planIdOf(t), getTuple: (c) => this.getTuple(c), itemTools: [CHECKPOINT_TOOL, WRITES_TOOL] },
+      config,
+      opts,
+    );
+    this.folds.delete(out.planId);
+    this.known.add(out.planId);
+    return out.config;
   }
 
   /** Erases the thread's plan and its interrupt plans (`ledger.erase`); a thread never written is a no-op. */

@@ -14,12 +14,14 @@ export async function readDeadLetters(opts: {
   topic: string;
   partition: number;
   timeoutMs?: number;
+  onPhase?: (phase: 'offsets' | 'records') => void;
 }): Promise<DeadLetter[]> {
   const out: DeadLetter[] = [];
   await opts.kafka.readToEnd({
     topic: opts.topic,
     partitions: [opts.partition],
     ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
+    ...(opts.onPhase !== undefined ? { onPhase: opts.onPhase } : {}),
     onRecords: (records) => {
       for (const r of records) out.push({ offset: r.offset, key: r.key, value: r.value, cause: causeFromHeaders(r.headers) });
     },

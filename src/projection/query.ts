@@ -104,6 +104,11 @@ export interface PlanQuery {
   readonly status?: readonly string[];
   /** Every label must match. */
   readonly labels?: ReadonlyArray<readonly [string, string]>;
+  /**
+   * Text to find (case-insensitive) in the plan id, the goal, or a label (`key:value`, its key or its
+   * value); see {@link matchesSearch}.
+   */
+  readonly q?: string;
   readonly limit?: number;
   readonly cursor?: string;
 }
@@ -117,14 +122,17 @@ export interface PlanPage {
 }
 
 export const MAX_LIMIT = 500;
+/** The longest search text (`q`), in characters. */
+export const MAX_SEARCH = 200;
 export const DEFAULT_LIMIT = 50;
 const STATUS_FILTERS = new Set<string>([...Object.values(PlanStatus), 'stalled']);
 
 /**
  * Parses the query string form: `status=running,proposed` (or repeated), `label=team:core` (repeated =
- * all must match), `limit`, `cursor`. Throws {@link QueryError} naming the parameter.
+ * all must match), `q` (text in the id, goal or a label), `limit`, `cursor`. Throws {@link QueryError}
+ * naming the parameter.
  */
-export function parsePlanQuery(q: { status?: string | string[]; label?: string | string[]; limit?: string | number; cursor?: string }): PlanQuery {
+export function parsePlanQuery(q: { status?: string | string[]; label?: string | string[]; q?: string; limit?: string | number; cursor?: string }): PlanQuery {
   const many = (v: string | string[] | undefined) => (v === undefined ? [] : (Array.isArray(v) ? v : [v]).flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean));
   const status = many(q.status);
   for (const s of status) if (!STATUS_FILTERS.has(s)) throw new QueryError('status', `status: unknown status "${s}" (one of ${[...STATUS_FILTERS].join(', ')})`);
@@ -139,7 +147,33 @@ export function parsePlanQuery(q: { status?: string | string[]; label?: string |
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new QueryError('limit', `limit: expected an integer 1..${MAX_LIMIT}, got "${String(q.limit)}"`);
   }
   if (q.cursor !== undefined && q.cursor !== '') decodeCursor(q.cursor);
-  return { status, labels, limit, cursor: q.cursor || undefined };
+  const search = parseSearch(q.q);
+  return { status, labels, limit, cursor: q.cursor || undefined, ...(search !== undefined ? { q: search } : {}) };
+}
+
+// C0 and C1 controls, DEL, the line and paragraph separators and the bidirectional overrides: nothing a
+// plan id, goal or label is searched for.
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+
+/**
+ * The search text of `q=`: trimmed, at most {@link MAX_SEARCH} characters, no control characters; undefined
+ * when empty. Throws {@link QueryError} naming `q`.
+ */
+export function parseSearch(q: string | undefined): string | undefined {
+  if (q === undefined) return undefined;
+  const text = q.trim();
+  if (text.length > MAX_SEARCH) throw new QueryError('q', `q: a search is at most ${MAX_SEARCH} characters (this one has ${text.length})`);
+  const bad = CONTROL.exec(text);
+  if (bad) throw new QueryError('q', `q: a search cannot hold control characters (U+${bad[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')} at ${bad.index + 1})`);
+  return text === '' ? undefined : text;
+}
+
+/** Whether a plan's id, goal or one of its labels (`key:value`) holds `needle` (lower case). */
+export function matchesSearch(s: { planId: string; goal: string; labels: Record<string, string> }, needle: string): boolean {
+  if (s.planId.toLowerCase().includes(needle) || s.goal.toLowerCase().includes(needle)) return true;
+  for (const [k, v] of Object.entries(s.labels)) if (`${k}:${v}`.toLowerCase().includes(needle)) return true;
+  return false;
 }
 
 type CursorKey = [createdAt: number, planId: string];
@@ -171,6 +205,7 @@ function compare(a: CursorKey, b: CursorKey): number {
 export function queryPlans(views: Iterable<PlanView>, query: PlanQuery = {}): PlanPage {
   const status = new Set(query.status ?? []);
   const labels = query.labels ?? [];
+  const needle = query.q?.toLowerCase();
   const after = query.cursor ? decodeCursor(query.cursor) : null;
   const limit = query.limit ?? DEFAULT_LIMIT;
   const matching: Array<{ key: CursorKey; view: PlanView }> = [];
@@ -181,6 +216,7 @@ export function queryPlans(views: Iterable<PlanView>, query: PlanQuery = {}): Pl
       if (!status.has(st) && !(status.has('stalled') && v.stalled !== null)) continue;
     }
     if (labels.length > 0 && (s === undefined || !labels.every(([k, val]) => Object.prototype.hasOwnProperty.call(s.labels, k) && s.labels[k] === val))) continue;
+    if (needle !== undefined && !matchesSearch({ planId: v.planId, goal: s?.goal ?? '', labels: s?.labels ?? {} }, needle)) continue;
     matching.push({ key: [s?.createdAt ?? 0, v.planId], view: v });
   }
   matching.sort((a, b) => compare(a.key, b.key));

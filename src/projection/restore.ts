@@ -61,6 +61,8 @@ export interface RestorePartitionOptions {
   /** Per read (default 10 minutes). */
   readonly timeoutMs?: number;
   readonly signal?: AbortSignal;
+  /** Told which read the restore is in (e.g. `snapshots: offsets`, `events: records`): a slow one can say where it waits. */
+  readonly onStep?: (step: string) => void;
 }
 
 export interface RestoredPartition {
@@ -287,6 +289,7 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
     topic: names.snapshots,
     partitions: [p],
     timeoutMs,
+    onPhase: (phase) => opts.onStep?.(`snapshots: ${phase}`),
     onRecords: (records) => {
       for (const r of records) {
         if (r.key === null) continue;
@@ -409,7 +412,7 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
   // 2. Stalls already dead-lettered.
   const deadLettered = new Set<string>();
   if (opts.readDeadLetters ?? true) {
-    const letters = await readDeadLetters({ kafka: opts.kafka, topic: names.dlq, partition: p, timeoutMs });
+    const letters = await readDeadLetters({ kafka: opts.kafka, topic: names.dlq, partition: p, timeoutMs, onPhase: (phase) => opts.onStep?.(`dead letters: ${phase}`) });
     for (const d of letters) {
       if (d.cause === null || d.cause.sourceTopic !== names.events || d.cause.sourcePartition !== p) continue;
       deadLettered.add(d.cause.sourceOffset);
@@ -429,6 +432,7 @@ export async function restorePartition(opts: RestorePartitionOptions): Promise<R
     partitions: [p],
     ...(replayFrom === null ? {} : { from: new Map([[p, replayFrom.toString()]]) }),
     timeoutMs,
+    onPhase: (phase) => opts.onStep?.(`events: ${phase}`),
     onRecords: async (records) => {
       if (distrusted) return;
       const keys = records.map((r) => parseEventKey(r.key));

@@ -138,7 +138,7 @@ describe('the TypeScript snippets of README.md and docs/guides', () => {
     await payments?.stop();
   });
 
-  it('finds them: 11 snippets, 4 complete programs and 7 fragments marked typecheck-only', () => {
+  it('finds them: 12 snippets, 4 complete programs and 8 fragments marked typecheck-only', () => {
     expect(snippets.map((s) => [s.where, s.preamble])).toEqual([
       ['README.md[1]', null],
       ['docs/guides/agents.md[1]', null],
@@ -146,6 +146,7 @@ describe('the TypeScript snippets of README.md and docs/guides', () => {
       ['docs/guides/agents.md[3]', 'ledger'],
       ['docs/guides/langgraph.md[1]', 'langgraph-builder'],
       ['docs/guides/langgraph.md[2]', 'langgraph-graph'],
+      ['docs/guides/langgraph.md[3]', 'langgraph-graph'],
       ['docs/guides/using-the-client.md[1]', null],
       ['docs/guides/using-the-client.md[2]', 'ledger-items'],
       ['docs/guides/waits-and-forks.md[1]', 'ledger'],

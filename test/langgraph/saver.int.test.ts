@@ -3,10 +3,12 @@
 // audit and verify cover, large values by reference), what deleteThread leaves (the erasure record), and
 // bad input (issue 32, part 4) — a checkpoint or write past the payload ceiling, an empty, huge or
 // control-character thread_id, a metadata filter of the wrong type, two savers putting one thread at once —
-// each a coded error or a recorded outcome, with the ledger serving another thread afterwards.
+// each a coded error or a recorded outcome, with the ledger serving another thread afterwards — and
+// LangGraph's time travel onto a new thread as the ledger's fork, with a real StateGraph.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { emptyCheckpoint, uuid6, type Checkpoint, type CheckpointTuple } from '@langchain/langgraph-checkpoint';
+import { Annotation, START, StateGraph } from '@langchain/langgraph';
 import { startExecutor, type ExecutorHandle } from '../../executor/index.js';
 import { startProjector, type ProjectorHandle } from '../../projector/index.js';
 import { connectLedger, newReadStats, type Ledger, type ReadStats } from '../../src/client/index.js';
@@ -135,6 +137,11 @@ describe('a thread in the ledger', () => {
     expect(again.pendingWrites).toEqual([['task-1', 'doc', 'edit']]);
     expect(again.checkpoint.channel_values).toEqual({ doc: big });
     expect(blobReads).toEqual([stored]);
+    // A fork of the thread reads the value back whole and stores it by reference in its own plan.
+    await saver.fork(cfg, { threadId: 'big-copy' });
+    const copyPlan = (await ledger.getPlan(saver.planIdOf('big-copy'), { payloads: 'reference' }))!;
+    expect(copyPlan.items[copyPlan.itemOrder[0]!]!.inputJson).toMatch(/^\{"\$blob":/);
+    expect((await new LedgerSaver({ ledger, scope: saver.scope }).getTuple({ configurable: { thread_id: 'big-copy' } }))?.checkpoint.channel_values).toEqual({ doc: big });
   });
 
   it('with a master key a checkpoint is sealed: ciphertext in the log, read back whole with the key, refused without it', async () => {
@@ -206,6 +213,163 @@ describe('a thread in the ledger', () => {
     // 41 events of this plan, and those of every other test on the partitions: a read of the snapshot
     // plus the tail reads a handful at most.
     expect((stats.records[events] ?? 0) - at).toBeLessThan(10);
+  });
+});
+
+/** A real StateGraph a -> b -> c, each node appending its name; `calls` counts each node's runs. */
+function threeSteps(saver: LedgerSaver) {
+  const calls: Record<string, number> = { a: 0, b: 0, c: 0 };
+  const State = Annotation.Root({ path: Annotation<string[]>({ reducer: (x, y) => [...x, ...y], default: () => [] }) });
+  const node = (name: string) => () => {
+    calls[name] = (calls[name] ?? 0) + 1;
+    return { path: [name] };
+  };
+  const graph = new StateGraph(State).addNode('a', node('a')).addNode('b', node('b')).addNode('c', node('c')).addEdge(START, 'a').addEdge('a', 'b').addEdge('b', 'c').compile({ checkpointer: saver });
+  return { graph, calls };
+}
+
+describe('time travel: a fork of a thread at a checkpoint is the ledger\'s fork', () => {
+  it('a new thread from an earlier checkpoint runs the nodes after it; the source is unchanged; lineage in the ledger; both verify', async () => {
+    const saver = new LedgerSaver({ ledger, scope: scope(), by: 'graph-tt' });
+    const { graph, calls } = threeSteps(saver);
+    const main = { configurable: { thread_id: 'main' } };
+    expect((await graph.invoke({ path: ['start'] }, { ...main, durability: 'sync' })).path).toEqual(['start', 'a', 'b', 'c']);
+    expect(calls).toEqual({ a: 1, b: 1, c: 1 });
+    const history = [];
+    for await (const s of graph.getStateHistory(main)) history.push(s);
+    // input, before a, before b, before c, the end: newest first.
+    expect(history.map((s) => s.next)).toEqual([[], ['c'], ['b'], ['a'], ['__start__']]);
+    const beforeB = history[2]!;
+    const mainPlan = saver.planIdOf('main');
+    const mainBefore = (await ledger.getPlan(mainPlan))!;
+    const mainIds = (await all(saver.list(main))).map((t) => t.checkpoint.id);
+
+    const forked = await saver.fork(beforeB.config, { threadId: 'branch' });
+    expect(forked.configurable).toEqual({ thread_id: 'branch', checkpoint_ns: '', checkpoint_id: beforeB.config.configurable?.checkpoint_id });
+    // The new thread's latest checkpoint is the fork point, with its state, its copied history before it.
+    const branch = { configurable: { thread_id: 'branch' } };
+    expect((await graph.getState(branch)).values).toEqual({ path: ['start', 'a'] });
+    expect((await graph.getState(branch)).next).toEqual(['b']);
+    expect((await all(saver.list(branch))).map((t) => t.checkpoint.id)).toEqual(mainIds.slice(2));
+    // Continued: b and c run again on the new thread, a does not.
+    expect((await graph.invoke(null, { ...branch, durability: 'sync' })).path).toEqual(['start', 'a', 'b', 'c']);
+    expect(calls).toEqual({ a: 1, b: 2, c: 2 });
+    const branchIds = (await all(saver.list(branch))).map((t) => t.checkpoint.id);
+    expect(branchIds).toHaveLength(5);
+    expect(branchIds.slice(2)).toEqual(mainIds.slice(2));
+    expect(branchIds.slice(0, 2).every((id) => !mainIds.includes(id))).toBe(true);
+    expect((await saver.getTuple(branch))?.config.configurable?.thread_id).toBe('branch');
+    // The source thread: its plan, its checkpoints and its state as before.
+    const mainAfter = (await ledger.getPlan(mainPlan))!;
+    expect([mainAfter.seq, mainAfter.lastHash]).toEqual([mainBefore.seq, mainBefore.lastHash]);
+    expect((await all(saver.list(main))).map((t) => t.checkpoint.id)).toEqual(mainIds);
+    expect((await graph.getState(main)).values).toEqual({ path: ['start', 'a', 'b', 'c'] });
+    // Lineage, through the ledger's reads: the fork point is the event that added the checkpoint's item.
+    const branchPlan = (await ledger.getPlan(saver.planIdOf('branch')))!;
+    const events = (await ledger.planEvents(mainPlan)).map((r) => r.event);
+    const added = events.filter((e) => e.type === 'ItemAdded' && e.data.item.tool === CHECKPOINT_TOOL);
+    const atB = added.find((e) => e.type === 'ItemAdded' && JSON.parse(e.data.item.inputJson).id === beforeB.config.configurable?.checkpoint_id)!;
+    expect(branchPlan.forkedFrom).toEqual({ planId: mainPlan, seq: atB.seq, chainHead: atB.hash });
+    expect(branchPlan.labels).toMatchObject({ langgraph: 'thread', 'langgraph-scope': saver.scope, forkedFrom: mainPlan });
+    expect((await ledger.listPlans({ label: `forkedFrom:${mainPlan}` })).plans.map((p) => p.planId)).toEqual([branchPlan.planId]); // the source's forks
+    const { rows } = await ledger.audit(branchPlan.planId);
+    expect([rows[0]?.type, rows[0]?.outcome]).toEqual(['PlanCreated', `forked:${mainPlan}@${atB.seq}`]);
+    // The copied items: the source's up to the fork point, each with the new thread's id.
+    expect(branchPlan.itemOrder).toEqual(mainBefore.itemOrder.filter((id) => mainBefore.items[id]!.addedSeq <= atB.seq).concat(branchPlan.itemOrder.slice(-4)));
+    expect(branchPlan.itemOrder.map((id) => (JSON.parse(branchPlan.items[id]!.inputJson) as { thread: string }).thread)).toEqual(branchPlan.itemOrder.map(() => 'branch'));
+    const [vMain, vBranch] = await Promise.all([ledger.verify(mainPlan), ledger.verify(branchPlan.planId)]);
+    expect(vMain.ok, JSON.stringify(vMain.firstBroken)).toBe(true);
+    expect(vBranch.ok, JSON.stringify(vBranch.firstBroken)).toBe(true);
+    expect(vBranch.checks.find((c) => c.name === 'lineage')).toMatchObject({ ok: true });
+    // LangGraph's fork with changed state, on a new thread: fork, then updateState there, then go on.
+    const edited = await saver.fork(beforeB.config, { threadId: 'edited' });
+    await graph.updateState(edited, { path: ['edited'] }, 'a');
+    expect((await graph.invoke(null, { configurable: { thread_id: 'edited' }, durability: 'sync' })).path).toEqual(['start', 'a', 'edited', 'b', 'c']);
+    expect(calls).toEqual({ a: 1, b: 3, c: 3 });
+    expect((await graph.getState(main)).values).toEqual({ path: ['start', 'a', 'b', 'c'] });
+    // The threads in the scope's list.
+    expect(new Set((await all(saver.list({ configurable: {} }))).map((t) => t.config.configurable?.thread_id))).toEqual(new Set(['main', 'branch', 'edited']));
+  });
+
+  it('the fork point\'s pending writes stay with the source, whether recorded before its item (durability async) or after', async () => {
+    const saver = new LedgerSaver({ ledger, scope: scope() });
+    const first = await saver.put({ configurable: { thread_id: 'w' } }, checkpoint({ v: 0 }, 1), meta(0), { v: 1 });
+    await saver.putWrites(first, [['v', 'of the first']], 'task-0');
+    const x = checkpoint({ v: 1 }, 2);
+    const atX = { configurable: { thread_id: 'w', checkpoint_ns: '', checkpoint_id: x.id } };
+    await saver.putWrites(atX, [['v', 'early']], 'task-early'); // before X's own put, as async durability may
+    await saver.put(first, x, meta(1), { v: 2 });
+    await saver.putWrites(atX, [['v', 'late']], 'task-late');
+    expect((await saver.getTuple(atX))?.pendingWrites).toEqual([['task-early', 'v', 'early'], ['task-late', 'v', 'late']]);
+    await saver.fork(atX, { threadId: 'w2' });
+    const copy = (await saver.getTuple({ configurable: { thread_id: 'w2' } }))!;
+    expect([copy.checkpoint.id, copy.checkpoint.channel_values, copy.pendingWrites]).toEqual([x.id, { v: 1 }, []]);
+    expect((await saver.getTuple({ configurable: { thread_id: 'w2', checkpoint_id: first.configurable?.checkpoint_id } }))?.pendingWrites).toEqual([['task-0', 'v', 'of the first']]);
+    expect((await saver.getTuple(atX))?.pendingWrites).toHaveLength(2);
+    expect((await ledger.verify(saver.planIdOf('w2'))).ok).toBe(true);
+  });
+
+  it('a fork too large for one command is PAYLOAD_TOO_LARGE with nothing created; a client that stores more by reference forks it', async () => {
+    const saver = new LedgerSaver({ ledger, scope: scope() });
+    let cfg = { configurable: { thread_id: 'long' } } as { configurable: Record<string, unknown> };
+    // 20 checkpoints of 60,000 characters each: every one inline (under 64 KiB), 1.2 MB together.
+    for (let i = 0; i < 20; i++) cfg = (await saver.put(cfg, checkpoint({ doc: String(i).padEnd(60_000, '.') }, i + 1), meta(i), { doc: i + 1 })) as typeof cfg;
+    const e = await failure(saver.fork(cfg, { threadId: 'long-copy' }));
+    expect([e.code, e.details.command]).toEqual(['PAYLOAD_TOO_LARGE', 'CreatePlan']);
+    expect(e.message).toMatch(/copies 20 items in one command, too large.*PLAN_LEDGER_INLINE_PAYLOAD_BYTES/);
+    expect(await ledger.getPlan(saver.planIdOf('long-copy'))).toBeUndefined();
+    process.env.PLAN_LEDGER_INLINE_PAYLOAD_BYTES = '4096';
+    let byRef: Ledger;
+    try {
+      byRef = await connectLedger(config, { logger: testLogger });
+    } finally {
+      delete process.env.PLAN_LEDGER_INLINE_PAYLOAD_BYTES;
+    }
+    try {
+      const other = new LedgerSaver({ ledger: byRef, scope: saver.scope });
+      await other.fork(cfg, { threadId: 'long-copy' });
+      expect((await saver.getTuple({ configurable: { thread_id: 'long-copy' } }))?.checkpoint.channel_values).toEqual({ doc: '19'.padEnd(60_000, '.') });
+      expect((await ledger.verify(saver.planIdOf('long-copy'))).ok).toBe(true);
+    } finally {
+      await byRef.close();
+    }
+  });
+
+  it('bad forks: a missing or deleted thread, an unknown checkpoint, a taken or bad thread id, a subgraph namespace: each a coded error, nothing created', async () => {
+    const saver = new LedgerSaver({ ledger, scope: scope() });
+    const { graph } = threeSteps(saver);
+    await graph.invoke({ path: [] }, { configurable: { thread_id: 'src' }, durability: 'sync' });
+    await graph.invoke({ path: [] }, { configurable: { thread_id: 'other' }, durability: 'sync' });
+    const src = { configurable: { thread_id: 'src' } };
+    const missing = await failure(saver.fork({ configurable: { thread_id: 'never-written' } }, { threadId: 'n1' }));
+    expect([missing.code, missing.details.field]).toEqual(['NOT_FOUND', 'thread_id']);
+    const unknown = await failure(saver.fork({ configurable: { thread_id: 'src', checkpoint_id: uuid6(-1) } }, { threadId: 'n2' }));
+    expect([unknown.code, unknown.details.field]).toEqual(['NOT_FOUND', 'checkpoint_id']);
+    for (const taken of ['src', 'other']) {
+      const e = await failure(saver.fork(src, { threadId: taken }));
+      expect([e.code, e.details.field]).toEqual(['CONFLICT', 'threadId']);
+    }
+    for (const bad of ['', 'x'.repeat(MAX_KEY_BYTES + 1), 7, '__proto__'] as unknown[]) {
+      const e = await failure(saver.fork(src, { threadId: bad as string }));
+      expect([e.code, e.details.field]).toEqual(['VALIDATION', 'threadId']);
+    }
+    const sub = await failure(saver.fork({ configurable: { thread_id: 'src', checkpoint_ns: 'child:1' } }, { threadId: 'n3' }));
+    expect([sub.code, sub.details.field]).toEqual(['VALIDATION', 'checkpoint_ns']);
+    for (const t of ['n1', 'n2', 'n3']) expect(await ledger.getPlan(saver.planIdOf(t))).toBeUndefined();
+    const otherPlan = (await ledger.getPlan(saver.planIdOf('other')))!;
+    expect(otherPlan.forkedFrom).toBeUndefined();
+    // A fork, then its source deleted: the source cannot be forked again, and the fork's lineage check says
+    // the source is gone while the fork itself reads and verifies otherwise.
+    await saver.fork(src, { threadId: 'kept-fork' });
+    await saver.deleteThread('src');
+    const gone = await failure(saver.fork(src, { threadId: 'n4' }));
+    expect([gone.code, gone.details.field]).toEqual(['NOT_FOUND', 'thread_id']);
+    expect(await ledger.getPlan(saver.planIdOf('n4'))).toBeUndefined();
+    expect((await graph.getState({ configurable: { thread_id: 'kept-fork' } })).values).toEqual({ path: ['a', 'b', 'c'] });
+    const v = await ledger.verify(saver.planIdOf('kept-fork'));
+    expect(v.checks.filter((c) => !c.ok).map((c) => c.name)).toEqual(['lineage']);
+    expect(v.firstBroken?.reason).toMatch(/erased/);
+    await stillServes(saver);
   });
 });
 

@@ -156,7 +156,12 @@ describe('projector projection', () => {
     let fromSnapshot = 0;
     const restored = new Map<string, string>();
     for (let partition = 0; partition < config.partitions; partition++) {
-      const r = await restorePartition({ kafka: ledger.kafka, codec: ledger.codec, config, partition, logger: testLogger });
+      const steps: string[] = [];
+      const r = await restorePartition({ kafka: ledger.kafka, codec: ledger.codec, config, partition, logger: testLogger, onStep: (s) => steps.push(s) });
+      // Each read says where it is, so a slow take-over can name the step it waits in.
+      expect(steps.slice(0, 2)).toEqual(['snapshots: offsets', 'snapshots: records']);
+      expect(steps).toContain('dead letters: offsets');
+      expect(steps).toContain('events: offsets');
       expect(r.watermark).not.toBeNull();
       replayed += r.eventsReplayed;
       fromSnapshot += r.fromSnapshot;

@@ -274,6 +274,23 @@ describe('plan queries', () => {
     expect(second.plans[0]!.planId).toBe(queryPlans(views, { limit: 10, cursor: first.nextCursor! }).plans[0]!.planId);
   });
 
+  it('searches the plan id, the goal and the labels, case-insensitive, with the other filters', () => {
+    const found = (q: Parameters<typeof parsePlanQuery>[0]) => queryPlans(views, parsePlanQuery({ limit: 100, ...q })).plans.map((p) => p.planId).sort();
+    expect(found({ q: 'q-1' })).toEqual(Array.from({ length: 10 }, (_, i) => `q-1${i}`));
+    expect(found({ q: 'GOAL OF Q-2' })).toEqual(['q-20', 'q-21', 'q-22', 'q-23', 'q-24']);
+    expect(found({ q: 'team:core' })).toEqual(['q-00', 'q-10', 'q-20']);
+    expect(found({ q: ' CORE ' })).toEqual(['q-00', 'q-10', 'q-20']);
+    expect(found({ q: 'edge' })).toHaveLength(22);
+    expect(found({ q: 'core', status: 'completed' })).toEqual(['q-00']); // q-10 and q-20 still run (i % 3)
+    expect(found({ q: '<script>alert(1)</script>' })).toEqual([]);
+    expect(found({ q: '   ' })).toHaveLength(25);
+    expect(queryPlans(views, parsePlanQuery({ q: 'q-0', limit: 3 })).total).toBe(10);
+    // A cold plan (summary only) is searched as its state would be.
+    const cold: PlanView = { planId: 'cold-1', state: undefined, stalled: null, summary: { ...queryPlans(views, { limit: 1 }).plans[0]!, planId: 'cold-1', goal: 'Archived refund', labels: { team: 'billing' } } };
+    expect(queryPlans([...views, cold], parsePlanQuery({ q: 'billing' })).plans.map((p) => p.planId)).toEqual(['cold-1']);
+    expect(queryPlans([...views, cold], parsePlanQuery({ q: 'archived' })).plans.map((p) => p.planId)).toEqual(['cold-1']);
+  });
+
   it('finds stalled plans and reports progress', () => {
     const stalledView: PlanView = { ...views[1]!, stalled: { code: 'SCHEMA', reason: 'bad_magic', message: 'm', offset: '3', seq: 5, heldEvents: 0, lastHeldOffset: null } };
     const page = queryPlans([...views.slice(2), stalledView], parsePlanQuery({ status: 'stalled' }));
@@ -297,6 +314,14 @@ describe('plan queries', () => {
     expect(field(() => parsePlanQuery({ limit: '0' }))).toBe('limit');
     expect(field(() => parsePlanQuery({ limit: '501' }))).toBe('limit');
     expect(field(() => parsePlanQuery({ cursor: 'xyz' }))).toBe('cursor');
+    expect(field(() => parsePlanQuery({ q: 'x'.repeat(201) }))).toBe('q');
+    expect(field(() => parsePlanQuery({ q: 'a\u0000b' }))).toBe('q');
+    expect(field(() => parsePlanQuery({ q: 'line\nbreak' }))).toBe('q');
+    expect(field(() => parsePlanQuery({ q: 'a\u2028b' }))).toBe('q');
+    expect(field(() => parsePlanQuery({ q: '\u202egnp.exe' }))).toBe('q');
+    expect(() => parsePlanQuery({ q: 'a\u0007b' })).toThrow('q: a search cannot hold control characters (U+0007 at 2)');
+    expect(() => parsePlanQuery({ q: 'x'.repeat(5000) })).toThrow('q: a search is at most 200 characters (this one has 5000)');
+    expect(field(() => parsePlanQuery({ q: 'x'.repeat(200) }))).toBe('no error');
     expect(field(() => decodeCursor(Buffer.from('[1,2]').toString('base64url')))).toBe('cursor');
     expect(field(() => parseAsOf('yesterday'))).toBe('asOf');
   });

@@ -76,6 +76,19 @@ export const commands = {
   settle: (planId: string, itemId: string) => ({ ...meta(planId), type: 'SettleItem', data: { itemId } }) as AnyCommand,
 };
 
+/**
+ * The commands of a plan whose one item (`refund`) executor `ex-killed` started and `ex-survivor` re-invoked,
+ * committed and settled after taking the plan over: the take-over as the log records it.
+ */
+export function takenOver(planId: string): AnyCommand[][] {
+  const create = commands.create(planId, [{ id: 'refund', title: 'Refund the order', why: 'the customer returned it', dependsOn: [], tool: 'payments.refund', inputJson: '{"cents":1299,"orderId":"42"}', retry: null }]);
+  const intent = commands.intent(planId, 'refund') as AnyCommand & { data: { executorId: string } };
+  intent.data.executorId = 'ex-killed';
+  const commit = commands.commit(planId, 'refund', 1) as AnyCommand & { data: { executorId: string } };
+  commit.data.executorId = 'ex-survivor';
+  return [[create], [intent], [commit], [{ ...commands.settle(planId, 'refund'), actor: 'ex-survivor' } as AnyCommand]];
+}
+
 export function items(count: number, prefix = 'it'): ItemSpec[] {
   return Array.from({ length: count }, (_, i) => ({
     id: `${prefix}-${i}`,

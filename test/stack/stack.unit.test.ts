@@ -3,10 +3,20 @@ import { describe, expect, it } from 'vitest';
 import { pinnedVersions } from '../../stack/artifacts.js';
 import { brokerList, formatArgs, newClusterId, renderServerProperties, type KafkaClusterSpec } from '../../stack/kafka.js';
 import { assertPortFree } from '../../stack/processes.js';
+import { stackJvmOptions } from '../../stack/stack.js';
 
 const props = (text: string) => Object.fromEntries(text.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
 
 describe('local stack configuration', () => {
+  it('runs the JVMs lean for the tests (serial collector, first JIT tier) and server-grade otherwise', () => {
+    expect(stackJvmOptions('broker', 'lean')).toEqual(['-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1']);
+    expect(stackJvmOptions('registry', 'lean')).toEqual(['-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1']);
+    expect(stackJvmOptions('broker', 'server')).toEqual(['-XX:+UseG1GC', '-XX:MaxGCPauseMillis=20']);
+    expect(stackJvmOptions('registry', 'server')).toEqual(['-XX:+UseSerialGC']);
+    // The suite sets it before any stack starts (vitest.config.ts); this very test runs under it.
+    expect(process.env.PLAN_LEDGER_STACK_JVM).toBe('lean');
+  });
+
   it('pins Kafka 4.x and Apicurio 3.x in stack/pom.xml', () => {
     const v = pinnedVersions();
     expect(v.kafka).toMatch(/^4\.\d+\.\d+$/);

@@ -2,9 +2,10 @@
 // events, its audit as of a seq or time (whole, or a window of it).
 import type { FastifyPluginAsync } from 'fastify';
 import { summarizeAgentRun } from '../../../src/agent/records.js';
+import { takeovers } from '../../../src/audit/takeovers.js';
 import { FORK_LABEL, stateDigest } from '../../../src/plan/index.js';
 import { showEvents, showItem, showPlan } from '../../../src/secrets/redact.js';
-import { atOrBefore, auditAsOf, foldAsOf, parseAsOf, parsePlanQuery, queryPlans, summarize } from '../../../src/projection/index.js';
+import { atOrBefore, auditAsOf, foldAsOf, parseAsOf, parsePlanQuery, queryPlans, summarize, type AttemptTimeline } from '../../../src/projection/index.js';
 import type { ProjectionService } from '../../projector.js';
 import { guardRoutes, type ScopeGuard } from '../auth.js';
 import { notFound } from '../errors.js';
@@ -43,12 +44,12 @@ export const planReadRoutes: FastifyPluginAsync<PlanReadOptions> = async (app, {
   const listSchema = {
     tags: ['plans'],
     summary: 'The plan list',
-    description: 'Plans by creation time, filtered by status and labels, a page at a time. A bad `status`, `label`, `limit` or `cursor` is a 400 naming it.',
+    description: 'Plans by creation time, filtered by status, labels and a search text (`q`: in the id, the goal or a label), a page at a time. A bad `status`, `label`, `q`, `limit` or `cursor` is a 400 naming it.',
     querystring: planListQuery,
     response: { 200: json('A page of plans', planPageShape) },
   };
   app.get('/api/plans', { schema: listSchema }, async (req) => {
-    const q = req.query as { status?: string[]; label?: string[]; limit?: number; cursor?: string };
+    const q = req.query as { status?: string[]; label?: string[]; q?: string; limit?: number; cursor?: string };
     const page = queryPlans(model.views(), parsePlanQuery(q));
     return { ...page, version: model.version };
   });
@@ -177,23 +178,34 @@ export const planReadRoutes: FastifyPluginAsync<PlanReadOptions> = async (app, {
     if (limit === undefined && before === undefined) {
       const real = auditAsOf(planId, events, asOf);
       // The timeline and attempts from the shown events (decrypted, redacted); the plan and its digests are the real ones, shown.
-      const shown = auditAsOf(planId, showEvents(events, undefined, open), asOf);
-      return { ...shown, state: real.state ? showPlan(real.state, open) : null, stateDigest: real.stateDigest, stalled: v.stalled };
+      const shownEvents = showEvents(events, undefined, open);
+      const shown = auditAsOf(planId, shownEvents, asOf);
+      const attempts = withTakeovers(shown.attempts, shownEvents.filter((e) => atOrBefore(e, asOf)));
+      return { ...shown, attempts, state: real.state ? showPlan(real.state, open) : null, stateDigest: real.stateDigest, stalled: v.stalled };
     }
     // A window of the timeline and its attempts (from the shown events), with the plan's header as of that point (no items).
     const upTo = asOf === null ? events : events.filter((e) => atOrBefore(e, asOf));
     const shownUpTo = showEvents(upTo, undefined, open);
     const last = upTo[upTo.length - 1];
     const state = asOf === null ? v.state : foldAsOf(upTo, null).state;
+    const window = auditWindow(shownUpTo, { limit, before });
     return {
       planId,
       asOf: { seq: last?.seq ?? 0, at: last?.occurredAt ?? null },
       state: state ? planHeader(state) : null,
-      ...auditWindow(shownUpTo, { limit, before }),
+      ...window,
+      attempts: withTakeovers(window.attempts, shownUpTo),
       stalled: v.stalled,
     };
   });
 };
+
+/** Each attempt with the take-over that a new owner made of it (re-invoked or settled), or null. */
+function withTakeovers(attempts: AttemptTimeline[], events: Parameters<typeof takeovers>[0]) {
+  if (attempts.length === 0) return [];
+  const found = new Map(takeovers(events).map((t) => [`${t.itemId}\u0000${t.attempt}`, t]));
+  return attempts.map((a) => ({ ...a, takeover: found.get(`${a.itemId}\u0000${a.attempt}`) ?? null }));
+}
 
 /** What the dashboard shows of an agent run: how it ended, its totals and one line per recorded turn. */
 function agentUsage(s: Parameters<typeof summarizeAgentRun>[0]) {
