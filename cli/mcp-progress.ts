@@ -10,6 +10,8 @@ import { PROGRESS_INTERVAL_MS, PROGRESS_TEXT_CHARS } from '../src/streams/record
 
 /** Items whose text waits to be sent at most: so the server holds at most this × PROGRESS_TEXT_CHARS per wait. */
 const MAX_PENDING = 4;
+/** Time left between the last notification of a wait and its answer (see {@link WaitProgress.stop}). */
+const ANSWER_GAP_MS = 50;
 const FINISHED: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled']);
 
 export interface ProgressNotification {
@@ -39,6 +41,7 @@ export class WaitProgress {
   private countsSent = '0/0/';
   private lastDone = -1;
   private between = 0;
+  private lastWasText = false;
   /** Text streamed and not sent yet, per item in order: its kept tail and how many characters were cut. */
   private readonly texts: Array<{ itemId: string; kept: string; skipped: number }> = [];
   private wake: (() => void) | undefined;
@@ -130,26 +133,29 @@ export class WaitProgress {
   }
 
   /**
-   * The next message to send (taken when `take`): the first count, then text before counts (a turn's text
-   * precedes its completion). The count of a finished plan (or of all items done) is left to {@link stop},
-   * after the last text.
+   * The next message to send (taken when `take`): the first count, then counts and texts in turn while
+   * both wait (so neither starves the other). The count of a finished plan (or of all items done) is left
+   * to {@link stop}, after the last text.
    */
   private next(take = false): string | undefined {
     const counts = this.counts;
     const countMessage = this.countsMessage;
-    if (this.lastDone === -1 && counts !== this.countsSent) {
-      if (take) this.countsSent = counts;
-      return countMessage;
-    }
+    const countDue = counts !== this.countsSent && (this.lastDone === -1 || (!FINISHED.has(this.status) && this.done < this.total));
     const t = this.texts[0];
-    if (t !== undefined) {
-      if (take) this.texts.shift();
-      return `${t.itemId}: ${t.skipped ? `[… ${t.skipped} characters] ` : ''}${t.kept}`;
-    }
-    // All items done, or the plan finished: its completion follows, and stop() sends that count last.
-    if (counts !== this.countsSent && !FINISHED.has(this.status) && this.done < this.total) {
-      if (take) this.countsSent = counts;
+    if (this.lastDone === -1 && !countDue) return undefined; // the first count goes first
+    if (countDue && (this.lastDone === -1 || t === undefined || this.lastWasText)) {
+      if (take) {
+        this.countsSent = counts;
+        this.lastWasText = false;
+      }
       return countMessage;
+    }
+    if (t !== undefined) {
+      if (take) {
+        this.texts.shift();
+        this.lastWasText = true;
+      }
+      return `${t.itemId}: ${t.skipped ? `[… ${t.skipped} characters] ` : ''}${t.kept}`;
     }
     return undefined;
   }
@@ -178,6 +184,7 @@ export class WaitProgress {
     this.onState(final);
     const gone = this.signal ? [this.signal] : [];
     await this.read({ from: this.cursor ?? 'beginning', follow: false, signal: AbortSignal.any([AbortSignal.timeout(readMs), ...gone]) });
+    const sentBefore = this.sent;
     const sending = AbortSignal.any([AbortSignal.timeout(sendMs), ...gone]);
     const tail = (async () => {
       for (let m = this.next(true); m !== undefined && !sending.aborted; m = this.next(true)) await this.notify(m, m === this.countsMessage);
@@ -187,5 +194,9 @@ export class WaitProgress {
       }
     })().catch(() => {});
     await Promise.race([tail, new Promise<void>((r) => sending.addEventListener('abort', () => r(), { once: true }))]);
+    // The official TypeScript client handles a notification a microtask after reading it but an answer at
+    // once: a notification read in the same chunk as the answer is dropped ("unknown token"). A pause
+    // between the last one and the answer lets it be read on its own.
+    if (this.sent > sentBefore) await new Promise((r) => setTimeout(r, ANSWER_GAP_MS));
   }
 }

@@ -181,12 +181,15 @@ describe('plan-ledger mcp (stdio, the official MCP client)', () => {
     const { planId } = await runAgent(ledger, { agent: talker, goal: 'what is on order 42?' });
     const { result, notes } = await waitWithProgress(planId, releaseTalk);
     expect(result.status).toBe('completed');
-    const done = await ledger.getPlan(planId);
-    const recorded = (id: string) => (JSON.parse(done!.items[id]!.outputJson!) as TurnOutput).text;
+    const finished = await ledger.getPlan(planId);
+    const recorded = (id: string) => (JSON.parse(finished!.items[id]!.outputJson!) as TurnOutput).text;
     // progress rises with every notification; the last is every item completed.
     expect(notes.filter((n, i) => i > 0 && !(n.progress > notes[i - 1]!.progress))).toEqual([]);
     expect(notes.at(-1)).toEqual({ progress: 3, total: 3, message: '3/3 items completed (plan completed)' });
     expect(notes[0]).toMatchObject({ progress: 0, total: 1, message: '0/1 items completed (plan running)' });
+    // The counts between, in order: texts do not hold them back (counts and texts take turns).
+    const done = notes.flatMap((n) => (/^(\d+)\/\d+ items completed/.exec(n.message ?? '') ? [Number(n.message!.split('/')[0])] : []));
+    expect(done.filter((d, i) => i > 0 && d < done[i - 1]!)).toEqual([]);
     // Each turn's text, as it streamed: all of it, once, in order; a notification carries one or more of the
     // stream's records, never part of one (so never more notifications than records, however the time goes).
     const records = new Map<string, number>();
