@@ -4,6 +4,7 @@
 // size (at most `maxTextChars` of text each; what a window had beyond that is counted, not sent). The plan's
 // stream is read as fast as it comes into one capped buffer, and notifications go out one at a time (each
 // awaited), so a client that reads slowly or never holds the server to that bound, not to the stream's size.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Ledger } from '../src/client/index.js';
 import type { PlanState } from '../src/plan/index.js';
 import { PROGRESS_INTERVAL_MS, PROGRESS_TEXT_CHARS } from '../src/streams/records.js';
@@ -124,7 +125,7 @@ export class WaitProgress {
         continue;
       }
       const wait = last + this.intervalMs - Date.now();
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      if (wait > 0) await sleep(wait);
       if (signal.aborted) return;
       const message = this.next(true);
       if (message !== undefined) await this.notify(message, message === this.countsMessage).catch(() => {});
@@ -197,6 +198,6 @@ export class WaitProgress {
     // The official TypeScript client handles a notification a microtask after reading it but an answer at
     // once: a notification read in the same chunk as the answer is dropped ("unknown token"). A pause
     // between the last one and the answer lets it be read on its own.
-    if (this.sent > sentBefore) await new Promise((r) => setTimeout(r, ANSWER_GAP_MS));
+    if (this.sent > sentBefore) await sleep(ANSWER_GAP_MS);
   }
 }
