@@ -43,25 +43,13 @@ export interface PayloadView {
 
 export type AttemptView = AttemptTimeline & { takeover: Takeover | null };
 
-export interface TurnView {
-  agent: string;
-  turn: number;
-  modelId: string;
-  text: string;
-  /** UTF-8 bytes of the model's whole text (more than `text` holds when the agent or this view cut it). */
-  textBytes: number;
-  /** The agent cut the text at its maxTextBytes when it recorded it. */
-  textTruncated: boolean;
-  /** This view cut the text at {@link TURN_TEXT_CHARS}. */
+/** An agent turn as its output records it (those fields as recorded), with what this view adds. */
+export type TurnView = Pick<TurnOutput, 'agent' | 'turn' | 'modelId' | 'text' | 'textBytes' | 'textTruncated' | 'finishReason' | 'usage' | 'totals' | 'finished' | 'next'> & {
+  /** This view cut `text` at {@link TURN_TEXT_CHARS} (`textBytes` still counts the whole text). */
   textCut: boolean;
-  finishReason: string;
-  usage: TurnOutput['usage'];
-  totals: TurnOutput['totals'];
-  finished: TurnOutput['finished'];
-  next: string | null;
   stopReason: string | null;
   toolCalls: Array<{ toolCallId: string; toolName: string; input: string; inputCut: boolean; itemId: string | null; error: { code: string; message: string } | null; notRun: boolean }>;
-}
+};
 
 export interface ItemView {
   planId: string;
