@@ -8,8 +8,7 @@
 // ids, goals, labels, payloads and searches render as text or are refused with the reason.
 // Leaves test-results/dashboard*.png behind (and, with PLAN_LEDGER_DOCS_SCREENSHOTS=1, the docs' screenshots in docs/).
 import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
-import type { LanguageModelV3StreamPart } from '@ai-sdk/provider';
-import { simulateReadableStream } from 'ai';
+import { gated } from '../support/model-streams.js';
 import { MockLanguageModelV3 } from 'ai/test';
 import type { Browser, Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
@@ -64,20 +63,6 @@ const delegate = defineTool({
 const report = defineTool({ name: 'report', run: (input: { chars: number }) => ({ rows: 'r'.repeat(input.chars), chars: input.chars }) });
 const charge = defineTool({ name: 'charge', run: (input: { card: { number: string } }) => ({ charged: true, last4: input.card.number.slice(-4) }) });
 const mailer = defineTool({ name: 'mail.send', run: () => ({ sent: true }) });
-
-/** A stream that plays `before`, waits for `gate`, then plays `after` (each with simulateReadableStream). */
-function gated(before: LanguageModelV3StreamPart[], gate: Promise<void>, after: LanguageModelV3StreamPart[]): ReadableStream<LanguageModelV3StreamPart> {
-  return new ReadableStream({
-    async start(controller) {
-      for (const chunks of [before, after]) {
-        if (chunks === after) await gate;
-        const reader = simulateReadableStream({ chunks, initialDelayInMs: null, chunkDelayInMs: 5 }).getReader();
-        for (let r = await reader.read(); !r.done; r = await reader.read()) controller.enqueue(r.value);
-      }
-      controller.close();
-    },
-  });
-}
 
 /** A viewport screenshot into test-results/, and into docs/ too with PLAN_LEDGER_DOCS_SCREENSHOTS=1. */
 async function screenshot(page: Page, name: string, opts: { docs?: boolean; fullPage?: boolean } = {}): Promise<void> {

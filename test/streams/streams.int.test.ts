@@ -9,6 +9,7 @@ import { Readable } from 'node:stream';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import type { LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { DefaultChatTransport, readUIMessageStream, simulateReadableStream } from 'ai';
+import { gated } from '../support/model-streams.js';
 import { MockLanguageModelV3 } from 'ai/test';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -25,20 +26,6 @@ import { call, response, scriptedModel, streamParts, text, turnOf, wordDeltas } 
 import { readAll, testConfig, testLogger, waitFor } from '../support/helpers.js';
 
 const WORDS = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ') + '.';
-
-/** A stream that plays `before`, waits for `gate`, then plays `after` (each with simulateReadableStream). */
-function gated(before: LanguageModelV3StreamPart[], gate: Promise<void>, after: LanguageModelV3StreamPart[]): ReadableStream<LanguageModelV3StreamPart> {
-  return new ReadableStream({
-    async start(controller) {
-      for (const chunks of [before, after]) {
-        if (chunks === after) await gate;
-        const reader = simulateReadableStream({ chunks, initialDelayInMs: null, chunkDelayInMs: 5 }).getReader();
-        for (let r = await reader.read(); !r.done; r = await reader.read()) controller.enqueue(r.value);
-      }
-      controller.close();
-    },
-  });
-}
 
 const usage = { inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 5, text: 5, reasoning: 0 } };
 const textParts = (deltas: Iterable<string>): LanguageModelV3StreamPart[] => {
