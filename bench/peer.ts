@@ -1,6 +1,7 @@
 // The peer side by side (issue 12's table), in one run: plan-ledger against Restate, same work.
 //
 //   npm run bench -- peer [--quick] [--rounds 5] [--plans 200] [--sequential 10] [--in-flight 20] [--durability matched]
+//   npm run bench -- peer-200 peer-durable-200        the same at 200 in flight (--in-flight 200)
 //
 // Work: N plans, each a chain of 10 items (each item depends on the previous one) with a no-op tool,
 // 20 plans in flight (--in-flight; N is at least that), timed by a client from "start" to "completed" → steps/s; then plans one at a time
@@ -29,10 +30,11 @@
 // it is acknowledged, transaction markers included), and writes bench/results/peer-durable.json instead.
 // The group offsets and transaction state topics keep the broker's defaults.
 //
-// BENCH_KAFKA_REQUESTS=1: the executor and the client count the Kafka requests they send by type
-// (librdkafka's protocol debug lines, bench/lib/requests.ts) and the result's extra gives them per step
-// of each plan-ledger phase, and the executor's over the whole run. The debug logging
-// costs time: use it for the counts, not the figures (BENCH_RESULTS_DIR=/tmp/...).
+// Kafka requests per step, by type: after the timed rounds, a counted pass (one phase of each kind, not
+// timed) runs the same work with a new executor process and a new client that count every request they
+// send (librdkafka's protocol debug lines, bench/lib/requests.ts). The debug logging costs CPU, so the
+// timed rounds run without it and the counts come from their own pass; the result's extra.kafkaRequests
+// has them per step of each phase. BENCH_KAFKA_REQUESTS=0 skips the pass.
 //
 // Restate is installed with npm into a cache folder (PLAN_LEDGER_PEER_CACHE, default
 // ~/.cache/plan-ledger/peer); it is not a dependency of plan-ledger. Writes bench/results/peer.json.
@@ -69,7 +71,7 @@ if (durability !== 'default' && durability !== 'matched') {
   console.error(`peer: --durability must be default or matched, got ${durability}`);
   process.exit(2);
 }
-const countRequests = process.env.BENCH_KAFKA_REQUESTS === '1';
+const countRequests = process.env.BENCH_KAFKA_REQUESTS !== '0';
 /** restate-server's defaults (`restate-server --dump-config`): its log's RocksDB WAL is fsynced. */
 const RESTATE_DEFAULTS = 'restate-server defaults: [bifrost.local] rocksdb-disable-wal-fsync = false, so its log\'s WAL is fsynced';
 /** What each side does to make a step durable, as the result records it. */
@@ -78,7 +80,8 @@ const DURABILITY =
     ? { broker: 'flush.messages=1 on every plan topic: each write (and transaction marker) is fsynced before it is acknowledged; one broker', restate: RESTATE_DEFAULTS }
     : { broker: 'broker defaults: no flush per write (the OS writes back; durability by replication, here one broker)', restate: RESTATE_DEFAULTS };
 // Fewer plans than in flight would never reach that many in flight.
-const plans = Number(args.options.plans ?? Math.max(args.quick ? 40 : 200, IN_FLIGHT));
+// Twice as many plans as in flight at the least, so the figure is not only the ramp up and down.
+const plans = Number(args.options.plans ?? Math.max(args.quick ? 40 : 200, 2 * IN_FLIGHT));
 if (plans < IN_FLIGHT) {
   console.error(`peer: --plans ${plans} is fewer than --in-flight ${IN_FLIGHT}`);
   process.exit(2);
@@ -238,8 +241,6 @@ interface PhaseCost {
   readonly cpuMsPerStep: Record<string, number>;
   readonly received?: number;
   readonly decoded?: number;
-  readonly clientRequestsPerStep?: Record<string, number>;
-  readonly executorRequestsPerStep?: Record<string, number>;
 }
 
 /** The local stack's Kafka nodes and registry when the bench's brokers are that stack's (a remote cluster's processes cannot be sampled here). */
@@ -253,8 +254,8 @@ function stackPids(config: LedgerConfig): Record<string, number> {
 const readStats = newReadStats();
 const tailCounts = () => ({ received: readStats.tail?.received ?? 0, decoded: readStats.tail?.decoded ?? 0 });
 
-/** The client's own Kafka requests (BENCH_KAFKA_REQUESTS=1), counted like the executor's. */
-const clientRequests = requestCounter();
+/** The result's name: peer / peer-durable, with the in-flight count when it is not the usual 20. */
+const resultName = `${durability === 'matched' ? 'peer-durable' : 'peer'}${IN_FLIGHT === 20 ? '' : `-${IN_FLIGHT}`}`;
 
 // ---- main -------------------------------------------------------------------------------------------
 
@@ -274,13 +275,10 @@ if (durability === 'matched') {
     await kafka.close();
   }
 }
-if (countRequests) process.env.PLAN_LEDGER_KAFKA_DEBUG = 'protocol';
-const ledger = await connectLedger(config, { readStats, ...(countRequests ? { logger: createLogger({ level: 'trace' }, clientRequests.stream) } : {}) });
-const executor = spawnTs(fileURLToPath(new URL('./procs/executor.ts', import.meta.url)), 'executor', {
-  ...configToEnv(config),
-  BENCH_CONCURRENCY: String(IN_FLIGHT),
-  ...(countRequests ? { BENCH_KAFKA_REQUESTS: '1', PLAN_LEDGER_KAFKA_DEBUG: 'protocol' } : {}),
-});
+const ledger = await connectLedger(config, { readStats });
+const executorEnv = { ...configToEnv(config), BENCH_CONCURRENCY: String(IN_FLIGHT) };
+const executorScript = fileURLToPath(new URL('./procs/executor.ts', import.meta.url));
+let executor = spawnTs(executorScript, 'executor', executorEnv);
 try {
   await waitLine(executor, 'ready', 120_000);
   const sides: Record<SideName, Record<string, number | 'self'>> = {
@@ -289,17 +287,9 @@ try {
   };
   const watched = { ...sides['plan-ledger'], ...sides.restate };
   const costs: PhaseCost[] = [];
-  /** The executor's request counts and completed steps so far (BENCH_KAFKA_REQUESTS=1). */
-  const executorRequests = async () => {
-    const from = executor.lines.length;
-    executor.p.kill('SIGUSR2');
-    return (await waitLine(executor, 'kafka-requests', 30_000, from)) as unknown as { requests: Record<string, number>; steps: number };
-  };
   /** Runs a timed phase with every process sampled before and after it; returns the phase's figure and the side's CPU ms per step. */
   const measured = async (side: SideName, phase: Phase, steps: number, run: () => Promise<number>) => {
     const ledgerSide = side === 'plan-ledger';
-    const exec0 = ledgerSide && countRequests ? await executorRequests() : undefined;
-    const client0 = { ...clientRequests.counts };
     const tail0 = tailCounts();
     const cpu0 = sampleCpu(watched);
     const from = Date.now();
@@ -308,14 +298,7 @@ try {
     const perProcess = cpuMsPerStep(cpu0, sampleCpu(watched), steps);
     const cost: PhaseCost = { side, phase, steps, from, to, cpuMsPerStep: perProcess };
     if (ledgerSide) {
-      const exec1 = exec0 ? await executorRequests() : undefined;
-      costs.push({
-        ...cost,
-        received: tailCounts().received - tail0.received,
-        decoded: tailCounts().decoded - tail0.decoded,
-        ...(countRequests ? { clientRequestsPerStep: requestsPerStep(client0, clientRequests.counts, steps) } : {}),
-        ...(exec0 && exec1 ? { executorRequestsPerStep: requestsPerStep(exec0.requests, exec1.requests, exec1.steps - exec0.steps) } : {}),
-      });
+      costs.push({ ...cost, received: tailCounts().received - tail0.received, decoded: tailCounts().decoded - tail0.decoded });
     } else {
       costs.push(cost);
     }
@@ -397,29 +380,58 @@ try {
         received: round3(median(cs.map((c) => (c.received ?? 0) / c.steps))),
         decoded: round3(median(cs.map((c) => (c.decoded ?? 0) / c.steps))),
       };
-      if (countRequests) {
-        const exec = cs.map((c) => c.executorRequestsPerStep ?? {});
-        const client = cs.map((c) => c.clientRequestsPerStep ?? {});
-        out.kafkaRequestsPerStep = { executor: medianBy(exec, keysOf(exec)), client: medianBy(client, keysOf(client)) };
-      }
     }
     return out;
   };
   const cost = Object.fromEntries((['plan-ledger', 'restate'] as const).map((side) => [side, { inFlight: costOf(side, 'inFlight'), oneAtATime: costOf(side, 'oneAtATime') }]));
 
-  // The executor's Kafka requests over the whole run (warm-up and the other side's phases included), per step it completed.
-  let kafkaRequests: { perStep: Record<string, number>; total: Record<string, number>; steps: number; how: string } | undefined;
+  // The counted pass: the same two phases once more, untimed, with an executor and a client that count
+  // every Kafka request they send. The timed executor hands its partitions over first (a graceful stop).
+  let kafkaRequests: Record<string, unknown> | undefined;
   if (countRequests) {
-    const line = await executorRequests();
-    if (line.steps === 0) throw new Error('peer: the executor counted no item attempts, so its requests per step are unknown');
-    const perStep = requestsPerStep({}, line.requests, line.steps);
-    kafkaRequests = { perStep, total: line.requests, steps: line.steps, how: 'requests the executor process sent (librdkafka protocol debug lines) over the whole run, warm-up and its idle time during the Restate phases included, over the item attempts it recorded an outcome of; per phase: extra.cost' };
-    console.log(`executor Kafka requests per step (${line.steps} steps): ${Object.entries(perStep).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+    await stopProc(executor);
+    executor = spawnTs(executorScript, 'executor-counted', { ...executorEnv, BENCH_KAFKA_REQUESTS: '1', PLAN_LEDGER_KAFKA_DEBUG: 'protocol' });
+    await waitLine(executor, 'ready', 120_000);
+    const counted = executor;
+    const executorRequests = async () => {
+      const from = counted.lines.length;
+      counted.p.kill('SIGUSR2');
+      return (await waitLine(counted, 'kafka-requests', 30_000, from)) as unknown as { requests: Record<string, number>; steps: number };
+    };
+    const clientRequests = requestCounter();
+    const debugBefore = process.env.PLAN_LEDGER_KAFKA_DEBUG;
+    process.env.PLAN_LEDGER_KAFKA_DEBUG = 'protocol';
+    const countingLedger = await connectLedger(config, { logger: createLogger({ level: 'trace' }, clientRequests.stream) });
+    if (debugBefore === undefined) delete process.env.PLAN_LEDGER_KAFKA_DEBUG;
+    else process.env.PLAN_LEDGER_KAFKA_DEBUG = debugBefore;
+    try {
+      const countPhase = async (steps: number, run: () => Promise<unknown>) => {
+        const exec0 = await executorRequests();
+        const client0 = { ...clientRequests.counts };
+        await run();
+        const exec1 = await executorRequests();
+        if (exec1.steps - exec0.steps !== steps) throw new Error(`peer: the counted executor recorded ${exec1.steps - exec0.steps} steps, not ${steps}`);
+        return { executor: requestsPerStep(exec0.requests, exec1.requests, steps), client: requestsPerStep(client0, clientRequests.counts, steps) };
+      };
+      // Warm the counting client's connections and the new owner's writers, as the timed rounds were.
+      await throughput(() => ledgerChain(countingLedger), IN_FLIGHT);
+      const inFlight = await countPhase(plans * STEPS, () => throughput(() => ledgerChain(countingLedger), plans));
+      const oneAtATime = await countPhase(sequentialPlans * STEPS, () => sequential(() => ledgerChain(countingLedger), sequentialPlans));
+      kafkaRequests = {
+        perStep: { inFlight, oneAtATime },
+        how: 'a counted pass after the timed rounds (not timed): a new executor process and a new client doing the same two phases once, each counting the requests it sends by type (librdkafka protocol debug lines), per item step of the phase',
+      };
+      for (const [phase, byProc] of Object.entries({ inFlight, oneAtATime })) {
+        for (const [proc, perStep] of Object.entries(byProc)) console.log(`${proc} Kafka requests per step (${phase}): ${Object.entries(perStep).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+      }
+    } finally {
+      await countingLedger.close();
+    }
   }
 
   const restateLabel = `Restate ${peer.serverVersion}`;
   const result = writeResult({
-    name: durability === 'matched' ? 'peer-durable' : 'peer',
+    name: resultName,
     title: `The peer side by side: N plans × a ${STEPS}-item chain, no-op tool (plan-ledger vs ${restateLabel})${durability === 'matched' ? ', the broker flushing every message' : ''}`,
     quick: args.quick,
     settings: { plans, steps: STEPS, inFlight: IN_FLIGHT, sequentialPlans, rounds: args.rounds, partitions: config.partitions, executorConcurrency: IN_FLIGHT, restateServer: peer.serverVersion, restateSdk: peer.sdkVersion, restateConfig: 'defaults, loopback ports, temp data dir', durability, brokerDurability: DURABILITY.broker, restateDurability: DURABILITY.restate },
@@ -443,7 +455,7 @@ try {
         processes: sides,
         clockTicksPerSecond: clockTicks(),
         phases: costs,
-        how: 'medians over the rounds. CPU: /proc/<pid>/stat utime+stime (+ its descendants, + children waited for) of each process, process.cpuUsage() for the client (this process), sampled before and after each timed phase; otherSideIdleCpuMsPerStep: the other side’s processes, idle meanwhile (background, e.g. other work on a shared stack). clientRecordsPerStep: received and decoded = records the client’s events tail was handed and decoded during the phase (ReadStats.tail). kafkaRequestsPerStep (BENCH_KAFKA_REQUESTS=1): librdkafka protocol debug lines of the executor process (per step it completed in the phase) and of the client',
+        how: 'medians over the rounds. CPU: /proc/<pid>/stat utime+stime (+ its descendants, + children waited for) of each process, process.cpuUsage() for the client (this process), sampled before and after each timed phase; otherSideIdleCpuMsPerStep: the other side’s processes, idle meanwhile (background, e.g. other work on a shared stack). clientRecordsPerStep: received and decoded = records the client’s events tail was handed and decoded during the phase (ReadStats.tail). Kafka requests per step: extra.kafkaRequests',
       },
       ...(kafkaRequests ? { kafkaRequests } : {}),
       commandToFirstEvent: { p50Ms: median(firstEvent), p99Ms: quantile(firstEvent, 0.99), samples: firstEvent.length, aimP50Ms: 10, how: 'Kafka record timestamps: CreatePlan command record vs the plan’s first event record (the executor’s decide time)' },

@@ -21,6 +21,8 @@ process.env.UV_THREADPOOL_SIZE ??= '64';
 const SCRIPTS: Record<string, { script: string; args?: string[] }> = {
   peer: { script: 'peer.ts' },
   'peer-durable': { script: 'peer.ts', args: ['--durability', 'matched'] },
+  'peer-200': { script: 'peer.ts', args: ['--in-flight', '200'] },
+  'peer-durable-200': { script: 'peer.ts', args: ['--durability', 'matched', '--in-flight', '200'] },
   executor: { script: 'executor.ts' },
   latency: { script: 'latency.ts' },
   codec: { script: 'codec.ts' },

@@ -13,7 +13,7 @@ export const BEGIN = '<!-- bench:begin -->';
 export const END = '<!-- bench:end -->';
 
 /** The order of the suite (bench/run.ts), which is also the order of the summary. */
-export const ORDER = ['peer', 'peer-durable', 'executor', 'latency', 'codec', 'rebuild', 'restore', 'failover', 'handover', 'memory', 'big-plan'];
+export const ORDER = ['peer', 'peer-durable', 'peer-200', 'peer-durable-200', 'executor', 'latency', 'codec', 'rebuild', 'restore', 'failover', 'handover', 'memory', 'big-plan'];
 
 export function loadResults(dir = RESULTS_DIR): BenchResult[] {
   const out: BenchResult[] = [];
@@ -104,6 +104,24 @@ export function peerCpuLines(r: BenchResult): string[] {
   return out;
 }
 
+/** The Kafka requests per step of a peer run's counted pass (its extra.kafkaRequests), one line per process and phase. */
+export function peerRequestLines(r: BenchResult): string[] {
+  const counted = r.extra?.kafkaRequests as { perStep?: Record<string, Record<string, Record<string, number>>> } | undefined;
+  if (!counted?.perStep) return [];
+  const out: string[] = [];
+  for (const phase of ['inFlight', 'oneAtATime']) {
+    const byProc = counted.perStep[phase];
+    if (!byProc) continue;
+    const part = (proc: string) => {
+      const reqs = Object.entries(byProc[proc] ?? {});
+      const total = reqs.reduce((sum, [, v]) => sum + v, 0);
+      return `${proc} ${fmt(total)} (${reqs.map(([k, v]) => `${k} ${fmt(v)}`).join(', ')})`;
+    };
+    out.push(`- ${r.name}, plan-ledger, Kafka requests per step ${phase === 'inFlight' ? 'in flight' : 'one at a time'} (a counted pass): ${Object.keys(byProc).map(part).join('; ')}`);
+  }
+  return out;
+}
+
 /**
  * The peer table twice when both runs are there: as each side comes out of the box (`peer`) and with
  * matching durability (`peer-durable`: the broker flushing every message, `--durability matched`). CPU
@@ -111,24 +129,24 @@ export function peerCpuLines(r: BenchResult): string[] {
  * each run's split by process below the table.
  */
 export function peerTables(results: readonly BenchResult[]): string[] {
-  const runs = ['peer', 'peer-durable'].map((n) => results.find((r) => r.name === n)).filter((r): r is BenchResult => r !== undefined);
+  const runs = ['peer', 'peer-durable', 'peer-200', 'peer-durable-200'].map((n) => results.find((r) => r.name === n)).filter((r): r is BenchResult => r !== undefined);
   if (!runs.length) return [];
   const lines = [
-    'The peer table, as each side comes out of the box and with matching durability:',
+    'The peer table, as each side comes out of the box and with matching durability, at 20 and at 200 plans in flight:',
     '',
-    '| durability | Restate steps/s | plan-ledger steps/s | ratio | Restate ms/step, one at a time | plan-ledger ms/step | ratio | Restate CPU ms/step, in flight | plan-ledger CPU ms/step | ratio | Restate CPU ms/step, one at a time | plan-ledger CPU ms/step | ratio | measured |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
+    '| durability | in flight | Restate steps/s | plan-ledger steps/s | ratio | Restate ms/step, one at a time | plan-ledger ms/step | ratio | Restate CPU ms/step, in flight | plan-ledger CPU ms/step | ratio | Restate CPU ms/step, one at a time | plan-ledger CPU ms/step | ratio | measured |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
   ];
   const split: string[] = [];
   for (const r of runs) {
     const tp = r.metrics.find((m) => m.key === 'stepsPerSecond');
     const lat = r.metrics.find((m) => m.key === 'msPerStep');
     if (!tp || !lat) continue;
-    const st = r.settings as { brokerDurability?: string; restateDurability?: string };
-    const what = `${r.name === 'peer-durable' ? '**matched**' : 'defaults'} — Kafka: ${st.brokerDurability ?? 'broker defaults'}; Restate: ${st.restateDurability ?? 'defaults'}`;
+    const st = r.settings as { brokerDurability?: string; restateDurability?: string; inFlight?: number };
+    const what = `${r.name.startsWith('peer-durable') ? '**matched**' : 'defaults'} — Kafka: ${st.brokerDurability ?? 'broker defaults'}; Restate: ${st.restateDurability ?? 'defaults'}`;
     const cpu = (key: string) => sideCells(r.metrics.find((m) => m.key === key));
-    lines.push(`| ${what} | ${sideCells(tp)} | ${sideCells(lat)} | ${cpu('cpuMsPerStepInFlight')} | ${cpu('cpuMsPerStepOneAtATime')} | ${r.date.slice(0, 16).replace('T', ' ')} UTC, \`${r.command}\` |`);
-    split.push(...peerCpuLines(r));
+    lines.push(`| ${what} | ${st.inFlight ?? 20} | ${sideCells(tp)} | ${sideCells(lat)} | ${cpu('cpuMsPerStepInFlight')} | ${cpu('cpuMsPerStepOneAtATime')} | ${r.date.slice(0, 16).replace('T', ' ')} UTC, \`${r.command}\` |`);
+    split.push(...peerCpuLines(r), ...peerRequestLines(r));
   }
   return split.length ? [...lines, '', ...split] : lines;
 }

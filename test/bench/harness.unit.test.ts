@@ -98,8 +98,8 @@ describe('bench summary, docs page and README section', () => {
     expect(renderSvg([])).toContain('no results');
   });
 
-  it('shows the peer table twice, as each side comes out of the box and with matching durability, saying what each side did and the CPU per step of each side', () => {
-    const peerResult = (name: string, tp: [number, number], ms: [number, number], broker: string, cpu?: { inFlight: [number, number]; oneAtATime: [number, number] }) => {
+  it('shows the peer table as each side comes out of the box and with matching durability, at 20 and 200 in flight, saying what each side did, the CPU per step of each side and the Kafka requests per step', () => {
+    const peerResult = (name: string, tp: [number, number], ms: [number, number], broker: string, cpu?: { inFlight: [number, number]; oneAtATime: [number, number] }, inFlight = 20) => {
       const rounds = [1, 2, 3, 4, 5].map((i) => ({
         round: i,
         first: i % 2 ? ('subject' as const) : ('baseline' as const),
@@ -107,8 +107,8 @@ describe('bench summary, docs page and README section', () => {
         baseline: { stepsPerSecond: tp[1], msPerStep: ms[1], ...(cpu ? { cpuMsPerStepInFlight: cpu.inFlight[1], cpuMsPerStepOneAtATime: cpu.oneAtATime[1] } : {}) },
       }));
       return result(name, {
-        command: `npm run bench -- peer${name === 'peer-durable' ? ' --durability matched' : ''} --quick`,
-        settings: { brokerDurability: broker, restateDurability: 'Restate fsyncs' },
+        command: `npm run bench -- ${name} --quick`,
+        settings: { brokerDurability: broker, restateDurability: 'Restate fsyncs', inFlight },
         rounds,
         metrics: [
           metric(rounds, { key: 'stepsPerSecond', label: 'steps/s', unit: 'steps/s', better: 'higher', baselineLabel: 'Restate' }),
@@ -127,24 +127,38 @@ describe('bench summary, docs page and README section', () => {
                   'plan-ledger': { inFlight: { cpuMsPerStep: { 'kafka-1': 1.8, executor: 1.05, client: 0.45 } }, oneAtATime: { cpuMsPerStep: { 'kafka-1': 7.3, executor: 2.3, client: 0.9 } } },
                   restate: { inFlight: { cpuMsPerStep: { 'restate-server': 0.6, 'sdk-service': 0.3, client: 0.1 } }, oneAtATime: { cpuMsPerStep: { 'restate-server': 1, 'sdk-service': 0.67, client: 0.42 } } },
                 },
+                kafkaRequests: {
+                  perStep: {
+                    inFlight: { executor: { AddPartitionsToTxn: 0.5, Produce: 0.4, EndTxn: 0.4 }, client: { Fetch: 0.3 } },
+                    oneAtATime: { executor: { Produce: 1.2, EndTxn: 1.2 }, client: { Fetch: 1.25, ListOffsets: 0.3 } },
+                  },
+                },
               },
             }
           : {}),
       });
     };
     // peer.json from before CPU was measured: dashes in the CPU columns, no split by process.
-    const both = [peerResult('peer-durable', [50, 100], [12, 6], 'flush per message', { inFlight: [3.6, 1], oneAtATime: [10.5, 2.1] }), result('codec'), peerResult('peer', [80, 100], [8, 6], 'no flush')];
+    const both = [
+      peerResult('peer-durable', [50, 100], [12, 6], 'flush per message', { inFlight: [3.6, 1], oneAtATime: [10.5, 2.1] }),
+      result('codec'),
+      peerResult('peer-200', [90, 120], [8, 6], 'no flush', undefined, 200),
+      peerResult('peer', [80, 100], [8, 6], 'no flush'),
+    ];
     const lines = peerTables(both);
     expect(lines.filter((l) => l.startsWith('| defaults') || l.startsWith('| **matched**'))).toEqual([
-      '| defaults — Kafka: no flush; Restate: Restate fsyncs | 100 | 80.0 | **0.80×** | 6.00 | 8.00 | **1.33×** | – | – | – | – | – | – | 2026-12-01 03:00 UTC, `npm run bench -- peer --quick` |',
-      '| **matched** — Kafka: flush per message; Restate: Restate fsyncs | 100 | 50.0 | **0.50×** | 6.00 | 12.0 | **2.00×** | 1.00 | 3.60 | **3.60×** | 2.10 | 10.5 | **5.00×** | 2026-12-01 03:00 UTC, `npm run bench -- peer --durability matched --quick` |',
+      '| defaults — Kafka: no flush; Restate: Restate fsyncs | 20 | 100 | 80.0 | **0.80×** | 6.00 | 8.00 | **1.33×** | – | – | – | – | – | – | 2026-12-01 03:00 UTC, `npm run bench -- peer --quick` |',
+      '| **matched** — Kafka: flush per message; Restate: Restate fsyncs | 20 | 100 | 50.0 | **0.50×** | 6.00 | 12.0 | **2.00×** | 1.00 | 3.60 | **3.60×** | 2.10 | 10.5 | **5.00×** | 2026-12-01 03:00 UTC, `npm run bench -- peer-durable --quick` |',
+      '| defaults — Kafka: no flush; Restate: Restate fsyncs | 200 | 120 | 90.0 | **0.75×** | 6.00 | 8.00 | **1.33×** | – | – | – | – | – | – | 2026-12-01 03:00 UTC, `npm run bench -- peer-200 --quick` |',
     ]);
     expect(lines.filter((l) => l.startsWith('- '))).toEqual([
       '- peer-durable, Restate, CPU ms per step by process: in flight restate-server 0.60 + sdk-service 0.30 + client 0.10; one at a time restate-server 1.00 + sdk-service 0.67 + client 0.42',
       '- peer-durable, plan-ledger, CPU ms per step by process: in flight kafka-1 1.80 + executor 1.05 + client 0.45; one at a time kafka-1 7.30 + executor 2.30 + client 0.90',
+      '- peer-durable, plan-ledger, Kafka requests per step in flight (a counted pass): executor 1.30 (AddPartitionsToTxn 0.50, Produce 0.40, EndTxn 0.40); client 0.30 (Fetch 0.30)',
+      '- peer-durable, plan-ledger, Kafka requests per step one at a time (a counted pass): executor 2.40 (Produce 1.20, EndTxn 1.20); client 1.55 (Fetch 1.25, ListOffsets 0.30)',
     ]);
     expect(peerTables([result('codec')])).toEqual([]);
-    expect(renderBlock(both, 'summary.svg')).toContain('The peer table, as each side comes out of the box and with matching durability:');
+    expect(renderBlock(both, 'summary.svg')).toContain('The peer table, as each side comes out of the box and with matching durability, at 20 and at 200 plans in flight:');
   });
 
   it('says a note several benches share once, one line per bench, and leaves durability notes to the peer tables', () => {
