@@ -365,7 +365,6 @@ try {
   // Per side and phase, medians over the rounds.
   const round3 = (v: number) => Math.round(v * 1000) / 1000;
   const medianBy = (rows: ReadonlyArray<Readonly<Record<string, number>>>, names: readonly string[]) => Object.fromEntries(names.map((n) => [n, round3(median(rows.map((r) => r[n] ?? 0)))]));
-  const keysOf = (rows: ReadonlyArray<Readonly<Record<string, number>> | undefined>) => [...new Set(rows.flatMap((r) => Object.keys(r ?? {})))];
   const costOf = (side: SideName, phase: Phase) => {
     const cs = costs.filter((c) => c.side === side && c.phase === phase);
     const own = Object.keys(sides[side]);
