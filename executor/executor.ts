@@ -332,6 +332,9 @@ class Executor {
       sessionTimeoutMs: this.sessionTimeoutMs,
       heartbeatIntervalMs: this.heartbeatIntervalMs,
       rebalanceTimeoutMs: 30_000,
+      // Static membership: after a group coordinator's broker dies, a member whose session lapsed rejoins
+      // as itself and the group settles at once (docs/guides/kafka-client.md#static-membership).
+      instanceId: this.executorId,
       onAssigned: (partitions) => this.assign(partitions),
       onRevoked: (partitions, lost) => this.revoke(partitions, lost),
       onRecords: (partition, records) => this.onCommands(partition, records),

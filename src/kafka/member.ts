@@ -5,10 +5,16 @@ import { setting } from '../settings.js';
 import { connectWatched, routeLogs, type RdConfig } from './connection.js';
 import { confluent } from './native.js';
 import type { GroupMember, GroupMemberOptions, LogRecord } from './port.js';
-import { consumeOrPause, disconnectConsumer, toLogRecord, type NativeConsumer } from './reader.js';
+import { consumeBatch, consumeOrPause, disconnectConsumer, toLogRecord, type NativeConsumer } from './reader.js';
 
+/** librdkafka's _FATAL: the handle cannot go on (for a member: another joined under its instance id). */
+const FATAL = -150;
 const ASSIGN_PARTITIONS = -175;
 const REVOKE_PARTITIONS = -174;
+/** How long a leaving static member waits for the revocation its unsubscribe causes. */
+const LEAVE_WAIT_MS = 3_000;
+/** And then for librdkafka to send the LeaveGroup (from its own thread, once the revocation is done). */
+const LEAVE_SEND_MS = 30;
 /** Records handed to one `onRecords` call at most. */
 const MAX_BATCH = 500;
 /** Past this many records waiting for a busy partition, its fetching pauses until they are handled. */
@@ -105,6 +111,7 @@ class NativeMember implements GroupMember {
         if (mine.length) void Promise.resolve(this.o.onRevoked(mine, lost)).catch((e: unknown) => this.logger.error({ err: e }, 'revocation handler failed'));
         if (cooperative) this.c.incrementalUnassign(assignment as never);
         else this.c.unassign();
+        this.onLeft?.();
       } else {
         this.logger.error({ code: err.code, message: err.message }, 'rebalance error; giving up every partition');
         const mine = [...this.parts.keys()];
@@ -129,8 +136,20 @@ class NativeMember implements GroupMember {
       // fetched after it, which that drop would lose for good).
       for (const [p, run] of this.parts) if (run.seekTo !== null) await this.seek(p, run);
       const before = new Map([...this.parts].map(([p, r]) => [p, { run: r, epoch: r.epoch }]));
-      const messages = await consumeOrPause(this.c, this.logger, 'group', { group: this.o.groupId }, () => this.closing);
-      if (messages === null) continue;
+      let messages: Awaited<ReturnType<typeof consumeBatch>>;
+      try {
+        messages = await consumeBatch(this.c);
+      } catch (e) {
+        if (this.closing) continue;
+        if ((e as { code?: unknown }).code === FATAL) {
+          // Fenced for good (another member joined under this member's instance id): it reads no more.
+          this.fatal(e as { message?: string; code?: number });
+          return;
+        }
+        this.logger.warn({ err: e, group: this.o.groupId }, 'group read failed; reading on');
+        await sleep(200);
+        continue;
+      }
       for (const m of messages) {
         const run = this.parts.get(m.partition);
         // Revoked meanwhile, or read before a seek that is now due: not the records this member should see
@@ -221,7 +240,54 @@ class NativeMember implements GroupMember {
     const left = [...this.parts.keys()];
     this.parts.clear();
     if (left.length) await Promise.resolve(this.o.onRevoked(left, false)).catch(() => {});
+    if (this.o.instanceId !== undefined) await this.leave();
     await disconnectConsumer(this.c);
+  }
+
+  /**
+   * A static member leaves before it closes: librdkafka sends no LeaveGroup for one on close (KIP-345), and
+   * the group would hold its partitions until its session ran out. Unsubscribing revokes them, and once
+   * that is done librdkafka sends the LeaveGroup; the close after it waits for the answer.
+   */
+  private async leave(): Promise<void> {
+    let assigned = 0;
+    try {
+      assigned = (this.c.assignments() as unknown[]).length;
+    } catch {
+      // closed under us: nothing to wait for
+    }
+    const revoked = new Promise<void>((resolve) => (this.onLeft = resolve));
+    try {
+      this.c.unsubscribe();
+    } catch (e) {
+      this.logger.debug({ err: e }, 'unsubscribe before leaving failed');
+      return;
+    }
+    // The revocation is the application's to serve (the rebalance callback), and the binding serves it from
+    // a read: read (and drop what comes) until it ran, within a bound.
+    let done = false;
+    void revoked.then(() => (done = true));
+    const until = Date.now() + LEAVE_WAIT_MS;
+    while (assigned > 0 && !done && Date.now() < until) await consumeOrPause(this.c, this.logger, 'leave', { group: this.o.groupId }, () => true);
+    // The LeaveGroup goes out from librdkafka's own thread once the revocation is done, a moment after.
+    await sleep(LEAVE_SEND_MS);
+  }
+
+  /** Resolves the wait of {@link leave} once the revocation its unsubscribe caused was served. */
+  private onLeft: (() => void) | undefined;
+
+  /**
+   * librdkafka's fatal error for a member: another member joined under this member's instance id and the
+   * coordinator fenced this one. It reads nothing more, so its partitions are given up as lost.
+   */
+  private fatal(err: { message?: string; code?: number }): void {
+    this.logger.error(
+      { group: this.o.groupId, instanceId: this.o.instanceId, code: err.code },
+      `group member fenced for good, reading no more and giving up its partitions: ${err.message ?? 'fatal error'}; another member joined group ${this.o.groupId} as instance ${this.o.instanceId ?? '(none)'} (two executors with one id?)`,
+    );
+    const mine = [...this.parts.keys()];
+    this.parts.clear();
+    if (mine.length) void Promise.resolve(this.o.onRevoked(mine, true)).catch((e: unknown) => this.logger.error({ err: e }, 'revocation handler failed'));
   }
 }
 
@@ -248,6 +314,7 @@ export async function joinGroup(ctx: { rd: RdConfig; logger: Logger; config: Led
       'enable.auto.offset.store': false,
       'isolation.level': 'read_committed',
       ...groupProtocolConfig(setting('PLAN_LEDGER_GROUP_PROTOCOL'), o),
+      ...(o.instanceId === undefined ? {} : { 'group.instance.id': o.instanceId }),
       'max.poll.interval.ms': Math.max(o.rebalanceTimeoutMs, o.sessionTimeoutMs),
       'fetch.wait.max.ms': 100,
       'fetch.error.backoff.ms': 50,

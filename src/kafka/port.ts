@@ -178,6 +178,14 @@ export interface GroupMemberOptions {
   readonly heartbeatIntervalMs: number;
   /** How long a member may take to hand a partition back in a rebalance (max.poll.interval.ms too). */
   readonly rebalanceTimeoutMs: number;
+  /**
+   * Static membership under this id (Kafka's `group.instance.id`): a member whose session lapsed while
+   * the group could not move on (its coordinator's broker died and another took the group over) rejoins
+   * as itself, and the group settles at once instead of waiting out the lapsed member's session. One live
+   * member per id: a second one fences the first (its partitions are then revoked as lost and it logs why).
+   * Closing the member leaves the group, as a dynamic member does.
+   */
+  readonly instanceId?: string;
   /** Partitions given to this member (incremental: only the new ones). */
   readonly onAssigned: (partitions: number[]) => void;
   /**
