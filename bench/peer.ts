@@ -36,6 +36,11 @@
 // timed rounds run without it and the counts come from their own pass; the result's extra.kafkaRequests
 // has them per step of each phase. BENCH_KAFKA_REQUESTS=0 skips the pass.
 //
+// --profile: then a profiled pass, one phase at --in-flight plans in flight (untimed): a new executor
+// process profiling itself (V8, node:inspector), the client (this process, the same) and the local stack's
+// broker (Java Flight Recorder through jcmd), each started and stopped around the phase; their summaries
+// (where each process's CPU went: groups, top functions or frames by self time) go to extra.profiles.
+//
 // Restate is installed with npm into a cache folder (PLAN_LEDGER_PEER_CACHE, default
 // ~/.cache/plan-ledger/peer); it is not a dependency of plan-ledger. Writes bench/results/peer.json.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -54,6 +59,7 @@ import { readStackInfo, REGISTRY, runningProcesses } from '../src/stack/discover
 import { clockTicks, cpuMsPerStep, sampleCpu } from './lib/cpu.js';
 import { benchArgs, fmt, median, metric, paired, quantile, until, writeResult, type Metric } from './lib/harness.js';
 import { benchConfig, benchKafka, dropTopics, freePort, readAll, spawnTs, stopProc, waitLine, type Proc } from './lib/ledger.js';
+import { profileSelf, recordJvm } from './lib/profiles.js';
 import { requestCounter, requestsPerStep } from './lib/requests.js';
 
 const RESTATE_SERVER_VERSION = process.env.BENCH_RESTATE_SERVER_VERSION ?? '1.7.12';
@@ -72,6 +78,7 @@ if (durability !== 'default' && durability !== 'matched') {
   process.exit(2);
 }
 const countRequests = process.env.BENCH_KAFKA_REQUESTS !== '0';
+const profilePass = process.argv.includes('--profile');
 /** restate-server's defaults (`restate-server --dump-config`): its log's RocksDB WAL is fsynced. */
 const RESTATE_DEFAULTS = 'restate-server defaults: [bifrost.local] rocksdb-disable-wal-fsync = false, so its log\'s WAL is fsynced';
 /** What each side does to make a step durable, as the result records it. */
@@ -428,6 +435,42 @@ try {
     }
   }
 
+  // The profiled pass: where each plan-ledger process's CPU goes at --in-flight plans in flight.
+  let profiles: Record<string, unknown> | undefined;
+  if (profilePass) {
+    await stopProc(executor);
+    executor = spawnTs(executorScript, 'executor-profiled', { ...executorEnv, BENCH_PROFILE: '1' });
+    await waitLine(executor, 'ready', 120_000);
+    const profiled = executor;
+    const toggle = async (msg: string) => {
+      const from = profiled.lines.length;
+      profiled.p.kill('SIGUSR2');
+      return waitLine(profiled, msg, 30_000, from);
+    };
+    await throughput(() => ledgerChain(ledger), IN_FLIGHT);
+    const brokerPid = stackPids(config)['kafka-1'];
+    const jfrFile = join(tmpdir(), `plan-ledger-peer-${process.pid}.jfr`);
+    const stopBroker = brokerPid === undefined ? undefined : recordJvm(brokerPid, jfrFile);
+    const stopClient = await profileSelf();
+    await toggle('profiling');
+    await throughput(() => ledgerChain(ledger), plans);
+    const executorProfile = (await toggle('profile')).summary;
+    const client = await stopClient();
+    const broker = stopBroker?.();
+    rmSync(jfrFile, { force: true });
+    profiles = {
+      phase: `${plans} plans at ${IN_FLIGHT} in flight, untimed`,
+      executor: executorProfile,
+      client,
+      broker: broker ?? 'not recorded: no local stack broker here, or no jcmd on PATH',
+      how: 'executor and client: the V8 profiler (node:inspector) started and stopped around the phase, self time by group and by function (bench/profile-summary.ts); broker: Java Flight Recorder execution samples (bench/lib/profiles.ts)',
+    };
+    const head = (s: { groups?: ReadonlyArray<{ group: string; pctOfBusy: number }> }) => (s.groups ?? []).filter((g) => g.group !== 'idle').slice(0, 6).map((g) => `${g.group} ${fmt(g.pctOfBusy)}%`).join(', ');
+    console.log(`profile, executor (% of busy): ${head(executorProfile as never)}`);
+    console.log(`profile, client (% of busy): ${head(client)}`);
+    if (broker) console.log(`profile, broker (% of samples): ${broker.top.slice(0, 6).map((f) => `${f.frame} ${fmt(f.pct)}%`).join(', ')}`);
+  }
+
   const restateLabel = `Restate ${peer.serverVersion}`;
   const result = writeResult({
     name: resultName,
@@ -457,6 +500,7 @@ try {
         how: 'medians over the rounds. CPU: /proc/<pid>/stat utime+stime (+ its descendants, + children waited for) of each process, process.cpuUsage() for the client (this process), sampled before and after each timed phase; otherSideIdleCpuMsPerStep: the other side’s processes, idle meanwhile (background, e.g. other work on a shared stack). clientRecordsPerStep: received and decoded = records the client’s events tail was handed and decoded during the phase (ReadStats.tail). Kafka requests per step: extra.kafkaRequests',
       },
       ...(kafkaRequests ? { kafkaRequests } : {}),
+      ...(profiles ? { profiles } : {}),
       commandToFirstEvent: { p50Ms: median(firstEvent), p99Ms: quantile(firstEvent, 0.99), samples: firstEvent.length, aimP50Ms: 10, how: 'Kafka record timestamps: CreatePlan command record vs the plan’s first event record (the executor’s decide time)' },
     },
   });

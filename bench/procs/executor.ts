@@ -10,6 +10,7 @@
 import { startExecutor } from '../../index.js';
 import { createLogger, silentLogger } from '../../src/logging.js';
 import { defineTool } from '../../src/tools.js';
+import { profileSelf } from '../lib/profiles.js';
 import { requestCounter } from '../lib/requests.js';
 
 const { stream: requestLog, counts: requests } = requestCounter();
@@ -25,6 +26,23 @@ if (countRequests) {
       for (const m of text.matchAll(/^plan_ledger_executor_attempts_total\{[^}]*\} (\d+)$/gm)) steps += Number(m[1]);
       console.log(JSON.stringify({ msg: 'kafka-requests', requests: { ...requests }, steps, at: Date.now() }));
     });
+  });
+}
+// BENCH_PROFILE=1: SIGUSR2 starts the V8 profiler of this process, the next SIGUSR2 stops it and prints
+// its summary as one JSON line `{"msg":"profile","summary":{...}}` (bench/lib/profiles.ts).
+if (process.env.BENCH_PROFILE === '1') {
+  let stopProfile: (() => Promise<unknown>) | undefined;
+  process.on('SIGUSR2', () => {
+    if (stopProfile === undefined) {
+      void profileSelf().then((stop) => {
+        stopProfile = stop;
+        console.log(JSON.stringify({ msg: 'profiling', at: Date.now() }));
+      });
+    } else {
+      const stop = stopProfile;
+      stopProfile = undefined;
+      void stop().then((summary) => console.log(JSON.stringify({ msg: 'profile', summary, at: Date.now() })));
+    }
   });
 }
 console.log(JSON.stringify({ msg: 'started', at: Date.now() }));
