@@ -1,5 +1,5 @@
 import { LedgerLog, assertBrokersReachable } from '../src/audit/log.js';
-import { connectLedger, type Ledger } from '../src/client/index.js';
+import type { Ledger } from '../src/client/index.js';
 import { loadConfig } from '../src/config.js';
 import { pino } from 'pino';
 import { createLogger, silentLogger, type Logger } from '../src/logging.js';
@@ -18,6 +18,8 @@ export async function withLedger<T>(fn: (ledger: Ledger) => Promise<T>): Promise
   const config = loadConfig();
   ensureKafkaClient();
   await assertBrokersReachable(config);
+  // The client (and what it alone needs) loads for the verbs that send commands, not for show or audit.
+  const { connectLedger } = await import('../src/client/index.js');
   const ledger = await connectLedger(config, { logger: cliLogger() });
   try {
     return await fn(ledger);

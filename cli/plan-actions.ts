@@ -8,7 +8,8 @@ import { isLedgerError, LedgerError } from '../src/errors.js';
 import { evolve, FORK_LABEL, isPlanFinished, type PlanEvent, type PlanState, type PlanStatus } from '../src/plan/index.js';
 import { listPlansFromIndex } from '../src/client/list-plans.js';
 import { PlanIndex } from '../src/client/plan-index.js';
-import type { LedgerLog } from '../src/audit/log.js';
+import { planStartOffset } from '../src/client/reads.js';
+import { LedgerLog } from '../src/audit/log.js';
 import { cliLogger, withLedger, withLog } from './connect.js';
 import { json, out, paintStatus, painter } from './output.js';
 import { renderFailures, renderPlan, renderWhy, type ForkList, type ForksNotListed } from './render.js';
@@ -166,15 +167,25 @@ export const propose = (file: string, o: CommandOpts & { strictTools?: boolean }
 
 export async function show(planId: string, o: { json?: boolean }): Promise<void> {
   await withLog(async (log) => {
-    const records = await log.readPlan(planId);
-    const s = rebuilt(planId, records);
-    if (!s || s.status === 'none') throw new LedgerError('NOT_FOUND', `plan ${planId} not found on prefix "${log.config.topicPrefix}"`, { planId });
-    const shown = showPlan(s, await openerOf(log, planId));
-    const forks = await forksOf(log, planId);
-    const listed = 'plans' in forks ? forks : null;
-    if (o.json) json({ ...shown, forks: listed ? listed.plans.map(forkJson) : null, forksTotal: listed ? listed.total : null });
-    // Who ran each attempt is in the events (the state keeps an attempt's first executor only).
-    else out(renderPlan(shown, painter(), forks, takeovers(records.map((r) => r.event))));
+    // One read of the projector's topics serves both: where the plan's events start on its partition (by
+    // its snapshot's creation time, not the partition's start) and the plans forked from it. Then the
+    // plan's events, its key and the forks are read at once.
+    const index = new PlanIndex(log.kafka, log.admin, log.codec, log.config, cliLogger());
+    try {
+      await index.sync();
+      const reads = { kafka: log.kafka, admin: log.admin, codec: log.codec, config: log.config, index };
+      const located = LedgerLog.over({ config: log.config, kafka: log.kafka, admin: log.admin, codec: log.codec, planStart: (id) => planStartOffset(reads, id) });
+      const [records, opener, forks] = await Promise.all([located.readPlan(planId), openerOf(log, planId), forksIn(index, log, planId)]);
+      const s = rebuilt(planId, records);
+      if (!s || s.status === 'none') throw new LedgerError('NOT_FOUND', `plan ${planId} not found on prefix "${log.config.topicPrefix}"`, { planId });
+      const shown = showPlan(s, opener);
+      const listed = 'plans' in forks ? forks : null;
+      if (o.json) json({ ...shown, forks: listed ? listed.plans.map(forkJson) : null, forksTotal: listed ? listed.total : null });
+      // Who ran each attempt is in the events (the state keeps an attempt's first executor only).
+      else out(renderPlan(shown, painter(), forks, takeovers(records.map((r) => r.event))));
+    } finally {
+      await index.close();
+    }
   });
 }
 
@@ -187,13 +198,18 @@ export async function forksOf(log: LedgerLog, planId: string): Promise<ForkList 
   const index = new PlanIndex(log.kafka, log.admin, log.codec, log.config, cliLogger());
   try {
     await index.sync();
-    const partitions = Array.from({ length: log.config.partitions }, (_, p) => p).filter((p) => index.watermark(p) === null);
-    if (partitions.length) return { notListed: { prefix: log.config.topicPrefix, partitions, of: log.config.partitions } };
-    const page = await listPlansFromIndex({ kafka: log.kafka, codec: log.codec, config: log.config, logger: cliLogger(), index }, { label: `${FORK_LABEL}:${planId}`, limit: FORKS_SHOWN });
-    return { plans: page.plans, total: Math.max(page.total, page.plans.length) };
+    return await forksIn(index, log, planId);
   } finally {
     await index.close();
   }
+}
+
+/** {@link forksOf} from an index its caller has synced. */
+async function forksIn(index: PlanIndex, log: LedgerLog, planId: string): Promise<ForkList | ForksNotListed> {
+  const partitions = Array.from({ length: log.config.partitions }, (_, p) => p).filter((p) => index.watermark(p) === null);
+  if (partitions.length) return { notListed: { prefix: log.config.topicPrefix, partitions, of: log.config.partitions } };
+  const page = await listPlansFromIndex({ kafka: log.kafka, codec: log.codec, config: log.config, logger: cliLogger(), index }, { label: `${FORK_LABEL}:${planId}`, limit: FORKS_SHOWN });
+  return { plans: page.plans, total: Math.max(page.total, page.plans.length) };
 }
 
 const FORKS_SHOWN = 20;

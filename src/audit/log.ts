@@ -57,7 +57,10 @@ export class LedgerLog {
     this.names = topicNames(config.topicPrefix);
   }
 
-  /** Opens its own connections (the CLI's); {@link close} releases them. */
+  /**
+   * Opens its own connections (the CLI's); {@link close} releases them. Kafka and the registry are reached
+   * at once; when both fail, the broker's error is the one reported.
+   */
   static async open(config: LedgerConfig, logger: Logger): Promise<LedgerLog> {
     await assertBrokersReachable(config);
     const kafka = createKafka(config, logger, 'cli');
@@ -66,18 +69,18 @@ export class LedgerLog {
       await admin.disconnect().catch(() => {});
       await kafka.close();
     };
-    await admin.connect().catch(async (e: unknown) => {
+    const [connected, codec] = await Promise.allSettled([admin.connect(), codecFromConfig(config, { logger, registryTimeoutMs: 5000 })]);
+    if (connected.status === 'rejected') {
       await release();
+      const e = connected.reason as unknown;
       if (isLedgerError(e)) throw e; // refused credentials: already one line naming mechanism and user
       throw new LedgerError('UNAVAILABLE', `cannot reach Kafka at ${config.brokers.join(',')}: ${(e as Error).message}`, {}, { cause: e });
-    });
-    try {
-      const codec = await codecFromConfig(config, { logger, registryTimeoutMs: 5000 });
-      return new LedgerLog(config, kafka, admin, codec, release);
-    } catch (e) {
-      await release();
-      throw e;
     }
+    if (codec.status === 'rejected') {
+      await release();
+      throw codec.reason;
+    }
+    return new LedgerLog(config, kafka, admin, codec.value, release);
   }
 
   /** A log over connections the caller owns (the ledger client's): {@link close} leaves them open. */

@@ -114,7 +114,7 @@ class LedgerClient implements Ledger {
   private readonly log: LedgerLog;
   private readonly payloadLimits: PayloadLimits = payloadLimitsFromEnv();
   private readonly blobs: BlobReader;
-  /** Where each plan's latest snapshot is, and each partition's watermark (followed live, started on first read). */
+  /** Where each plan's latest snapshot is, and each partition's watermark (caught up on each read, from the first one on). */
   private readonly index: PlanIndex;
   private readonly reads: PlanReads;
 

@@ -1,12 +1,13 @@
 // The ledger client's index of plans: where each plan's latest snapshot is, a summary of it for
 // listPlans, and each partition's watermark. It is built from the projector's own topics — the compacted
 // `<prefix>.plan-snapshots` (live plans, keyed by planId, and the `__watermark` record) and
-// `<prefix>.plan-archive` (finished plans) — by long-lived readers that follow them, so a read
-// locates a plan's snapshot in memory and reads only the events after the watermark. Its size follows the
-// number of plans (a summary each; the raw snapshot only for live plans), never the number of events.
+// `<prefix>.plan-archive` (finished plans) — read on demand: each sync reads what was committed since the
+// last one, up to the end offsets it took, so a read locates a plan's snapshot in memory and reads only the
+// events after the watermark. Its size follows the number of plans (a summary each; the raw snapshot only
+// for live plans), never the number of events. No reader stays open between syncs.
 import type { LedgerCodec } from '../codec/index.js';
 import { topicNames, type LedgerConfig } from '../config.js';
-import type { KafkaClient, LedgerAdmin, LogRecord, PartitionTail, ReadStats } from '../kafka/index.js';
+import type { KafkaClient, LedgerAdmin, LogRecord, ReadStats } from '../kafka/index.js';
 import type { Logger } from '../logging.js';
 import type { PlanState } from '../plan/index.js';
 import { summarize, type PlanSummary } from '../projection/query.js';
@@ -56,15 +57,14 @@ export function firstAfter(sorted: readonly OrderKey[], key: OrderKey): number {
   return lo;
 }
 
-interface Waiter {
-  readonly targets: ReadonlyArray<readonly [string, bigint]>;
-  readonly resolve: () => void;
-}
-
 export class PlanIndex {
   private readonly names;
-  /** One reader per topic of {@link topics}, in that order. */
-  private starting: Promise<PartitionTail[]> | undefined;
+  /**
+   * The catch-up in progress or last done. Catch-ups take turns, so records are applied in offset order
+   * per partition, and a sync waits for one that began after it was called.
+   */
+  private catching: Promise<void> = Promise.resolve();
+  private closed = false;
   /** Latest snapshot record per plan in the snapshots topic (live plans). */
   private readonly live = new Map<string, IndexedPlan>();
   /** Latest archive record per plan (finished plans). */
@@ -90,14 +90,12 @@ export class PlanIndex {
   private readonly watermarks = new Map<number, string>();
   /** Dead letters of events records, per events partition: the plans they stall. */
   private readonly deadLetters = new Map<number, Array<{ planId: string; seq: number; cause: DeadLetterCause }>>();
-  /** Next offset the index readers will read, per `topic/partition`. */
-  private readonly positions = new Map<string, bigint>();
-  private waiters: Waiter[] = [];
   /**
-   * Partitions a read has asked for: the index reads only these, so a one-shot caller's first getPlan
-   * reads one partition of the snapshots, archive and DLQ topics, not all of them.
+   * Next offset to read, per `topic/partition`, for the partitions a sync has asked for: the index reads
+   * only these, so a one-shot caller's first getPlan reads one partition of the snapshots, archive and DLQ
+   * topics, not all of them.
    */
-  private readonly wanted = new Set<number>();
+  private readonly positions = new Map<string, bigint>();
 
   constructor(
     private readonly kafka: KafkaClient,
@@ -115,34 +113,6 @@ export class PlanIndex {
     return [this.names.snapshots, this.names.archive, this.names.dlq];
   }
 
-  /** Opens the readers of the snapshots, archive and DLQ topics (once; later calls share them). */
-  private start(): Promise<PartitionTail[]> {
-    this.starting ??= this.open().catch((e: unknown) => {
-      this.starting = undefined;
-      throw e;
-    });
-    return this.starting;
-  }
-
-  private async open(): Promise<PartitionTail[]> {
-    const tails: PartitionTail[] = [];
-    try {
-      for (const topic of this.topics) {
-        tails.push(
-          await this.kafka.tail({
-            topic,
-            onRecords: (partition, records) => this.read(topic, partition, records),
-            onPosition: (partition, next) => this.advance(topic, partition, next),
-          }),
-        );
-      }
-    } catch (e) {
-      await Promise.allSettled(tails.map((t) => t.close()));
-      throw e;
-    }
-    return tails;
-  }
-
   private async read(topic: string, partition: number, records: LogRecord[]): Promise<void> {
     if (this.stats) {
       const indexed = (this.stats.indexed ??= {});
@@ -153,17 +123,6 @@ export class PlanIndex {
       if (topic === this.names.dlq) this.deadLetter(r.key, r.headers);
       else await this.apply(r);
     }
-  }
-
-  private advance(topic: string, partition: number, next: bigint): void {
-    const key = `${topic}/${partition}`;
-    if (next <= (this.positions.get(key) ?? -1n)) return;
-    this.positions.set(key, next);
-    this.waiters = this.waiters.filter((w) => {
-      if (!w.targets.every(([k, o]) => (this.positions.get(k) ?? 0n) >= o)) return true;
-      w.resolve();
-      return false;
-    });
   }
 
   /** A DLQ record whose source is an events record stalls that record's plan (see `restorePartition`). */
@@ -261,42 +220,55 @@ export class PlanIndex {
   }
 
   /**
-   * Waits until the index has read the snapshots, archive and DLQ topics up to their last stable offsets as of
-   * now (the given partitions, or all): then every snapshot and watermark committed before the call is in.
+   * Reads the snapshots, archive and DLQ topics up to their last stable offsets as of now (the given
+   * partitions, or all): then every snapshot and watermark committed before the call is in. The end
+   * offsets are taken once, for all three topics at a time, and each topic is read up to them and no
+   * further (a read never waits at a partition's end); a partition asked for the first time is read from
+   * its log start.
    */
   async sync(partitions?: readonly number[]): Promise<void> {
     const asked = partitions ?? Array.from({ length: this.config.partitions }, (_, p) => p);
-    const tails = await this.start();
+    const run = this.catching.then(() => this.catchUp(asked));
+    this.catching = run.catch(() => {});
+    await run;
+  }
+
+  private async catchUp(asked: readonly number[]): Promise<void> {
+    if (this.closed) throw new Error('the plan index is closed');
     const topics = this.topics;
-    const offsets = await Promise.all(topics.map((topic) => this.admin.fetchTopicOffsets(topic)));
-    // Partitions asked for the first time: read from their log start on.
-    const fresh = asked.filter((p) => !this.wanted.has(p));
-    for (const p of fresh) this.wanted.add(p);
-    try {
-      await Promise.all(
-        topics.flatMap((topic, i) =>
-          offsets[i]!.filter((o) => fresh.includes(o.partition)).map((o) => {
-            this.positions.set(`${topic}/${o.partition}`, BigInt(o.low));
-            return tails[i]!.add(o.partition, o.low);
-          }),
-        ),
-      );
-    } catch (e) {
-      for (const p of fresh) this.wanted.delete(p);
-      throw e;
-    }
-    const targets: Array<readonly [string, bigint]> = [];
-    for (const [i, topic] of topics.entries()) {
-      for (const o of offsets[i]!) {
-        if (!asked.includes(o.partition)) continue;
-        const key = `${topic}/${o.partition}`;
-        // Nothing left to read below the log start (a partition emptied by retention or deletion).
-        if ((this.positions.get(key) ?? 0n) < BigInt(o.low)) this.advance(topic, o.partition, BigInt(o.low));
-        targets.push([key, BigInt(o.high)]);
-      }
-    }
-    if (targets.every(([k, o]) => (this.positions.get(k) ?? 0n) >= o)) return;
-    await new Promise<void>((resolve) => this.waiters.push({ targets, resolve }));
+    const offsets = await Promise.all(topics.map((topic) => this.admin.fetchTopicOffsets(topic, asked)));
+    await Promise.all(
+      topics.map(async (topic, i) => {
+        const from = new Map<number, string>();
+        const ends = new Map<number, string>();
+        for (const o of offsets[i]!) {
+          if (!asked.includes(o.partition)) continue;
+          const key = `${topic}/${o.partition}`;
+          // Nothing left to read below the log start (a partition emptied by retention or deletion).
+          const at = this.positions.get(key);
+          const start = at === undefined || at < BigInt(o.low) ? BigInt(o.low) : at;
+          this.positions.set(key, start);
+          if (start < BigInt(o.high)) {
+            from.set(o.partition, start.toString());
+            ends.set(o.partition, o.high);
+          }
+        }
+        if (ends.size === 0) return;
+        const next = await this.kafka.readToEnd({
+          topic,
+          partitions: [...ends.keys()],
+          from,
+          ends,
+          onRecords: async (records) => {
+            const partition = records[0]!.partition;
+            await this.read(topic, partition, records);
+            this.positions.set(`${topic}/${partition}`, BigInt(records.at(-1)!.offset) + 1n);
+          },
+        });
+        // Past the transaction markers and compaction gaps after the last record too.
+        for (const [p, o] of next) if (BigInt(o) > (this.positions.get(`${topic}/${p}`) ?? 0n)) this.positions.set(`${topic}/${p}`, BigInt(o));
+      }),
+    );
   }
 
   /** The plan's latest snapshot, if the index has one it trusts. */
@@ -362,10 +334,9 @@ export class PlanIndex {
     return this.current.size;
   }
 
+  /** Stops syncing; a sync in progress ends first. The reads' consumers are the Kafka client's (pooled). */
   async close(): Promise<void> {
-    const starting = this.starting;
-    this.starting = undefined;
-    const tails = await starting?.catch(() => undefined);
-    await Promise.allSettled((tails ?? []).map((t) => t.close()));
+    this.closed = true;
+    await this.catching;
   }
 }

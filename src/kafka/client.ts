@@ -65,7 +65,9 @@ class ConfluentKafka implements KafkaClient {
   }
 
   async readToEnd(opts: ReadToEndOptions): Promise<Map<number, string>> {
-    const admin = await this.readerAdmin();
+    // Connected on the first read, in the background when this read knows its ends (a later read needs it).
+    const admin = () => this.readerAdmin();
+    if (opts.ends !== undefined) void admin().catch(() => {});
     // A pooled reader fetches ahead as far as librdkafka's default: a bound on what is fetched ahead needs its own.
     if (opts.follow || opts.prefetchKiB !== undefined) return readToEnd(this.readerContext(), admin, opts);
     this.pool ??= new ReaderPool(this.readerContext());

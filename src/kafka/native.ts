@@ -11,8 +11,8 @@ export const MIN_THREAD_POOL = 16;
 
 /**
  * The binding waits for records on libuv's thread pool (4 threads unless UV_THREADPOOL_SIZE says more):
- * each reader blocks a thread while it waits, and a ledger client alone runs four (its events tail and
- * its plan index's three), so its reads and admin calls queued behind them and a `getPlan` took ~1.8 s
+ * each reader blocks a thread while it waits, and a ledger client runs its events tail beside up to four
+ * pooled ranged readers (its plan index reads three topics at once), so its reads and admin calls queued behind them and a `getPlan` took ~1.8 s
  * instead of ~0.15 s. The size is read once, when the pool starts — before the first line of an ES module
  * runs — so it can only be set from outside: said once, on stderr, with the fix.
  */

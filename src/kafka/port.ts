@@ -128,6 +128,12 @@ export interface ReadToEndOptions {
   readonly from?: ReadonlyMap<number, string>;
   /** Offset to stop before per partition, when earlier than the partition's end (default: the end). */
   readonly until?: ReadonlyMap<number, string>;
+  /**
+   * The end offsets the caller already took, one per partition to read (from `fetchTopicOffsets`, say):
+   * the read stops there and asks the brokers for no offsets of its own (`until` and `follow` aside).
+   * A partition's start is then `from`, or else its earliest retained offset as the consumer finds it.
+   */
+  readonly ends?: ReadonlyMap<number, string>;
   /** Called for each fetched batch, in offset order per partition. A throw ends the read with that error. */
   readonly onRecords: (records: LogRecord[]) => void | Promise<void>;
   readonly timeoutMs?: number;

@@ -255,14 +255,30 @@ function byPartition(messages: NativeMessage[]): Map<number, NativeMessage[]> {
 }
 
 /**
+ * Where a ranged read starts and ends per partition: the caller's known ends (no request), or the brokers'
+ * offsets (a live tail: the high watermarks; a ranged read: the stable ends as of now).
+ */
+async function endOffsets(admin: () => Promise<ConfluentAdmin>, opts: ReadToEndOptions): Promise<Array<{ partition: number; high: string; low: string }>> {
+  if (opts.ends !== undefined && !opts.follow) {
+    const asked = opts.partitions ?? [...opts.ends.keys()];
+    return asked.flatMap((partition) => {
+      const high = opts.ends!.get(partition);
+      return high === undefined ? [] : [{ partition, high, low: '0' }];
+    });
+  }
+  const a = await admin();
+  return opts.follow ? a.fetchTopicOffsets(opts.topic, opts.partitions) : a.fetchStableEnds(opts.topic, opts.partitions);
+}
+
+/**
  * Reads partitions from a start offset up to their end offset as it was when the read began, and stops.
  * "End" is the last stable offset: transaction markers and compaction leave gaps, so the read stops when
  * the next offset to read reaches the end — known from the records read and from librdkafka's
  * end-of-partition events, which also cover a tail of markers — never by counting records.
  */
-export async function readToEnd(ctx: ReaderContext, admin: ConfluentAdmin, opts: ReadToEndOptions, pool?: ReaderPool): Promise<Map<number, string>> {
+export async function readToEnd(ctx: ReaderContext, admin: () => Promise<ConfluentAdmin>, opts: ReadToEndOptions, pool?: ReaderPool): Promise<Map<number, string>> {
   opts.onPhase?.('offsets');
-  const offsets = opts.follow ? await admin.fetchTopicOffsets(opts.topic, opts.partitions) : await admin.fetchStableEnds(opts.topic, opts.partitions);
+  const offsets = await endOffsets(admin, opts);
   const wanted = new Set(opts.partitions ?? offsets.map((o) => o.partition));
   const end = new Map<number, bigint>();
   const next = new Map<number, bigint>();

@@ -485,6 +485,49 @@ describe('the Kafka port against the real broker', () => {
     expect(await read()).toMatchObject({ values, next: '18' });
     expect(stats.opened).toBe(2);
   });
+  // The client's plan index takes the end offsets of three topics at once and reads each up to them
+  // (`ends`): no offsets of the read's own, and no wait at a partition's end for an open transaction.
+  it('reads up to end offsets the caller took: every committed record below them, none above, none aborted', async () => {
+    const kafka = testKafka();
+    const { admin, topic } = await newTopic(kafka);
+    const writer = closeAfter(kafka.fencedWriter(randomPrefix('ends')));
+    await writer.connect();
+    const txn = async (t: string, commit = true) => {
+      const tx = await writer.transaction();
+      await tx.send(topic, Array.from({ length: 4 }, (_, i) => ({ value: `${t}-${i}`, partition: 0 })));
+      await (commit ? tx.commit() : tx.abort());
+    };
+    await txn('a');
+    await txn('x', false);
+    await txn('b');
+    const ends = new Map((await admin.fetchTopicOffsets(topic)).map((o) => [o.partition, o.high]));
+    expect(ends.get(0)).toBe('15'); // 12 records and 3 markers
+    const stats = newReadStats();
+    const read = async (from?: string) => {
+      const records: LogRecord[] = [];
+      const next = await kafka.readToEnd({ topic, ends, ...(from !== undefined ? { from: new Map([[0, from]]) } : {}), stats, onRecords: (r) => void records.push(...r) });
+      return { values: records.map((r) => r.value?.toString()), offsets: records.map((r) => r.offset), next: next.get(0) };
+    };
+    const committed = ['a', 'b'].flatMap((t) => Array.from({ length: 4 }, (_, i) => `${t}-${i}`));
+    // Written after the ends were taken: one transaction committed, one left open while the reads run.
+    await txn('c');
+    const open = await writer.transaction();
+    await open.send(topic, [{ value: 'open-0', partition: 0 }]);
+    try {
+      const all = await read();
+      expect(all).toMatchObject({ values: committed, next: '15' });
+      expect(await read(all.offsets[4])).toMatchObject({ values: committed.slice(4), next: '15' });
+      expect(await read('15')).toMatchObject({ values: [], next: '15' });
+      expect(stats.reads).toBe(2); // the read from the end fetched nothing
+    } finally {
+      await open.abort();
+    }
+    // Ends taken now take in the later committed transaction, not the aborted ones.
+    const later = new Map((await admin.fetchTopicOffsets(topic)).map((o) => [o.partition, o.high]));
+    const records: LogRecord[] = [];
+    await kafka.readToEnd({ topic, ends: later, onRecords: (r) => void records.push(...r) });
+    expect(records.map((r) => r.value?.toString())).toEqual([...committed, 'c-0', 'c-1', 'c-2', 'c-3']);
+  });
 });
 
 describe('schema registry (Confluent API of the real registry)', () => {
