@@ -36,7 +36,7 @@
 // timed rounds run without it and the counts come from their own pass; the result's extra.kafkaRequests
 // has them per step of each phase. BENCH_KAFKA_REQUESTS=0 skips the pass.
 //
-// --profile: then a profiled pass, one phase at --in-flight plans in flight (untimed): a new executor
+// --profile: then a profiled pass, one phase of 3 × --plans at --in-flight plans in flight (untimed): a new executor
 // process profiling itself (V8, node:inspector), the client (this process, the same) and the local stack's
 // broker (Java Flight Recorder through jcmd), each started and stopped around the phase; their summaries
 // (where each process's CPU went: groups, top functions or frames by self time) go to extra.profiles.
@@ -453,13 +453,14 @@ try {
     const stopBroker = brokerPid === undefined ? undefined : recordJvm(brokerPid, jfrFile);
     const stopClient = await profileSelf();
     await toggle('profiling');
-    await throughput(() => ledgerChain(ledger), plans);
+    // Three times the timed phase's plans: the broker's recorder samples every 10-20 ms per running thread.
+    await throughput(() => ledgerChain(ledger), 3 * plans);
     const executorProfile = (await toggle('profile')).summary;
     const client = await stopClient();
     const broker = stopBroker?.();
     rmSync(jfrFile, { force: true });
     profiles = {
-      phase: `${plans} plans at ${IN_FLIGHT} in flight, untimed`,
+      phase: `${3 * plans} plans at ${IN_FLIGHT} in flight, untimed`,
       executor: executorProfile,
       client,
       broker: broker ?? 'not recorded: no local stack broker here, or no jcmd on PATH',
