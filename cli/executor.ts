@@ -34,7 +34,7 @@ export function registerExecutorCommand(program: Command): void {
     .description('run an executor: a consumer-group worker that owns plans and runs their items')
     .requiredOption('--tools <module>', 'module exporting `tools` (an array of defineTool(...)) or a default array')
     .option('--concurrency <n>', 'max tool calls running at once (recording results does not count)', (v) => Number(v), 16)
-    .option('--id <name>', 'executor id recorded in events (default host-pid-random)')
+    .option('--id <name>', 'executor id, recorded in events and its static group membership id: one live executor per id (default host-pid-random)')
     .option('--tool-timeout <ms>', 'longest a tool call may run before its attempt fails with TIMEOUT (default PLAN_LEDGER_TOOL_TIMEOUT_MS or 600000); a tool\'s own timeoutMs wins', (v) => Number(v))
     .option('--max-items <n>', 'most items one plan may hold (default PLAN_LEDGER_MAX_ITEMS or 100000)', (v) => Number(v))
     .option('--metrics-port <port>', 'serve Prometheus metrics on 127.0.0.1:<port>/metrics (partition resets, dead-lettered commands, tool timeouts, attempts)', (v) => Number(v))
