@@ -268,8 +268,9 @@ const resultName = `${durability === 'matched' ? 'peer-durable' : 'peer'}${IN_FL
 
 const peer = installPeer();
 console.log(`peer: restate-server ${peer.serverVersion}, @restatedev/restate-sdk ${peer.sdkVersion}; ${plans} plans × ${STEPS} steps at ${IN_FLIGHT} in flight, ${sequentialPlans} plans one at a time, ${args.rounds} rounds`);
-const restate = await startRestate(peer.server, peer.sdk);
+// The Kafka side's config first: a missing broker ends the bench before restate-server is started (and left behind).
 const config = benchConfig('peer');
+const restate = await startRestate(peer.server, peer.sdk);
 if (durability === 'matched') {
   // The plan topics exist before the ledger connects: it finds them and keeps their configs.
   const kafka = benchKafka(config, 'peer-topics');
