@@ -33,6 +33,8 @@ export interface CommandSenderDeps {
 export class CommandSender {
   private writer: RecordWriter | undefined;
   private readonly topics: ReturnType<typeof topicNames>;
+  /** Per events partition: the asks for its last stable offset waiting for the next read, and whether one is in flight. */
+  private readonly stableReads = new Map<number, { waiting: Array<{ resolve: (o: bigint) => void; reject: (e: unknown) => void }>; reading: boolean }>();
 
   constructor(private readonly d: CommandSenderDeps) {
     this.topics = topicNames(d.config.topicPrefix);
@@ -103,7 +105,7 @@ export class CommandSender {
   private async stableOffsetBy(partition: number, deadline: number): Promise<bigint> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await lastStableOffset(this.d.admin, this.topics.events, partition);
+        return await this.stableOffset(partition);
       } catch (e) {
         const failure = kafkaFailure(e, `reading the end of the events partition ${partition}`);
         const wait = backoffMs(attempt, 100, 2_000);
@@ -111,6 +113,39 @@ export class CommandSender {
         this.d.logger.warn({ partition, attempt, err: (e as Error).message }, 'reading the end of an events partition failed; asking again');
         await sleep(wait);
       }
+    }
+  }
+
+  /**
+   * The events partition's last stable offset, read after this ask: one ListOffsets per partition in flight
+   * at a time, and every ask that comes while it flies is answered by the next one (sent once it is back,
+   * so after the ask, as a command's decision needs). With many commands in flight on a partition, one
+   * read answers them all instead of one read each; a partition whose leader is away holds up only its own.
+   */
+  private stableOffset(partition: number): Promise<bigint> {
+    let reads = this.stableReads.get(partition);
+    if (reads === undefined) this.stableReads.set(partition, (reads = { waiting: [], reading: false }));
+    const r = reads;
+    return new Promise<bigint>((resolve, reject) => {
+      r.waiting.push({ resolve, reject });
+      if (!r.reading) void this.readStable(partition, r);
+    });
+  }
+
+  private async readStable(partition: number, r: { waiting: Array<{ resolve: (o: bigint) => void; reject: (e: unknown) => void }>; reading: boolean }): Promise<void> {
+    r.reading = true;
+    try {
+      while (r.waiting.length) {
+        const asks = r.waiting.splice(0);
+        try {
+          const offset = await lastStableOffset(this.d.admin, this.topics.events, partition);
+          for (const a of asks) a.resolve(offset);
+        } catch (e) {
+          for (const a of asks) a.reject(e);
+        }
+      }
+    } finally {
+      r.reading = false;
     }
   }
 

@@ -198,6 +198,19 @@ export class ConfluentAdmin implements LedgerAdmin {
   }
 
   /**
+   * The last stable offset of each of `partitions` (what a `read_committed` reader can read up to now): one
+   * ListOffsets, where {@link fetchTopicOffsets} asks two (the earliest too).
+   */
+  fetchLastStableOffsets(topic: string, partitions: readonly number[]): Promise<Array<{ partition: number; offset: string }>> {
+    return retrying(async () => {
+      const n = await this.partitionCount(topic);
+      if (n === 0) throw Object.assign(new Error(`topic ${topic} does not exist`), { code: 3 });
+      const high = await this.listOffsetsOnce(topic, confluent().OffsetSpec.LATEST, n, true, partitions);
+      return high.map((h) => ({ partition: h.partition, offset: String(h.offset) })).sort((a, b) => a.partition - b.partition);
+    });
+  }
+
+  /**
    * End offsets for a read that must see what was committed before it started. A transaction that has just
    * committed has its records below the high watermark but its commit marker still on the way (the
    * coordinator writes markers after it answers EndTxn), so the last stable offset trails for a few

@@ -92,7 +92,7 @@ export async function readRecordAt(opts: { kafka: KafkaClient; topic: string; pa
 
 /** The last stable offset of one partition: what a `read_committed` reader can read up to now. */
 export async function lastStableOffset(admin: LedgerAdmin, topic: string, partition: number): Promise<bigint> {
-  const o = (await admin.fetchTopicOffsets(topic, [partition])).find((x) => x.partition === partition);
+  const o = (await admin.fetchLastStableOffsets(topic, [partition])).find((x) => x.partition === partition);
   if (o === undefined) throw new Error(`${topic} has no partition ${partition}`);
-  return BigInt(o.high);
+  return BigInt(o.offset);
 }

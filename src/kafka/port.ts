@@ -268,6 +268,8 @@ export interface LedgerAdmin {
    * whose leader is away holds up only the reads that ask for it), retried through leader moves.
    */
   fetchTopicOffsets(topic: string, partitions?: readonly number[]): Promise<PartitionOffsets[]>;
+  /** The last stable offset of each of `partitions` (one ListOffsets; {@link fetchTopicOffsets} asks the earliest too). */
+  fetchLastStableOffsets(topic: string, partitions: readonly number[]): Promise<Array<{ partition: number; offset: string }>>;
   /** Per partition, the first offset whose timestamp is at or after `timestamp` (the end when none is). */
   fetchTopicOffsetsByTimestamp(topic: string, timestamp: number): Promise<Array<{ partition: number; offset: string }>>;
   fetchTopicMetadata(topics: readonly string[]): Promise<Array<{ name: string; partitions: PartitionMetadata[] }>>;
