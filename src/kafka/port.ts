@@ -65,7 +65,7 @@ export interface RecordWriter {
  * with a fresh one, which fences it). Tests use less.
  */
 export interface FencedWriterBounds {
-  /** A transaction's offset commit (default 20 s). */
+  /** The first bound of a transaction's offset commit (default 5 s; doubles per consecutive miss of the id, as below). */
   readonly sendOffsetsMs?: number;
   /**
    * The first bound of a fence (`connect`) and of a commit (default 15 s each). It doubles with each

@@ -222,12 +222,16 @@ const TRANSACTION_CALL_TIMEOUT_MS = 60_000;
  */
 const FIRST_CALL_BOUND_MS = 15_000;
 /**
- * How long a transaction's offset commit may take. librdkafka 2.15 does not time this call out itself
- * (librdkafka issues 5456 and 5511): when its lookup of the group's coordinator meets an error it leaves
- * to a broker state change (COORDINATOR_LOAD_IN_PROGRESS on a cluster just started, a coordinator killed
- * and back) and no broker changes state, the call never returns. A coordinator failover takes a few seconds.
+ * The first bound of a transaction's offset commit, doubled per consecutive miss of the same transactional
+ * id like a fence's and a commit's (up to {@link TRANSACTION_CALL_TIMEOUT_MS}). librdkafka 2.15 does not time
+ * this call out itself (librdkafka issues 5456 and 5511): when its lookup of the group's coordinator meets
+ * an error it leaves to a broker state change (COORDINATOR_LOAD_IN_PROGRESS on a cluster just started, a
+ * coordinator moved by a broker's controlled shutdown) and no broker changes state, the call waits until one
+ * does. In a rolling restart (npm run chaos -- --faults rolling) every executor's offset commits hung so while
+ * a broker restarted, until its 20 s bound then; a healthy one answers in milliseconds, and a fresh handle
+ * asks the live brokers.
  */
-const SEND_OFFSETS_TIMEOUT_MS = 20_000;
+const SEND_OFFSETS_FIRST_BOUND_MS = 5_000;
 /** Past librdkafka's own timeout, the margin after which a transaction call that has not answered is given up. */
 const CALL_MARGIN_MS = 5_000;
 
@@ -278,7 +282,7 @@ export class NativeFencedWriter extends NativeWriter implements FencedWriter {
 
   constructor(rd: RdConfig, logger: Logger, readonly transactionalId: string, config: LedgerConfig, bounds: FencedWriterBounds = {}) {
     super(rd, logger, config);
-    this.sendOffsetsMs = bounds.sendOffsetsMs ?? SEND_OFFSETS_TIMEOUT_MS;
+    this.sendOffsetsMs = bounds.sendOffsetsMs ?? SEND_OFFSETS_FIRST_BOUND_MS;
     this.fenceMs = bounds.fenceMs;
     this.commitMs = bounds.commitMs;
   }
@@ -289,7 +293,7 @@ export class NativeFencedWriter extends NativeWriter implements FencedWriter {
 
   private giveUp(what: string, ms: number, cause?: unknown): LedgerError {
     if (this.givenUp) return this.givenUp;
-    if (what === 'initTransactions' || what === 'commitTransaction') misses.set(this.transactionalId, (misses.get(this.transactionalId) ?? 0) + 1);
+    if (what === 'initTransactions' || what === 'commitTransaction' || what === 'sendOffsetsToTransaction') misses.set(this.transactionalId, (misses.get(this.transactionalId) ?? 0) + 1);
     this.givenUp = new LedgerError(
       'TIMEOUT',
       `${what} of transactional id ${this.transactionalId} did not answer in ${ms} ms; the writer is given up, a new writer of the id must replace it`,
@@ -348,21 +352,25 @@ export class NativeFencedWriter extends NativeWriter implements FencedWriter {
     const p = this.producer;
     if (!p) throw new Error(`the transactional producer ${this.transactionalId} is not connected`);
     await this.step('beginTransaction', TRANSACTION_CALL_TIMEOUT_MS, promised((cb) => p.beginTransaction(cb as never)));
-    const offsets = (member: GroupMember, list: ReadonlyArray<{ topic: string; partition: number; offset: string }>) =>
-      this.step(
+    const offsets = (member: GroupMember, list: ReadonlyArray<{ topic: string; partition: number; offset: string }>) => {
+      const bound = transactionCallBound(this.transactionalId, this.sendOffsetsMs);
+      return this.step(
         'sendOffsetsToTransaction',
-        this.sendOffsetsMs,
+        bound,
         promised((cb) =>
           p.sendOffsetsToTransaction(
             list.map((o) => ({ topic: o.topic, partition: o.partition, offset: Number(o.offset) })),
             nativeConsumerOf(member) as never,
             // Past our own bound: a call that has not answered by then is given up by the bound, never
             // ended by librdkafka's timeout first (a retriable error the caller would have to tell apart).
-            this.sendOffsetsMs + CALL_MARGIN_MS,
+            bound + CALL_MARGIN_MS,
             cb as never,
           ),
         ),
-      );
+      ).then(() => {
+        misses.delete(this.transactionalId);
+      });
+    };
     const commit = () => {
       const bound = transactionCallBound(this.transactionalId, this.commitMs);
       return this.step('commitTransaction', bound + CALL_MARGIN_MS, promised((cb) => p.commitTransaction(bound, cb as never)), true);
