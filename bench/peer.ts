@@ -406,11 +406,11 @@ try {
       return (await waitLine(counted, 'kafka-requests', 30_000, from)) as unknown as { requests: Record<string, number>; steps: number };
     };
     const clientRequests = requestCounter();
-    const debugBefore = process.env.PLAN_LEDGER_KAFKA_DEBUG;
+    const debugBefore = setting('PLAN_LEDGER_KAFKA_DEBUG');
     process.env.PLAN_LEDGER_KAFKA_DEBUG = 'protocol';
     const countingLedger = await connectLedger(config, { logger: createLogger({ level: 'trace' }, clientRequests.stream) });
-    if (debugBefore === undefined) delete process.env.PLAN_LEDGER_KAFKA_DEBUG;
-    else process.env.PLAN_LEDGER_KAFKA_DEBUG = debugBefore;
+    // Handles this process opens later get the debug contexts they had before (an empty value is none).
+    process.env.PLAN_LEDGER_KAFKA_DEBUG = debugBefore ?? '';
     try {
       const countPhase = async (steps: number, run: () => Promise<unknown>) => {
         const exec0 = await executorRequests();

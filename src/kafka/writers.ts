@@ -227,9 +227,9 @@ const FIRST_CALL_BOUND_MS = 15_000;
  * this call out itself (librdkafka issues 5456 and 5511): when its lookup of the group's coordinator meets
  * an error it leaves to a broker state change (COORDINATOR_LOAD_IN_PROGRESS on a cluster just started, a
  * coordinator moved by a broker's controlled shutdown) and no broker changes state, the call waits until one
- * does. In a rolling restart (npm run chaos -- --faults rolling) every executor's offset commits hung so while
- * a broker restarted, until its 20 s bound then; a healthy one answers in milliseconds, and a fresh handle
- * asks the live brokers.
+ * does. In a rolling restart (npm run chaos -- --faults rolling) every executor's offset commits hung like
+ * that while a broker restarted, each until the bound (20 s then); a healthy one answers in milliseconds, and a
+ * fresh handle asks the live brokers.
  */
 const SEND_OFFSETS_FIRST_BOUND_MS = 5_000;
 /** Past librdkafka's own timeout, the margin after which a transaction call that has not answered is given up. */
