@@ -13,6 +13,12 @@ import { assertCommandFits, illFormedField } from './command-size.js';
 import type { EventsTail, TailPosition } from './events-tail.js';
 import { checkPlanId } from './inputs.js';
 
+/** An events partition's asks for its last stable offset waiting for the next read, and whether one is in flight. */
+interface StableReads {
+  waiting: Array<{ resolve: (o: bigint) => void; reject: (e: unknown) => void }>;
+  reading: boolean;
+}
+
 export interface CommandSenderDeps {
   readonly kafka: KafkaClient;
   readonly admin: LedgerAdmin;
@@ -33,8 +39,8 @@ export interface CommandSenderDeps {
 export class CommandSender {
   private writer: RecordWriter | undefined;
   private readonly topics: ReturnType<typeof topicNames>;
-  /** Per events partition: the asks for its last stable offset waiting for the next read, and whether one is in flight. */
-  private readonly stableReads = new Map<number, { waiting: Array<{ resolve: (o: bigint) => void; reject: (e: unknown) => void }>; reading: boolean }>();
+  /** Per events partition: its stable-offset reads. */
+  private readonly stableReads = new Map<number, StableReads>();
 
   constructor(private readonly d: CommandSenderDeps) {
     this.topics = topicNames(d.config.topicPrefix);
@@ -132,7 +138,7 @@ export class CommandSender {
     });
   }
 
-  private async readStable(partition: number, r: { waiting: Array<{ resolve: (o: bigint) => void; reject: (e: unknown) => void }>; reading: boolean }): Promise<void> {
+  private async readStable(partition: number, r: StableReads): Promise<void> {
     r.reading = true;
     try {
       while (r.waiting.length) {

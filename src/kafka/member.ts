@@ -111,7 +111,6 @@ class NativeMember implements GroupMember {
         if (mine.length) void Promise.resolve(this.o.onRevoked(mine, lost)).catch((e: unknown) => this.logger.error({ err: e }, 'revocation handler failed'));
         if (cooperative) this.c.incrementalUnassign(assignment as never);
         else this.c.unassign();
-        this.onLeft?.();
       } else {
         this.logger.error({ code: err.code, message: err.message }, 'rebalance error; giving up every partition');
         const mine = [...this.parts.keys()];
@@ -250,31 +249,26 @@ class NativeMember implements GroupMember {
    * that is done librdkafka sends the LeaveGroup; the close after it waits for the answer.
    */
   private async leave(): Promise<void> {
-    let assigned = 0;
-    try {
-      assigned = (this.c.assignments() as unknown[]).length;
-    } catch {
-      // closed under us: nothing to wait for
-    }
-    const revoked = new Promise<void>((resolve) => (this.onLeft = resolve));
+    const assigned = (): number => {
+      try {
+        return (this.c.assignments() as unknown[]).length;
+      } catch {
+        return 0; // closed under us: nothing to wait for
+      }
+    };
     try {
       this.c.unsubscribe();
     } catch (e) {
       this.logger.debug({ err: e }, 'unsubscribe before leaving failed');
       return;
     }
-    // The revocation is the application's to serve (the rebalance callback), and the binding serves it from
-    // a read: read (and drop what comes) until it ran, within a bound.
-    let done = false;
-    void revoked.then(() => (done = true));
+    // The revocation is the application's to serve (the rebalance callback unassigns), and the binding serves
+    // it from a read: read (and drop what comes) until nothing is assigned, within a bound.
     const until = Date.now() + LEAVE_WAIT_MS;
-    while (assigned > 0 && !done && Date.now() < until) await consumeOrPause(this.c, this.logger, 'leave', { group: this.o.groupId }, () => true);
+    while (assigned() > 0 && Date.now() < until) await consumeOrPause(this.c, this.logger, 'leave', { group: this.o.groupId }, () => true);
     // The LeaveGroup goes out from librdkafka's own thread once the revocation is done, a moment after.
     await sleep(LEAVE_SEND_MS);
   }
-
-  /** Resolves the wait of {@link leave} once the revocation its unsubscribe caused was served. */
-  private onLeft: (() => void) | undefined;
 
   /**
    * librdkafka's fatal error for a member: another member joined under this member's instance id and the
