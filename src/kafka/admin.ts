@@ -18,6 +18,11 @@ const REQUEST_TIMEOUT_MS = 10_000;
  * the controller has moved its partitions (the broker session, 9 s by default).
  */
 const LIST_OFFSETS_TIMEOUT_MS = 3_000;
+/**
+ * Past this, a ListOffsets attempt that has not answered is given up here, whatever librdkafka does with
+ * its own timeout (a request queued for a broker that is down waits for the broker, not the timeout).
+ */
+const LIST_OFFSETS_BOUND_MS = LIST_OFFSETS_TIMEOUT_MS + 1_000;
 /** How long an admin read rides out a leader election or a broker restart before it gives up. */
 const RETRY_WINDOW_MS = 60_000;
 /** How long a topic's own "unknown" answer is asked again: the time a topic created a moment ago takes to reach every broker. */
@@ -54,6 +59,12 @@ async function retrying<T>(fn: () => Promise<T>, windowMs = RETRY_WINDOW_MS): Pr
 export class ConfluentAdmin implements LedgerAdmin {
   private admin: NativeAdmin | undefined;
   private readonly partitionCounts = new Map<string, number>();
+  /** Calls in flight per native handle: a handle given up is closed once its count is back to 0. */
+  private readonly inFlight = new Map<NativeAdmin, number>();
+  /** Handles given up (see {@link renew}), closed when their last call ends. */
+  private readonly retiring = new Set<NativeAdmin>();
+  /** Handles given up so far (tests and logs). */
+  renewals = 0;
 
   constructor(
     private readonly rd: RdConfig,
@@ -66,11 +77,18 @@ export class ConfluentAdmin implements LedgerAdmin {
     return this.admin;
   }
 
+  private create(): NativeAdmin {
+    const { AdminClient } = confluent();
+    const a = AdminClient.create({ ...this.rd } as never);
+    // The factory connects at once, but its events come on later turns of the loop: routed from here.
+    routeLogs(a as never, this.logger, this.config.sasl?.password);
+    return a;
+  }
+
   async connect(): Promise<void> {
     if (this.admin) return;
     const { AdminClient } = confluent();
     const a = AdminClient.create({ ...this.rd } as never);
-    // The factory connects at once, but its events come on later turns of the loop: routed from here.
     const errors = routeLogs(a as never, this.logger, this.config.sasl?.password);
     this.admin = a;
     // The admin connects lazily; one metadata round trip proves the brokers answer (and the login works).
@@ -88,7 +106,51 @@ export class ConfluentAdmin implements LedgerAdmin {
   async disconnect(): Promise<void> {
     const a = this.admin;
     this.admin = undefined;
-    a?.disconnect();
+    if (a) this.retire(a);
+  }
+
+  /** `fn` on the current handle, counted in flight on it; `bound` ms without an answer fails it as timed out. */
+  private tracked<T>(fn: (a: NativeAdmin) => Promise<T>, bound?: number): { handle: NativeAdmin; result: Promise<T> } {
+    const a = this.a;
+    this.inFlight.set(a, (this.inFlight.get(a) ?? 0) + 1);
+    const running = fn(a).finally(() => {
+      const n = (this.inFlight.get(a) ?? 1) - 1;
+      if (n > 0) this.inFlight.set(a, n);
+      else {
+        this.inFlight.delete(a);
+        if (this.retiring.delete(a)) a.disconnect();
+      }
+    });
+    if (bound === undefined) return { handle: a, result: running };
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(Object.assign(new Error(`no answer in ${bound} ms (given up)`), { code: -185, isRetriable: true, givenUp: true })), bound);
+    });
+    running.catch(() => {}); // answered after the bound: nobody waits for it
+    return { handle: a, result: Promise.race([running, timedOut]).finally(() => clearTimeout(timer)) };
+  }
+
+  /** Closes `a` now when nothing runs on it, else once its last call ends. */
+  private retire(a: NativeAdmin): void {
+    if ((this.inFlight.get(a) ?? 0) === 0) a.disconnect();
+    else this.retiring.add(a);
+  }
+
+  /**
+   * Gives the handle `failed` up for a fresh one, unless that happened already. An admin handle learns
+   * partition leaders from its metadata cache, and nothing refreshes it when a leader dies: it has no
+   * partitions of its own to notice the move, and the refresh we ask for (a topic describe) goes to the
+   * cluster's "controller" as its last metadata named it, which may be the broker that died. Measured
+   * with a broker of three killed -9 and started 5 s later: every end-offset read of the topic waited
+   * 12–22 s, until the broker had started again, while a producer's writes moved on after the broker
+   * session (9 s). A new handle asks the brokers that answer for its metadata.
+   */
+  private renew(failed: NativeAdmin, cause: unknown): void {
+    if (this.admin !== failed) return;
+    this.renewals++;
+    this.logger.warn({ err: (cause as Error | undefined)?.message, renewals: this.renewals }, 'an admin read did not answer in time; asking again on a fresh admin handle');
+    this.admin = this.create();
+    this.retire(failed);
   }
 
   listTopics(): Promise<string[]> {
@@ -169,19 +231,30 @@ export class ConfluentAdmin implements LedgerAdmin {
     // ListOffsets finds leaders in the client's metadata cache and does not refresh it on an error: a topic
     // created a moment ago stays unknown (_NOENT), and a partition whose leader moved is asked of its old
     // leader (NOT_LEADER_OR_FOLLOWER) until the periodic refresh, 30 s on. A describe of the topic updates
-    // the cache, so the caller's retry asks the right broker.
+    // the cache, so the caller's retry asks the right broker. An attempt that did not answer at all (its
+    // leader is down, or the handle waits on one) is retried on a fresh handle (see renew).
     const refreshed = async (e: unknown): Promise<never> => {
-      await call<unknown>((cb) => this.a.describeTopics([topic], { timeout: REQUEST_TIMEOUT_MS }, cb as never)).catch(() => {});
+      await this.tracked((a) => call<unknown>((cb) => a.describeTopics([topic], { timeout: LIST_OFFSETS_TIMEOUT_MS }, cb as never)), LIST_OFFSETS_BOUND_MS).result.catch(() => {});
       throw e;
     };
+    const attempt = this.tracked((a) => call<Listed[]>((cb) => a.listOffsets(req as never, { timeout: LIST_OFFSETS_TIMEOUT_MS, isolationLevel: committed ? IsolationLevel.READ_COMMITTED : IsolationLevel.READ_UNCOMMITTED } as never, cb as never)), LIST_OFFSETS_BOUND_MS);
     let out: Listed[];
     try {
-      out = await call<Listed[]>((cb) => this.a.listOffsets(req as never, { timeout: LIST_OFFSETS_TIMEOUT_MS, isolationLevel: committed ? IsolationLevel.READ_COMMITTED : IsolationLevel.READ_UNCOMMITTED } as never, cb as never));
+      out = await attempt.result;
     } catch (e) {
+      if (kafkaErrorName(e) === '_TIMED_OUT' || (e as { givenUp?: boolean }).givenUp === true) {
+        this.renew(attempt.handle, e);
+        throw e;
+      }
       return refreshed(e);
     }
     const failed = out.find((o) => o.error);
     if (failed) return refreshed(failed.error);
+    // A fresh handle asked while a partition has no leader it knows of answers -1001 (no offset) for it,
+    // with no error: for the earliest and latest offsets that is no answer, asked again.
+    const { OffsetSpec } = confluent();
+    const missing = spec === OffsetSpec.LATEST || spec === OffsetSpec.EARLIEST ? out.find((o) => !(Number(o.offset) >= 0)) : undefined;
+    if (missing) return refreshed(Object.assign(new Error(`${topic} [${missing.partition}]: no offset in the answer (${String(missing.offset)})`), { isRetriable: true }));
     return out.map((o) => ({ partition: o.partition, offset: Number(o.offset) }));
   }
 

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectLedger } from '../../src/client/index.js';
 import { loadConfig, topicNames, type LedgerConfig } from '../../src/config.js';
 import { createKafka, partitionFor, type LedgerAdmin } from '../../src/kafka/index.js';
+import { ConfluentAdmin } from '../../src/kafka/admin.js';
 import { stateDigest, verifyChain } from '../../src/plan/index.js';
 import { startBroker, stackReset, stackUp, stopBroker, type StackInfo } from '../../stack/stack.js';
 import { startExecutor } from '../../executor/index.js';
@@ -86,8 +87,20 @@ describe('3-broker local cluster', () => {
       expect(new Set(placed.map((p) => p.leader)).size).toBe(3);
       const orphan = placed.find((p) => p.leader === leader)!.partitionId;
       const live = placed.find((p) => p.leader !== leader)!.partitionId;
+      // An admin that has read the events partition's end knows its leader; nothing tells it of the move.
+      const early = createKafka(config, testLogger, '3b-early').admin();
+      await early.connect();
+      await early.fetchLastStableOffsets(t.events, [partition]);
       await admin.disconnect();
       await stopBroker({ dir, node: leader, hard: true });
+      // Its next read is asked of the dead leader, given up, and asked again on a fresh handle, which
+      // learns the new leader from the brokers left: an answer while the killed broker is still down.
+      const [moved] = await early.fetchLastStableOffsets(t.events, [partition]);
+      expect(moved?.partition).toBe(partition);
+      expect(BigInt(moved!.offset)).toBeGreaterThan(0n);
+      expect(early).toBeInstanceOf(ConfluentAdmin);
+      expect((early as ConfluentAdmin).renewals).toBeGreaterThan(0);
+      await early.disconnect();
       const probe = createKafka(config, testLogger, '3b-probe').admin();
       await probe.connect();
       await waitFor(async () => (await probe.fetchTopicMetadata([spread]))[0]!.partitions.find((p) => p.partitionId === orphan)!.leader < 0, { message: 'the single-replica partition of the killed broker has no leader', timeoutMs: 60_000 });
