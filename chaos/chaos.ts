@@ -51,6 +51,13 @@ export interface ChaosOptions {
   readonly faults?: 'all' | 'brokers' | 'rolling';
   /** Each broker's `broker.session.timeout.ms`: how long the controller waits before it fences a silent broker (Kafka's default 9 s). */
   readonly brokerSessionMs?: number;
+  /**
+   * `dedicated`: the three brokers share one KRaft controller process of their own, which no fault touches,
+   * as production clusters are laid out; `combined`: each broker is a controller too, so a broker killed
+   * may be the active controller and the quorum elects another first. Default: dedicated in `brokers` and
+   * `rolling` modes (they measure what the ledger's clients do when brokers go), combined in `all`.
+   */
+  readonly controller?: 'dedicated' | 'combined';
   /** In `brokers` mode, how long the restarted broker is left back before the next kill (default 15 s). */
   readonly brokerGapMs?: number;
   /**
@@ -119,7 +126,7 @@ export interface ChaosReport {
   readonly faultMode: 'all' | 'brokers' | 'rolling';
   readonly startedAt: string;
   readonly seconds: number;
-  readonly stack: { brokers: number; replicationFactor: number; partitions: number; upSeconds: number; brokerSessionMs: number | null; clockSkewMs: number };
+  readonly stack: { brokers: number; replicationFactor: number; partitions: number; upSeconds: number; brokerSessionMs: number | null; clockSkewMs: number; controller: 'dedicated' | 'combined' };
   /** Events records written by executors whose clock ran ahead and behind (`clockSkewMs`), by their writer header. */
   readonly skewedRecords: { ahead: number; behind: number };
   /** Seconds from the first plan submitted to the last plan settled (or the time bound). */
@@ -286,7 +293,8 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
   // on every broker: cutting one slot's link partitions that executor alone (see network.ts).
   const links = await openLinks(await freePortBlock(2 * o.executors * 3 - 1), o.executors, 3);
   cleanups.push(() => Promise.all(links.map((l) => l.close())));
-  const up = await stackUp({ dir: o.stackDir, brokers: 3, kafkaPort, registryPort, brokerSettings, extraListeners: links.map((l) => l.listener), log: o.log });
+  const controller = o.controller ?? (o.faults === 'brokers' || o.faults === 'rolling' ? 'dedicated' : 'combined');
+  const up = await stackUp({ dir: o.stackDir, brokers: 3, dedicatedController: controller === 'dedicated', kafkaPort, registryPort, brokerSettings, extraListeners: links.map((l) => l.listener), log: o.log });
   o.log(`stack up in ${up.seconds.toFixed(1)}s: ${up.info.brokers.join(',')}`);
   const partitions = 6;
   const config: LedgerConfig = loadConfig({
@@ -985,7 +993,7 @@ async function chaos(o: ChaosOptions, cleanups: Array<() => Promise<unknown>>): 
     setupSeconds: Math.round((workStart - t0) / 1000 - up.seconds),
     checkSeconds: Math.round((Date.now() - settledAt) / 1000),
     checkMs,
-    stack: { brokers: up.info.nodes, replicationFactor: up.info.replicationFactor, partitions, upSeconds: Math.round(up.seconds), brokerSessionMs: o.brokerSessionMs ?? null, clockSkewMs: o.clockSkewMs ?? 0 },
+    stack: { brokers: up.info.nodes, replicationFactor: up.info.replicationFactor, partitions, upSeconds: Math.round(up.seconds), brokerSessionMs: o.brokerSessionMs ?? null, clockSkewMs: o.clockSkewMs ?? 0, controller },
     skewedRecords,
     plans: { root: plans.length, child: childIds.length, completed, failed, expectedFailed: plans.filter((p) => p.expected === 'failed').length, other, wrongOutcome: wrongOutcome.slice(0, 50) },
     items: { total: itemsTotal, effectItems, followUps },
@@ -1160,7 +1168,7 @@ export function renderMarkdown(r: ChaosReport): string {
   return [
     `# Chaos run \`${r.label}\` — ${r.ok ? 'OK' : 'PROBLEMS'}`,
     '',
-    `Started ${r.startedAt}; ${r.seconds} s in all (stack up ${r.stack.upSeconds} s, set-up ${r.setupSeconds} s, work under faults ${r.workSeconds} s, checks ${r.checkSeconds} s: ${Object.entries(r.checkMs).map(([k, ms]) => `${k} ${(ms / 1000).toFixed(1)} s`).join(', ')}), seed ${r.seed}; ${r.stack.brokers} brokers (RF ${r.stack.replicationFactor}), ${r.stack.partitions} partitions, 3 executors; faults: ${r.faultMode === 'brokers' ? 'broker kills only, one broker at a time, repeatedly' : r.faultMode === 'rolling' ? 'a rolling restart of the brokers (SIGTERM, each in turn), repeatedly' : 'all kinds'}; broker session timeout ${r.stack.brokerSessionMs === null ? "Kafka's default (9 s)" : `${r.stack.brokerSessionMs} ms`}; executor clocks ${r.stack.clockSkewMs ? `+0 / +${r.stack.clockSkewMs / 1000} s / −${r.stack.clockSkewMs / 1000} s (slots 0 / 1 / 2)` : 'all on the machine\'s clock'}.`,
+    `Started ${r.startedAt}; ${r.seconds} s in all (stack up ${r.stack.upSeconds} s, set-up ${r.setupSeconds} s, work under faults ${r.workSeconds} s, checks ${r.checkSeconds} s: ${Object.entries(r.checkMs).map(([k, ms]) => `${k} ${(ms / 1000).toFixed(1)} s`).join(', ')}), seed ${r.seed}; ${r.stack.brokers} brokers (RF ${r.stack.replicationFactor}, ${r.stack.controller === 'dedicated' ? 'a KRaft controller of their own' : 'each a KRaft controller too'}), ${r.stack.partitions} partitions, 3 executors; faults: ${r.faultMode === 'brokers' ? 'broker kills only, one broker at a time, repeatedly' : r.faultMode === 'rolling' ? 'a rolling restart of the brokers (SIGTERM, each in turn), repeatedly' : 'all kinds'}; broker session timeout ${r.stack.brokerSessionMs === null ? "Kafka's default (9 s)" : `${r.stack.brokerSessionMs} ms`}; executor clocks ${r.stack.clockSkewMs ? `+0 / +${r.stack.clockSkewMs / 1000} s / −${r.stack.clockSkewMs / 1000} s (slots 0 / 1 / 2)` : 'all on the machine\'s clock'}.`,
     '',
     '| | |',
     '|---|---|',

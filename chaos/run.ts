@@ -14,6 +14,9 @@
 //                    with SIGTERM and started again), again and again
 //   --broker-gap <s> with --faults brokers or rolling: seconds a restarted broker is left back before the
 //                    next fault (15)
+//   --controller <layout>  dedicated: the brokers share a KRaft controller process no fault touches (production's
+//                    layout; the default with --faults brokers or rolling); combined: each broker is a
+//                    controller too, so a broker killed may be the active controller (the default with all)
 //   --broker-session <ms>  each broker's broker.session.timeout.ms (Kafka's default 9000): how soon a killed broker is fenced
 //   --session <ms>   the executors' consumer-group session timeout (default 6000); a network partition lasts
 //                    past it (at least 4 s more) until the cut executor's partitions are taken over
@@ -37,6 +40,7 @@ const OPTIONS = {
   faults: { type: 'string', default: 'all' },
   'broker-gap': { type: 'string', default: '15' },
   'broker-session': { type: 'string' },
+  controller: { type: 'string' },
   session: { type: 'string', default: '6000' },
   skew: { type: 'string', default: '300000' },
   'keep-stack': { type: 'boolean', default: false },
@@ -72,6 +76,11 @@ if (!Number.isFinite(brokerGap) || brokerGap < 0) {
 const brokerSession = values['broker-session'] === undefined ? undefined : Number(values['broker-session']);
 if (brokerSession !== undefined && !(Number.isInteger(brokerSession) && brokerSession >= 1000)) {
   process.stderr.write(`--broker-session must be an integer number of ms >= 1000, not ${JSON.stringify(values['broker-session'])}\n`);
+  process.exit(2);
+}
+const controller = values.controller;
+if (controller !== undefined && controller !== 'dedicated' && controller !== 'combined') {
+  process.stderr.write(`--controller must be dedicated or combined, not ${JSON.stringify(controller)}\n`);
   process.exit(2);
 }
 const session = Number(values.session);
@@ -117,6 +126,7 @@ for (const seed of seeds) {
     faults: values.faults,
     brokerGapMs: brokerGap * 1000,
     ...(brokerSession !== undefined ? { brokerSessionMs: brokerSession } : {}),
+    ...(controller !== undefined ? { controller } : {}),
     seed,
     outDir: values.out!,
     stackDir,

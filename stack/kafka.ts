@@ -10,6 +10,13 @@ export interface KafkaClusterSpec {
   readonly clusterId: string;
   readonly host: string;
   readonly nodes: readonly KafkaNodeSpec[];
+  /**
+   * A KRaft controller of its own (process.roles=controller, the one voter): the `nodes` are then brokers
+   * only. As production clusters run (combined mode is for development), a broker that dies is never the
+   * controller, so losing one costs the cluster its broker session and a leader election, not a quorum
+   * election on top. Plaintext only.
+   */
+  readonly controller?: KafkaNodeSpec;
   readonly security: KafkaSecurity;
   /** Extra broker properties (tests tune the log cleaner here). */
   readonly overrides: Readonly<Record<string, string>>;
@@ -115,17 +122,22 @@ export function renderServerProperties(spec: KafkaClusterSpec, node: KafkaNodeSp
   const protocol = spec.security.kind === 'plaintext' ? 'PLAINTEXT' : 'SASL_PLAINTEXT';
   const clientProtocol = spec.security.kind === 'sasl_scram' && spec.security.tls ? 'SASL_SSL' : protocol;
   checkExtraListeners(spec);
+  if (spec.controller && spec.security.kind !== 'plaintext') throw new LedgerError('VALIDATION', 'a dedicated controller is offered on a plaintext stack only', { field: 'dedicatedController' });
   const index = spec.nodes.findIndex((n) => n.nodeId === node.nodeId);
   const extra = spec.extraListeners ?? [];
+  const voters = spec.controller ? [spec.controller] : spec.nodes;
+  const isController = spec.controller?.nodeId === node.nodeId;
   const props: Record<string, string> = {
-    'process.roles': 'broker,controller',
+    'process.roles': spec.controller ? (isController ? 'controller' : 'broker') : 'broker,controller',
     'node.id': String(node.nodeId),
-    'controller.quorum.voters': spec.nodes.map((n) => `${n.nodeId}@${spec.host}:${n.controllerPort}`).join(','),
-    listeners: [`CLIENT://${spec.host}:${node.port}`, `CONTROLLER://${spec.host}:${node.controllerPort}`, ...extra.map((l) => `${l.name}://${spec.host}:${l.ports[index]}`)].join(','),
-    'advertised.listeners': [`CLIENT://${spec.host}:${node.port}`, ...extra.map((l) => `${l.name}://${spec.host}:${l.advertisedPorts[index]}`)].join(','),
+    'controller.quorum.voters': voters.map((n) => `${n.nodeId}@${spec.host}:${n.controllerPort}`).join(','),
+    listeners: isController
+      ? `CONTROLLER://${spec.host}:${node.controllerPort}`
+      : [`CLIENT://${spec.host}:${node.port}`, ...(spec.controller ? [] : [`CONTROLLER://${spec.host}:${node.controllerPort}`]), ...extra.map((l) => `${l.name}://${spec.host}:${l.ports[index]}`)].join(','),
+    ...(isController ? {} : { 'advertised.listeners': [`CLIENT://${spec.host}:${node.port}`, ...extra.map((l) => `${l.name}://${spec.host}:${l.advertisedPorts[index]}`)].join(',') }),
     'listener.security.protocol.map': [`CLIENT:${clientProtocol}`, `CONTROLLER:${protocol}`, ...extra.map((l) => `${l.name}:PLAINTEXT`)].join(','),
     'controller.listener.names': 'CONTROLLER',
-    'inter.broker.listener.name': 'CLIENT',
+    ...(isController ? {} : { 'inter.broker.listener.name': 'CLIENT' }),
     'log.dirs': `${node.dir}/data`,
     'offsets.topic.replication.factor': String(rf),
     'transaction.state.log.replication.factor': String(rf),
@@ -135,7 +147,7 @@ export function renderServerProperties(spec: KafkaClusterSpec, node: KafkaNodeSp
     'default.replication.factor': String(rf),
     'min.insync.replicas': String(isr),
     ...LOCAL_BROKER_DEFAULTS,
-    ...(spec.nodes.length > 1 ? LOCAL_QUORUM_DEFAULTS : {}),
+    ...(voters.length > 1 ? LOCAL_QUORUM_DEFAULTS : {}),
   };
   if (spec.security.kind === 'sasl_scram') {
     const m = spec.security.mechanism;

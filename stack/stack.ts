@@ -23,7 +23,7 @@ import {
   type KafkaNodeSpec,
 } from './kafka.js';
 import { assertPortFree, spawnDetached, stopProcess, waitUntilReady } from './processes.js';
-import { clusterFile, nodeName, pidFile, processNames, readCluster, readStackInfo, REGISTRY, STACK_SASL_MECHANISM, stackDir, type ClusterRecord, type StackInfo, type StackSecurity } from '../src/stack/discovery.js';
+import { clusterFile, CONTROLLER, nodeName, pidFile, processNames, readCluster, readStackInfo, REGISTRY, STACK_SASL_MECHANISM, stackDir, type ClusterRecord, type StackInfo, type StackSecurity } from '../src/stack/discovery.js';
 import { isOurs, readPid, type PidRecord } from '../src/stack/pids.js';
 import { setting } from '../src/settings.js';
 
@@ -51,6 +51,12 @@ export interface StackOptions {
   readonly sasl?: boolean;
   /** With `sasl`: TLS on the client listener (SASL_SSL), a self-signed certificate made with keytool. Fixed at format time. */
   readonly tls?: boolean;
+  /**
+   * With `brokers: 3`: the three nodes are brokers only and one more process is the KRaft controller (the
+   * one voter, on the first node's controller port), as production clusters are laid out; a broker killed
+   * is then never the controller. Plaintext only; fixed when the storage is first formatted.
+   */
+  readonly dedicatedController?: boolean;
   /** Broker settings written into every node's server.properties over the local defaults (e.g. `broker.session.timeout.ms`). */
   readonly brokerSettings?: Readonly<Record<string, string>>;
   /**
@@ -284,6 +290,11 @@ export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
       `the stack in ${o.dir} holds data of a ${record.security === 'sasl_scram' ? 'SASL' : 'plaintext'} cluster; start it ${record.security === 'sasl_scram' ? 'with' : 'without'} --sasl, or wipe it with "plan-ledger stack reset --yes"`,
     );
   }
+  const dedicated = opts.dedicatedController ?? record?.dedicatedController === true;
+  if (dedicated && (count !== 3 || sasl)) throw new LedgerError('VALIDATION', 'a dedicated controller goes with a plaintext 3-broker stack', { field: 'dedicatedController' });
+  if (record && (record.dedicatedController === true) !== dedicated) {
+    throw new LedgerError('CONFLICT', `the stack in ${o.dir} holds data of a cluster ${record.dedicatedController ? 'with' : 'without'} a dedicated controller; start it so, or wipe it with "plan-ledger stack reset --yes"`);
+  }
   if (existing) return { info: existing, alreadyRunning: true, reused: true, seconds: 0 };
   // The readiness probes are Kafka clients: without the native addon say so now, in one line, rather
   // than start the JVMs and wait for a readiness that cannot come.
@@ -294,21 +305,24 @@ export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
   const brokerJava = findJava(17, 'the Kafka broker');
   const registryJava = findJava(21, 'Apicurio Registry 3.3');
   const nodes = nodeSpecs(o.dir, o.host, o.kafkaPort, count);
+  // The dedicated controller listens where the first node's controller listener would (brokers alone have none).
+  const controller = dedicated ? { nodeId: count + 1, port: o.kafkaPort + 1, controllerPort: o.kafkaPort + 1, dir: join(o.dir, CONTROLLER) } : undefined;
   for (const n of nodes) {
     await assertPortFree(o.host, n.port, 'Kafka broker', 'PLAN_LEDGER_STACK_KAFKA_PORT');
-    await assertPortFree(o.host, n.controllerPort, 'Kafka controller', 'PLAN_LEDGER_STACK_KAFKA_PORT');
+    if (!controller) await assertPortFree(o.host, n.controllerPort, 'Kafka controller', 'PLAN_LEDGER_STACK_KAFKA_PORT');
   }
+  if (controller) await assertPortFree(o.host, controller.controllerPort, 'Kafka controller', 'PLAN_LEDGER_STACK_KAFKA_PORT');
   await assertPortFree(o.host, o.registryPort, 'schema registry', 'PLAN_LEDGER_STACK_REGISTRY_PORT');
   await assertPortFree(o.host, o.registryPort + 10, 'schema registry management', 'PLAN_LEDGER_STACK_REGISTRY_PORT');
 
   const artifacts = ensureArtifacts(o.log);
   mkdirSync(o.dir, { recursive: true });
-  const reused = !!record && nodes.every(isFormatted);
+  const reused = !!record && nodes.every(isFormatted) && (!controller || isFormatted(controller));
   if (!record) {
     // No cluster record: a new stack, or the storage of an older, ephemeral one whose schemas are gone
     // with its in-memory registry (its events could not be decoded). Either way, start from nothing.
     for (const name of processNames(o.dir)) rmSync(join(o.dir, name), { recursive: true, force: true });
-    for (const n of nodes) rmSync(n.dir, { recursive: true, force: true });
+    for (const n of [...nodes, ...(controller ? [controller] : [])]) rmSync(n.dir, { recursive: true, force: true });
   }
   const cluster: ClusterRecord = record ?? {
     clusterId: newClusterId(),
@@ -316,6 +330,7 @@ export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
     createdAt: new Date().toISOString(),
     ...(sasl ? { security: 'sasl_scram' as const } : {}),
     ...(tls ? { tls: true } : {}),
+    ...(dedicated ? { dedicatedController: true as const } : {}),
   };
   if (!record) writeFileSync(clusterFile(o.dir), `${JSON.stringify(cluster, null, 2)}\n`);
   const users = sasl ? ensurePasswords(o.dir) : [];
@@ -335,6 +350,7 @@ export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
         }
       : { kind: 'plaintext' },
     overrides: opts.brokerSettings ?? {},
+    ...(controller ? { controller } : {}),
     ...(opts.extraListeners?.length ? { extraListeners: opts.extraListeners } : {}),
   };
   checkExtraListeners(spec);
@@ -343,7 +359,10 @@ export async function stackUp(opts: StackOptions = {}): Promise<StackUpResult> {
   const brokers = brokerList(spec);
   const rf = Math.min(3, count);
 
-  const kafkaRecs = nodes.map((n) => spawnLaunch(o.dir, nodeName(n.nodeId), prepareNode(spec, n, brokerJava.bin, artifacts)));
+  const kafkaRecs = [
+    ...(controller ? [spawnLaunch(o.dir, CONTROLLER, prepareNode(spec, controller, brokerJava.bin, artifacts))] : []),
+    ...nodes.map((n) => spawnLaunch(o.dir, nodeName(n.nodeId), prepareNode(spec, n, brokerJava.bin, artifacts))),
+  ];
   const kafkaReady = () =>
     Promise.all(kafkaRecs.map((rec) => waitUntilReady(rec, `Kafka broker ${rec.name} on ${brokers.join(',')}`, () => kafkaAnswers(brokers, count, undefined, auth), 120_000)));
   // One node: the registry starts beside the broker (its Kafka client waits for it), so `up` costs the

@@ -55,10 +55,14 @@ export interface ClusterRecord {
   /** Absent on a plaintext stack. */
   readonly security?: 'sasl_scram';
   readonly tls?: boolean;
+  /** Present when the brokers share one KRaft controller process of their own ({@link CONTROLLER}) instead of each being a controller too. */
+  readonly dedicatedController?: true;
 }
 
 export const REGISTRY = 'registry';
 export const nodeName = (nodeId: number) => `kafka-${nodeId}`;
+/** The dedicated KRaft controller's process name (a stack started with `dedicatedController`). */
+export const CONTROLLER = 'kafka-controller';
 export const pidFile = (dir: string, name: string) => join(dir, `${name}.pid`);
 export const clusterFile = (dir: string) => join(dir, 'cluster.json');
 
@@ -73,16 +77,18 @@ export function readCluster(dir: string): ClusterRecord | undefined {
   return JSON.parse(readFileSync(file, 'utf8')) as ClusterRecord;
 }
 
-/** Names of the processes a stack in `dir` runs (or ran): its Kafka nodes, then the registry. */
+/** Names of the processes a stack in `dir` runs (or ran): its Kafka nodes, its dedicated controller if any (after the brokers, so they stop while it serves), then the registry. */
 export function processNames(dir: string): string[] {
   const nodes = existsSync(dir)
     ? readdirSync(dir)
         .map((f) => /^(kafka-\d+)\.pid$/.exec(f)?.[1])
         .filter((n): n is string => !!n)
     : [];
-  const count = readCluster(dir)?.nodes ?? 0;
+  const cluster = readCluster(dir);
+  const count = cluster?.nodes ?? 0;
   for (let i = 1; i <= count; i++) if (!nodes.includes(nodeName(i))) nodes.push(nodeName(i));
-  return [...nodes.sort(), REGISTRY];
+  const controller = cluster?.dedicatedController === true || existsSync(pidFile(dir, CONTROLLER)) ? [CONTROLLER] : [];
+  return [...nodes.sort(), ...controller, REGISTRY];
 }
 
 export function runningProcesses(dir: string): PidRecord[] {
@@ -98,6 +104,7 @@ export function readStackInfo(dir?: string): StackInfo | undefined {
   if (!existsSync(file)) return undefined;
   const info = JSON.parse(readFileSync(file, 'utf8')) as StackInfo;
   const nodes = info.nodes ?? 1;
-  if (runningProcesses(d).length !== nodes + 1) return undefined;
+  // Every node, the dedicated controller if there is one, and the registry.
+  if (runningProcesses(d).length !== processNames(d).length) return undefined;
   return { ...info, nodes, replicationFactor: info.replicationFactor ?? 1 };
 }

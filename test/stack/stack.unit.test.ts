@@ -48,6 +48,39 @@ describe('local stack configuration', () => {
     expect(spec.clusterId).toMatch(/^[A-Za-z0-9_-]{22}$/);
   });
 
+  it('renders three brokers beside a dedicated KRaft controller: brokers only on the nodes, one voter of its own', () => {
+    const spec: KafkaClusterSpec = {
+      clusterId: newClusterId(),
+      host: '127.0.0.1',
+      nodes: [1, 2, 3].map((n) => ({ nodeId: n, port: 19090 + n * 2, controllerPort: 19091 + n * 2, dir: `/tmp/n${n}` })),
+      controller: { nodeId: 4, port: 19093, controllerPort: 19093, dir: '/tmp/c' },
+      security: { kind: 'plaintext' },
+      overrides: {},
+      extraListeners: [{ name: 'CHAOS0', ports: [21000, 21001, 21002], advertisedPorts: [21006, 21007, 21008] }],
+    };
+    const b2 = props(renderServerProperties(spec, spec.nodes[1]!));
+    expect(b2['process.roles']).toBe('broker');
+    expect(b2['controller.quorum.voters']).toBe('4@127.0.0.1:19093');
+    // No controller listener of its own, yet it must know the controllers' listener and its protocol.
+    expect(b2['listeners']).toBe('CLIENT://127.0.0.1:19094,CHAOS0://127.0.0.1:21001');
+    expect(b2['controller.listener.names']).toBe('CONTROLLER');
+    expect(b2['listener.security.protocol.map']).toBe('CLIENT:PLAINTEXT,CONTROLLER:PLAINTEXT,CHAOS0:PLAINTEXT');
+    expect(b2['inter.broker.listener.name']).toBe('CLIENT');
+    expect(b2['min.insync.replicas']).toBe('2');
+    // One voter: no quorum to ride out stalls of.
+    expect(b2['controller.quorum.fetch.timeout.ms']).toBeUndefined();
+    const c = props(renderServerProperties(spec, spec.controller!));
+    expect(c['process.roles']).toBe('controller');
+    expect(c['node.id']).toBe('4');
+    expect(c['listeners']).toBe('CONTROLLER://127.0.0.1:19093');
+    expect(c['advertised.listeners']).toBeUndefined();
+    expect(c['inter.broker.listener.name']).toBeUndefined();
+    // Topic defaults are the controller's to apply (it creates the topics): the same as the brokers'.
+    expect([c['default.replication.factor'], c['min.insync.replicas']]).toEqual(['3', '2']);
+    expect(c['log.dirs']).toBe('/tmp/c/data');
+    expect(() => renderServerProperties({ ...spec, extraListeners: [], security: { kind: 'sasl_scram', mechanism: 'SCRAM-SHA-512', users: [{ name: 'admin', password: 'x' }], secretsDir: '/tmp/s' } }, spec.nodes[0]!)).toThrow(/plaintext stack only/);
+  });
+
   it('renders extra plaintext listeners, each node advertised at its own other port (a proxy in front)', () => {
     const spec: KafkaClusterSpec = {
       clusterId: newClusterId(),
