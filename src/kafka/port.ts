@@ -68,7 +68,7 @@ export interface FencedWriterBounds {
   /** The first bound of a transaction's offset commit (default 5 s; doubles per consecutive miss of the id, as below). */
   readonly sendOffsetsMs?: number;
   /**
-   * The first bound of a fence (`connect`) and of a commit (default 15 s each). It doubles with each
+   * The first bound of a fence (`connect`) and of a commit (default 5 s each). It doubles with each
    * consecutive miss of the same transactional id, up to 60 s, so a cluster that is only slow gets the
    * time it needs.
    */
