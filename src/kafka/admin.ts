@@ -23,6 +23,12 @@ const LIST_OFFSETS_TIMEOUT_MS = 3_000;
  * its own timeout (a request queued for a broker that is down waits for the broker, not the timeout).
  */
 const LIST_OFFSETS_BOUND_MS = LIST_OFFSETS_TIMEOUT_MS + 1_000;
+/**
+ * How long the admin handle trusts a partition's leader from its metadata cache. It has no partitions of its
+ * own, so nothing else tells it a leader moved; an older entry is asked of the brokers again by the next
+ * read (one Metadata request). librdkafka's default is three times the refresh interval (90 s here).
+ */
+const ADMIN_METADATA_MAX_AGE_MS = 3_000;
 /** How long an admin read rides out a leader election or a broker restart before it gives up. */
 const RETRY_WINDOW_MS = 60_000;
 /** How long a topic's own "unknown" answer is asked again: the time a topic created a moment ago takes to reach every broker. */
@@ -79,7 +85,7 @@ export class ConfluentAdmin implements LedgerAdmin {
 
   private create(): NativeAdmin {
     const { AdminClient } = confluent();
-    const a = AdminClient.create({ ...this.rd } as never);
+    const a = AdminClient.create({ ...this.rd, 'metadata.max.age.ms': ADMIN_METADATA_MAX_AGE_MS } as never);
     // The factory connects at once, but its events come on later turns of the loop: routed from here.
     routeLogs(a as never, this.logger, this.config.sasl?.password);
     return a;
@@ -88,7 +94,7 @@ export class ConfluentAdmin implements LedgerAdmin {
   async connect(): Promise<void> {
     if (this.admin) return;
     const { AdminClient } = confluent();
-    const a = AdminClient.create({ ...this.rd } as never);
+    const a = AdminClient.create({ ...this.rd, 'metadata.max.age.ms': ADMIN_METADATA_MAX_AGE_MS } as never);
     const errors = routeLogs(a as never, this.logger, this.config.sasl?.password);
     this.admin = a;
     // The admin connects lazily; one metadata round trip proves the brokers answer (and the login works).
