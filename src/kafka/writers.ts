@@ -295,7 +295,10 @@ export class NativeFencedWriter extends NativeWriter implements FencedWriter {
 
   private giveUp(what: string, ms: number, cause?: unknown): LedgerError {
     if (this.givenUp) return this.givenUp;
-    if (what === 'initTransactions' || what === 'commitTransaction' || what === 'sendOffsetsToTransaction') misses.set(this.transactionalId, (misses.get(this.transactionalId) ?? 0) + 1);
+    // A miss lengthens the next writer's bound. One of a writer already closed (its owner gave up the
+    // take-over when another call failed first) says nothing of the next writer's chances: not counted.
+    const attached = this.producer !== undefined;
+    if (attached && (what === 'initTransactions' || what === 'commitTransaction' || what === 'sendOffsetsToTransaction')) misses.set(this.transactionalId, (misses.get(this.transactionalId) ?? 0) + 1);
     this.givenUp = new LedgerError(
       'TIMEOUT',
       `${what} of transactional id ${this.transactionalId} did not answer in ${ms} ms; the writer is given up, a new writer of the id must replace it`,
@@ -319,6 +322,7 @@ export class NativeFencedWriter extends NativeWriter implements FencedWriter {
     this.inFlight.add(settled);
     void settled.then(() => this.inFlight.delete(settled));
     return new Promise<T>((resolve, reject) => {
+      const began = Date.now();
       const timer = setTimeout(() => reject(this.giveUp(what, ms)), ms);
       watched(this.logger, what, { transactionalId: this.transactionalId }, call).then(
         (v) => {
@@ -328,7 +332,8 @@ export class NativeFencedWriter extends NativeWriter implements FencedWriter {
         },
         (e: unknown) => {
           clearTimeout(timer);
-          reject(retriesOnFreshHandle && isRetriableKafkaError(e) && !isFencingError(e) ? this.giveUp(what, ms, e) : e);
+          // librdkafka's own timeout (the bound less the margin) ended it: say how long it really waited.
+          reject(retriesOnFreshHandle && isRetriableKafkaError(e) && !isFencingError(e) ? this.giveUp(what, Date.now() - began, e) : e);
         },
       );
     });
