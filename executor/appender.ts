@@ -49,6 +49,9 @@ export interface AppenderOptions {
   readonly writer?: string;
 }
 
+/** A transaction that takes this long to commit logs where it waited (a warning). */
+const SLOW_TRANSACTION_MS = 5_000;
+
 /** The header naming the executor that wrote an events record. */
 export const WRITER_HEADER = 'plan-ledger-writer';
 
@@ -149,13 +152,20 @@ export class TransactionalAppender {
     // Transactions are sequential (one in flight), so records land in the log in the order their
     // transactions were sent, whichever writer carried them; read_committed readers see them in that order.
     this.turn = offset !== undefined ? 0 : (this.turn + 1) % this.o.writers.length;
+    const t0 = Date.now();
     const tx = await this.o.writers[this.turn]!.transaction();
+    const steps: { begunMs?: number; sentMs?: number; offsetsMs?: number } = {};
     try {
+      steps.begunMs = Date.now() - t0;
       for (const call of produceCalls(byTopic, this.maxRequestBytes)) await sendCall(tx, call);
+      steps.sentMs = Date.now() - t0;
       if (offset !== undefined) await tx.sendOffsets(this.o.member, [{ topic: this.o.commandsTopic, partition: this.o.partition, offset: offset.toString() }]);
+      steps.offsetsMs = Date.now() - t0;
       await tx.commit();
       this.stats.transactions++;
       this.stats.events += events.length;
+      const ms = Date.now() - t0;
+      if (ms >= SLOW_TRANSACTION_MS) this.o.logger.warn({ partition: this.o.partition, ms, ...steps, events: events.length }, 'a transaction took long: when it had begun, its records were written, its offsets sent (ms after it began)');
     } catch (e) {
       await tx.abort().catch((abortErr: unknown) => this.o.logger.debug({ err: abortErr }, 'abort after failed transaction also failed'));
       throw e;

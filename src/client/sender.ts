@@ -13,6 +13,9 @@ import { assertCommandFits, illFormedField } from './command-size.js';
 import type { EventsTail, TailPosition } from './events-tail.js';
 import { checkPlanId } from './inputs.js';
 
+/** A command that takes this long from the call to its outcome logs where it waited (a warning). */
+const SLOW_DECISION_MS = 5_000;
+
 /** An events partition's asks for its last stable offset waiting for the next read, and whether one is in flight. */
 interface StableReads {
   waiting: Array<{ resolve: (o: bigint) => void; reject: (e: unknown) => void }>;
@@ -188,13 +191,20 @@ export class CommandSender {
       events.set(e.seq, e);
     });
     let timer: NodeJS.Timeout | undefined;
+    // When each step ended, for a slow decision's account of where it waited.
+    const began = Date.now();
+    const steps: { writtenMs?: number; seenMs?: number; stableMs?: number } = {};
     try {
       const decided = (async () => {
         await this.produceBy(command, deadline);
         written = true;
+        steps.writtenMs = Date.now() - began;
         const at = await seen;
+        steps.seenMs = Date.now() - began;
         try {
-          await this.d.events.reached(at.partition, await this.stableOffsetBy(at.partition, deadline));
+          const stable = await this.stableOffsetBy(at.partition, deadline);
+          steps.stableMs = Date.now() - began;
+          await this.d.events.reached(at.partition, stable);
         } catch (e) {
           // Decided all the same (see the timer below): never reported as failed.
           this.d.logger.warn({ planId, commandId, type, err: (e as Error).message }, 'command decided; the end of its events partition could not be read: returning the events seen');
@@ -220,6 +230,8 @@ export class CommandSender {
     } finally {
       stop();
       clearTimeout(timer);
+      const ms = Date.now() - began;
+      if (ms >= SLOW_DECISION_MS) this.d.logger.warn({ planId, commandId, type, ms, ...steps }, 'a command took long: when it was written, its decision seen, and its partition\'s end read (ms after the call)');
     }
     const outcome = [...events.values()].sort((a, b) => a.seq - b.seq);
     const rejected = outcome.find((e) => e.type === 'CommandRejected');
