@@ -53,6 +53,7 @@ describe('3-broker local cluster', () => {
     const ledger = await connectLedger(config, { logger: testLogger });
     const admin = createKafka(config, testLogger, '3b-test').admin();
     await admin.connect();
+    let stopped: number | undefined;
     try {
       await executor.started;
       const t = topicNames(config.topicPrefix);
@@ -93,13 +94,15 @@ describe('3-broker local cluster', () => {
       await early.fetchLastStableOffsets(t.events, [partition]);
       await admin.disconnect();
       await stopBroker({ dir, node: leader, hard: true });
-      // Its next read is asked of the dead leader, given up, and asked again on a fresh handle, which
-      // learns the new leader from the brokers left: an answer while the killed broker is still down.
+      stopped = leader;
+      // Its next read goes to the dead leader. librdkafka may learn of the move by itself (the connection
+      // reset) or not (then the read is given up after 4 s and asked again on a fresh handle, which learns
+      // the new leader from the brokers left): either way, an answer while the killed broker is still down.
       const [moved] = await early.fetchLastStableOffsets(t.events, [partition]);
       expect(moved?.partition).toBe(partition);
       expect(BigInt(moved!.offset)).toBeGreaterThan(0n);
       expect(early).toBeInstanceOf(ConfluentAdmin);
-      expect((early as ConfluentAdmin).renewals).toBeGreaterThan(0);
+      testLogger.info({ renewals: (early as ConfluentAdmin).renewals }, 'end-offset read answered with the leader down');
       await early.disconnect();
       const probe = createKafka(config, testLogger, '3b-probe').admin();
       await probe.connect();
@@ -108,6 +111,7 @@ describe('3-broker local cluster', () => {
       await probe.disconnect();
       await waitFor(() => effects.calls.some((c) => c.key === `${planId}/s5/1`), { message: 'the plan moved on with a broker down', timeoutMs: 120_000 });
       await startBroker({ dir, node: leader });
+      stopped = undefined;
 
       const done = await ledger.waitFor(planId, 'completed', { timeoutMs: 180_000 });
       expect(done.itemOrder.every((id) => done.items[id]!.status === 'completed')).toBe(true);
@@ -125,6 +129,8 @@ describe('3-broker local cluster', () => {
       await ledger.waitFor(next.planId, 'completed', { timeoutMs: 90_000 });
       expect([...effects.effects.keys()].filter((k) => k.startsWith(`${next.planId}/`))).toHaveLength(3);
     } finally {
+      // A failed check with the broker down would leave the next test a stack short of a broker.
+      if (stopped !== undefined) await startBroker({ dir, node: stopped }).catch(() => {});
       await admin.disconnect().catch(() => {});
       await ledger.close();
       await executor.stop();
