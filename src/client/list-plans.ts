@@ -1,7 +1,7 @@
 import type { LedgerCodec } from '../codec/index.js';
 import { topicNames, type LedgerConfig } from '../config.js';
 import { LedgerError } from '../errors.js';
-import { readRecordAt, type KafkaClient, type LogRecord, type ReadStats } from '../kafka/index.js';
+import type { KafkaClient, LogRecord, ReadStats } from '../kafka/index.js';
 import type { Logger } from '../logging.js';
 import type { PlanStatus } from '../plan/index.js';
 import { PartitionProjection } from '../projection/partition.js';
@@ -97,7 +97,7 @@ async function changesSinceSnapshots(deps: ListPlansDeps): Promise<{ overrides: 
     for (const planId of touched) {
       const entry = index.get(planId);
       if (!entry) continue;
-      const state = await index.stateOf(entry, async (offset) => (await readRecordAt({ kafka: deps.kafka, topic: names.archive, partition: p, offset, ...(deps.stats ? { stats: deps.stats } : {}) }))?.value ?? undefined);
+      const state = await index.stateOf(entry);
       if (state) projection.seed(state);
     }
     for (const d of letters) projection.stall(d.planId, stallOf(d.cause, d.cause.sourceOffset, d.seq));

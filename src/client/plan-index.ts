@@ -13,7 +13,7 @@ import type { PlanState } from '../plan/index.js';
 import { summarize, type PlanSummary } from '../projection/query.js';
 import { causeFromHeaders, parseEventKey, type DeadLetterCause } from '../projection/poison.js';
 import { withUnavailableRetry } from '../projection/records.js';
-import { isWatermark, stateFromSnapshot, WATERMARK_KEY } from '../projection/snapshot.js';
+import { isWatermark, parseSnapshotChunkKey, SnapshotChunks, snapshotChunkCount, stateFromSnapshot, WATERMARK_KEY } from '../projection/snapshot.js';
 
 /** A plan's latest snapshot as the index knows it. */
 export interface IndexedPlan {
@@ -31,6 +31,8 @@ export interface IndexedPlan {
   readonly summary: PlanSummary;
   /** The record's raw value, kept for live plans only (an archived plan's is read at `offset` when needed). */
   readonly value: Buffer | null;
+  /** Chunk records of a chunked snapshot (written right before its head, at `offset`); 0 for one record. */
+  readonly chunks: number;
 }
 
 /** Sort key of a plan in lists: newest first, then planId (the projector's keyset order). */
@@ -113,15 +115,47 @@ export class PlanIndex {
     return [this.names.snapshots, this.names.archive, this.names.dlq];
   }
 
-  private async read(topic: string, partition: number, records: LogRecord[]): Promise<void> {
+  /**
+   * Takes a batch of one partition's records. Dead letters are applied at once. Of the snapshots and
+   * archive records only the latest per key is kept (in `pending`, applied when the read is done: a plan
+   * snapshotted a hundred times since the last sync costs one decode, not a hundred) and chunks go to the
+   * partition's `chunks`; a tombstone is applied at once, after the record it replaces (whose creation time
+   * a departed plan keeps).
+   */
+  private async read(topic: string, records: LogRecord[], pending: Map<string, LogRecord>, chunks: (partition: number) => SnapshotChunks): Promise<void> {
     if (this.stats) {
       const indexed = (this.stats.indexed ??= {});
-      const key = `${topic}/${partition}`;
+      const key = `${topic}/${records[0]!.partition}`;
       indexed[key] = (indexed[key] ?? 0) + records.length;
     }
     for (const r of records) {
-      if (topic === this.names.dlq) this.deadLetter(r.key, r.headers);
-      else await this.apply(r);
+      if (topic === this.names.dlq) {
+        this.deadLetter(r.key, r.headers);
+        continue;
+      }
+      if (r.key === null) continue;
+      const key = r.key.toString('utf8');
+      const partitionChunks = chunks(r.partition);
+      const chunk = parseSnapshotChunkKey(key);
+      if (chunk !== null) {
+        // A plan archived tombstones its chunks before its key: its last head is applied while they hold.
+        const head = r.value === null ? pending.get(`${r.partition}/${chunk.planId}`) : undefined;
+        if (head) {
+          pending.delete(`${r.partition}/${chunk.planId}`);
+          await this.apply(head, partitionChunks);
+        }
+        partitionChunks.offer(key, r);
+        continue;
+      }
+      const at = `${r.partition}/${key}`;
+      if (r.value !== null) {
+        pending.set(at, r);
+        continue;
+      }
+      const before = pending.get(at);
+      pending.delete(at);
+      if (before) await this.apply(before, partitionChunks);
+      await this.apply(r, partitionChunks);
     }
   }
 
@@ -141,7 +175,7 @@ export class PlanIndex {
     return this.deadLetters.get(partition) ?? [];
   }
 
-  private async apply(r: LogRecord): Promise<void> {
+  private async apply(r: LogRecord, chunks: SnapshotChunks): Promise<void> {
     if (r.key === null) return;
     const planId = r.key.toString('utf8');
     const archive = r.topic === this.names.archive;
@@ -155,9 +189,23 @@ export class PlanIndex {
       this.resolve(planId);
       return;
     }
+    // A chunked snapshot's head: its value is its chunks put together (read before it, same transaction).
+    let value: Buffer = r.value;
+    if (snapshotChunkCount(r.headers) !== null) {
+      const whole = chunks.assemble(planId, { value: r.value, headers: r.headers });
+      if (!whole.ok) {
+        this.logger.warn({ planId, topic: r.topic, partition: r.partition, offset: r.offset, reason: whole.reason }, 'chunked snapshot does not assemble: the plan is read from its events');
+        this.untrustedIn(r.partition).add(planId);
+        book.delete(planId);
+        this.resolve(planId);
+        return;
+      }
+      value = whole.value;
+    }
+    if (this.stats) this.stats.snapshotsDecoded = (this.stats.snapshotsDecoded ?? 0) + 1;
     let snap;
     try {
-      snap = await withUnavailableRetry(() => this.codec.decodeSnapshot(r.value!), { logger: this.logger });
+      snap = await withUnavailableRetry(() => this.codec.decodeSnapshot(value), { logger: this.logger });
     } catch (err) {
       this.logger.warn({ err, topic: r.topic, partition: r.partition, offset: r.offset }, 'undecodable snapshot: the plan is read from its events');
       this.untrustedIn(r.partition).add(planId);
@@ -186,7 +234,8 @@ export class PlanIndex {
       seq: snap.seq,
       eventsOffset: String(snap.eventsOffset),
       summary: summarize({ planId, state: check.state, stalled: null }),
-      value: archive ? null : r.value,
+      value: archive ? null : value,
+      chunks: snapshotChunkCount(r.headers) ?? 0,
     });
     this.resolve(planId);
   }
@@ -239,6 +288,12 @@ export class PlanIndex {
     const offsets = await Promise.all(topics.map((topic) => this.admin.fetchTopicOffsets(topic, asked)));
     await Promise.all(
       topics.map(async (topic, i) => {
+        const pending = new Map<string, LogRecord>();
+        const chunks = new Map<number, SnapshotChunks>();
+        const chunksOf = (p: number) => chunks.get(p) ?? chunks.set(p, new SnapshotChunks()).get(p)!;
+        // Positions move when what was read is applied: a read that fails leaves them where they were (a
+        // tombstone applied already is applied again, to the same effect).
+        const reached = new Map<number, bigint>();
         const from = new Map<number, string>();
         const ends = new Map<number, string>();
         for (const o of offsets[i]!) {
@@ -260,11 +315,15 @@ export class PlanIndex {
           from,
           ends,
           onRecords: async (records) => {
-            const partition = records[0]!.partition;
-            await this.read(topic, partition, records);
-            this.positions.set(`${topic}/${partition}`, BigInt(records.at(-1)!.offset) + 1n);
+            await this.read(topic, records, pending, chunksOf);
+            const at = BigInt(records.at(-1)!.offset) + 1n;
+            // Dead letters are applied as they are read (and must not be read twice).
+            if (topic === this.names.dlq) this.positions.set(`${topic}/${records[0]!.partition}`, at);
+            else reached.set(records[0]!.partition, at);
           },
         });
+        for (const r of [...pending.values()].sort((a, b) => (BigInt(a.offset) < BigInt(b.offset) ? -1 : 1))) await this.apply(r, chunksOf(r.partition));
+        for (const [p, o] of reached) this.positions.set(`${topic}/${p}`, o);
         // Past the transaction markers and compaction gaps after the last record too.
         for (const [p, o] of next) if (BigInt(o) > (this.positions.get(`${topic}/${p}`) ?? 0n)) this.positions.set(`${topic}/${p}`, BigInt(o));
       }),
@@ -303,13 +362,40 @@ export class PlanIndex {
     return this.watermarks.get(partition) ?? null;
   }
 
-  /** The plan's state at its snapshot: from the kept value (live) or the record at its offset (archived). */
-  async stateOf(entry: IndexedPlan, readArchived: (offset: string) => Promise<Buffer | undefined>): Promise<PlanState | undefined> {
-    const value = entry.value ?? (await readArchived(entry.offset));
+  /**
+   * The plan's state at its snapshot: from the kept value (live) or the archive record at its offset, with
+   * the chunks right before it for a chunked one. Undefined when that record moved on (the plan archived
+   * again or erased) or does not verify: the caller reads the plan from its events.
+   */
+  async stateOf(entry: IndexedPlan): Promise<PlanState | undefined> {
+    const value = entry.value ?? (await this.archivedValue(entry));
     if (value === undefined) return undefined;
     const snap = await withUnavailableRetry(() => this.codec.decodeSnapshot(value), { logger: this.logger });
     const check = stateFromSnapshot(snap);
     return check.ok && snap.planId === entry.planId ? check.state : undefined;
+  }
+
+  private async archivedValue(entry: IndexedPlan): Promise<Buffer | undefined> {
+    const first = BigInt(entry.offset) - BigInt(entry.chunks);
+    const chunks = new SnapshotChunks();
+    let head: LogRecord | undefined;
+    await this.kafka.readToEnd({
+      topic: this.names.archive,
+      partitions: [entry.partition],
+      from: new Map([[entry.partition, (first < 0n ? 0n : first).toString()]]),
+      until: new Map([[entry.partition, (BigInt(entry.offset) + 1n).toString()]]),
+      ...(this.stats ? { stats: this.stats } : {}),
+      onRecords: (records) => {
+        for (const r of records) {
+          if (r.offset === entry.offset) head = r;
+          else if (r.key !== null) chunks.offer(r.key.toString('utf8'), r);
+        }
+      },
+    });
+    if (head?.value == null || head.key?.toString('utf8') !== entry.planId) return undefined;
+    if (entry.chunks === 0) return head.value;
+    const whole = chunks.assemble(entry.planId, { value: head.value, headers: head.headers });
+    return whole.ok ? whole.value : undefined;
   }
 
   /** Plans of the index in list order (newest first), from the first one after `after`. */

@@ -3,7 +3,7 @@
 // created), not the history of the topic.
 import type { LedgerCodec } from '../codec/index.js';
 import { topicNames, type LedgerConfig } from '../config.js';
-import { partitionFor, readPlanRecords, readRecordAt, type KafkaClient, type LedgerAdmin, type LogRecord, type ReadStats } from '../kafka/index.js';
+import { partitionFor, readPlanRecords, type KafkaClient, type LedgerAdmin, type LogRecord, type ReadStats } from '../kafka/index.js';
 import { evolveAll, type PlanEvent, type PlanState } from '../plan/index.js';
 import type { PlanIndex } from './plan-index.js';
 
@@ -36,11 +36,6 @@ export interface PlanRead {
   readonly fromSnapshot: boolean;
 }
 
-function readArchived(r: PlanReads, partition: number) {
-  return async (offset: string) =>
-    (await readRecordAt({ kafka: r.kafka, topic: topicNames(r.config.topicPrefix).archive, partition, offset, ...(r.stats ? { stats: r.stats } : {}) }))?.value ?? undefined;
-}
-
 /**
  * The plan now: its latest snapshot (live or archived, found in the index) plus its events after
  * max(watermark, the snapshot's events offset). A plan without a snapshot has no events at or before the
@@ -57,7 +52,7 @@ export async function readPlanState(r: PlanReads, planId: string): Promise<PlanR
   let from: bigint | null = w === null || r.index.isUntrusted(partition, planId) ? null : BigInt(w) + 1n;
   if (from !== null && entry && BigInt(entry.eventsOffset) + 1n > from) from = BigInt(entry.eventsOffset) + 1n;
   const [state, records] = await Promise.all([
-    from !== null && entry ? r.index.stateOf(entry, readArchived(r, partition)) : Promise.resolve(undefined),
+    from !== null && entry ? r.index.stateOf(entry) : Promise.resolve(undefined),
     planRecords(r, planId, partition, from === null ? undefined : from.toString()),
   ]);
   if (from !== null && entry && state === undefined) {

@@ -118,6 +118,8 @@ export interface ReadStats {
   tail?: { received: number; decoded: number };
   /** Records the ledger client's plan index read, per `topic/partition`. */
   indexed?: Record<string, number>;
+  /** Snapshot records the plan index decoded (the latest per plan of each sync; watermarks included). */
+  snapshotsDecoded?: number;
 }
 
 export interface ReadToEndOptions {

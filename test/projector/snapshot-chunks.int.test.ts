@@ -17,7 +17,8 @@ import {
   stateFromSnapshot,
   WATERMARK_KEY,
 } from '../../src/projection/index.js';
-import type { LogRecord } from '../../src/kafka/index.js';
+import { newReadStats, type LogRecord } from '../../src/kafka/index.js';
+import { connectLedger } from '../../src/client/index.js';
 import { testConfig, testLogger, waitFor } from '../support/helpers.js';
 import { cleanup, commands, readAll, testLedger, type TestLedger } from './support.js';
 
@@ -148,6 +149,24 @@ describe('chunked snapshots', () => {
     for (const r of snaps) expect(r.value?.length ?? 0).toBeLessThanOrEqual(CHUNK); // no record over a chunk
     expect(latest.get(small!)?.headers[SNAPSHOT_CHUNKS_HEADER]).toBeUndefined(); // small plans stay one record
 
+    // The ledger client's index assembles it too: the plan is read from its snapshot (no event read), a list
+    // of the plans reads no events either (no partition rebuilt for a snapshot it could not read), and each
+    // key's latest record is the only one decoded (the partition's live keys, not its records: the small
+    // plan's and the big plan's heads are written again, as a projector re-snapshotting them would).
+    await ledger.writer.send(ledger.topics.snapshots, [small!, big].map((k) => ({ key: k, value: latest.get(k)!.value, partition: p, headers: latest.get(k)!.headers })));
+    const stats = newReadStats();
+    const client = await connectLedger(config, { logger: testLogger, readStats: stats });
+    cleanup(() => client.close());
+    const read = await client.getPlan(big, { payloads: 'reference' });
+    expect(read && stateDigest(read)).toBe(expected.get(big));
+    expect(stats.records[ledger.topics.events] ?? 0).toBe(0);
+    const liveKeys = [...latest].filter(([k, r]) => parseSnapshotChunkKey(k) === null && r.value !== null).length;
+    expect(stats.snapshotsDecoded).toBe(liveKeys);
+    expect(stats.indexed?.[`${ledger.topics.snapshots}/${p}`]).toBe(snaps.filter((s) => s.partition === p).length + 2);
+    const listed = await client.listPlans({ limit: 500 });
+    expect(listed.plans.find((s) => s.planId === big)?.status).toBe(writer.states.get(big)!.status);
+    expect(stats.records[ledger.topics.events] ?? 0).toBe(0);
+
     // restorePartition (the executor's restore too) reads the plan back from its chunks, not from its events.
     const r = await restorePartition({ kafka: ledger.kafka, codec: ledger.codec, config, partition: p, logger: testLogger });
     expect(r.warnings).toEqual([]);
@@ -204,6 +223,17 @@ describe('chunked snapshots', () => {
     const raw = await deferred.archived.value(big);
     const check = stateFromSnapshot(await ledger.codec.decodeSnapshot(raw!));
     expect(check.ok && stateDigest(check.state)).toBe(expected);
+    // The ledger client reads it from its archive head and the chunks right before it, no event: the
+    // archive partition is read twice (the index's sync, then the plan's records), nothing else.
+    const chunks = Number(archive.get(big)!.headers[SNAPSHOT_CHUNKS_HEADER]);
+    const stats = newReadStats();
+    const client = await connectLedger(config, { logger: testLogger, readStats: stats });
+    cleanup(() => client.close());
+    const read = await client.getPlan(big, { payloads: 'reference' });
+    expect(read && stateDigest(read)).toBe(expected);
+    expect(stats.records[ledger.topics.events] ?? 0).toBe(0);
+    expect(stats.indexed?.[`${ledger.topics.archive}/${p}`]).toBe(chunks + 1);
+    expect(stats.records[ledger.topics.archive]).toBe(chunks + 1);
   });
 
   it('a plan whose snapshot cannot be written holds back neither the other plans\' snapshots nor the watermark', { timeout: 240_000 }, async () => {
