@@ -11,7 +11,8 @@
 // them). Two places: a fresh topic (one 10-item plan), then the same partition after a plan of
 // --big-items independent items (20,000: 80,000 events; --quick 2,000) and a second 10-item plan after it.
 // Each round times `perRound` warm reads (their median), one new client's first read, one `show` and one
-// `--help`, alternating with the raw side. The CLI runs as the checkout runs it (sources through tsx)
+// `--help`, alternating with the raw side. Last, a new client's getPlan of the big plan itself, beside a raw
+// consumer reading its events. The CLI runs as the checkout runs it (sources through tsx)
 // unless dist/ is built, when it runs dist/ (PLAN_LEDGER_USE_DIST=1), as an installed package does.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -162,6 +163,32 @@ try {
   const beside = await run('point read, beside the big plan', 10, true, 60_000);
   await snapshotted(ledger, beside);
   const besideRounds = await place(`beside ${bigEvents} events`, config, ledger, beside);
+  // The big plan itself, on a new client: from its snapshot (the archive head and its chunks), beside a raw
+  // consumer reading the plan's events (what a read without a usable snapshot has to fetch).
+  await snapshotted(ledger, big);
+  const bigRange = await rangeOf(config, big);
+  const bigRounds = await paired({
+    rounds: args.rounds,
+    label: 'the big plan, new client',
+    subject: async () => {
+      const fresh = await connectLedger(config);
+      const t0 = performance.now();
+      const state = await fresh.getPlan(big);
+      const ms = performance.now() - t0;
+      await fresh.close();
+      if (Object.keys(state?.items ?? {}).length !== bigItems) throw new Error(`getPlan(${big}) read ${Object.keys(state?.items ?? {}).length} items`);
+      return { bigRead: ms };
+    },
+    baseline: async () => {
+      const c = await rawConsumer(config);
+      const t0 = performance.now();
+      const got = await rawRead(c, topicNames(config.topicPrefix).events, bigRange.first, bigRange.last);
+      const ms = performance.now() - t0;
+      await disconnect(c);
+      if (got < bigRange.events) throw new Error(`raw read took ${got} of ${bigRange.events} records`);
+      return { bigRead: ms };
+    },
+  });
   const m = (rounds: PairedRound[], where: string, key: string, label: string, baselineLabel: string, aim?: string) =>
     metric(rounds, { key: `${key}${where === 'fresh' ? '' : 'Beside'}`, subjectKey: key, baselineKey: key, label: `${label} (${where === 'fresh' ? 'fresh topic' : `beside ${bigEvents} events`})`, unit: 'ms', better: 'lower', baselineLabel, ...(aim ? { aim } : {}) });
   writeResult({
@@ -174,11 +201,12 @@ try {
       m(besideRounds, 'beside', 'warm', 'getPlan, warm client', 'raw consumer, warm, told the offsets', '≤ 20 ms'),
       m(freshRounds, 'fresh', 'newRead', 'getPlan, new client (after connect)', 'raw consumer, new (after connect)', '≤ 250 ms'),
       m(besideRounds, 'beside', 'newRead', 'getPlan, new client (after connect)', 'raw consumer, new (after connect)', '≤ 250 ms'),
+      metric(bigRounds, { key: 'bigRead', subjectKey: 'bigRead', baselineKey: 'bigRead', label: `getPlan of the ${bigItems}-item plan itself, new client (after connect)`, unit: 'ms', better: 'lower', baselineLabel: `raw consumer, new, reading its ${bigEvents} events` }),
       m(freshRounds, 'fresh', 'connect', 'connectLedger', 'raw consumer connect'),
       m(freshRounds, 'fresh', 'show', 'plan-ledger show, end to end', 'node -e 0', '≤ 500 ms'),
       m(freshRounds, 'fresh', 'help', 'plan-ledger --help', 'node -e 0', '≤ 300 ms'),
     ],
-    rounds: [...freshRounds.map((r) => ({ where: 'fresh', ...r })), ...besideRounds.map((r) => ({ where: 'beside', ...r }))],
+    rounds: [...freshRounds.map((r) => ({ where: 'fresh', ...r })), ...besideRounds.map((r) => ({ where: 'beside', ...r })), ...bigRounds.map((r) => ({ where: 'big', ...r }))],
     notes: [
       'One broker, one partition; an executor process (no-op tool) ran the plans and a projector process wrote their snapshots, so reads locate a plan as in production.',
       'Raw side: one librdkafka consumer told the plan\'s first and last offsets, reading them and stopping — the least a read of the same records costs.',

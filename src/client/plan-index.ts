@@ -13,7 +13,7 @@ import type { PlanState } from '../plan/index.js';
 import { summarize, type PlanSummary } from '../projection/query.js';
 import { causeFromHeaders, parseEventKey, type DeadLetterCause } from '../projection/poison.js';
 import { withUnavailableRetry } from '../projection/records.js';
-import { isWatermark, parseSnapshotChunkKey, SnapshotChunks, snapshotChunkCount, stateFromSnapshot, WATERMARK_KEY } from '../projection/snapshot.js';
+import { isWatermark, SnapshotChunks, snapshotChunkCount, stateFromSnapshot, WATERMARK_KEY } from '../projection/snapshot.js';
 
 /** A plan's latest snapshot as the index knows it. */
 export interface IndexedPlan {
@@ -119,8 +119,7 @@ export class PlanIndex {
    * Takes a batch of one partition's records. Dead letters are applied at once. Of the snapshots and
    * archive records only the latest per key is kept (in `pending`, applied when the read is done: a plan
    * snapshotted a hundred times since the last sync costs one decode, not a hundred) and chunks go to the
-   * partition's `chunks`; a tombstone is applied at once, after the record it replaces (whose creation time
-   * a departed plan keeps).
+   * partition's `chunks`; a tombstone is applied at once.
    */
   private async read(topic: string, records: LogRecord[], pending: Map<string, LogRecord>, chunks: (partition: number) => SnapshotChunks): Promise<void> {
     if (this.stats) {
@@ -136,25 +135,18 @@ export class PlanIndex {
       if (r.key === null) continue;
       const key = r.key.toString('utf8');
       const partitionChunks = chunks(r.partition);
-      const chunk = parseSnapshotChunkKey(key);
-      if (chunk !== null) {
-        // A plan archived tombstones its chunks before its key: its last head is applied while they hold.
-        const head = r.value === null ? pending.get(`${r.partition}/${chunk.planId}`) : undefined;
-        if (head) {
-          pending.delete(`${r.partition}/${chunk.planId}`);
-          await this.apply(head, partitionChunks);
-        }
-        partitionChunks.offer(key, r);
-        continue;
-      }
+      if (partitionChunks.offer(key, r)) continue;
       const at = `${r.partition}/${key}`;
       if (r.value !== null) {
         pending.set(at, r);
         continue;
       }
+      // The record a tombstone replaces is decoded only for the creation time a departed plan keeps, and
+      // only when that is cheap: a chunked one (megabytes) leaves it unknown (such a plan is then read from
+      // its partition's start until its archive record is read, which this same sync usually does).
       const before = pending.get(at);
       pending.delete(at);
-      if (before) await this.apply(before, partitionChunks);
+      if (before && snapshotChunkCount(before.headers) === null) await this.apply(before, partitionChunks);
       await this.apply(r, partitionChunks);
     }
   }

@@ -92,6 +92,9 @@ export async function openAssignedConsumer(ctx: ReaderContext, fetchWaitMs = CON
       'enable.partition.eof': true,
       'fetch.wait.max.ms': fetchWaitMs,
       'fetch.error.backoff.ms': 50,
+      // A reader whose caller is busy between batches (decoding a large snapshot) lets librdkafka's queue
+      // pass its threshold; the next fetch then waits this long (librdkafka's default: 1 s).
+      'fetch.queue.backoff.ms': 10,
       ...(prefetchKiB !== undefined ? { 'queued.max.messages.kbytes': prefetchKiB, 'fetch.max.bytes': Math.max(prefetchKiB * 1024, 1024 * 1024 + 1024), 'max.partition.fetch.bytes': 1024 * 1024 + 1024 } : {}),
     } as never,
     { 'auto.offset.reset': 'earliest' } as never,
