@@ -173,7 +173,9 @@ export class PlanIndex {
     const archive = r.topic === this.names.archive;
     const book = archive ? this.archived : this.live;
     if (archive) this.departed.delete(planId);
-    else if (r.value === null && planId !== WATERMARK_KEY) this.departed.set(planId, this.live.get(planId)?.summary.createdAt ?? this.departed.get(planId) ?? null);
+    // A live tombstone marks the plan departed until its archive record is read (unless that record came
+    // first: the two topics are read side by side).
+    else if (r.value === null && planId !== WATERMARK_KEY && !this.archived.has(planId)) this.departed.set(planId, this.live.get(planId)?.summary.createdAt ?? this.departed.get(planId) ?? null);
     if (r.value === null) {
       // Snapshots topic: archived or erased; archive topic: erased.
       book.delete(planId);
