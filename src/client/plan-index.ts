@@ -13,6 +13,7 @@ import type { PlanState } from '../plan/index.js';
 import { summarize, type PlanSummary } from '../projection/query.js';
 import { causeFromHeaders, parseEventKey, type DeadLetterCause } from '../projection/poison.js';
 import { withUnavailableRetry } from '../projection/records.js';
+import { readArchiveRecord } from '../projection/restore.js';
 import { isWatermark, SnapshotChunks, snapshotChunkCount, stateFromSnapshot, WATERMARK_KEY } from '../projection/snapshot.js';
 
 /** A plan's latest snapshot as the index knows it. */
@@ -183,17 +184,19 @@ export class PlanIndex {
       this.resolve(planId);
       return;
     }
+    // A snapshot the index cannot use: the plan is read from its events.
+    const distrust = (fields: object, why: string): void => {
+      this.logger.warn({ planId, topic: r.topic, partition: r.partition, offset: r.offset, ...fields }, `${why}: the plan is read from its events`);
+      this.untrustedIn(r.partition).add(planId);
+      book.delete(planId);
+      this.resolve(planId);
+    };
     // A chunked snapshot's head: its value is its chunks put together (read before it, same transaction).
+    const chunkCount = snapshotChunkCount(r.headers);
     let value: Buffer = r.value;
-    if (snapshotChunkCount(r.headers) !== null) {
+    if (chunkCount !== null) {
       const whole = chunks.assemble(planId, { value: r.value, headers: r.headers });
-      if (!whole.ok) {
-        this.logger.warn({ planId, topic: r.topic, partition: r.partition, offset: r.offset, reason: whole.reason }, 'chunked snapshot does not assemble: the plan is read from its events');
-        this.untrustedIn(r.partition).add(planId);
-        book.delete(planId);
-        this.resolve(planId);
-        return;
-      }
+      if (!whole.ok) return distrust({ reason: whole.reason }, 'chunked snapshot does not assemble');
       value = whole.value;
     }
     if (this.stats) this.stats.snapshotsDecoded = (this.stats.snapshotsDecoded ?? 0) + 1;
@@ -201,24 +204,14 @@ export class PlanIndex {
     try {
       snap = await withUnavailableRetry(() => this.codec.decodeSnapshot(value), { logger: this.logger });
     } catch (err) {
-      this.logger.warn({ err, topic: r.topic, partition: r.partition, offset: r.offset }, 'undecodable snapshot: the plan is read from its events');
-      this.untrustedIn(r.partition).add(planId);
-      book.delete(planId);
-      this.resolve(planId);
-      return;
+      return distrust({ err }, 'undecodable snapshot');
     }
     if (isWatermark(snap)) {
       if (!archive && planId === WATERMARK_KEY) this.watermarks.set(r.partition, String(snap.eventsOffset));
       return;
     }
     const check = stateFromSnapshot(snap);
-    if (!check.ok || snap.planId !== planId) {
-      this.logger.warn({ planId, reason: check.ok ? 'key does not match planId' : check.reason }, 'snapshot does not verify: the plan is read from its events');
-      this.untrustedIn(r.partition).add(planId);
-      book.delete(planId);
-      this.resolve(planId);
-      return;
-    }
+    if (!check.ok || snap.planId !== planId) return distrust({ reason: check.ok ? 'key does not match planId' : check.reason }, 'snapshot does not verify');
     this.untrustedIn(r.partition).delete(planId);
     book.set(planId, {
       planId,
@@ -229,7 +222,7 @@ export class PlanIndex {
       eventsOffset: String(snap.eventsOffset),
       summary: summarize({ planId, state: check.state, stalled: null }),
       value: archive ? null : value,
-      chunks: snapshotChunkCount(r.headers) ?? 0,
+      chunks: chunkCount ?? 0,
     });
     this.resolve(planId);
   }
@@ -362,34 +355,18 @@ export class PlanIndex {
    * again or erased) or does not verify: the caller reads the plan from its events.
    */
   async stateOf(entry: IndexedPlan): Promise<PlanState | undefined> {
-    const value = entry.value ?? (await this.archivedValue(entry));
+    const value =
+      entry.value ??
+      (await readArchiveRecord(
+        { kafka: this.kafka, config: this.config, partition: entry.partition, ...(this.stats ? { stats: this.stats } : {}) },
+        entry.planId,
+        entry.offset,
+        entry.chunks > 0 ? (BigInt(entry.offset) - BigInt(entry.chunks)).toString() : undefined,
+      ));
     if (value === undefined) return undefined;
     const snap = await withUnavailableRetry(() => this.codec.decodeSnapshot(value), { logger: this.logger });
     const check = stateFromSnapshot(snap);
     return check.ok && snap.planId === entry.planId ? check.state : undefined;
-  }
-
-  private async archivedValue(entry: IndexedPlan): Promise<Buffer | undefined> {
-    const first = BigInt(entry.offset) - BigInt(entry.chunks);
-    const chunks = new SnapshotChunks();
-    let head: LogRecord | undefined;
-    await this.kafka.readToEnd({
-      topic: this.names.archive,
-      partitions: [entry.partition],
-      from: new Map([[entry.partition, (first < 0n ? 0n : first).toString()]]),
-      until: new Map([[entry.partition, (BigInt(entry.offset) + 1n).toString()]]),
-      ...(this.stats ? { stats: this.stats } : {}),
-      onRecords: (records) => {
-        for (const r of records) {
-          if (r.offset === entry.offset) head = r;
-          else if (r.key !== null) chunks.offer(r.key.toString('utf8'), r);
-        }
-      },
-    });
-    if (head?.value == null || head.key?.toString('utf8') !== entry.planId) return undefined;
-    if (entry.chunks === 0) return head.value;
-    const whole = chunks.assemble(entry.planId, { value: head.value, headers: head.headers });
-    return whole.ok ? whole.value : undefined;
   }
 
   /** Plans of the index in list order (newest first), from the first one after `after`. */

@@ -1,6 +1,6 @@
 import type { LedgerCodec } from '../codec/index.js';
 import { topicNames, type LedgerConfig } from '../config.js';
-import type { KafkaClient, LogRecord } from '../kafka/index.js';
+import type { KafkaClient, LogRecord, ReadStats } from '../kafka/index.js';
 import type { Logger } from '../logging.js';
 import type { PlanEvent, PlanState, PlanStatus } from '../plan/index.js';
 import { PartitionProjection, type RecordOutcome } from './partition.js';
@@ -192,8 +192,14 @@ interface ArchiveIndex extends ArchivedPlans {
 /**
  * The record at `offset` of an archive partition, if it is still there and still `planId`'s; a chunked
  * head comes back assembled, its chunks read from `chunksFrom` (they precede it in the same transaction).
+ * Restore and the ledger client's plan index both read archived plans with it.
  */
-async function readArchiveRecord(opts: ArchiveReadOptions, planId: string, offset: string, chunksFrom: string | undefined): Promise<Buffer | undefined> {
+export async function readArchiveRecord(
+  opts: ArchiveReadOptions & { readonly stats?: ReadStats },
+  planId: string,
+  offset: string,
+  chunksFrom: string | undefined,
+): Promise<Buffer | undefined> {
   const names = topicNames(opts.config.topicPrefix);
   let found: LogRecord | undefined;
   const chunks = new SnapshotChunks();
@@ -204,6 +210,7 @@ async function readArchiveRecord(opts: ArchiveReadOptions, planId: string, offse
     from: new Map([[opts.partition, from]]),
     until: new Map([[opts.partition, (BigInt(offset) + 1n).toString()]]),
     timeoutMs: opts.timeoutMs ?? 600_000,
+    ...(opts.stats ? { stats: opts.stats } : {}),
     onRecords: (records) => {
       for (const r of records) {
         const key = r.key?.toString('utf8');
