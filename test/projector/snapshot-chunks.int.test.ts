@@ -188,6 +188,22 @@ describe('chunked snapshots', () => {
     const text = await second.service.metrics.registry.metrics();
     expect(metric(text, `plan_ledger_projector_events_applied_total\\{partition="${p}"\\}`)).toBe(0);
     expect(second.plan(big)?.state?.digest).toBe(writer.states.get(big)!.digest);
+    await second.stop();
+
+    // A corrupt chunk (its bytes flipped, its headers intact) after the head: a new client's index does not
+    // trust the snapshot (it does not assemble), reads that plan from its events with the same answer, and
+    // serves the other plan of the partition from its snapshot.
+    const chunk0 = latest.get(`__chunk:${big}/0`)!;
+    await ledger.writer.send(ledger.topics.snapshots, [{ key: `__chunk:${big}/0`, value: Buffer.from(chunk0.value!.map((b) => b ^ 0xff)), partition: p, headers: chunk0.headers }]);
+    const afterStats = newReadStats();
+    const after = await connectLedger(config, { logger: testLogger, readStats: afterStats });
+    cleanup(() => after.close());
+    const smallRead = await after.getPlan(small!, { payloads: 'reference' });
+    expect(smallRead && stateDigest(smallRead)).toBe(expected.get(small!));
+    expect(afterStats.records[ledger.topics.events] ?? 0).toBe(0);
+    const replayed = await after.getPlan(big, { payloads: 'reference' });
+    expect(replayed && stateDigest(replayed)).toBe(expected.get(big));
+    expect(afterStats.records[ledger.topics.events]).toBeGreaterThanOrEqual(3000); // its events, read from the start
   });
 
   it('a cancelled plan\'s chunked snapshot moves to the archive, and both archive readers (load and defer) assemble it', { timeout: 180_000 }, async () => {
