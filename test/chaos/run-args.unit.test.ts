@@ -20,6 +20,7 @@ describe('chaos run options', () => {
     [['--broker-session', '500'], /^--broker-session must be an integer number of ms >= 1000, not "500"$/],
     [['--session', '1e9x'], /^--session must be an integer number of ms >= 1000, not "1e9x"$/],
     [['--skew', '3600000'], /^--skew must be an integer number of ms from 0 to 1800000, not "3600000"$/],
+    [['--controller', 'solo'], /^--controller must be dedicated or combined, not "solo"$/],
   ])('refuses %j with exit 2 and one line', (args, line) => {
     const { code, stderr } = chaos(args);
     expect(code).toBe(2);
