@@ -14,7 +14,7 @@ import { summarize, type PlanSummary } from '../projection/query.js';
 import { causeFromHeaders, parseEventKey, type DeadLetterCause } from '../projection/poison.js';
 import { withUnavailableRetry } from '../projection/records.js';
 import { readArchiveRecord } from '../projection/restore.js';
-import { isWatermark, SnapshotChunks, snapshotChunkCount, stateFromSnapshot, WATERMARK_KEY } from '../projection/snapshot.js';
+import { isWatermark, SnapshotChunks, snapshotChunkCount, stateFromSnapshot, summaryOfHead, WATERMARK_KEY } from '../projection/snapshot.js';
 
 /** A plan's latest snapshot as the index knows it. */
 export interface IndexedPlan {
@@ -184,17 +184,21 @@ export class PlanIndex {
       this.resolve(planId);
       return;
     }
-    // A snapshot the index cannot use: the plan is read from its events.
-    const distrust = (fields: object, why: string): void => {
-      this.logger.warn({ planId, topic: r.topic, partition: r.partition, offset: r.offset, ...fields }, `${why}: the plan is read from its events`);
-      this.untrustedIn(r.partition).add(planId);
-      book.delete(planId);
-      this.resolve(planId);
-    };
+    const distrust = (fields: object, why: string): void => this.distrust(book, { planId, topic: r.topic, partition: r.partition, offset: r.offset }, fields, why);
     // A chunked snapshot's head: its value is its chunks put together (read before it, same transaction).
     const chunkCount = snapshotChunkCount(r.headers);
     let value: Buffer = r.value;
     if (chunkCount !== null) {
+      // Its summary rides in a header: the plan is listed and located without parsing megabytes of state
+      // (an archived one is not even put together); its state is verified when a read takes it (`stateOf`).
+      const entry = await this.fromHead({ ...r, value: r.value }, planId, chunkCount, chunks);
+      if (entry !== null && 'reason' in entry) return distrust({ reason: entry.reason }, 'chunked snapshot does not assemble');
+      if (entry !== null) {
+        this.untrustedIn(r.partition).delete(planId);
+        book.set(planId, entry);
+        this.resolve(planId);
+        return;
+      }
       const whole = chunks.assemble(planId, { value: r.value, headers: r.headers });
       if (!whole.ok) return distrust({ reason: whole.reason }, 'chunked snapshot does not assemble');
       value = whole.value;
@@ -225,6 +229,37 @@ export class PlanIndex {
       chunks: chunkCount ?? 0,
     });
     this.resolve(planId);
+  }
+
+  /**
+   * The entry of a chunked snapshot from its head alone: seq and events offset from the head's own record,
+   * the summary from its header. An archived one's value is read at its offset when needed; a live one is
+   * put together now (its value is kept, as for any live plan). Null when the head has no usable summary
+   * (an older writer's): the caller decodes the whole snapshot. A reason when a live one's chunks do not
+   * assemble.
+   */
+  private async fromHead(r: LogRecord & { value: Buffer }, planId: string, chunkCount: number, chunks: SnapshotChunks): Promise<IndexedPlan | { reason: string } | null> {
+    let head;
+    try {
+      head = await withUnavailableRetry(() => this.codec.decodeSnapshot(r.value), { logger: this.logger });
+    } catch {
+      return null; // the whole-snapshot path decodes it again and distrusts it
+    }
+    if (isWatermark(head) || head.planId !== planId) return null;
+    const summary = summaryOfHead(r.headers, head);
+    if (summary === null) return null;
+    const archive = r.topic === this.names.archive;
+    let value: Buffer | null = null;
+    if (!archive) {
+      const whole = chunks.assemble(planId, { value: r.value, headers: r.headers });
+      if (!whole.ok) return { reason: whole.reason };
+      value = whole.value;
+    }
+    if (this.stats) {
+      this.stats.snapshotsDecoded = (this.stats.snapshotsDecoded ?? 0) + 1;
+      this.stats.snapshotsSummarized = (this.stats.snapshotsSummarized ?? 0) + 1;
+    }
+    return { planId, partition: r.partition, topic: r.topic, offset: r.offset, seq: head.seq, eventsOffset: String(head.eventsOffset), summary, value, chunks: chunkCount };
   }
 
   private untrustedIn(partition: number): Set<string> {
@@ -364,9 +399,34 @@ export class PlanIndex {
         entry.chunks > 0 ? (BigInt(entry.offset) - BigInt(entry.chunks)).toString() : undefined,
       ));
     if (value === undefined) return undefined;
-    const snap = await withUnavailableRetry(() => this.codec.decodeSnapshot(value), { logger: this.logger });
+    let snap;
+    try {
+      snap = await withUnavailableRetry(() => this.codec.decodeSnapshot(value), { logger: this.logger });
+    } catch (err) {
+      this.distrustEntry(entry, { err }, 'undecodable snapshot');
+      return undefined;
+    }
     const check = stateFromSnapshot(snap);
-    return check.ok && snap.planId === entry.planId ? check.state : undefined;
+    if (check.ok && snap.planId === entry.planId && snap.seq === entry.seq && String(snap.eventsOffset) === entry.eventsOffset) return check.state;
+    this.distrustEntry(entry, { reason: check.ok ? 'planId, seq or events offset differ from its entry' : check.reason }, 'snapshot does not verify');
+    return undefined;
+  }
+
+  /**
+   * A snapshot found not to verify when a read took it (a chunked one is verified then, not when indexed):
+   * if it is still the plan's entry, the plan is read from its events from now on, as one found at indexing.
+   */
+  private distrustEntry(entry: IndexedPlan, fields: object, why: string): void {
+    const book = entry.topic === this.names.archive ? this.archived : this.live;
+    if (book.get(entry.planId) === entry) this.distrust(book, entry, fields, why);
+  }
+
+  /** A snapshot the index cannot use: the plan is read from its events (until a newer snapshot of it verifies). */
+  private distrust(book: Map<string, IndexedPlan>, at: Pick<IndexedPlan, 'planId' | 'topic' | 'partition' | 'offset'>, fields: object, why: string): void {
+    this.logger.warn({ planId: at.planId, topic: at.topic, partition: at.partition, offset: at.offset, ...fields }, `${why}: the plan is read from its events`);
+    this.untrustedIn(at.partition).add(at.planId);
+    book.delete(at.planId);
+    this.resolve(at.planId);
   }
 
   /** Plans of the index in list order (newest first), from the first one after `after`. */

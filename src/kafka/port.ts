@@ -120,6 +120,8 @@ export interface ReadStats {
   indexed?: Record<string, number>;
   /** Snapshot records the plan index decoded (the latest per plan of each sync; watermarks included). */
   snapshotsDecoded?: number;
+  /** Of those, chunked snapshots' heads taken on the summary they carry (their state neither put together nor parsed when archived, not parsed when live). */
+  snapshotsSummarized?: number;
 }
 
 export interface ReadToEndOptions {

@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import { canonicalJson, sha256Hex, stateDigest, type PlanState } from '../plan/index.js';
 import type { LedgerCodec, PlanSnapshot } from '../codec/index.js';
+import { PlanStatus } from '../plan/index.js';
+import { summarize, type PlanSummary } from './query.js';
 
 export type { PlanSnapshot };
 
@@ -129,6 +131,8 @@ export function snapshotMessage(codec: Pick<LedgerCodec, 'encodeSnapshot'>, stat
 // dormant and archived raw values the executor decodes) is unchanged. A reader that does not know chunks
 // decodes the head, finds stateJson does not match stateDigest, and replays the plan from its events:
 // slower, never wrong. Chunk keys of a plan are overwritten by its next snapshot and tombstoned with it.
+// The head also carries the plan's summary (what a list shows) in a header, so a reader that only lists
+// or locates plans (the ledger client's index) need not put megabytes together and parse them for it.
 
 /** Header of a chunked snapshot's head record: how many chunk records hold its value. */
 export const SNAPSHOT_CHUNKS_HEADER = 'snapshot-chunks';
@@ -136,6 +140,11 @@ export const SNAPSHOT_CHUNKS_HEADER = 'snapshot-chunks';
 export const SNAPSHOT_SHA256_HEADER = 'snapshot-sha256';
 /** Header of a chunk record: its index. */
 export const SNAPSHOT_CHUNK_HEADER = 'snapshot-chunk';
+/**
+ * Header of a chunked snapshot's head: the plan's summary at the snapshot (JSON of a {@link PlanSummary},
+ * `stalled` null). Its planId and seq are those of the head; see {@link summaryOfHead}.
+ */
+export const SNAPSHOT_SUMMARY_HEADER = 'plan-summary';
 /** Bytes per chunk (and the size above which a snapshot is chunked) unless the writer says otherwise. */
 export const DEFAULT_SNAPSHOT_CHUNK_BYTES = 512 * 1024;
 
@@ -189,8 +198,43 @@ export function snapshotMessages(
     out.push({ key: snapshotChunkKey(state.planId, i), value: value.subarray(at, at + chunkBytes), partition, headers: { [SNAPSHOT_SHA256_HEADER]: sha, [SNAPSHOT_CHUNK_HEADER]: String(i) } });
   }
   const head = codec.encodeSnapshot({ ...snapshot, stateJson: '' });
-  out.push({ key: state.planId, value: head, partition, headers: { ...status, [SNAPSHOT_CHUNKS_HEADER]: String(out.length), [SNAPSHOT_SHA256_HEADER]: sha } });
+  const summary = JSON.stringify(summarize({ planId: state.planId, state, stalled: null }));
+  out.push({ key: state.planId, value: head, partition, headers: { ...status, [SNAPSHOT_CHUNKS_HEADER]: String(out.length), [SNAPSHOT_SHA256_HEADER]: sha, [SNAPSHOT_SUMMARY_HEADER]: summary } });
   return out;
+}
+
+const STATUSES = new Set<string>(Object.values(PlanStatus));
+const PROGRESS_KEYS = ['total', 'pending', 'running', 'completed', 'failed', 'cancelled'] as const;
+const count = (v: unknown): boolean => Number.isSafeInteger(v) && (v as number) >= 0;
+
+/**
+ * The summary a chunked snapshot's head carries ({@link SNAPSHOT_SUMMARY_HEADER}), if it is well formed
+ * and names the head's own plan and seq; null otherwise (an older writer's head has none:
+ * the reader then puts the snapshot together and summarizes its state).
+ */
+export function summaryOfHead(headers: Readonly<Record<string, string>> | undefined, head: Pick<PlanSnapshot, 'planId' | 'seq'>): PlanSummary | null {
+  const raw = headers?.[SNAPSHOT_SUMMARY_HEADER];
+  if (raw === undefined) return null;
+  let v: unknown;
+  try {
+    v = JSON.parse(raw);
+  } catch {
+    return null;
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return null;
+  const o = v as Record<string, unknown>;
+  if (o.planId !== head.planId || o.seq !== head.seq) return null;
+  if (typeof o.digest !== 'string' || typeof o.goal !== 'string' || typeof o.status !== 'string' || !STATUSES.has(o.status)) return null;
+  if (o.mode !== null && typeof o.mode !== 'string') return null;
+  if (o.createdAt !== null && !count(o.createdAt)) return null;
+  if (!count(o.updatedAt)) return null;
+  const labels = o.labels;
+  if (typeof labels !== 'object' || labels === null || Array.isArray(labels) || Object.values(labels).some((x) => typeof x !== 'string')) return null;
+  const progress = o.progress;
+  if (typeof progress !== 'object' || progress === null || PROGRESS_KEYS.some((k) => !count((progress as Record<string, unknown>)[k]))) return null;
+  const parent = o.parent;
+  if (parent !== null && (typeof parent !== 'object' || Array.isArray(parent))) return null;
+  return { ...(o as unknown as PlanSummary), stalled: null };
 }
 
 /** A record of the snapshots or archive topic, as readers see it. */

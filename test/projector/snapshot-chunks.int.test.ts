@@ -15,6 +15,8 @@ import {
   SNAPSHOT_CHUNKS_HEADER,
   snapshotExceptionsOf,
   stateFromSnapshot,
+  summarize,
+  summaryOfHead,
   WATERMARK_KEY,
 } from '../../src/projection/index.js';
 import { newReadStats, type LogRecord } from '../../src/kafka/index.js';
@@ -162,6 +164,7 @@ describe('chunked snapshots', () => {
     expect(stats.records[ledger.topics.events] ?? 0).toBe(0);
     const liveKeys = [...latest].filter(([k, r]) => parseSnapshotChunkKey(k) === null && r.value !== null).length;
     expect(stats.snapshotsDecoded).toBe(liveKeys);
+    expect(stats.snapshotsSummarized).toBe(1); // the big plan's head: its summary from its header, its state not parsed
     expect(stats.indexed?.[`${ledger.topics.snapshots}/${p}`]).toBe(snaps.filter((s) => s.partition === p).length + 2);
     const listed = await client.listPlans({ limit: 500 });
     expect(listed.plans.find((s) => s.planId === big)?.status).toBe(writer.states.get(big)!.status);
@@ -250,6 +253,37 @@ describe('chunked snapshots', () => {
     expect(stats.records[ledger.topics.events] ?? 0).toBe(0);
     expect(stats.indexed?.[`${ledger.topics.archive}/${p}`]).toBe(chunks + 1);
     expect(stats.records[ledger.topics.archive]).toBe(chunks + 1);
+    // The index took the plan from its head's summary (its state neither put together nor parsed until the
+    // read), and lists it with the summary the projector wrote.
+    expect(stats.snapshotsSummarized).toBe(1);
+    const headSummary = summaryOfHead(archive.get(big)!.headers, await ledger.codec.decodeSnapshot(archive.get(big)!.value!));
+    expect(headSummary).toEqual(summarize({ planId: big, state: writer.states.get(big)!, stalled: null }));
+    const listed = await client.listPlans({ limit: 500 });
+    expect(listed.plans.find((s) => s.planId === big)).toEqual(headSummary);
+
+    // A corrupt chunk (bytes flipped, headers intact) written with a copy of the head after it: the index
+    // takes the new head on its summary as before; the read that puts it together finds it does not
+    // verify and reads the plan from its events (same digest), and so does every read after it.
+    const headRecord = archive.get(big)!;
+    const chunk0 = latestByKey(await readAll(ledger, ledger.topics.archive), p).get(`__chunk:${big}/0`)!;
+    await ledger.writer.send(ledger.topics.archive, [
+      { key: `__chunk:${big}/0`, value: Buffer.from(chunk0.value!.map((b) => b ^ 0xff)), partition: p, headers: chunk0.headers },
+      { key: big, value: headRecord.value, partition: p, headers: headRecord.headers },
+    ]);
+    const afterStats = newReadStats();
+    const after = await connectLedger(config, { logger: testLogger, readStats: afterStats });
+    cleanup(() => after.close());
+    const replayed = await after.getPlan(big, { payloads: 'reference' });
+    expect(replayed && stateDigest(replayed)).toBe(expected);
+    expect(afterStats.snapshotsSummarized).toBe(1);
+    const eventsOfBig = (await readAll(ledger, ledger.topics.events)).filter((r) => r.partition === p && r.key?.toString().startsWith(`${big}:`)).length;
+    expect(afterStats.records[ledger.topics.events]).toBeGreaterThanOrEqual(eventsOfBig);
+    const archiveRead = afterStats.records[ledger.topics.archive];
+    expect(archiveRead).toBeGreaterThan(0);
+    const again = await after.getPlan(big, { payloads: 'reference' });
+    expect(again && stateDigest(again)).toBe(expected);
+    expect(afterStats.records[ledger.topics.events]).toBeGreaterThanOrEqual(2 * eventsOfBig);
+    expect(afterStats.records[ledger.topics.archive]).toBe(archiveRead); // the second read went to the events only
   });
 
   it('a plan whose snapshot cannot be written holds back neither the other plans\' snapshots nor the watermark', { timeout: 240_000 }, async () => {

@@ -13,6 +13,9 @@ import {
   snapshotExceptionsOf,
   snapshotMessages,
   snapshotOf,
+  SNAPSHOT_SUMMARY_HEADER,
+  summarize,
+  summaryOfHead,
   watermarkMessage,
   type PlanSnapshot,
 } from '../../src/projection/index.js';
@@ -21,7 +24,7 @@ import {
 const codec = { encodeSnapshot: (s: PlanSnapshot) => Buffer.from(JSON.stringify(s)) };
 
 function state(planId: string, why: string, status: PlanState['status'] = 'running'): PlanState {
-  return { planId, seq: 3, status, items: { a: { why } } } as unknown as PlanState;
+  return { planId, seq: 3, status, goal: 'g', mode: 'execute', labels: { team: 'x' }, parent: null, digest: 'd1', createdAt: 1, updatedAt: 2, itemOrder: ['a'], items: { a: { why, status: 'pending' } } } as unknown as PlanState;
 }
 
 describe('chunked snapshots', () => {
@@ -65,6 +68,37 @@ describe('chunked snapshots', () => {
     // A one-record snapshot assembles to itself.
     const one = snapshotMessages(codec, state('p2', 'x'), 0, '1', 1, 1000)[0]!;
     expect(assembleSnapshotValue(one, () => undefined)).toEqual({ ok: true, value: one.value });
+  });
+
+  it('puts the plan\'s summary on a chunked head only, and takes it back only when it is well formed and names the head\'s plan and seq', () => {
+    const s = state('p1', 'y'.repeat(2500));
+    expect(snapshotMessages(codec, state('p1', 'x'), 2, '10', 5, 1000)[0]!.headers[SNAPSHOT_SUMMARY_HEADER]).toBeUndefined();
+    const head = snapshotMessages(codec, s, 2, '10', 5, 1000).at(-1)!;
+    const expected = summarize({ planId: 'p1', state: s, stalled: null });
+    expect(expected.progress).toEqual({ total: 1, pending: 1, running: 0, completed: 0, failed: 0, cancelled: 0 });
+    const own = { planId: 'p1', seq: 3 };
+    expect(summaryOfHead(head.headers, own)).toEqual(expected);
+    expect(summaryOfHead({}, own)).toBeNull(); // an older writer's head
+    expect(summaryOfHead(head.headers, { planId: 'p2', seq: 3 })).toBeNull();
+    expect(summaryOfHead(head.headers, { planId: 'p1', seq: 4 })).toBeNull();
+    const bad = (change: Record<string, unknown>) => summaryOfHead({ [SNAPSHOT_SUMMARY_HEADER]: JSON.stringify({ ...expected, ...change }) }, own);
+    expect(bad({})).toEqual(expected);
+    const refused: Array<Record<string, unknown>> = [
+      { status: 'finished' },
+      { goal: 7 },
+      { digest: null },
+      { mode: 3 },
+      { createdAt: -1 },
+      { createdAt: '1' },
+      { updatedAt: 1.5 },
+      { labels: { team: 1 } },
+      { labels: ['x'] },
+      { progress: { ...expected.progress, total: -1 } },
+      { progress: null },
+      { parent: 'p0' },
+    ];
+    for (const change of refused) expect(bad(change), JSON.stringify(change)).toBeNull();
+    for (const raw of ['', 'null', '[]', '{', '"p1"']) expect(summaryOfHead({ [SNAPSHOT_SUMMARY_HEADER]: raw }, own), raw).toBeNull();
   });
 
   it('names chunk keys that no plan id can collide with', () => {
