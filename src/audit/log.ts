@@ -37,6 +37,12 @@ export async function assertBrokersReachable(config: LedgerConfig, timeoutMs = 3
   throw new LedgerError('UNAVAILABLE', `cannot reach Kafka at ${config.brokers.join(',')} (${results[0]})`, { brokers: config.brokers });
 }
 
+/** Where a plan's events are read from (see `from` and `start` of `readPlanRecords`). */
+export interface PlanStartOffsets {
+  readonly from?: string;
+  readonly start?: { readonly tryFrom: string; readonly seq: number };
+}
+
 /**
  * Read access to the ledger's topics for audit, replay, verify and export: reads the log itself (no
  * projector, no executor), `read_committed`, to the end offset as of the read.
@@ -50,8 +56,8 @@ export class LedgerLog {
     readonly codec: LedgerCodec,
     /** What {@link close} releases: the connections it opened (none when they belong to someone else). */
     private readonly release: (() => Promise<void>) | null,
-    /** Where a plan's events start on its partition (undefined: read it from the start). */
-    private readonly planStart?: (planId: string) => Promise<string | undefined>,
+    /** Where a plan's events start on its partition (no `from`: read it from the start). */
+    private readonly planStart?: (planId: string) => Promise<PlanStartOffsets>,
     private readonly stats?: ReadStats,
   ) {
     this.names = topicNames(config.topicPrefix);
@@ -90,7 +96,7 @@ export class LedgerLog {
     admin: LedgerAdmin;
     codec: LedgerCodec;
     /** Where a plan's events start (the client's index knows); without it a plan is read from its partition's start. */
-    planStart?: (planId: string) => Promise<string | undefined>;
+    planStart?: (planId: string) => Promise<PlanStartOffsets>;
     stats?: ReadStats;
   }): LedgerLog {
     return new LedgerLog(opts.config, opts.kafka, opts.admin, opts.codec, null, opts.planStart, opts.stats);
@@ -112,13 +118,14 @@ export class LedgerLog {
   async readPlan(planId: string, copies?: CopyCounter): Promise<LoggedEvent[]> {
     if (!(await this.topicExists(this.names.events))) return [];
     const partition = this.partitionOf(planId);
-    const from = await this.planStart?.(planId);
+    const { from, start } = (await this.planStart?.(planId)) ?? {};
     const records = await readPlanRecords({
       kafka: this.kafka,
       topic: this.names.events,
       partition,
       planId,
       ...(from !== undefined ? { from } : {}),
+      ...(start !== undefined ? { start } : {}),
       ...(this.stats ? { stats: this.stats } : {}),
       ...(copies ? { copies } : {}),
     });

@@ -356,13 +356,14 @@ class LedgerClient implements Ledger {
 
   async planEvents(planId: string): Promise<LedgerEventRecord[]> {
     const partition = partitionFor(planId, this.config.partitions);
-    const from = await planStartOffset(this.reads, planId);
+    const { from, start } = await planStartOffset(this.reads, planId);
     const records = await readPlanRecords({
       kafka: this.kafka,
       topic: this.topics.events,
       partition,
       planId,
       ...(from !== undefined ? { from } : {}),
+      ...(start !== undefined ? { start } : {}),
       ...(this.stats ? { stats: this.stats } : {}),
     });
     const out: LedgerEventRecord[] = [];

@@ -5,6 +5,7 @@ import type { LedgerCodec } from '../codec/index.js';
 import { topicNames, type LedgerConfig } from '../config.js';
 import { partitionFor, readPlanRecords, type KafkaClient, type LedgerAdmin, type LogRecord, type ReadStats } from '../kafka/index.js';
 import { evolveAll, type PlanEvent, type PlanState } from '../plan/index.js';
+import type { PlanStartOffsets } from '../audit/log.js';
 import type { PlanIndex } from './plan-index.js';
 
 /**
@@ -92,33 +93,47 @@ async function fold(r: PlanReads, planId: string, snapshot: PlanState | undefine
   return { state, tailEvents: events.filter((e) => !snapshot || e.seq > snapshot.seq).length, fromSnapshot: snapshot !== undefined };
 }
 
+
 /**
- * Where a plan's events start on its partition, as an offset to read from: found by the record timestamp
- * of its creation (`createdAt` from its snapshot, less {@link PLAN_START_MARGIN_MS}), or the watermark
- * for a plan the snapshots do not hold yet (all its events come after it). Undefined: from the start.
- * A plan whose live snapshot is tombstoned while its archive record is not read yet is located by the
- * creation time its last live snapshot had (or read from the start).
+ * Where a plan's events start on its partition: found by the record timestamp of its creation
+ * (`createdAt` from its snapshot, less {@link PLAN_START_MARGIN_MS}), or the watermark for a plan the
+ * snapshots do not hold yet (all its events come after it). A plan with a snapshot also gets the offset of
+ * its exact creation time to try first: on a busy partition the margin is a minute of other plans' records,
+ * and the read checks that it found the plan's events from seq 1 on (else it reads from `from`). A plan
+ * whose live snapshot is tombstoned while its archive record is not read yet is located by the creation
+ * time its last live snapshot had (or read from the start).
  */
-export async function planStartOffset(r: PlanReads, planId: string): Promise<string | undefined> {
+export async function planStartOffset(r: PlanReads, planId: string): Promise<PlanStartOffsets> {
   const partition = partitionFor(planId, r.config.partitions);
   await r.index.sync([partition]);
   const w = r.index.watermark(partition);
-  return w === null ? undefined : startOffset(r, planId, partition, w);
+  return w === null ? {} : startOffsets(r, planId, partition, w);
 }
 
 async function startOffset(r: PlanReads, planId: string, partition: number, w: string): Promise<string | undefined> {
-  if (r.index.isUntrusted(partition, planId)) return undefined;
+  return (await startOffsets(r, planId, partition, w)).from;
+}
+
+async function startOffsets(r: PlanReads, planId: string, partition: number, w: string): Promise<PlanStartOffsets> {
+  if (r.index.isUntrusted(partition, planId)) return {};
   const entry = r.index.get(planId);
   const departed = r.index.departedAt(planId);
   // A plan the snapshots do not hold has all its events after the watermark, unless it was archived a
   // moment ago (its archive record not read yet): then it is found by its creation time like any other.
-  if (!entry && departed === undefined) return (BigInt(w) + 1n).toString();
+  if (!entry && departed === undefined) return { from: (BigInt(w) + 1n).toString() };
   const createdAt = entry ? entry.summary.createdAt : departed!;
-  if (createdAt === null) return undefined;
+  if (createdAt === null) return {};
   const events = topicNames(r.config.topicPrefix).events;
-  const byTime = await r.admin.fetchTopicOffsetsByTimestamp(events, Math.max(0, createdAt - PLAN_START_MARGIN_MS));
-  const at = byTime.find((o) => o.partition === partition)?.offset;
-  if (at === undefined || BigInt(at) < 0n) return undefined;
-  const low = (await r.admin.fetchTopicOffsets(events, [partition])).find((o) => o.partition === partition)?.low;
-  return low !== undefined && BigInt(low) > BigInt(at) ? low : at;
+  const at = async (ts: number) => (await r.admin.fetchTopicOffsetsByTimestamp(events, ts)).find((o) => o.partition === partition)?.offset;
+  const [margin, exact, ends] = await Promise.all([
+    at(Math.max(0, createdAt - PLAN_START_MARGIN_MS)),
+    entry ? at(createdAt) : Promise.resolve(undefined),
+    r.admin.fetchTopicOffsets(events, [partition]),
+  ]);
+  const low = ends.find((o) => o.partition === partition)?.low;
+  const clamp = (o: string | undefined) => (o === undefined || BigInt(o) < 0n ? undefined : low !== undefined && BigInt(low) > BigInt(o) ? low : o);
+  const from = clamp(margin);
+  const tryFrom = clamp(exact);
+  if (from === undefined) return {};
+  return entry && tryFrom !== undefined && BigInt(tryFrom) > BigInt(from) ? { from, start: { tryFrom, seq: entry.seq } } : { from };
 }

@@ -51,15 +51,41 @@ export async function readPlanRecords(opts: {
    * it: e.g. the offset of its first event, or a watermark the plan's snapshot covers.
    */
   from?: string;
+  /**
+   * A later offset where the plan's first event probably is (found by its exact creation time). The read
+   * starts there and keeps what it read when that holds the plan's events from seq 1 on with no gap, up
+   * to at least `seq`; otherwise it reads again from `from`. Not with `copies` (a count must see every copy).
+   */
+  start?: { tryFrom: string; seq: number };
   stats?: ReadStats;
   /** Gets every key's copies, so the caller can report the keys written more than once. */
   copies?: CopyCounter;
 }): Promise<Array<LogRecord & { seq: number; value: Buffer }>> {
+  const start = opts.start;
+  if (start !== undefined && opts.copies === undefined && (opts.from === undefined || BigInt(start.tryFrom) > BigInt(opts.from))) {
+    const read = await planRecordsFrom(opts, start.tryFrom);
+    if (fromFirstSeq(read, start.seq)) return read;
+  }
+  return planRecordsFrom(opts, opts.from);
+}
+
+/** Whether the records (one plan's, latest per seq) are seqs 1..n with no gap, n ≥ `atLeast`. */
+function fromFirstSeq(records: ReadonlyArray<{ seq: number }>, atLeast: number): boolean {
+  const seqs = new Set(records.map((r) => r.seq));
+  if (seqs.size < atLeast) return false;
+  for (let seq = 1; seq <= seqs.size; seq++) if (!seqs.has(seq)) return false;
+  return true;
+}
+
+async function planRecordsFrom(
+  opts: { kafka: KafkaClient; topic: string; partition: number; planId: string; stats?: ReadStats; copies?: CopyCounter },
+  from: string | undefined,
+): Promise<Array<LogRecord & { seq: number; value: Buffer }>> {
   const bySeq = new Map<number, LogRecord & { seq: number; value: Buffer }>();
   await opts.kafka.readToEnd({
     topic: opts.topic,
     partitions: [opts.partition],
-    ...(opts.from !== undefined ? { from: new Map([[opts.partition, opts.from]]) } : {}),
+    ...(from !== undefined ? { from: new Map([[opts.partition, from]]) } : {}),
     ...(opts.stats ? { stats: opts.stats } : {}),
     onRecords: (records) => {
       for (const r of records) {

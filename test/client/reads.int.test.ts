@@ -22,19 +22,21 @@ let historyEvents = 0;
 let tailEvents = 0;
 /** Offset of the first event of the 'cancelled' wave (one partition, no transactions: offsets count events). */
 let cancelledWaveStart = 0;
+/** Offset of the first event of the plan 'skewed'. */
+let skewedStart = 0;
 
-/** Appends events as an owner does: each record stamped with its event's occurredAt. */
-async function append(evs: PlanEvent[]): Promise<void> {
+/** Appends events as an owner does: each record stamped with its event's occurredAt (`skewMs` off it: a broker's clock). */
+async function append(evs: PlanEvent[], skewMs = 0): Promise<void> {
   if (!evs.length) return;
   await l.writer.send(
     l.topics.events,
-    evs.map((e) => ({ key: eventKey(e.planId, e.seq), value: l.codec.encodeEvent(e), partition: partitionFor(e.planId, l.config.partitions), timestamp: String(e.occurredAt) })),
+    evs.map((e) => ({ key: eventKey(e.planId, e.seq), value: l.codec.encodeEvent(e), partition: partitionFor(e.planId, l.config.partitions), timestamp: String(e.occurredAt + skewMs) })),
   );
 }
 
-async function run(cmds: AnyCommand[]): Promise<number> {
+async function run(cmds: AnyCommand[], skewMs = 0): Promise<number> {
   const evs = writer.decide(cmds);
-  await append(evs);
+  await append(evs, skewMs);
   return evs.length;
 }
 
@@ -88,6 +90,13 @@ beforeAll(async () => {
   cancelledWaveStart = historyEvents;
   historyEvents += await wave(ids('cancelled', 10), 2, 1, 'execute', { team: 'edge' });
   historyEvents += await run(ids('cancelled', 10).map((id) => commands.cancel(id)));
+  // A plan whose records were stamped 30 s before its events' times (a broker stamping them, its clock
+  // behind the owner's): its first record sits before its creation time, a later one (a minute on) after it.
+  writer.now += 600_000;
+  skewedStart = historyEvents;
+  historyEvents += await run([commands.create('skewed', items(2))], -30_000);
+  writer.now += 60_000;
+  historyEvents += await run([commands.intent('skewed', 'it-0')], -30_000);
 
   // The projector snapshots the history and writes the watermark, then stops: nothing moves it on.
   const projector = await startProjector({ config: l.config, logger: testLogger, port: 0, apiToken: null, watermarkIntervalMs: 100, defaultMetrics: false });
@@ -172,13 +181,27 @@ describe('planEvents and audit', () => {
     const evs = await ledger.planEvents('cancelled-2');
     expect(evs.map((r) => r.event.type)).toEqual(writer.events.get('cancelled-2')!.map((e) => e.type));
     const read = eventsRead() - before;
-    // The waves before it (60 plans, ten minutes earlier) are not read; its own wave and the tail are.
-    expect(Number(evs[0]!.offset)).toBeGreaterThanOrEqual(cancelledWaveStart);
-    expect(read).toBe(historyEvents - cancelledWaveStart + tailEvents);
+    // The waves before it (60 plans, ten minutes earlier) are not read, nor its own wave's records before
+    // its first event (found by its exact creation time, then checked: its seqs from 1 on); the rest is.
+    const first = Number(evs[0]!.offset);
+    expect(first).toBeGreaterThan(cancelledWaveStart);
+    expect(read).toBe(historyEvents - first + tailEvents);
     expect(read).toBeLessThan(historyEvents / 4);
     const audit = await ledger.audit('cancelled-2');
     expect(audit.rows).toHaveLength(evs.length);
     expect(audit.state.state?.status).toBe('cancelled');
+  });
+});
+
+describe('planEvents when record times are off', () => {
+  it('a plan whose first record is stamped before its creation time: the exact start misses its seq 1, and the read goes again from a minute earlier', async () => {
+    const before = eventsRead();
+    const evs = await ledger.planEvents('skewed');
+    expect(evs.map((r) => r.event.hash)).toEqual(writer.events.get('skewed')!.map((e) => e.hash));
+    expect(Number(evs[0]!.offset)).toBe(skewedStart);
+    // Two reads: from the record stamped at or after its creation (its intent, the last record of the
+    // history), then from a minute before its creation (its own first record).
+    expect(eventsRead() - before).toBe(1 + tailEvents + (historyEvents - skewedStart + tailEvents));
   });
 });
 
