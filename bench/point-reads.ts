@@ -204,6 +204,7 @@ try {
       metric(bigRounds, { key: 'bigRead', subjectKey: 'bigRead', baselineKey: 'bigRead', label: `getPlan of the ${bigItems}-item plan itself, new client (after connect)`, unit: 'ms', better: 'lower', baselineLabel: `raw consumer, new, reading its ${bigEvents} events` }),
       m(freshRounds, 'fresh', 'connect', 'connectLedger', 'raw consumer connect'),
       m(freshRounds, 'fresh', 'show', 'plan-ledger show, end to end', 'node -e 0', '≤ 500 ms'),
+      m(besideRounds, 'beside', 'show', 'plan-ledger show, end to end', 'node -e 0'),
       m(freshRounds, 'fresh', 'help', 'plan-ledger --help', 'node -e 0', '≤ 300 ms'),
     ],
     rounds: [...freshRounds.map((r) => ({ where: 'fresh', ...r })), ...besideRounds.map((r) => ({ where: 'beside', ...r })), ...bigRounds.map((r) => ({ where: 'big', ...r }))],
