@@ -93,7 +93,6 @@ async function fold(r: PlanReads, planId: string, snapshot: PlanState | undefine
   return { state, tailEvents: events.filter((e) => !snapshot || e.seq > snapshot.seq).length, fromSnapshot: snapshot !== undefined };
 }
 
-
 /**
  * Where a plan's events start on its partition: found by the record timestamp of its creation
  * (`createdAt` from its snapshot, less {@link PLAN_START_MARGIN_MS}), or the watermark for a plan the

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
-import { canonicalJson, sha256Hex, stateDigest, type PlanState } from '../plan/index.js';
+import { canonicalJson, PlanStatus, sha256Hex, stateDigest, type PlanState } from '../plan/index.js';
 import type { LedgerCodec, PlanSnapshot } from '../codec/index.js';
-import { PlanStatus } from '../plan/index.js';
 import { summarize, type PlanSummary } from './query.js';
 
 export type { PlanSnapshot };
@@ -234,7 +233,22 @@ export function summaryOfHead(headers: Readonly<Record<string, string>> | undefi
   if (typeof progress !== 'object' || progress === null || PROGRESS_KEYS.some((k) => !count((progress as Record<string, unknown>)[k]))) return null;
   const parent = o.parent;
   if (parent !== null && (typeof parent !== 'object' || Array.isArray(parent))) return null;
-  return { ...(o as unknown as PlanSummary), stalled: null };
+  const n = progress as Record<(typeof PROGRESS_KEYS)[number], number>;
+  // Only the summary's own fields (a later writer's extra ones are not passed on).
+  return {
+    planId: head.planId,
+    goal: o.goal,
+    mode: o.mode as PlanSummary['mode'],
+    status: o.status as PlanSummary['status'],
+    labels: { ...(labels as Record<string, string>) },
+    parent: parent as PlanSummary['parent'],
+    seq: head.seq,
+    digest: o.digest,
+    createdAt: o.createdAt as number | null,
+    updatedAt: o.updatedAt as number,
+    progress: { total: n.total, pending: n.pending, running: n.running, completed: n.completed, failed: n.failed, cancelled: n.cancelled },
+    stalled: null,
+  };
 }
 
 /** A record of the snapshots or archive topic, as readers see it. */

@@ -83,6 +83,7 @@ describe('chunked snapshots', () => {
     expect(summaryOfHead(head.headers, { planId: 'p1', seq: 4 })).toBeNull();
     const bad = (change: Record<string, unknown>) => summaryOfHead({ [SNAPSHOT_SUMMARY_HEADER]: JSON.stringify({ ...expected, ...change }) }, own);
     expect(bad({})).toEqual(expected);
+    expect(bad({ extra: 'x' })).toEqual(expected); // a later writer's extra field is not passed on
     const refused: Array<Record<string, unknown>> = [
       { status: 'finished' },
       { goal: 7 },
