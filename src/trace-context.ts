@@ -1,5 +1,6 @@
 import { context, ROOT_CONTEXT, trace, type Context, type Span, type SpanContext, type TextMapGetter, type TextMapSetter } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { TRACEPARENT_HEADER } from './trace-header.js';
 
 /**
  * Trace context as record metadata: a W3C `traceparent` in Kafka record headers (commands from clients,
@@ -7,8 +8,7 @@ import { W3CTraceContextPropagator } from '@opentelemetry/core';
  * SDK and the exporter are in telemetry.ts.
  */
 
-/** The record header that carries a W3C trace context. */
-export const TRACEPARENT_HEADER = 'traceparent';
+export { TRACEPARENT_HEADER };
 
 /** The tracer name (instrumentation scope) of every plan-ledger span. */
 export const TRACER_NAME = 'plan-ledger';

@@ -20,7 +20,7 @@ import {
   type SnapshotExceptions,
 } from './snapshot.js';
 import type { SnapshotPolicyOptions } from './snapshot-policy.js';
-import { TRACEPARENT_HEADER } from '../trace-context.js';
+import { TRACEPARENT_HEADER } from '../trace-header.js';
 
 export interface RestorePartitionOptions {
   readonly kafka: KafkaClient;
