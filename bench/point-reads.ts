@@ -93,6 +93,11 @@ async function snapshotted(ledger: Ledger, planId: string): Promise<void> {
   throw new Error(`the projector did not snapshot ${planId} within 120 s`);
 }
 
+/** Every timed read must have returned the finished 10-item plan, or the round's figure means nothing. */
+function whole(planId: string, state: Awaited<ReturnType<Ledger['getPlan']>>): void {
+  if (state?.status !== 'completed' || Object.keys(state.items).length !== 10) throw new Error(`getPlan(${planId}) returned ${state?.status ?? 'nothing'} with ${Object.keys(state?.items ?? {}).length} items`);
+}
+
 async function place(label: string, config: LedgerConfig, ledger: Ledger, planId: string): Promise<PairedRound[]> {
   const t = topicNames(config.topicPrefix);
   const range = await rangeOf(config, planId);
@@ -107,15 +112,17 @@ async function place(label: string, config: LedgerConfig, ledger: Ledger, planId
         const warm: number[] = [];
         for (let i = 0; i < perRound; i++) {
           const s = performance.now();
-          await ledger.getPlan(planId);
+          const got = await ledger.getPlan(planId);
           warm.push(performance.now() - s);
+          whole(planId, got);
         }
         const c0 = performance.now();
         const fresh = await connectLedger(config);
         const connected = performance.now();
-        await fresh.getPlan(planId);
+        const got = await fresh.getPlan(planId);
         const read = performance.now();
         await fresh.close();
+        whole(planId, got);
         return { warm: median(warm), connect: connected - c0, newRead: read - connected, show: cli(config, ['show', planId]), help: cli(config, ['--help']) };
       },
       baseline: async () => {
