@@ -24,6 +24,7 @@ const SCRIPTS: Record<string, { script: string; args?: string[] }> = {
   'peer-200': { script: 'peer.ts', args: ['--in-flight', '200'] },
   'peer-durable-200': { script: 'peer.ts', args: ['--durability', 'matched', '--in-flight', '200'] },
   executor: { script: 'executor.ts' },
+  'write-paths': { script: 'write-paths.ts' },
   latency: { script: 'latency.ts' },
   codec: { script: 'codec.ts' },
   rebuild: { script: 'rebuild.ts' },
