@@ -27,6 +27,7 @@ import { randomBytes } from 'node:crypto';
 import { loadConfig, type LedgerConfig } from '../src/config.js';
 import { createKafka, MAX_RECORD_BYTES, type FencedWriter, type GroupMember, type KafkaClient, type OutRecord, type RecordWriter } from '../src/kafka/index.js';
 import { createLogger, silentLogger, type Logger } from '../src/logging.js';
+import { setting } from '../src/settings.js';
 import { readStackInfo, REGISTRY, runningProcesses } from '../src/stack/discovery.js';
 import { TransactionalAppender } from '../executor/appender.js';
 import { cpuMsPerStep, sampleCpu } from './lib/cpu.js';
@@ -194,7 +195,7 @@ try {
 
   // The counted pass: a new client whose handles log every request they send, one phase of each kind per path.
   const counter = requestCounter();
-  const debugBefore = process.env.PLAN_LEDGER_KAFKA_DEBUG;
+  const debugBefore = setting('PLAN_LEDGER_KAFKA_DEBUG');
   process.env.PLAN_LEDGER_KAFKA_DEBUG = 'protocol';
   const counted = createKafka(config, createLogger({ level: 'trace' }, counter.stream), 'counted', 'service');
   const requests: Record<string, { inFlight: Record<string, number>; oneAtATime: Record<string, number> }> = {};
