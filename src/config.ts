@@ -1,38 +1,35 @@
 import { readFileSync } from 'node:fs';
-import { z } from 'zod';
 import { LedgerError } from './errors.js';
 import { settingDefault, settingIfSet } from './settings.js';
 import { readStackInfo, type StackInfo, type StackSecurity } from './stack/discovery.js';
 
-const saslSchema = z.object({
-  mechanism: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']),
-  username: z.string().min(1),
-  password: z.string().min(1),
-  /** Where the password was read from (PLAN_LEDGER_SASL_PASSWORD_FILE); children get the file, not the password. */
-  passwordFile: z.string().min(1).optional(),
-});
-
-const configSchema = z.object({
-  /** Kafka bootstrap servers. */
-  brokers: z.array(z.string().regex(/^[^\s:]+:\d{1,5}$/, 'host:port')).min(1),
-  /** Confluent-compatible schema registry base URL (Apicurio: .../apis/ccompat/v7). */
-  registryUrl: z.url(),
-  registryAuth: z.object({ username: z.string(), password: z.string() }).optional(),
-  /** Prefix of every topic and group: <prefix>.plan-commands, <prefix>.executors, ... */
-  topicPrefix: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/, 'letters, digits, ".", "_", "-"'),
-  clientId: z.string().min(1),
-  /** Partitions of each plan topic (all three co-partitioned). Fixed for the life of the topics. */
-  partitions: z.number().int().min(1).max(10_000),
-  /** Replication factor for topics plan-ledger creates; -1 takes the broker's default. */
-  replicationFactor: z.number().int().min(-1).max(32),
-  ssl: z.boolean(),
-  /** A PEM file of the certificate(s) to trust for Kafka TLS (PLAN_LEDGER_SSL_CA_FILE); implies `ssl`. */
-  sslCaFile: z.string().min(1).optional(),
-  sasl: saslSchema.optional(),
-});
+const SASL_MECHANISMS = ['plain', 'scram-sha-256', 'scram-sha-512'] as const;
 
 /** Validated, frozen configuration shared by the library, the executor, the projector and the CLI. */
-export type LedgerConfig = Readonly<z.infer<typeof configSchema>>;
+export interface LedgerConfig {
+  /** Kafka bootstrap servers. */
+  readonly brokers: string[];
+  /** Confluent-compatible schema registry base URL (Apicurio: .../apis/ccompat/v7). */
+  readonly registryUrl: string;
+  readonly registryAuth?: { username: string; password: string };
+  /** Prefix of every topic and group: <prefix>.plan-commands, <prefix>.executors, ... */
+  readonly topicPrefix: string;
+  readonly clientId: string;
+  /** Partitions of each plan topic (all three co-partitioned). Fixed for the life of the topics. */
+  readonly partitions: number;
+  /** Replication factor for topics plan-ledger creates; -1 takes the broker's default. */
+  readonly replicationFactor: number;
+  readonly ssl: boolean;
+  /** A PEM file of the certificate(s) to trust for Kafka TLS (PLAN_LEDGER_SSL_CA_FILE); implies `ssl`. */
+  readonly sslCaFile?: string;
+  readonly sasl?: {
+    mechanism: (typeof SASL_MECHANISMS)[number];
+    username: string;
+    password: string;
+    /** Where the password was read from (PLAN_LEDGER_SASL_PASSWORD_FILE); children get the file, not the password. */
+    passwordFile?: string;
+  };
+}
 export type LedgerConfigInput = Partial<LedgerConfig>;
 
 /** A secret kept in a file (the whole file, trailing newline dropped); a missing or unreadable file names the variable. */
@@ -172,13 +169,77 @@ export function loadConfig(input: LedgerConfigInput = {}, env: NodeJS.ProcessEnv
   if (merged.registryUrl === undefined) {
     throw new LedgerError('VALIDATION', 'no schema registry configured: set PLAN_LEDGER_REGISTRY_URL or run `plan-ledger stack up`', { field: 'registryUrl', missing: true });
   }
-  const parsed = configSchema.safeParse(merged);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const field = issue.path.join('.') || '(root)';
-    throw new LedgerError('VALIDATION', `invalid config ${field}: ${issue.message}`, { field });
+  const config = validConfig(merged);
+  return Object.freeze({ ...config, brokers: Object.freeze([...config.brokers]) as string[] });
+}
+
+/** A bad field of the merged configuration: `invalid config <field path>: <what it must be>`. */
+function invalidConfig(field: string, message: string): LedgerError {
+  return new LedgerError('VALIDATION', `invalid config ${field}: ${message}`, { field });
+}
+
+const isText = (v: unknown, min = 0): v is string => typeof v === 'string' && v.length >= min;
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function integerIn(m: Record<string, unknown>, field: string, min: number, max: number): number {
+  const v = m[field];
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min || v > max) throw invalidConfig(field, `expected an integer from ${min} to ${max}`);
+  return v;
+}
+
+/**
+ * The merged configuration checked field by field, in the order of {@link LedgerConfig}; the first bad
+ * field fails with its path (`brokers.0`, `sasl.mechanism`). Only the known fields are kept.
+ */
+function validConfig(m: Record<string, unknown>): LedgerConfig {
+  const brokers = m.brokers;
+  if (!Array.isArray(brokers) || brokers.length === 0) throw invalidConfig('brokers', 'expected a non-empty list of host:port');
+  brokers.forEach((b, i) => {
+    if (!isText(b) || !/^[^\s:]+:\d{1,5}$/.test(b)) throw invalidConfig(`brokers.${i}`, 'host:port');
+  });
+  const registryUrl = m.registryUrl;
+  if (!isText(registryUrl) || !URL.canParse(registryUrl)) throw invalidConfig('registryUrl', 'expected a URL');
+  let registryAuth: LedgerConfig['registryAuth'];
+  if (m.registryAuth !== undefined) {
+    const a = m.registryAuth;
+    if (!isObject(a)) throw invalidConfig('registryAuth', 'expected { username, password }');
+    if (!isText(a.username)) throw invalidConfig('registryAuth.username', 'expected a string');
+    if (!isText(a.password)) throw invalidConfig('registryAuth.password', 'expected a string');
+    registryAuth = { username: a.username, password: a.password };
   }
-  return Object.freeze({ ...parsed.data, brokers: Object.freeze([...parsed.data.brokers]) as string[] });
+  const topicPrefix = m.topicPrefix;
+  if (!isText(topicPrefix) || !/^[A-Za-z0-9._-]{1,100}$/.test(topicPrefix)) throw invalidConfig('topicPrefix', 'letters, digits, ".", "_", "-"');
+  const clientId = m.clientId;
+  if (!isText(clientId, 1)) throw invalidConfig('clientId', 'expected a non-empty string');
+  const partitions = integerIn(m, 'partitions', 1, 10_000);
+  const replicationFactor = integerIn(m, 'replicationFactor', -1, 32);
+  if (typeof m.ssl !== 'boolean') throw invalidConfig('ssl', 'expected true or false');
+  const ssl = m.ssl;
+  const sslCaFile = m.sslCaFile;
+  if (sslCaFile !== undefined && !isText(sslCaFile, 1)) throw invalidConfig('sslCaFile', 'expected a file path');
+  let sasl: LedgerConfig['sasl'];
+  if (m.sasl !== undefined) {
+    const a = m.sasl;
+    if (!isObject(a)) throw invalidConfig('sasl', 'expected { mechanism, username, password }');
+    const mechanism = a.mechanism;
+    if (!(SASL_MECHANISMS as readonly unknown[]).includes(mechanism)) throw invalidConfig('sasl.mechanism', `expected one of ${SASL_MECHANISMS.join(', ')}`);
+    if (!isText(a.username, 1)) throw invalidConfig('sasl.username', 'expected a non-empty string');
+    if (!isText(a.password, 1)) throw invalidConfig('sasl.password', 'expected a non-empty string');
+    if (a.passwordFile !== undefined && !isText(a.passwordFile, 1)) throw invalidConfig('sasl.passwordFile', 'expected a file path');
+    sasl = { mechanism: mechanism as (typeof SASL_MECHANISMS)[number], username: a.username, password: a.password, ...(a.passwordFile !== undefined ? { passwordFile: a.passwordFile } : {}) };
+  }
+  return {
+    brokers: [...(brokers as string[])],
+    registryUrl,
+    ...(registryAuth ? { registryAuth } : {}),
+    topicPrefix,
+    clientId,
+    partitions,
+    replicationFactor,
+    ssl,
+    ...(sslCaFile !== undefined ? { sslCaFile } : {}),
+    ...(sasl ? { sasl } : {}),
+  };
 }
 
 function stripUndefined(o: object): Record<string, unknown> {

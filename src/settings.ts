@@ -1,5 +1,5 @@
 /**
- * Every `PLAN_LEDGER_*` variable, declared once: its component, its type (a zod schema over the variable's
+ * Every `PLAN_LEDGER_*` variable, declared once: its component, its type (a parser of the variable's
  * text), what it allows in words, its default and one line of doc. Nothing else in the code reads a
  * `PLAN_LEDGER_*` variable from the environment: it asks {@link setting}, {@link settingIfSet} or
  * {@link loadSettings}, and a bad value fails there, the same way everywhere, with one line naming the
@@ -12,7 +12,6 @@
  */
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { z } from 'zod';
 import { LedgerError } from './errors.js';
 
 type Env = NodeJS.ProcessEnv;
@@ -28,13 +27,17 @@ export const COMPONENTS = {
 } as const;
 export type Component = keyof typeof COMPONENTS;
 
+/** What {@link SettingKind.parse} returns for a text the kind does not allow. */
+export const NOT_ALLOWED: unique symbol = Symbol('not allowed');
+
 /** How a variable's text becomes its value. */
 export interface SettingKind<T> {
   /** A short name of the type, for the reference. */
   readonly type: string;
   /** What the variable allows, in words; the error of a bad value ends "expected <allowed>". */
   readonly allowed: string;
-  readonly schema: z.ZodType<T, string>;
+  /** The value of a (non-empty) text, or {@link NOT_ALLOWED}. */
+  readonly parse: (raw: string) => T | typeof NOT_ALLOWED;
 }
 
 export interface SettingSpec<T = unknown, Required extends boolean = boolean, C extends Component = Component> {
@@ -68,7 +71,16 @@ export const CLOCK_OFFSET_MAX_MS = 1_800_000;
 export const MAX_INLINE_PAYLOAD_BYTES = 262_144;
 
 function integer(min: number, max: number, allowed = `an integer from ${min} to ${max}`): SettingKind<number> {
-  return { type: 'integer', allowed, schema: z.string().trim().regex(/^[+-]?\d+$/).transform(Number).pipe(z.number().int().min(min).max(max)) };
+  return {
+    type: 'integer',
+    allowed,
+    parse: (raw) => {
+      const t = raw.trim();
+      if (!/^[+-]?\d+$/.test(t)) return NOT_ALLOWED;
+      const n = Number(t);
+      return Number.isSafeInteger(n) && n >= min && n <= max ? n : NOT_ALLOWED;
+    },
+  };
 }
 
 const positiveInteger = (what = ''): SettingKind<number> => integer(1, Number.MAX_SAFE_INTEGER, `a positive integer${what}`);
@@ -76,49 +88,72 @@ const positiveInteger = (what = ''): SettingKind<number> => integer(1, Number.MA
 const positiveNumber = (allowed: string): SettingKind<number> => ({
   type: 'number',
   allowed,
-  schema: z.string().trim().regex(/^(\d+\.?\d*|\.\d+)$/).transform(Number).pipe(z.number().positive().finite()),
+  parse: (raw) => {
+    const t = raw.trim();
+    if (!/^(\d+\.?\d*|\.\d+)$/.test(t)) return NOT_ALLOWED;
+    const n = Number(t);
+    return Number.isFinite(n) && n > 0 ? n : NOT_ALLOWED;
+  },
 });
 
-const FLAG_VALUES = ['true', 'false', '1', '0'] as const;
 const flag = (): SettingKind<boolean> => ({
   type: 'flag',
   allowed: 'true, false, 1 or 0',
-  schema: z.string().trim().toLowerCase().pipe(z.enum(FLAG_VALUES)).transform((v) => v === 'true' || v === '1'),
+  parse: (raw) => {
+    const t = raw.trim().toLowerCase();
+    return t === 'true' || t === '1' ? true : t === 'false' || t === '0' ? false : NOT_ALLOWED;
+  },
 });
 
 function oneOf<const V extends readonly [string, ...string[]]>(values: V, opts: { ignoreCase?: boolean } = {}): SettingKind<V[number]> {
-  const base = opts.ignoreCase ? z.string().trim().toLowerCase() : z.string().trim();
-  return { type: 'enum', allowed: `one of ${values.join(', ')}${opts.ignoreCase ? ' (any case)' : ''}`, schema: base.pipe(z.enum(values)) };
-}
-
-const text = (pattern: RegExp, allowed: string, type = 'string'): SettingKind<string> => ({ type, allowed, schema: z.string().regex(pattern) });
-const anyText = (allowed = 'any text'): SettingKind<string> => ({ type: 'string', allowed, schema: z.string() });
-const path = (allowed = 'a file path'): SettingKind<string> => ({ type: 'path', allowed, schema: z.string().min(1) });
-
-/** A comma-separated list; blanks around the commas and empty entries are dropped. */
-function list(item: z.ZodType<string, string>, allowed: string, type: string): SettingKind<string[]> {
   return {
-    type,
-    allowed,
-    schema: z
-      .string()
-      .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
-      .pipe(z.array(item).min(1)),
+    type: 'enum',
+    allowed: `one of ${values.join(', ')}${opts.ignoreCase ? ' (any case)' : ''}`,
+    parse: (raw) => {
+      const t = opts.ignoreCase ? raw.trim().toLowerCase() : raw.trim();
+      return (values as readonly string[]).includes(t) ? (t as V[number]) : NOT_ALLOWED;
+    },
   };
 }
 
-const httpUrl = (): SettingKind<string> => ({ type: 'url', allowed: 'an http(s) URL', schema: z.string().trim().pipe(z.url({ protocol: /^https?$/ })) });
+const text = (pattern: RegExp, allowed: string, type = 'string'): SettingKind<string> => ({ type, allowed, parse: (raw) => (pattern.test(raw) ? raw : NOT_ALLOWED) });
+const anyText = (allowed = 'any text'): SettingKind<string> => ({ type: 'string', allowed, parse: (raw) => raw });
+const path = (allowed = 'a file path'): SettingKind<string> => ({ type: 'path', allowed, parse: (raw) => (raw.length > 0 ? raw : NOT_ALLOWED) });
+
+/** A comma-separated list whose every entry matches `item`; blanks around the commas and empty entries are dropped. */
+function list(item: RegExp, allowed: string, type: string): SettingKind<string[]> {
+  return {
+    type,
+    allowed,
+    parse: (raw) => {
+      const entries = raw.split(',').map((s) => s.trim()).filter(Boolean);
+      return entries.length > 0 && entries.every((e) => item.test(e)) ? entries : NOT_ALLOWED;
+    },
+  };
+}
+
+/** An absolute http(s) URL (as the WHATWG URL parser reads it), trimmed. */
+const httpUrl = (): SettingKind<string> => ({
+  type: 'url',
+  allowed: 'an http(s) URL',
+  parse: (raw) => {
+    const t = raw.trim();
+    if (!URL.canParse(t)) return NOT_ALLOWED;
+    const { protocol } = new URL(t);
+    return protocol === 'http:' || protocol === 'https:' ? t : NOT_ALLOWED;
+  },
+});
 
 /** 32 bytes in base64, trimmed. */
 const masterKey = (): SettingKind<Buffer> => ({
   type: 'key',
   allowed: '32 bytes in base64 (44 characters; e.g. `openssl rand -base64 32`)',
-  schema: z
-    .string()
-    .trim()
-    .regex(/^[A-Za-z0-9+/]+={0,2}$/)
-    .transform((v) => Buffer.from(v, 'base64'))
-    .refine((b) => b.length === 32),
+  parse: (raw) => {
+    const t = raw.trim();
+    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(t)) return NOT_ALLOWED;
+    const b = Buffer.from(t, 'base64');
+    return b.length === 32 ? b : NOT_ALLOWED;
+  },
 });
 
 // ---------------------------------------------------------------------------------------------------
@@ -152,7 +187,7 @@ const cacheDirDefault = () => join(homedir(), '.cache', 'plan-ledger');
 /** Every variable, by component. Adding one here is the whole of declaring it (the reference is generated). */
 export const SETTINGS = {
   // connection
-  PLAN_LEDGER_BROKERS: declare('connection', list(z.string().regex(/^[^\s:]+:\d{1,5}$/), 'a comma-separated list of host:port', 'host:port list'), 'Kafka bootstrap servers.', {
+  PLAN_LEDGER_BROKERS: declare('connection', list(/^[^\s:]+:\d{1,5}$/, 'a comma-separated list of host:port', 'host:port list'), 'Kafka bootstrap servers.', {
     defaultText: 'the running local stack',
   }),
   PLAN_LEDGER_REGISTRY_URL: declare('connection', httpUrl(), 'Confluent-compatible schema registry (Apicurio: `…/apis/ccompat/v7`).', { defaultText: 'the running local stack' }),
@@ -212,7 +247,7 @@ export const SETTINGS = {
   PLAN_LEDGER_API_OPEN_READS: declare('projector', flag(), 'Read routes answer without a token (local development).', { default: false }),
   PLAN_LEDGER_API_CORS_ORIGINS: declare(
     'projector',
-    list(z.string().regex(/^[a-z][a-z0-9+.-]*:\/\/[^\s/]+$/i), 'a comma-separated list of origins (scheme://host[:port], no path)', 'origin list'),
+    list(/^[a-z][a-z0-9+.-]*:\/\/[^\s/]+$/i, 'a comma-separated list of origins (scheme://host[:port], no path)', 'origin list'),
     'Origins allowed by CORS.',
     { defaultText: 'none' },
   ),
@@ -312,9 +347,9 @@ function rawOf(name: SettingName, env: Env): string | undefined {
 }
 
 function parse(name: SettingName, raw: string): unknown {
-  const r = spec(name).kind.schema.safeParse(raw);
-  if (!r.success) throw invalidSetting(name, raw);
-  return r.data;
+  const value = spec(name).kind.parse(raw);
+  if (value === NOT_ALLOWED) throw invalidSetting(name, raw);
+  return value;
 }
 
 /** The default of a variable (undefined when it has none). */

@@ -39,6 +39,33 @@ describe('config', () => {
     expect(() => loadConfig({ brokers: ['no-port-here'], registryUrl: 'http://r/x' }, {})).toThrow('invalid config brokers.0: host:port');
   });
 
+  it('a value given in code is checked field by field, with the path of the first bad one; unknown fields are dropped', () => {
+    const base = { brokers: ['a:1'], registryUrl: 'http://r/x' };
+    const fails = (input: object) => () => loadConfig(input as never, {}, { stack: () => undefined });
+    expect(fails({ ...base, brokers: [] })).toThrow('invalid config brokers: expected a non-empty list of host:port');
+    expect(fails({ ...base, brokers: ['a:1', 42] })).toThrow('invalid config brokers.1: host:port');
+    expect(fails({ ...base, registryUrl: 'not a url' })).toThrow('invalid config registryUrl: expected a URL');
+    expect(fails({ ...base, topicPrefix: 'a/b' })).toThrow('invalid config topicPrefix: letters, digits, ".", "_", "-"');
+    expect(fails({ ...base, clientId: '' })).toThrow('invalid config clientId: expected a non-empty string');
+    expect(fails({ ...base, partitions: 1.5 })).toThrow('invalid config partitions: expected an integer from 1 to 10000');
+    expect(fails({ ...base, replicationFactor: -2 })).toThrow('invalid config replicationFactor: expected an integer from -1 to 32');
+    expect(fails({ ...base, ssl: 'yes' })).toThrow('invalid config ssl: expected true or false');
+    expect(fails({ ...base, sasl: { mechanism: 'gssapi', username: 'u', password: 'p' } })).toThrow('invalid config sasl.mechanism: expected one of plain, scram-sha-256, scram-sha-512');
+    expect(fails({ ...base, sasl: { mechanism: 'plain', username: 'u', password: '' } })).toThrow('invalid config sasl.password: expected a non-empty string');
+    expect(fails({ ...base, registryAuth: { username: 'u' } })).toThrow('invalid config registryAuth.password: expected a string');
+    const e = (() => {
+      try {
+        return fails({ ...base, partitions: 0 })();
+      } catch (err) {
+        return err;
+      }
+    })();
+    expect(isLedgerError(e, 'VALIDATION') && e.details).toEqual({ field: 'partitions' });
+    const config = loadConfig({ ...base, surplus: 'dropped' } as never, {}, { stack: () => undefined });
+    expect(Object.keys(config).sort()).toEqual(['brokers', 'clientId', 'partitions', 'registryUrl', 'replicationFactor', 'ssl', 'topicPrefix']);
+    expect(Object.isFrozen(config) && Object.isFrozen(config.brokers)).toBe(true);
+  });
+
   describe('SASL password from a file', () => {
     const base = { PLAN_LEDGER_BROKERS: 'a:1', PLAN_LEDGER_REGISTRY_URL: 'http://r/x', PLAN_LEDGER_SASL_MECHANISM: 'SCRAM-SHA-512', PLAN_LEDGER_SASL_USERNAME: 'executor' };
     const secret = (content: string) => {

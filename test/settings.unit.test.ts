@@ -165,6 +165,28 @@ describe('reading a value', () => {
     expect(setting('PLAN_LEDGER_TOPIC_PREFIX', env)).toBe('plan-ledger');
   });
 
+  it('each kind at its edges: signs, blanks, case, bounds, schemes, key length', () => {
+    expect(setting('PLAN_LEDGER_PARTITIONS', { PLAN_LEDGER_PARTITIONS: ' +7 ' })).toBe(7);
+    expect(setting('PLAN_LEDGER_PARTITIONS', { PLAN_LEDGER_PARTITIONS: '10000' })).toBe(10_000);
+    expect(() => setting('PLAN_LEDGER_PARTITIONS', { PLAN_LEDGER_PARTITIONS: '10001' })).toThrow('expected an integer from 1 to 10000');
+    expect(() => setting('PLAN_LEDGER_MAX_PAYLOAD_BYTES', { PLAN_LEDGER_MAX_PAYLOAD_BYTES: '9007199254740993' })).toThrow('expected a positive integer');
+    expect(() => setting('PLAN_LEDGER_PARTITIONS', { PLAN_LEDGER_PARTITIONS: '1e3' })).toThrow('expected an integer');
+    expect(setting('PLAN_LEDGER_EXECUTOR_CACHE_MIB', { PLAN_LEDGER_EXECUTOR_CACHE_MIB: '.25' })).toBe(0.25);
+    expect(() => setting('PLAN_LEDGER_EXECUTOR_CACHE_MIB', { PLAN_LEDGER_EXECUTOR_CACHE_MIB: '0' })).toThrow('expected a positive number');
+    expect(() => setting('PLAN_LEDGER_EXECUTOR_CACHE_MIB', { PLAN_LEDGER_EXECUTOR_CACHE_MIB: 'Infinity' })).toThrow('expected a positive number');
+    expect(setting('PLAN_LEDGER_SSL', { PLAN_LEDGER_SSL: ' TRUE ' })).toBe(true);
+    expect(setting('PLAN_LEDGER_SSL', { PLAN_LEDGER_SSL: '0' })).toBe(false);
+    expect(setting('PLAN_LEDGER_SASL_MECHANISM', { PLAN_LEDGER_SASL_MECHANISM: 'PLAIN' })).toBe('plain');
+    expect(() => setting('PLAN_LEDGER_LOG_LEVEL', { PLAN_LEDGER_LOG_LEVEL: 'INFO' })).toThrow('expected one of fatal');
+    expect(setting('PLAN_LEDGER_REGISTRY_URL', { PLAN_LEDGER_REGISTRY_URL: ' http://127.0.0.1:8081/apis/ccompat/v7 ' })).toBe('http://127.0.0.1:8081/apis/ccompat/v7');
+    expect(() => setting('PLAN_LEDGER_REGISTRY_URL', { PLAN_LEDGER_REGISTRY_URL: 'ftp://registry.example' })).toThrow('expected an http(s) URL');
+    expect(() => setting('PLAN_LEDGER_REGISTRY_URL', { PLAN_LEDGER_REGISTRY_URL: 'http://' })).toThrow('expected an http(s) URL');
+    expect(() => setting('PLAN_LEDGER_BROKERS', { PLAN_LEDGER_BROKERS: ' , ,' })).toThrow('expected a comma-separated list of host:port');
+    const key = Buffer.alloc(32, 7).toString('base64');
+    expect(setting('PLAN_LEDGER_MASTER_KEY', { PLAN_LEDGER_MASTER_KEY: ` ${key}\n` })).toEqual(Buffer.alloc(32, 7));
+    expect(() => setting('PLAN_LEDGER_MASTER_KEY', { PLAN_LEDGER_MASTER_KEY: Buffer.alloc(31).toString('base64') })).toThrow('expected 32 bytes in base64');
+  });
+
   // One case per kind: the variable, a bad value, and the one line it fails with.
   const bad: [SettingName, string, string][] = [
     ['PLAN_LEDGER_PARTITIONS', 'six', 'PLAN_LEDGER_PARTITIONS="six" is not allowed: expected an integer from 1 to 10000'],
