@@ -1,6 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffMs } from '../backoff.js';
-import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import type avsc from 'avsc';
 import { topicNames, type LedgerConfig } from '../config.js';
 import { isLedgerError, LedgerError } from '../errors.js';
@@ -9,7 +8,7 @@ import type { PlanCommand, PlanEvent } from '../plan/index.js';
 import { planCommandSchema, planEventSchema, planSnapshotSchema } from '../plan/generated/schemas.js';
 import { buildType, mapperFor, tolerantReaderSchema, type Mapper } from './avro.js';
 import { errorMessage, schemaError } from './errors.js';
-import { RegistryAccess } from './registry.js';
+import { apiOf, RegistryAccess, registryApi } from './registry.js';
 import type { CodecOptions, CodecRecordKind, LedgerCodec, PlanSnapshot } from './types.js';
 import { HEADER_SIZE, readSchemaId, writeHeader } from './wire.js';
 
@@ -290,8 +289,8 @@ export async function createCodec(opts: CodecOptions): Promise<LedgerCodec> {
     throw new LedgerError('VALIDATION', 'createCodec: registryUrl must be a URL', { field: 'registryUrl' });
   }
   const log = (opts.logger ?? silentLogger()).child({ component: 'codec' });
-  const registry = opts.registry ?? new SchemaRegistry({ host: opts.registryUrl, clientId: 'plan-ledger', ...(opts.auth ? { auth: opts.auth } : {}) });
-  const access = new RegistryAccess({ registry, registryUrl: opts.registryUrl, timeoutMs: opts.registryTimeoutMs ?? DEFAULT_TIMEOUT_MS });
+  const api = opts.registry !== undefined ? apiOf(opts.registry) : registryApi({ host: opts.registryUrl, clientId: 'plan-ledger', ...(opts.auth ? { auth: opts.auth } : {}) });
+  const access = new RegistryAccess({ api, registryUrl: opts.registryUrl, timeoutMs: opts.registryTimeoutMs ?? DEFAULT_TIMEOUT_MS });
   const writers = new WriterSchemas(access, log);
   const scratch = new Scratch();
   const topics = topicNames(opts.topicPrefix);

@@ -3,9 +3,17 @@
  * register a subject's schema at start-up, and fetch an unknown writer schema by id, once. Every failure
  * becomes a {@link LedgerError}: the registry's definite answers (404, 409, 422) are `SCHEMA` errors,
  * everything that says "could not ask" (connection refused, 5xx, timeout, auth) is `UNAVAILABLE`.
+ *
+ * The calls go through the library's REST client (`dist/api`: mappersmith with its retry, basic-auth and
+ * error middlewares), not its `SchemaRegistry` class: the class loads JSON Schema and Protobuf support
+ * (ajv, protobufjs) on import, about 60 ms of every process's start, for schema types the ledger never
+ * uses. Registering is the class's own sequence (the subject's compatibility, then the schema, then the
+ * rule on a first registration).
  */
+import { createRequire } from 'node:module';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { COMPATIBILITY, SchemaType, type SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+import type { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+import type { SchemaRegistryAPIClient, SchemaRegistryAPIClientArgs } from '@kafkajs/confluent-schema-registry/dist/api/index.js';
 import { isLedgerError, type LedgerError } from '../errors.js';
 import { errorMessage, schemaError, unavailableError } from './errors.js';
 
@@ -30,8 +38,33 @@ export function classifyRegistryError(e: unknown): { failure: RegistryFailure; s
   return { failure: 'unavailable', status };
 }
 
+/** The library's REST client, from its own module (CommonJS: its function is the `default` export). */
+export function registryApi(args: SchemaRegistryAPIClientArgs): SchemaRegistryAPIClient {
+  const mod = createRequire(import.meta.url)('@kafkajs/confluent-schema-registry/dist/api/index.js') as { default: (a: SchemaRegistryAPIClientArgs) => SchemaRegistryAPIClient };
+  return mod.default(args);
+}
+
+/** The REST client of a `SchemaRegistry` a caller handed over (its `api`, the same client the class calls through). */
+export function apiOf(registry: SchemaRegistry): SchemaRegistryAPIClient {
+  const api = (registry as unknown as { api?: SchemaRegistryAPIClient }).api;
+  if (api?.Subject === undefined || api.Schema === undefined) throw new Error('@kafkajs/confluent-schema-registry SchemaRegistry without its api client (unsupported version)');
+  return api;
+}
+
+/** The compatibility every ledger subject is registered with. */
+const COMPATIBILITY = 'BACKWARD';
+
+/** The error the library's class throws when a subject's compatibility is not the one asked for (classified as `incompatible`). */
+class CompatibilityMismatch extends Error {
+  override readonly name = 'ConfluentSchemaRegistryCompatibilityError';
+}
+
+interface ApiResponse {
+  data(): unknown;
+}
+
 export interface RegistryAccessOptions {
-  registry: SchemaRegistry;
+  api: SchemaRegistryAPIClient;
   registryUrl: string;
   /** Each registry call fails with `UNAVAILABLE` after this long. */
   timeoutMs: number;
@@ -64,13 +97,10 @@ export class RegistryAccess {
    * compatibility, and returns the id.
    */
   async register(subject: string, schema: object): Promise<number> {
-    const { registry, registryUrl, timeoutMs } = this.opts;
+    const { registryUrl, timeoutMs } = this.opts;
     for (let attempt = 1; ; attempt++) {
       try {
-        const { id } = await withTimeout(`registering ${subject}`, registryUrl, timeoutMs, () =>
-          registry.register({ type: SchemaType.AVRO, schema: JSON.stringify(schema) }, { subject, compatibility: COMPATIBILITY.BACKWARD }),
-        );
-        return id;
+        return await withTimeout(`registering ${subject}`, registryUrl, timeoutMs, () => this.registerOnce(subject, schema));
       } catch (e) {
         // Two processes registering a NEW subject at once both see "first registration" and both set
         // its compatibility rule; the slower one gets 409 "A rule named 'COMPATIBILITY' already exists".
@@ -86,6 +116,28 @@ export class RegistryAccess {
         throw this.registerError(subject, e);
       }
     }
+  }
+
+  /**
+   * The library's register sequence: the subject's compatibility must be BACKWARD (a subject without a
+   * rule, 404, is a first registration), then POST the schema, then set the rule on a first registration.
+   */
+  private async registerOnce(subject: string, schema: object): Promise<number> {
+    const { Subject } = this.opts.api;
+    let first = false;
+    try {
+      const config = ((await Subject.config({ subject })) as ApiResponse).data() as { compatibilityLevel?: unknown } | null;
+      const level = String(config?.compatibilityLevel ?? '').toUpperCase();
+      if (level !== COMPATIBILITY) throw new CompatibilityMismatch(`Compatibility does not match the configuration (${COMPATIBILITY} != ${level})`);
+    } catch (e) {
+      if ((e as { status?: unknown } | null)?.status !== 404) throw e;
+      first = true;
+    }
+    const registered = ((await Subject.register({ subject, body: { schema: JSON.stringify(schema) } })) as ApiResponse).data() as { id?: unknown } | null;
+    if (first) await Subject.updateConfig({ subject, body: { compatibility: COMPATIBILITY } });
+    const id = registered?.id;
+    if (typeof id !== 'number' || !Number.isInteger(id)) throw new Error(`the registry answered the registration of ${subject} without a schema id`);
+    return id;
   }
 
   private registerError(subject: string, e: unknown): LedgerError {
@@ -134,15 +186,12 @@ export class RegistryAccess {
 
   /**
    * GET /schemas/ids/{id} through the library's HTTP client (its retries, auth and middlewares), for the
-   * exact text the registry holds: `getSchema` returns only an avsc Type, whose re-export loses attributes
-   * (enum defaults) an export bundle must keep, and it joins a pending request for the same id forever
-   * when the registry hangs.
+   * exact text the registry holds: the class's `getSchema` returns only an avsc Type, whose re-export loses
+   * attributes (enum defaults) an export bundle must keep, and it joins a pending request for the same id
+   * forever when the registry hangs.
    */
   private async findById(id: number): Promise<{ schema?: unknown; schemaType?: unknown }> {
-    const api = (this.opts.registry as unknown as { api?: { Schema?: { find?: unknown } } }).api;
-    const find = api?.Schema?.find;
-    if (typeof find !== 'function') throw new Error('@kafkajs/confluent-schema-registry without api.Schema.find (unsupported version)');
-    const response = (await (find as (args: { id: number }) => Promise<{ data(): unknown }>).call(api?.Schema, { id })) as { data(): unknown };
+    const response = (await this.opts.api.Schema.find({ id })) as ApiResponse;
     const data = response.data();
     return typeof data === 'object' && data !== null ? (data as { schema?: unknown; schemaType?: unknown }) : {};
   }
