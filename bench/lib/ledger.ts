@@ -3,8 +3,8 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
-import { loadConfig, topicNames, type LedgerConfig, type LedgerConfigInput } from '../../src/config.js';
-import { auditTopic, createKafka, type KafkaClient, type LogRecord } from '../../src/kafka/index.js';
+import { loadConfig, type LedgerConfig, type LedgerConfigInput } from '../../src/config.js';
+import { createKafka, type KafkaClient, type LogRecord } from '../../src/kafka/index.js';
 import { silentLogger } from '../../src/logging.js';
 import { ServiceProcess } from '../../stack/service-process.js';
 import { until } from './harness.js';
@@ -29,15 +29,16 @@ export async function readAll(config: LedgerConfig, topic: string): Promise<LogR
   return out;
 }
 
-/** Deletes the plan topics of a bench prefix (best effort). */
+/** Deletes every topic of a bench prefix, and `extra` (best effort). */
 export async function dropTopics(config: LedgerConfig, extra: string[] = []): Promise<void> {
   const kafka = benchKafka(config, 'bench-admin');
   const admin = kafka.admin();
   await admin.connect();
   try {
-    const names = new Set(await admin.listTopics());
-    const t = topicNames(config.topicPrefix);
-    const mine = [t.commands, t.events, t.snapshots, t.archive, t.dlq, auditTopic(config.topicPrefix), ...extra].filter((n) => names.has(n));
+    // Every topic of the bench's own prefix (plan topics, blobs, keys, streams, executors, audit), and `extra`.
+    const names = await admin.listTopics();
+    const wanted = new Set(extra);
+    const mine = names.filter((n) => n.startsWith(`${config.topicPrefix}.`) || wanted.has(n));
     if (mine.length) await admin.deleteTopics(mine).catch(() => {});
   } finally {
     await admin.disconnect();
