@@ -109,6 +109,30 @@ describe('codec against the real registry', () => {
     expect(Object.isFrozen(schema)).toBe(true);
   });
 
+  it('sets BACKWARD on a new subject, refuses a subject someone set otherwise naming it, and takes a caller\'s SchemaRegistry client', async () => {
+    const config = testConfig();
+    const codec = await codecFor(config);
+    const configOf = async (subject: string) => (await (await fetch(`${config.registryUrl}/config/${encodeURIComponent(subject)}`)).json()) as { compatibilityLevel?: string };
+    for (const subject of Object.values(codec.subjects)) expect((await configOf(subject)).compatibilityLevel).toBe('BACKWARD');
+
+    // Another tool set the events subject's rule to NONE: the ledger does not register under a rule it did not choose.
+    const events = codec.subjects.event;
+    const put = await fetch(`${config.registryUrl}/config/${encodeURIComponent(events)}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ compatibility: 'NONE' }) });
+    expect(put.status).toBe(200);
+    expect((await configOf(events)).compatibilityLevel).toBe('NONE');
+    const refused = await rejection(codecFor(config));
+    expect(refused.code).toBe('SCHEMA');
+    expect(refused.details).toMatchObject({ reason: 'incompatible', subject: events });
+    expect(refused.message).toContain('BACKWARD != NONE');
+
+    // A caller's own client (the library's class) is used through its REST client: same ids.
+    const { SchemaRegistry } = await import('@kafkajs/confluent-schema-registry');
+    const fresh = testConfig();
+    const own = await createCodec({ registryUrl: fresh.registryUrl, topicPrefix: fresh.topicPrefix, registry: new SchemaRegistry({ host: fresh.registryUrl }) });
+    const plain = await codecFor(fresh);
+    expect(own.schemaIds).toEqual(plain.schemaIds);
+  });
+
   it('lets several processes register the same new subjects at once (executors starting together)', async () => {
     // Each of the four sees a "first registration" and sets the subject's compatibility rule; the
     // registry refuses all but one of those rule writes with 409 — the codec must still come up. The
