@@ -249,9 +249,10 @@ class Executor {
     this.metrics.partitionResets.inc({ partition: String(partition) });
     this.logger.warn({ partition, consecutive: count, backoffMs: delay }, 'partition reset; restoring it from the log after a backoff');
     await sleep(delay);
-    if (this.stopping || this.owners.get(partition) !== broken) return;
+    // No member: it was fenced for good and is joining again (its partitions were revoked as lost).
+    if (this.stopping || this.owners.get(partition) !== broken || this.member === undefined) return;
     this.retire(broken);
-    this.owners.set(partition, this.newOwner(partition, this.member!));
+    this.owners.set(partition, this.newOwner(partition, this.member));
   }
 
   /**
@@ -326,6 +327,12 @@ class Executor {
   }
 
   async start(): Promise<void> {
+    await this.join();
+    await this.announcer.start();
+  }
+
+  /** Joins the executors' group (static membership under the executor id); partitions assigned before it returns are owned once it has. */
+  private async join(): Promise<void> {
     this.member = await this.kafka.join({
       groupId: this.topics.executorsGroup,
       topic: this.topics.commands,
@@ -337,12 +344,51 @@ class Executor {
       instanceId: this.executorId,
       onAssigned: (partitions) => this.assign(partitions),
       onRevoked: (partitions, lost) => this.revoke(partitions, lost),
+      onFenced: () => void this.rejoin(),
       onRecords: (partition, records) => this.onCommands(partition, records),
     });
     const early = [...this.assignedEarly];
     this.assignedEarly.clear();
     if (early.length) this.assign(early);
-    await this.announcer.start();
+  }
+
+  /** When the group member was fenced for good, in the last {@link FENCE_WINDOW_MS}: each one doubles the wait before joining again. */
+  private fences: number[] = [];
+
+  /**
+   * The group member was fenced for good: another member joined under this executor's id. That is this
+   * member's own rejoin after its session lapsed while the group coordinator's broker was down (librdkafka
+   * makes the old member's fence fatal), or a second executor started with the same id. The member reads
+   * nothing more, so without this the executor would run on and announce itself while owning nothing. It
+   * closes the member and joins again under the same id, after 1 s, doubling per fence in the last ten
+   * minutes up to 30 s: two executors that share an id take turns, each fence logged, rather than one
+   * going quiet.
+   */
+  private async rejoin(): Promise<void> {
+    if (this.stopping) return;
+    const now = Date.now();
+    this.fences = [...this.fences.filter((t) => now - t < FENCE_WINDOW_MS), now];
+    const waitMs = backoffMs(this.fences.length, 1000, 30_000);
+    this.metrics.memberFences.inc();
+    this.logger.warn({ waitMs, fencesInWindow: this.fences.length }, 'group member fenced for good; joining the group again under the same id');
+    const fenced = this.member;
+    this.member = undefined;
+    await sleep(waitMs);
+    await Promise.race([fenced?.close().catch(() => {}), sleep(10_000)]);
+    for (let attempt = 1; !this.stopping; attempt++) {
+      try {
+        await this.join();
+        // Stopped while joining: stop() found no member to close.
+        const joined = this.member as GroupMember | undefined;
+        if (this.stopping) await joined?.close().catch(() => {});
+        else this.logger.info({ executorId: this.executorId }, 'joined the group again');
+        return;
+      } catch (e) {
+        const retryMs = backoffMs(attempt, 1000, 30_000);
+        this.logger.error({ err: e, retryMs }, 'joining the group again failed; trying again');
+        await sleep(retryMs);
+      }
+    }
   }
 
   /**
@@ -452,6 +498,9 @@ class Executor {
     return this.stopPromise;
   }
 }
+
+/** The window in which fences of the group member count towards the wait before joining again. */
+const FENCE_WINDOW_MS = 10 * 60_000;
 
 /** How long a batch no owner can take yet waits before it is handed back to be read again. */
 const REREAD_DELAY_MS = 500;

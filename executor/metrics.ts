@@ -33,6 +33,11 @@ export function createExecutorMetrics() {
     labelNames: ['outcome', 'code'],
     registers: [registry],
   });
+  const memberFences = new Counter({
+    name: 'plan_ledger_executor_group_fences_total',
+    help: 'Times the executor\'s group member was fenced for good (another member joined under its id: its own rejoin after a lapsed session, or a second executor with the same id); each time it joins again.',
+    registers: [registry],
+  });
   let slots: (() => { inUse: number; waitingCount: number; limit: number }) | undefined;
   new Gauge({
     name: 'plan_ledger_executor_tool_slots',
@@ -69,7 +74,7 @@ export function createExecutorMetrics() {
   const trackSkew = (source: () => number | undefined) => (skew = source);
   /** Where the tool slots gauge reads the executor's slots from. */
   const trackSlots = (source: () => { inUse: number; waitingCount: number; limit: number }) => (slots = source);
-  return { registry, partitionResets, deadLettered, decideFaults, toolTimeouts, attempts, trackSlots, trackSkew };
+  return { registry, partitionResets, deadLettered, decideFaults, toolTimeouts, attempts, memberFences, trackSlots, trackSkew };
 }
 
 export type ExecutorMetrics = ReturnType<typeof createExecutorMetrics>;

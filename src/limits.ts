@@ -165,6 +165,12 @@ export const LIMITS: readonly Limit[] = Object.freeze([
     pastIt: 'counted in `plan_ledger_partition_resets_total` (executor `--metrics-port`) and logged with the backoff',
   },
   {
+    limit: "the executor's group member fenced for good (another member joined under its id: its own rejoin after its session lapsed behind a dead coordinator, or a second executor with the same id)",
+    default: 'backoff 1 s, 2 s … capped at 30 s, doubling per fence in the last 10 minutes',
+    setBy: NONE,
+    pastIt: 'its partitions are revoked as lost; it closes the member and joins again under the same id; `plan_ledger_executor_group_fences_total` counts it. Two executors that share an id take turns, each fence logged',
+  },
+  {
     limit: 'a defect inside `decide` (an unexpected exception, not bad input)',
     default: NONE,
     setBy: NONE,

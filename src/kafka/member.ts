@@ -277,11 +277,12 @@ class NativeMember implements GroupMember {
   private fatal(err: { message?: string; code?: number }): void {
     this.logger.error(
       { group: this.o.groupId, instanceId: this.o.instanceId, code: err.code },
-      `group member fenced for good, reading no more and giving up its partitions: ${err.message ?? 'fatal error'}; another member joined group ${this.o.groupId} as instance ${this.o.instanceId ?? '(none)'} (two executors with one id?)`,
+      `group member fenced for good, reading no more and giving up its partitions: ${err.message ?? 'fatal error'}; another member joined group ${this.o.groupId} as instance ${this.o.instanceId ?? '(none)'} (two executors with one id, or this member's own rejoin after its session lapsed)`,
     );
     const mine = [...this.parts.keys()];
     this.parts.clear();
-    if (mine.length) void Promise.resolve(this.o.onRevoked(mine, true)).catch((e: unknown) => this.logger.error({ err: e }, 'revocation handler failed'));
+    const revoked = mine.length ? Promise.resolve(this.o.onRevoked(mine, true)).catch((e: unknown) => this.logger.error({ err: e }, 'revocation handler failed')) : Promise.resolve();
+    void revoked.then(() => this.o.onFenced?.(err));
   }
 }
 

@@ -204,6 +204,12 @@ export interface GroupMemberOptions {
    */
   readonly onRevoked: (partitions: number[], lost: boolean) => void | Promise<void>;
   /**
+   * Called once when the member is fenced for good (another member joined under its instance id; librdkafka
+   * makes that fatal): it reads nothing more and its partitions were revoked as lost. Its owner may close it
+   * and join again under the same id.
+   */
+  readonly onFenced?: (cause: { message?: string; code?: number }) => void;
+  /**
    * Records of one partition, in offset order; one call per partition at a time. The result says where
    * reading goes on: `undefined` after the last record, or the offset to read on from — at or before the
    * batch's records to read (part of) it again, past them to skip ahead.

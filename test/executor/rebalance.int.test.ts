@@ -1,11 +1,13 @@
 // A second executor joins the group: a partition that stays with the first keeps its owner (no second
 // restore, its running tool goes on, whether the rebalance revoked and returned it or left it alone); a
 // partition that moves is restored by the new owner, which re-invokes in-flight items with the same key.
-// A fence from no owner (a past owner's late initTransactions) does not leave the partition unserved.
+// A fence from no owner (a past owner's late initTransactions) does not leave the partition unserved, and an
+// executor whose group member is fenced for good (another member under its id) joins again and serves.
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { connectLedger } from '../../src/client/index.js';
+import { topicNames } from '../../src/config.js';
 import { partitionFor } from '../../src/kafka/index.js';
 import { startExecutor } from '../../executor/index.js';
 import { partitionTransactionalIds } from '../../executor/partition-owner.js';
@@ -129,5 +131,50 @@ describe('rebalance', () => {
     // Partition 1 was never fenced or restored again; each plan's effect ran once.
     expect(a.lines.filter((l) => l.partition === 1 && l.component === 'partition-owner' && l.msg === 'partition restored')).toHaveLength(1);
     for (const id of [fencedPlan, other]) expect(effects.calls.filter((c) => c.key.startsWith(`${id}/`)).map((c) => c.key)).toEqual([`${id}/one/1`]);
+  }, 150_000);
+
+  it('an executor whose group member is fenced for good joins the group again under its id and serves its partitions', async () => {
+    const config = testConfig({ partitions: 2 });
+    const a = capturingLogger();
+    const exec = await startExecutor({ tools, config, logger: a.logger, executorId: 'fence-A', sessionTimeoutMs: 6000, heartbeatIntervalMs: 500 });
+    onTestFinished(() => exec.stop());
+    await exec.started;
+    await waitFor(() => exec.ownedPartitions().length === 2, { message: 'the executor owns both partitions' });
+
+    // A member joins under the executor's id: the coordinator fences the executor's member, and librdkafka
+    // makes that fatal (as after its own rejoin when its session lapsed behind a dead coordinator).
+    const kafka = testKafka(config);
+    const intruder = { revoked: [] as Array<{ partitions: number[]; lost: boolean }>, fenced: 0 };
+    const member = await kafka.join({
+      groupId: topicNames(config.topicPrefix).executorsGroup,
+      topic: topicNames(config.topicPrefix).commands,
+      instanceId: 'fence-A',
+      sessionTimeoutMs: 6000,
+      heartbeatIntervalMs: 500,
+      rebalanceTimeoutMs: 10_000,
+      onAssigned: () => {},
+      onRevoked: (partitions, lost) => void intruder.revoked.push({ partitions: [...partitions].sort(), lost }),
+      onFenced: () => void intruder.fenced++,
+      onRecords: async () => undefined,
+    });
+    closeAfter({ disconnect: () => member.close() });
+    await waitFor(() => a.lines.some((l) => l.msg === 'group member fenced for good; joining the group again under the same id'), { timeoutMs: 30_000, message: 'the executor saw its member fenced' });
+    expect(exec.ownedPartitions()).toEqual([]);
+
+    // It joins again after 1 s, fencing the intruder in turn, and owns both partitions again.
+    await waitFor(() => intruder.fenced === 1, { timeoutMs: 30_000, message: 'the intruder fenced by the executor joining again' });
+    await waitFor(() => exec.ownedPartitions().length === 2, { timeoutMs: 30_000, message: 'the executor owns both partitions again' });
+    expect(a.lines.filter((l) => l.msg === 'joined the group again')).toHaveLength(1);
+    expect(await exec.metrics()).toContain('plan_ledger_executor_group_fences_total 1');
+
+    // And it serves them: a plan on each partition completes, each effect once.
+    const ledger = await connectLedger(config);
+    onTestFinished(() => ledger.close());
+    const ids = [0, 1].map((p) => {
+      for (let i = 0; ; i++) if (partitionFor(`refenced-${p}-${i}`, 2) === p) return `refenced-${p}-${i}`;
+    });
+    for (const planId of ids) await ledger.createPlan({ planId, goal: 'after a fence', mode: 'execute', items: [{ id: 'one', title: 'one', why: 'served after joining again', tool: 'effect', input: {} }] }, { timeoutMs: 60_000 });
+    for (const planId of ids) await ledger.waitFor(planId, 'completed', { timeoutMs: 60_000 });
+    for (const planId of ids) expect(effects.calls.filter((c) => c.key.startsWith(`${planId}/`)).map((c) => c.key)).toEqual([`${planId}/one/1`]);
   }, 150_000);
 });
