@@ -25,6 +25,8 @@ const TAKE_OVER_WARN_MS = 10_000;
 export class PartitionOwner {
   readonly book: PartitionBook;
   private writers: FencedWriter[] = [];
+  /** Settles when every fence (`connect`, InitProducerId) this owner started has ended, however. */
+  private fencing: Promise<unknown> = Promise.resolve();
   private appender!: TransactionalAppender;
   private handler!: CommandHandler;
   private items!: ItemScheduler;
@@ -93,8 +95,14 @@ export class PartitionOwner {
     // Fence first, then read: once both ids are initialised, the previous owner can commit nothing more,
     // so the log we restore from is final.
     this.writers = partitionTransactionalIds(this.d.config.topicPrefix, this.partition).map((id) => this.d.kafka.fencedWriter(id));
-    await Promise.all(this.writers.map((w) => w.connect()));
+    const connects = this.writers.map((w) => w.connect());
+    this.fencing = Promise.allSettled(connects);
+    await Promise.all(connects);
     const fenceMs = Date.now() - t0;
+    if (this.draining) {
+      this.log.info({ fenceMs }, 'fenced after the partition was released; not restoring it');
+      return;
+    }
     stepping('restore');
     this.appender = new TransactionalAppender({
       writers: this.writers,
@@ -191,6 +199,9 @@ export class PartitionOwner {
     this.draining = true;
     await this.items?.stop(reason, graceMs);
     this.stopped = true;
+    // A fence still in flight ends first (each is bounded): released in the middle of taking the partition
+    // over, this owner must not fence the ids after the next owner has (see GroupMemberOptions.onRevoked).
+    await this.fencing;
     await this.appender?.idle().catch(() => {});
     await Promise.all(this.writers.map((w) => w.disconnect().catch(() => {})));
     this.book.dormant.clear(); // its bytes go back to the executor's budget

@@ -11,7 +11,7 @@
 import { backoffMs } from './backoff.js';
 import { MAX_COMMAND_FAILURES, MAX_RESET_BACKOFF_MS, RESET_BACKOFF_MS, SCAN_WINDOW } from './executor-bounds.js';
 import { MAX_ANNOUNCEMENT_BYTES, STALE_AFTER_HEARTBEATS } from './executors/announcement.js';
-import { MAX_RECORD_BYTES } from './kafka/port.js';
+import { MAX_RECORD_BYTES, REVOCATION_WAIT_MS } from './kafka/port.js';
 import { MAX_REJECTIONS_KEPT } from './plan/state.js';
 import { eventsBetweenSnapshots, LARGE_PLAN_ITEMS } from './projection/snapshot-policy.js';
 import { MAX_INLINE_PAYLOAD_BYTES, settingDefault } from './settings.js';
@@ -163,6 +163,12 @@ export const LIMITS: readonly Limit[] = Object.freeze([
     default: `backoff ${backoffText}, starting over once an owner has restored the partition`,
     setBy: NONE,
     pastIt: 'counted in `plan_ledger_partition_resets_total` (executor `--metrics-port`) and logged with the backoff',
+  },
+  {
+    limit: "a revoked partition's hand-over: the old owner's revocation (its fences in flight end, then it stops) before the group hands the partition on",
+    default: durationText(REVOCATION_WAIT_MS),
+    setBy: NONE,
+    pastIt: 'the partition goes back to the group anyway and a warning names it; a fence of the old owner that ends later fences the new owner, which takes the partition again a session timeout and a heartbeat later',
   },
   {
     limit: "the executor's group member fenced for good (another member joined under its id: its own rejoin after its session lapsed behind a dead coordinator, or a second executor with the same id)",

@@ -47,7 +47,8 @@ describe('limits reference', () => {
 
   it('puts every row in the generated page, and the committed page is the generated one', () => {
     const page = limitsReference();
-    expect(LIMITS.length).toBe(25);
+    expect(LIMITS.length).toBe(26);
+    expect(LIMITS.find((l) => l.limit.startsWith("a revoked partition's hand-over"))?.default).toBe('8 s');
     expect(LIMITS.find((l) => l.limit.startsWith("the executor's group member fenced for good"))?.default).toBe('backoff 1 s, 2 s … capped at 30 s, doubling per fence in the last 10 minutes');
     expect(byName('`<prefix>.plan-streams` retention').default).toBe('1 day and 256 MiB per partition');
     expect(byName('MCP `plan_wait` progress notifications').default).toBe('one every 0.25 s at most, 2,048 characters of streamed text each');

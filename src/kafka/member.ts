@@ -4,7 +4,7 @@ import type { Logger } from '../logging.js';
 import { setting } from '../settings.js';
 import { connectWatched, routeLogs, type RdConfig } from './connection.js';
 import { confluent } from './native.js';
-import type { GroupMember, GroupMemberOptions, LogRecord } from './port.js';
+import { REVOCATION_WAIT_MS, type GroupMember, type GroupMemberOptions, type LogRecord } from './port.js';
 import { consumeBatch, consumeOrPause, disconnectConsumer, toLogRecord, type NativeConsumer } from './reader.js';
 
 /** librdkafka's _FATAL: the handle cannot go on (for a member: another joined under its instance id). */
@@ -108,8 +108,9 @@ class NativeMember implements GroupMember {
       } else if (err.code === REVOKE_PARTITIONS) {
         const lost = this.c.assignmentLost();
         const mine = partitions.filter((p) => this.parts.delete(p));
-        if (mine.length) void Promise.resolve(this.o.onRevoked(mine, lost)).catch((e: unknown) => this.logger.error({ err: e }, 'revocation handler failed'));
-        if (cooperative) this.c.incrementalUnassign(assignment as never);
+        const handled = mine.length ? Promise.resolve(this.o.onRevoked(mine, lost)).catch((e: unknown) => this.logger.error({ err: e }, 'revocation handler failed')) : undefined;
+        if (cooperative && !lost && handled !== undefined) void this.unassignOnceHandled(assignment, mine, handled);
+        else if (cooperative) this.c.incrementalUnassign(assignment as never);
         else this.c.unassign();
       } else {
         this.logger.error({ code: err.code, message: err.message }, 'rebalance error; giving up every partition');
@@ -120,6 +121,27 @@ class NativeMember implements GroupMember {
       }
     } catch (e) {
       if (!this.closing) this.logger.warn({ err: e }, 'rebalance step failed');
+    }
+  }
+
+  /**
+   * Hands cooperatively revoked partitions back to the group once their handler has settled, within
+   * {@link REVOCATION_WAIT_MS}. Until then the group's rebalance waits for this member (librdkafka holds it
+   * until the unassign), so the next owner starts after this one let go. An owner that was still taking
+   * the partition over would otherwise fence its transactional ids after the next owner did, and fence the
+   * next owner (no revocation follows such a fence: the next owner finds out a session later).
+   */
+  private async unassignOnceHandled(assignment: Array<{ topic: string; partition: number }>, partitions: number[], handled: Promise<unknown>): Promise<void> {
+    const waitMs = this.o.revocationWaitMs ?? REVOCATION_WAIT_MS;
+    const t0 = Date.now();
+    let timer: NodeJS.Timeout | undefined;
+    const inTime = await Promise.race([handled.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), waitMs)))]);
+    clearTimeout(timer);
+    if (!inTime) this.logger.warn({ group: this.o.groupId, partitions, waitedMs: Date.now() - t0 }, 'revoked partitions handed back before their owner let go: its revocation handler has not finished');
+    try {
+      this.c.incrementalUnassign(assignment as never);
+    } catch (e) {
+      if (!this.closing) this.logger.warn({ err: e, partitions }, 'handing revoked partitions back failed');
     }
   }
 

@@ -181,6 +181,14 @@ export interface PartitionTail {
   close(): Promise<void>;
 }
 
+/**
+ * The most a cooperative revocation waits for the member's `onRevoked` before the partitions go back to
+ * the group: long enough for an owner's fence in flight (up to 2.3 s while a coordinator loads, in the
+ * chaos runs) and its stop; short against the rebalance timeout, so a stuck handler delays the next owner
+ * by this much at most.
+ */
+export const REVOCATION_WAIT_MS = 8_000;
+
 export interface GroupMemberOptions {
   readonly groupId: string;
   readonly topic: string;
@@ -200,9 +208,14 @@ export interface GroupMemberOptions {
   readonly onAssigned: (partitions: number[]) => void;
   /**
    * Partitions taken from this member (incremental: only those). `lost` when the member was expelled
-   * (session timeout) rather than asked: another member may have owned them meanwhile.
+   * (session timeout) rather than asked: another member may have owned them meanwhile. When it was asked
+   * (a cooperative revocation), the member hands the partitions back to the group once the promise this
+   * returns has settled, or after {@link revocationWaitMs}: the next owner gets them after this one has
+   * let go (a fence of this owner's still in flight cannot land after the next owner's).
    */
   readonly onRevoked: (partitions: number[], lost: boolean) => void | Promise<void>;
+  /** The most a cooperative revocation waits for `onRevoked` before the partitions go back to the group. Default {@link REVOCATION_WAIT_MS}. */
+  readonly revocationWaitMs?: number;
   /**
    * Called once when the member is fenced for good (another member joined under its instance id; librdkafka
    * makes that fatal): it reads nothing more and its partitions were revoked as lost. Its owner may close it
