@@ -263,8 +263,8 @@ class Executor {
    * when the group moved the partition here ends after ours and bumps the epoch over it. A revoked owner
    * lets its fences end before the group hands the partition on (GroupMemberOptions.onRevoked), so this
    * is left to an owner whose assignment was lost (its session lapsed) with a fence in flight, or one whose
-   * fence outlived the member's revocation wait. No revocation ever follows that one, and the partition would stay assigned
-   * here and served by no one. So once a member that lost the partition would have heard of it (a session
+   * fence outlived the member's revocation wait. No revocation ever follows that one, and the partition
+   * would stay assigned here and served by no one. So once a member that lost the partition would have heard of it (a session
    * timeout and a heartbeat), a partition still assigned here gets a fresh owner: it fences the ids again
    * and restores from the log. Fencing is how ownership moves anyway: a mistaken retake costs the next
    * owner a fence of its own, never an effect.
