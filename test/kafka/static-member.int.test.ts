@@ -115,7 +115,8 @@ describe('cooperative revocation', () => {
     const [revoked] = a.handled;
     expect(revoked!.lost).toBe(false);
     expect(revoked!.partitions).toEqual([...b.owned].sort());
-    expect(revoked!.ended - revoked!.began).toBeGreaterThanOrEqual(3_000);
+    // The handler ran its 3 s (a timer may fire a millisecond early by Date.now: CI saw 2,999 ms).
+    expect(revoked!.ended - revoked!.began).toBeGreaterThanOrEqual(2_990);
     // Every moved partition was assigned to b after a's handler had ended, never while it ran.
     for (const p of b.owned) expect(b.assignedAt.get(p)!).toBeGreaterThanOrEqual(revoked!.ended);
   });
