@@ -36,6 +36,7 @@ import type { StreamChunk } from '../streams/records.js';
 import { checkPlanId, digestAfter, isAll, itemList } from './inputs.js';
 import { kafkaErrorsAsLedgerErrors } from './kafka-errors.js';
 import { checkTools, readExecutors, type ExecutorList, type ToolCheck } from '../executors/index.js';
+import { settledWithin } from '../timeouts.js';
 import type {
   CreatePlanInput,
   CreatePlanOptions,
@@ -444,15 +445,5 @@ class LedgerClient implements Ledger {
     await Promise.allSettled([this.events.close(), this.sender.close(), this.index.close()]);
     await this.admin.disconnect().catch(() => {});
     await this.kafka.close();
-  }
-}
-
-/** `p`'s value, or `fallback` when `p` has not settled within `ms` (`p` never rejects here). */
-async function settledWithin<T>(p: Promise<T>, ms: number, fallback: T): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([p, new Promise<T>((resolve) => (timer = setTimeout(() => resolve(fallback), ms)))]);
-  } finally {
-    clearTimeout(timer);
   }
 }

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { LedgerConfig } from '../config.js';
 import type { Logger } from '../logging.js';
 import { setting } from '../settings.js';
+import { settledWithin } from '../timeouts.js';
 import { connectWatched, routeLogs, type RdConfig } from './connection.js';
 import { confluent } from './native.js';
 import { REVOCATION_WAIT_MS, type GroupMember, type GroupMemberOptions, type LogRecord } from './port.js';
@@ -134,9 +135,7 @@ class NativeMember implements GroupMember {
   private async unassignOnceHandled(assignment: Array<{ topic: string; partition: number }>, partitions: number[], handled: Promise<unknown>): Promise<void> {
     const waitMs = this.o.revocationWaitMs ?? REVOCATION_WAIT_MS;
     const t0 = Date.now();
-    let timer: NodeJS.Timeout | undefined;
-    const inTime = await Promise.race([handled.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), waitMs)))]);
-    clearTimeout(timer);
+    const inTime = await settledWithin(handled.then(() => true), waitMs, false);
     if (!inTime) this.logger.warn({ group: this.o.groupId, partitions, waitedMs: Date.now() - t0 }, 'revoked partitions handed back before their owner let go: its revocation handler has not finished');
     try {
       this.c.incrementalUnassign(assignment as never);
