@@ -1,8 +1,9 @@
 // A second executor joins the group: a partition that stays with the first keeps its owner (no second
 // restore, its running tool goes on, whether the rebalance revoked and returned it or left it alone); a
 // partition that moves is restored by the new owner, which re-invokes in-flight items with the same key.
-// A fence from no owner (a past owner's late initTransactions) does not leave the partition unserved, and an
-// executor whose group member is fenced for good (another member under its id) joins again and serves.
+// A tool that never answers and ignores its abort holds no hand-over up. A fence from no owner (a past
+// owner's late initTransactions) does not leave the partition unserved, and an executor whose group
+// member is fenced for good (another member under its id) joins again and serves.
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
@@ -11,6 +12,7 @@ import { topicNames } from '../../src/config.js';
 import { partitionFor } from '../../src/kafka/index.js';
 import { startExecutor } from '../../executor/index.js';
 import { partitionTransactionalIds } from '../../executor/partition-owner.js';
+import { defineTool } from '../../src/tools.js';
 import { EffectsService } from '../fixtures/effects-service.js';
 import { tools } from '../fixtures/tools.js';
 import { closeAfter, testConfig, testKafka, waitFor } from '../support/helpers.js';
@@ -90,6 +92,59 @@ describe('rebalance', () => {
     }
     expect([...effects.effects.keys()].filter((k) => planIds.some((p) => k.startsWith(`${p}/`)))).toHaveLength(4);
   });
+
+  it('a hand-over while a tool ignores its abort and never answers: the partition moves, its new owner completes the plan, and both partitions serve new plans', async () => {
+    const config = testConfig({ partitions: 2 });
+    // The first call of each plan's item never answers and ignores ctx.signal, until the test ends; calls
+    // made once `hang` is off answer at once.
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    onTestFinished(() => release());
+    let hang = true;
+    const calls: Array<{ planId: string; recovering: boolean }> = [];
+    const stuck = defineTool({
+      name: 'stuck',
+      run: async (_input: unknown, ctx) => {
+        calls.push({ planId: ctx.planId, recovering: ctx.recovering });
+        if (hang) await released;
+        return { answered: true };
+      },
+    });
+    const a = capturingLogger();
+    const execA = await startExecutor({ tools: [...tools, stuck], config, logger: a.logger, executorId: 'stuck-A', sessionTimeoutMs: 6000, heartbeatIntervalMs: 500 });
+    onTestFinished(() => execA.stop());
+    await execA.started;
+    await waitFor(() => execA.ownedPartitions().length === 2, { message: 'A owns both partitions' });
+    const ledger = await connectLedger(config);
+    onTestFinished(() => ledger.close());
+    const planOn = (p: number, tag: string) => {
+      for (let i = 0; ; i++) if (partitionFor(`stuck-${tag}-${i}`, 2) === p) return `stuck-${tag}-${i}`;
+    };
+    const stuckPlans = [planOn(0, 'hung'), planOn(1, 'hung')];
+    for (const planId of stuckPlans) await ledger.createPlan({ planId, goal: 'hand-over', mode: 'execute', items: [{ id: 'hung', title: 'hung', why: 'a tool that never answers', tool: 'stuck', input: {} }] });
+    await waitFor(() => calls.length === 2, { message: 'both first calls hang' });
+    hang = false;
+
+    const b = capturingLogger();
+    const execB = await startExecutor({ tools: [...tools, stuck], config, logger: b.logger, executorId: 'stuck-B', sessionTimeoutMs: 6000, heartbeatIntervalMs: 500 });
+    onTestFinished(() => execB.stop());
+    await waitFor(() => execA.ownedPartitions().length === 1 && execB.ownedPartitions().length === 1, { timeoutMs: 30_000, message: 'one partition each' });
+    const [moved] = execB.ownedPartitions();
+    const [kept] = execA.ownedPartitions();
+
+    // The moved plan: A's owner let go (its tool aborted, still unanswered), B invoked it again and completed it.
+    await ledger.waitFor(stuckPlans[moved!]!, 'completed', { timeoutMs: 60_000 });
+    expect(calls.filter((c) => c.planId === stuckPlans[moved!]).map((c) => c.recovering)).toEqual([false, true]);
+    expect(a.lines.filter((l) => l.component === 'partition-owner' && l.partition === moved && l.msg === 'partition released').map((l) => l.reason)).toEqual(['revoked']);
+    expect(a.lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('revoked partitions handed back before'))).toEqual([]);
+    // Both partitions serve new plans, the kept one beside its call that still hangs.
+    for (const p of [0, 1]) {
+      const { planId } = await ledger.createPlan({ planId: planOn(p, 'after'), goal: 'after the hand-over', mode: 'execute', items: [{ id: 'one', title: 'one', why: 'served', tool: 'noop', input: { p } }] });
+      await ledger.waitFor(planId, 'completed', { timeoutMs: 60_000 });
+    }
+    expect((await ledger.getPlan(stuckPlans[kept!]!))!.status).toBe('running');
+    expect(calls.filter((c) => c.planId === stuckPlans[kept!])).toHaveLength(1);
+  }, 120_000);
 
   it('a fence from no owner (a past owner\'s initTransactions that ended late) does not orphan the partition: the executor takes it again and decides its commands', async () => {
     const config = testConfig({ partitions: 2 });
