@@ -53,6 +53,7 @@ export interface ProjectorOptions {
   readonly retainEvents?: ProjectionServiceOptions['retainEvents'];
   readonly snapshotChunkBytes?: ProjectionServiceOptions['snapshotChunkBytes'];
   readonly beforeSnapshot?: ProjectionServiceOptions['beforeSnapshot'];
+  readonly beforeFence?: ProjectionServiceOptions['beforeFence'];
   /** MiB of finished plans held in memory (default PLAN_LEDGER_PROJECTOR_CACHE_MIB or 256); see ProjectionServiceOptions. */
   readonly cacheMib?: number;
   readonly groupId?: string;
@@ -114,6 +115,7 @@ export async function startProjector(opts: ProjectorOptions = {}): Promise<Proje
     retainEvents: opts.retainEvents,
     snapshotChunkBytes: opts.snapshotChunkBytes,
     beforeSnapshot: opts.beforeSnapshot,
+    beforeFence: opts.beforeFence,
     ...(opts.cacheMib !== undefined ? { cacheMib: opts.cacheMib } : {}),
     groupId: opts.groupId,
     defaultMetrics: opts.defaultMetrics,

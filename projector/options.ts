@@ -36,6 +36,12 @@ export interface ProjectionServiceOptions {
    * injection in tests.
    */
   readonly beforeSnapshot?: (planId: string) => void;
+  /**
+   * Called before a partition's snapshot writer fences the partition's previous owner (its
+   * `initTransactions`); a slow one stands for a fence that takes long, as while a transaction
+   * coordinator loads. For fault injection in tests.
+   */
+  readonly beforeFence?: (partition: number) => void | Promise<void>;
   /** Collect Node's default process metrics (default true). */
   readonly defaultMetrics?: boolean;
   /**

@@ -123,6 +123,7 @@ export class ProjectionService {
       group: this.opts.groupId ?? this.names.projectorGroup,
       chunkBytes: this.opts.snapshotChunkBytes,
       beforeSnapshot: this.opts.beforeSnapshot,
+      beforeFence: this.opts.beforeFence,
       owns: (p) => this.assigned.has(p) && !this.stopped,
       fenced: (p, writer, e) => this.fenced(p, writer, e),
       // The group's committed offset follows the watermark: a restart restores from there anyway.
@@ -181,7 +182,12 @@ export class ProjectionService {
     for (const p of partitions) this.restoreInBackground(p, 1);
   }
 
-  private onRevoked(partitions: number[]): void {
+  /**
+   * Partitions taken from this projector. It stops projecting them at once; the returned promise settles
+   * when no writer of theirs is still starting, and the group hands them on only then (up to the member's
+   * revocation wait): a fence still in flight would land after the next owner's and fence it.
+   */
+  private onRevoked(partitions: number[]): Promise<void> {
     for (const p of partitions) {
       this.assigned.delete(p);
       if (this.stopped) continue; // stop() has written the last watermarks and retired the writers
@@ -189,6 +195,7 @@ export class ProjectionService {
       this.model.dropPartition(p);
       this.snapshots.retire(p);
     }
+    return this.snapshots.startsSettled(partitions);
   }
 
   /** Remembers a partition's batch in flight until it ends. */

@@ -24,6 +24,8 @@ export interface SnapshotWriterHost {
   readonly chunkBytes?: number;
   /** Fault injection (`ProjectionServiceOptions.beforeSnapshot`). */
   readonly beforeSnapshot?: (planId: string) => void;
+  /** Fault injection (`ProjectionServiceOptions.beforeFence`). */
+  readonly beforeFence?: (partition: number) => void | Promise<void>;
   /** The partition is still this projector's (assigned, not stopping). */
   owns(p: number): boolean;
   /**
@@ -63,6 +65,8 @@ export class SnapshotWriter {
    * partitioned projector of the same group) is fenced and cannot land an older snapshot after ours.
    */
   private readonly writers = new Map<number, FencedWriter>();
+  /** Writers being started (fencing the partition's previous owner), by partition: one at a time each. */
+  private readonly starting = new Map<number, Promise<FencedWriter>>();
   private writes: Promise<void> = Promise.resolve();
 
   constructor(private readonly host: SnapshotWriterHost) {}
@@ -286,10 +290,32 @@ export class SnapshotWriter {
     return next;
   }
 
-  /** The partition's snapshot writer, created (and the previous owner fenced) on first use. */
-  async writerFor(p: number): Promise<FencedWriter> {
+  /**
+   * The partition's snapshot writer, created (and the previous owner fenced) on first use. Callers at the
+   * same time share one start: two writers of one id would fence each other.
+   */
+  writerFor(p: number): Promise<FencedWriter> {
     const known = this.writers.get(p);
-    if (known) return known;
+    if (known) return Promise.resolve(known);
+    let started = this.starting.get(p);
+    if (started === undefined) {
+      started = this.start(p).finally(() => this.starting.delete(p));
+      this.starting.set(p, started);
+    }
+    return started;
+  }
+
+  /**
+   * Settles once none of `partitions` has a writer starting. A start in flight ends in a fence
+   * (`initTransactions`), which, landing after the next owner's own, would fence that owner: a revocation
+   * waits for it before the partitions go back to the group.
+   */
+  async startsSettled(partitions: readonly number[]): Promise<void> {
+    await Promise.allSettled(partitions.map((p) => this.starting.get(p)).filter((s) => s !== undefined));
+  }
+
+  private async start(p: number): Promise<FencedWriter> {
+    await this.host.beforeFence?.(p);
     const writer = this.host.kafka.fencedWriter(`${this.host.group}.p${p}`);
     await writer.connect();
     if (!this.host.owns(p)) {

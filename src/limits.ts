@@ -165,7 +165,7 @@ export const LIMITS: readonly Limit[] = Object.freeze([
     pastIt: 'counted in `plan_ledger_partition_resets_total` (executor `--metrics-port`) and logged with the backoff',
   },
   {
-    limit: "a revoked partition's hand-over: the old owner's revocation (its fences in flight end, then it stops) before the group hands the partition on",
+    limit: "a revoked partition's hand-over (executor and projector): the old owner's revocation (its fences in flight end, then it stops) before the group hands the partition on",
     default: durationText(REVOCATION_WAIT_MS),
     setBy: NONE,
     pastIt: 'the partition goes back to the group anyway and a warning names it; a fence of the old owner that ends later fences the new owner, which takes the partition again a session timeout and a heartbeat later',

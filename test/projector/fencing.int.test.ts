@@ -1,5 +1,6 @@
 // Projector snapshot writers are fenced per partition: a projector that lost a partition while it was
 // paused or cut off (a zombie) cannot land a snapshot after the new owner's, against the real broker.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { startProjector, type ProjectorHandle } from '../../projector/index.js';
 import { partitionFor } from '../../src/kafka/index.js';
@@ -8,8 +9,8 @@ import { PLAN_STATUS_HEADER, stateFromSnapshot, type PlanSnapshot } from '../../
 import { closeAfter, testConfig, testLogger, waitFor } from '../support/helpers.js';
 import { cleanup, LedgerWriter, readAll, testLedger, type TestLedger } from './support.js';
 
-async function projector(config: ReturnType<typeof testConfig>): Promise<ProjectorHandle> {
-  const p = await startProjector({ config, logger: testLogger, port: 0, apiToken: null, watermarkIntervalMs: 300, defaultMetrics: false });
+async function projector(config: ReturnType<typeof testConfig>, beforeFence?: (partition: number) => Promise<void>): Promise<ProjectorHandle> {
+  const p = await startProjector({ config, logger: testLogger, port: 0, apiToken: null, watermarkIntervalMs: 300, defaultMetrics: false, ...(beforeFence ? { beforeFence } : {}) });
   cleanup(() => p.stop());
   return p;
 }
@@ -97,5 +98,62 @@ describe('projector fencing', () => {
     ).rejects.toThrow();
     await tx.abort().catch(() => {});
     expect((await snapshotsOf(ledger, a)).at(-1)?.seq).toBe(finalA.seq);
+  }, 150_000);
+
+  it('a partition moves to a new projector only once its old owner\'s fence in flight has ended, so the old fence never fences the new owner', async () => {
+    const config = testConfig();
+    const ledger = await testLedger(config);
+    const writer = new LedgerWriter(ledger);
+    // A round of plans: one finished plan on every partition.
+    const round = async (name: string): Promise<string[]> => {
+      const ids = Array.from({ length: config.partitions }, (_, p) => Array.from({ length: 200 }, (_, i) => `${name}-${i}`).find((id) => partitionFor(id, config.partitions) === p)!);
+      const lifecycles = ids.map((id) => writer.lifecycle(id, 2));
+      for (let i = 0; i < Math.max(...lifecycles.map((l) => l.length)); i++) await writer.run(lifecycles.flatMap((l) => l[i] ?? []));
+      return ids;
+    };
+    const before = await round('before');
+
+    // The first projector's fences are held until 9 s after the second joined the group (as while a
+    // transaction coordinator loads): the group takes some partitions from the first a few seconds after
+    // the join, mid-fence, and a revocation may wait 8 s for its owner to let go.
+    const fencing = new Set<number>();
+    let fenced = 0;
+    let joined = 0; // when the second projector joined
+    const first = await projector(config, async (p) => {
+      fencing.add(p);
+      await waitFor(() => joined > 0, { timeoutMs: 30_000, message: 'the second projector joined' });
+      await sleep(joined + 9000 - Date.now());
+      fenced++;
+    });
+    await waitFor(() => fencing.size === config.partitions, { timeoutMs: 30_000, message: "the first projector's fences began" });
+    const second = await projector(config);
+    joined = Date.now();
+    await waitFor(
+      () => {
+        const a = first.service.partitions().map((x) => x.partition);
+        const b = second.service.partitions().map((x) => x.partition);
+        return b.length > 0 && new Set([...a, ...b]).size === config.partitions && a.length + b.length === config.partitions;
+      },
+      { timeoutMs: 60_000, message: 'the two projectors share every partition' },
+    );
+    const moved = second.service.partitions().map((x) => x.partition);
+
+    // Once every fence of the first has ended, a second round of plans: each owner snapshots its own.
+    // Before the change, the first's fence of a moved partition landed after the second's and fenced it, so
+    // the second could not write that partition's snapshots until it restored it again a session later.
+    await waitFor(() => fenced === config.partitions, { timeoutMs: 30_000, message: "the first projector's fences ended" });
+    const after = await round('after');
+    for (const id of [...before, ...after]) {
+      const p = partitionFor(id, config.partitions);
+      const owner = moved.includes(p) ? second : first;
+      await waitFor(async () => (await snapshotsOf(ledger, id)).some((s) => s.seq === writer.states.get(id)!.seq), { timeoutMs: 20_000, message: `plan ${id}'s final snapshot` });
+      expect(owner.plan(id)?.state?.seq).toBe(writer.states.get(id)!.seq);
+    }
+    const firstMetrics = await first.service.metrics.registry.metrics();
+    const secondMetrics = await second.service.metrics.registry.metrics();
+    const fences = Array.from({ length: config.partitions }, (_, p) => fencedCount(firstMetrics, p) + fencedCount(secondMetrics, p));
+    expect(fences).toEqual(Array.from({ length: config.partitions }, () => 0));
+    expect(moved.length).toBeGreaterThan(0);
+    expect(second.service.partitions().map((x) => x.partition)).toEqual(moved);
   }, 150_000);
 });
