@@ -40,6 +40,7 @@
 // process profiling itself (V8, node:inspector), the client (this process, the same) and the local stack's
 // broker (Java Flight Recorder through jcmd), each started and stopped around the phase; their summaries
 // (where each process's CPU went: groups, top functions or frames by self time) go to extra.profiles.
+// BENCH_PROFILE_DIR=<dir> also keeps the executor's and the client's raw .cpuprofile files there.
 //
 // Restate is installed with npm into a cache folder (PLAN_LEDGER_PEER_CACHE, default
 // ~/.cache/plan-ledger/peer); it is not a dependency of plan-ledger. Writes bench/results/peer.json.
