@@ -49,6 +49,13 @@ export interface OwnerDeps {
   readonly cacheBudget?: CacheBudget;
   /** Reads a finished plan evicted from the cache back from its events (see readPlanFromEvents). */
   readonly readPlan?: (partition: number, planId: string, since: number | null) => Promise<PlanState | undefined>;
+  /**
+   * The release of the partition's previous owner in this process, when it is still stopping: the new
+   * owner fences only once it has settled (see PartitionOwner.released).
+   */
+  readonly after?: Promise<void>;
+  /** Fault injection for tests: awaited before the owner fences (a slow one stands for a fence that takes long). */
+  readonly beforeFence?: (partition: number) => void | Promise<void>;
 }
 
 /** The bounds an owner keeps every step within (see docs/reference/limits.md). */

@@ -165,7 +165,13 @@ class Executor {
   }
 
   private newOwner(partition: number, member: GroupMember): PartitionOwner {
+    // The partition's previous owner here, if it is still letting go (stopping after a reset or a fence,
+    // or revoked, lost): the new one fences after it has (PartitionOwner.released).
+    const previous = this.owners.get(partition) ?? this.leaving.get(partition);
+    const after = previous?.released;
     const owner = new PartitionOwner(partition, {
+      ...(after !== undefined ? { after } : {}),
+      ...(this.opts.beforeFence !== undefined ? { beforeFence: this.opts.beforeFence } : {}),
       kafka: this.kafka,
       member,
       config: this.config,
@@ -276,6 +282,9 @@ class Executor {
     await this.reset(partition, fenced);
   }
 
+  /** Owners taken off `owners` by a revocation, by partition, until they have released it. */
+  private readonly leaving = new Map<number, PartitionOwner>();
+
   /** Stats of owners that are gone. */
   private readonly retired = { transactions: 0, events: 0 };
 
@@ -316,7 +325,11 @@ class Executor {
       if (!owner) continue;
       this.retire(owner);
       this.owners.delete(p);
-      stops.push(owner.stop(lost ? 'assignment lost' : 'revoked'));
+      const stop = owner.stop(lost ? 'assignment lost' : 'revoked');
+      // Until it has let go, a new owner of the partition here waits for it (see newOwner).
+      this.leaving.set(p, owner);
+      void stop.then(() => this.leaving.get(p) === owner && this.leaving.delete(p));
+      stops.push(stop);
     }
     this.logger.info({ revoked: partitions, lost, partitions: this.ownedNow() }, 'assignment');
     this.announcer.beat();

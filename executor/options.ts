@@ -70,6 +70,11 @@ export interface ExecutorOptions {
    * without one (docs/guides/running-executors.md#who-runs).
    */
   readonly announceIntervalMs?: number;
+  /**
+   * Called before a partition's new owner fences the partition's transactional ids; a slow one stands
+   * for a fence that takes long, as while a transaction coordinator loads. For fault injection in tests.
+   */
+  readonly beforeFence?: (partition: number) => void | Promise<void>;
 }
 
 function positive(name: string, v: number | undefined): number | undefined {

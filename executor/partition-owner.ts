@@ -92,10 +92,23 @@ export class PartitionOwner {
   }
 
   private async takeOver(t0: number, stepping: (step: string) => void): Promise<void> {
+    // The previous owner of the partition in this process releases it first: a fence of its still in
+    // flight (its session lapsed, or the group took the partition back, mid-take-over) would otherwise end
+    // after ours and fence this owner, with no revocation to follow.
+    if (this.d.after !== undefined) {
+      stepping('previous owner');
+      await this.d.after.catch(() => {});
+      stepping('fence');
+      if (this.draining) {
+        this.log.info({ ms: Date.now() - t0 }, 'released while the previous owner let go; not fencing');
+        return;
+      }
+    }
     // Fence first, then read: once both ids are initialised, the previous owner can commit nothing more,
     // so the log we restore from is final.
     this.writers = partitionTransactionalIds(this.d.config.topicPrefix, this.partition).map((id) => this.d.kafka.fencedWriter(id));
-    const connects = this.writers.map((w) => w.connect());
+    const slow = this.d.beforeFence?.(this.partition); // fault injection: a fence that takes long
+    const connects = this.writers.map((w) => (slow === undefined ? w.connect() : Promise.resolve(slow).then(() => w.connect())));
     this.fencing = Promise.allSettled(connects);
     await Promise.all(connects);
     const fenceMs = Date.now() - t0;
@@ -194,8 +207,22 @@ export class PartitionOwner {
    * Stops the partition: no new work; `graceMs` > 0 lets running items finish their protocol first
    * (a graceful hand-over never makes the next owner repeat an invocation), then aborts the rest.
    */
-  async stop(reason: string, graceMs = 0): Promise<void> {
-    if (this.draining) return;
+  stop(reason: string, graceMs = 0): Promise<void> {
+    this.releasing ??= this.release(reason, graceMs);
+    return this.releasing;
+  }
+
+  /**
+   * Settles once a stop has released the partition: no work running, every fence this owner started
+   * ended, its writers closed (so no InitProducerId of theirs is still retried). Undefined until a stop.
+   */
+  get released(): Promise<void> | undefined {
+    return this.releasing;
+  }
+
+  private releasing: Promise<void> | undefined;
+
+  private async release(reason: string, graceMs: number): Promise<void> {
     this.draining = true;
     await this.items?.stop(reason, graceMs);
     this.stopped = true;
