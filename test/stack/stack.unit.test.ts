@@ -44,6 +44,7 @@ describe('local stack configuration', () => {
     expect(p['offsets.topic.replication.factor']).toBe('1');
     expect(p['transaction.state.log.min.isr']).toBe('1');
     expect(p['log.cleaner.backoff.ms']).toBe('200');
+    expect([p['offsets.topic.num.partitions'], p['transaction.state.log.num.partitions']]).toEqual(['6', '6']);
     expect(p['log.dirs']).toBe('/tmp/n1/data');
     expect(spec.clusterId).toMatch(/^[A-Za-z0-9_-]{22}$/);
   });
