@@ -49,10 +49,7 @@ export interface OwnerDeps {
   readonly cacheBudget?: CacheBudget;
   /** Reads a finished plan evicted from the cache back from its events (see readPlanFromEvents). */
   readonly readPlan?: (partition: number, planId: string, since: number | null) => Promise<PlanState | undefined>;
-  /**
-   * The release of the partition's previous owner in this process, when it is still stopping: the new
-   * owner fences only once it has settled (see PartitionOwner.released).
-   */
+  /** The fences of the partition's previous owner in this process: the new owner fences once they ended (see PartitionOwner.fencesEnded). */
   readonly after?: Promise<void>;
   /** Fault injection for tests: awaited before the owner fences (a slow one stands for a fence that takes long). */
   readonly beforeFence?: (partition: number) => void | Promise<void>;

@@ -166,9 +166,9 @@ class Executor {
 
   private newOwner(partition: number, member: GroupMember): PartitionOwner {
     // The partition's previous owner here, if it is still letting go (stopping after a reset or a fence,
-    // or revoked, lost): the new one fences after it has (PartitionOwner.released).
+    // or revoked, lost): the new one fences after its fences ended (PartitionOwner.fencesEnded).
     const previous = this.owners.get(partition) ?? this.leaving.get(partition);
-    const after = previous?.released;
+    const after = previous?.fencesEnded;
     const owner = new PartitionOwner(partition, {
       ...(after !== undefined ? { after } : {}),
       ...(this.opts.beforeFence !== undefined ? { beforeFence: this.opts.beforeFence } : {}),
@@ -326,7 +326,7 @@ class Executor {
       this.retire(owner);
       this.owners.delete(p);
       const stop = owner.stop(lost ? 'assignment lost' : 'revoked');
-      // Until it has let go, a new owner of the partition here waits for it (see newOwner).
+      // Until it has let go, a new owner of the partition here waits for its fences (see newOwner).
       this.leaving.set(p, owner);
       void stop.then(() => this.leaving.get(p) === owner && this.leaving.delete(p));
       stops.push(stop);

@@ -92,15 +92,16 @@ export class PartitionOwner {
   }
 
   private async takeOver(t0: number, stepping: (step: string) => void): Promise<void> {
-    // The previous owner of the partition in this process releases it first: a fence of its still in
-    // flight (its session lapsed, or the group took the partition back, mid-take-over) would otherwise end
-    // after ours and fence this owner, with no revocation to follow.
+    // The previous owner of the partition in this process ends its fences first: one still in flight (its
+    // session lapsed, or the group took the partition back, mid-take-over) would otherwise end after ours
+    // and fence this owner, with no revocation to follow.
     if (this.d.after !== undefined) {
       stepping('previous owner');
+      this.fencing = this.d.after; // an owner after this one waits for those fences too
       await this.d.after.catch(() => {});
       stepping('fence');
       if (this.draining) {
-        this.log.info({ ms: Date.now() - t0 }, 'released while the previous owner let go; not fencing');
+        this.log.info({ ms: Date.now() - t0 }, "released while the previous owner's fences ended; not fencing");
         return;
       }
     }
@@ -213,11 +214,13 @@ export class PartitionOwner {
   }
 
   /**
-   * Settles once a stop has released the partition: no work running, every fence this owner started
-   * ended, its writers closed (so no InitProducerId of theirs is still retried). Undefined until a stop.
+   * Settles once every fence this owner started (the InitProducerId of each of its writers) has ended,
+   * however; at once when it started none. A new owner of the partition in this process fences after it:
+   * a fence of ours ending after the new owner's would fence the new owner. A transaction of ours still in
+   * flight needs no wait: the new owner's fence aborts it.
    */
-  get released(): Promise<void> | undefined {
-    return this.releasing;
+  get fencesEnded(): Promise<void> {
+    return this.fencing.then(() => {});
   }
 
   private releasing: Promise<void> | undefined;
