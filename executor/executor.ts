@@ -165,10 +165,9 @@ class Executor {
   }
 
   private newOwner(partition: number, member: GroupMember): PartitionOwner {
-    // The partition's previous owner here, if it is still letting go (stopping after a reset or a fence,
-    // or revoked, lost): the new one fences after its fences ended (PartitionOwner.fencesEnded).
-    const previous = this.owners.get(partition) ?? this.leaving.get(partition);
-    const after = previous?.fencesEnded;
+    // The partition's previous owner here may still be fencing (stopped by a reset or a fence, revoked, or
+    // lost mid-take-over): the new one fences after those fences ended (PartitionOwner.fencesEnded).
+    const after = this.ownerFences.get(partition);
     const owner = new PartitionOwner(partition, {
       ...(after !== undefined ? { after } : {}),
       ...(this.opts.beforeFence !== undefined ? { beforeFence: this.opts.beforeFence } : {}),
@@ -193,6 +192,7 @@ class Executor {
       readPlan: (partition, planId, since) => readPlanFromEvents({ kafka: this.kafka, admin: this.admin, codec: this.codec, config: this.config, partition, planId, since }),
       restore: (p, onStep) => restoreOwnedPartition({ kafka: this.kafka, codec: this.codec, config: this.config, partition: p, logger: this.logger, ...(onStep ? { onStep } : {}) }),
     });
+    this.ownerFences.set(partition, owner.fencesEnded);
     owner.onBroken = () => void this.reset(partition, owner);
     owner.onFenced = () => void this.retakeIfStillAssigned(partition, owner);
     owner.ready.then(
@@ -282,8 +282,8 @@ class Executor {
     await this.reset(partition, fenced);
   }
 
-  /** Owners taken off `owners` by a revocation, by partition, until they have released it. */
-  private readonly leaving = new Map<number, PartitionOwner>();
+  /** The fences of each partition's latest owner here (PartitionOwner.fencesEnded), kept past its stop. */
+  private readonly ownerFences = new Map<number, Promise<void>>();
 
   /** Stats of owners that are gone. */
   private readonly retired = { transactions: 0, events: 0 };
@@ -325,11 +325,7 @@ class Executor {
       if (!owner) continue;
       this.retire(owner);
       this.owners.delete(p);
-      const stop = owner.stop(lost ? 'assignment lost' : 'revoked');
-      // Until it has let go, a new owner of the partition here waits for its fences (see newOwner).
-      this.leaving.set(p, owner);
-      void stop.then(() => this.leaving.get(p) === owner && this.leaving.delete(p));
-      stops.push(stop);
+      stops.push(owner.stop(lost ? 'assignment lost' : 'revoked'));
     }
     this.logger.info({ revoked: partitions, lost, partitions: this.ownedNow() }, 'assignment');
     this.announcer.beat();

@@ -25,6 +25,14 @@ const TAKE_OVER_WARN_MS = 10_000;
 export class PartitionOwner {
   readonly book: PartitionBook;
   private writers: FencedWriter[] = [];
+  /**
+   * Settles once the take-over's fences (the InitProducerId of each of its writers, and the predecessor's
+   * it waited for) have ended, however. A new owner of the partition in this process fences after it: a
+   * fence of ours ending after the new owner's would fence the new owner. A transaction of ours still in
+   * flight needs no wait: the new owner's fence aborts it.
+   */
+  readonly fencesEnded: Promise<void>;
+  private fencesDone!: () => void;
   /** Settles when every fence (`connect`, InitProducerId) this owner started has ended, however. */
   private fencing: Promise<unknown> = Promise.resolve();
   private appender!: TransactionalAppender;
@@ -62,6 +70,7 @@ export class PartitionOwner {
       },
       this.log,
     );
+    this.fencesEnded = new Promise((resolve) => (this.fencesDone = resolve));
     this.ready = this.start();
     this.ready.then(
       () => (this.readySettled = true),
@@ -88,6 +97,7 @@ export class PartitionOwner {
       await this.takeOver(t0, (s) => (step = s));
     } finally {
       clearInterval(watch);
+      void this.fencing.then(() => this.fencesDone()); // however the take-over ended
     }
   }
 
@@ -97,8 +107,7 @@ export class PartitionOwner {
     // and fence this owner, with no revocation to follow.
     if (this.d.after !== undefined) {
       stepping('previous owner');
-      this.fencing = this.d.after; // an owner after this one waits for those fences too
-      await this.d.after.catch(() => {});
+      await this.d.after; // an owner after this one waits for this wait too (fencesEnded settles after it)
       stepping('fence');
       if (this.draining) {
         this.log.info({ ms: Date.now() - t0 }, "released while the previous owner's fences ended; not fencing");
@@ -111,6 +120,7 @@ export class PartitionOwner {
     const slow = this.d.beforeFence?.(this.partition); // fault injection: a fence that takes long
     const connects = this.writers.map((w) => (slow === undefined ? w.connect() : Promise.resolve(slow).then(() => w.connect())));
     this.fencing = Promise.allSettled(connects);
+    void this.fencing.then(() => this.fencesDone());
     await Promise.all(connects);
     const fenceMs = Date.now() - t0;
     if (this.draining) {
@@ -211,16 +221,6 @@ export class PartitionOwner {
   stop(reason: string, graceMs = 0): Promise<void> {
     this.releasing ??= this.release(reason, graceMs);
     return this.releasing;
-  }
-
-  /**
-   * Settles once every fence this owner started (the InitProducerId of each of its writers) has ended,
-   * however; at once when it started none. A new owner of the partition in this process fences after it:
-   * a fence of ours ending after the new owner's would fence the new owner. A transaction of ours still in
-   * flight needs no wait: the new owner's fence aborts it.
-   */
-  get fencesEnded(): Promise<void> {
-    return this.fencing.then(() => {});
   }
 
   private releasing: Promise<void> | undefined;

@@ -233,61 +233,70 @@ describe('rebalance', () => {
     for (const planId of ids) expect(effects.calls.filter((c) => c.key.startsWith(`${planId}/`)).map((c) => c.key)).toEqual([`${planId}/one/1`]);
   }, 150_000);
 
-  it('a partition that comes back while its last owner here is still fencing waits for that fence to end, so the new owner is never fenced by its own past', async () => {
+  /**
+   * Executor A's first fence of each partition is held until `letGo(partition)` (a transaction coordinator
+   * that is loading); B joins, takes a partition mid-fence (A's revocation waits its 8 s, then hands it on),
+   * and leaves, so the partition comes back to A while A's first owner of it is still fencing.
+   */
+  async function backMidFence(tag: string) {
     const config = testConfig({ partitions: 2 });
-    // A's first fence of each partition is held until the test lets it go (a transaction coordinator
-    // that is loading); every fence's start and end is recorded.
     const fences: Array<{ partition: number; began: number; ended?: number }> = [];
-    let letGo!: () => void;
-    const held = new Promise<void>((resolve) => (letGo = resolve));
-    onTestFinished(() => letGo());
+    const gates = new Map<number, () => void>();
+    const held = new Map([0, 1].map((p) => [p, new Promise<void>((resolve) => gates.set(p, resolve))]));
+    const letGo = (p: number) => gates.get(p)!();
+    onTestFinished(() => [0, 1].forEach(letGo));
     const a = capturingLogger();
     const execA = await startExecutor({
       tools,
       config,
       logger: a.logger,
-      executorId: 'self-A',
+      executorId: `${tag}-A`,
       sessionTimeoutMs: 6000,
       heartbeatIntervalMs: 500,
       beforeFence: async (partition) => {
         const fence: { partition: number; began: number; ended?: number } = { partition, began: Date.now() };
         fences.push(fence);
-        if (fences.filter((f) => f.partition === partition).length === 1) await held;
+        if (fences.filter((f) => f.partition === partition).length === 1) await held.get(partition);
         fence.ended = Date.now();
       },
     });
     onTestFinished(() => execA.stop());
     await waitFor(() => fences.length === 2, { timeoutMs: 30_000, message: 'A began fencing both partitions' });
-
-    // B joins: the group takes a partition from A mid-fence (A's revocation waits 8 s for the fence, then
-    // hands it on anyway); B leaves once it has it, and the partition comes back to A, whose first owner
-    // of it is still fencing.
-    const execB = await startExecutor({ tools, config, executorId: 'self-B', sessionTimeoutMs: 6000, heartbeatIntervalMs: 500 });
+    const execB = await startExecutor({ tools, config, executorId: `${tag}-B`, sessionTimeoutMs: 6000, heartbeatIntervalMs: 500 });
     await waitFor(() => execB.ownedPartitions().length === 1, { timeoutMs: 30_000, message: 'B owns a partition' });
-    const [moved] = execB.ownedPartitions();
+    const moved = execB.ownedPartitions()[0]!;
+    const kept = 1 - moved;
     await execB.stop();
     const addedTo = (p: number) => a.lines.filter((l) => l.msg === 'assignment' && Array.isArray(l.added) && (l.added as number[]).includes(p)).length;
-    await waitFor(() => addedTo(moved!) === 2, { timeoutMs: 30_000, message: 'the partition is back at A' });
-    const again = () => fences.filter((f) => f.partition === moved).length >= 2;
-    // Before the change, A's new owner fenced at once and restored: let the held fence go only after that,
-    // when it lands on top of the new owner's. Now the new owner waits for the held one, which is let go.
-    if (await waitFor(again, { timeoutMs: 5000 }).then(() => true, () => false)) {
-      await waitFor(() => a.lines.some((l) => ownerRestored(l) && l.partition === moved), { timeoutMs: 30_000, message: "A's new owner restored" });
-    }
-    letGo();
-    await waitFor(() => execA.ownedPartitions().length === 2 && a.lines.filter(ownerRestored).length === 2, { timeoutMs: 60_000, message: 'A serves both partitions' });
-
-    const [first, second] = fences.filter((f) => f.partition === moved);
-    expect(second!.began).toBeGreaterThanOrEqual(first!.ended!);
-    // A serves both partitions: a new plan on each completes, and no owner of A was fenced.
+    await waitFor(() => addedTo(moved) === 2, { timeoutMs: 30_000, message: 'the partition is back at A' });
     const ledger = await connectLedger(config);
     onTestFinished(() => ledger.close());
-    for (const p of [0, 1]) {
+    /** A new plan on partition `p`, completed. */
+    const serves = async (p: number) => {
       let planId = '';
-      for (let i = 0; !planId; i++) if (partitionFor(`self-${i}`, 2) === p) planId = `self-${i}`;
+      for (let i = 0; !planId; i++) if (partitionFor(`${tag}-${i}`, 2) === p) planId = `${tag}-${i}`;
       await ledger.createPlan({ planId, goal: 'served', mode: 'execute', items: [{ id: 'one', title: 'one', why: 'served', tool: 'effect', input: {} }] });
-      expect((await ledger.waitFor(planId, 'completed', { timeoutMs: 60_000 })).status).toBe('completed');
+      return (await ledger.waitFor(planId, 'completed', { timeoutMs: 60_000 })).status;
+    };
+    const fencesOf = (p: number) => fences.filter((f) => f.partition === p);
+    return { execA, a, moved, kept, letGo, fencesOf, serves };
+  }
+
+  it('a partition that comes back while its last owner here is still fencing waits for that fence to end, so the new owner is never fenced by its own past', async () => {
+    const { execA, a, moved, kept, letGo, fencesOf, serves } = await backMidFence('self');
+    // Before the change, A's new owner fenced at once and restored: let the held fence go only after that,
+    // when it lands on top of the new owner's. Now the new owner waits for the held one, which is let go.
+    if (await waitFor(() => fencesOf(moved).length >= 2, { timeoutMs: 5000 }).then(() => true, () => false)) {
+      await waitFor(() => a.lines.some((l) => ownerRestored(l) && l.partition === moved), { timeoutMs: 30_000, message: "A's new owner restored" });
     }
+    letGo(moved);
+    letGo(kept);
+    await waitFor(() => execA.ownedPartitions().length === 2 && a.lines.filter(ownerRestored).length === 2, { timeoutMs: 60_000, message: 'A serves both partitions' });
+
+    const [first, second] = fencesOf(moved);
+    expect(second!.began).toBeGreaterThanOrEqual(first!.ended!);
+    // A serves both partitions, and no owner of A was fenced.
+    for (const p of [0, 1]) expect(await serves(p)).toBe('completed');
     expect(a.lines.filter((l) => l.component === 'partition-owner' && l.msg === 'partition released').map((l) => l.reason)).toEqual(['revoked']);
     expect(a.lines.filter((l) => l.msg === 'fenced, yet the group still assigns the partition here: taking it again')).toEqual([]);
   }, 150_000);
