@@ -1,7 +1,8 @@
 import { topicNames } from '../src/config.js';
-import type { FencedWriter, LogRecord } from '../src/kafka/index.js';
+import { REVOCATION_WAIT_MS, type FencedWriter, type LogRecord } from '../src/kafka/index.js';
 import type { Logger } from '../src/logging.js';
 import type { PlanState } from '../src/plan/index.js';
+import { settledWithin } from '../src/timeouts.js';
 import { TransactionalAppender } from './appender.js';
 import { CommandHandler, type BatchGuard } from './command-handler.js';
 import type { OwnerDeps } from './context.js';
@@ -107,7 +108,12 @@ export class PartitionOwner {
     // and fence this owner, with no revocation to follow.
     if (this.d.after !== undefined) {
       stepping('previous owner');
-      await this.d.after; // an owner after this one waits for this wait too (fencesEnded settles after it)
+      // Bounded as a revocation is: a predecessor's fence that never ends holds no partition for good (its
+      // fences are bounded anyway; past the wait, one ending late fences us and the executor retakes). An
+      // owner after this one waits for this wait (fencesEnded settles after it).
+      if (!(await settledWithin(this.d.after.then(() => true), REVOCATION_WAIT_MS, false))) {
+        this.log.warn({ waitedMs: REVOCATION_WAIT_MS }, "the partition's previous owner here is still fencing; fencing anyway");
+      }
       stepping('fence');
       if (this.draining) {
         this.log.info({ ms: Date.now() - t0 }, "released while the previous owner's fences ended; not fencing");

@@ -165,10 +165,10 @@ export const LIMITS: readonly Limit[] = Object.freeze([
     pastIt: 'counted in `plan_ledger_partition_resets_total` (executor `--metrics-port`) and logged with the backoff',
   },
   {
-    limit: "a revoked partition's hand-over (executor and projector): the old owner's revocation (its fences in flight end, then it stops) before the group hands the partition on",
+    limit: "a revoked partition's hand-over (executor and projector): the old owner's revocation (its fences in flight end, then it stops) before the group hands the partition on; and a new owner's wait for its predecessor's fences in the same executor",
     default: durationText(REVOCATION_WAIT_MS),
     setBy: NONE,
-    pastIt: 'the partition goes back to the group anyway and a warning names it; a fence of the old owner that ends later fences the new owner, which takes the partition again a session timeout and a heartbeat later',
+    pastIt: 'the partition goes back to the group (the new owner fences) anyway and a warning names it; a fence of the old owner that ends later fences the new owner, which takes the partition again a session timeout and a heartbeat later',
   },
   {
     limit: "the executor's group member fenced for good (another member joined under its id: its own rejoin after its session lapsed behind a dead coordinator, or a second executor with the same id)",

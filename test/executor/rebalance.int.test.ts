@@ -300,4 +300,20 @@ describe('rebalance', () => {
     expect(a.lines.filter((l) => l.component === 'partition-owner' && l.msg === 'partition released').map((l) => l.reason)).toEqual(['revoked']);
     expect(a.lines.filter((l) => l.msg === 'fenced, yet the group still assigns the partition here: taking it again')).toEqual([]);
   }, 150_000);
+
+  it('a predecessor whose fence never ends holds the partition back 8 s at most: the new owner fences anyway, serves it, and the other partition serves throughout', async () => {
+    const { execA, a, moved, kept, letGo, fencesOf, serves } = await backMidFence('never');
+    letGo(kept); // the kept partition's fence ends; the moved one's first fence never does (until the test ends)
+    const back = Date.now();
+    expect(await serves(kept)).toBe('completed');
+    await waitFor(() => fencesOf(moved).length === 2, { timeoutMs: 30_000, message: "A's new owner fences the moved partition" });
+    // It waited the 8 s bound for the fence that never ended, said so, and then serves the partition.
+    expect(fencesOf(moved)[1]!.began - back).toBeGreaterThanOrEqual(7_000);
+    expect(fencesOf(moved)[0]!.ended).toBeUndefined();
+    expect(a.lines.filter((l) => l.msg === "the partition's previous owner here is still fencing; fencing anyway" && l.partition === moved)).toHaveLength(1);
+    expect(await serves(moved)).toBe('completed');
+    expect(execA.ownedPartitions()).toEqual([0, 1]);
+    // The first owner of the moved partition is still letting go (its fence never ended): no owner was released, none fenced.
+    expect(a.lines.filter((l) => l.component === 'partition-owner' && l.msg === 'partition released').map((l) => l.reason)).toEqual([]);
+  }, 150_000);
 });
