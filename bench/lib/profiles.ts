@@ -3,7 +3,7 @@
 // Recorder through jcmd: the local stack's broker). Each summary is where the process's CPU went during
 // the phase: groups and the functions or frames with the most self time.
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Session } from 'node:inspector/promises';
 import { summarizeProfile, type CpuProfile, type ProfileSummary } from '../profile-summary.js';
@@ -19,7 +19,10 @@ export async function profileSelf(topN = 15): Promise<() => Promise<ProfileSumma
     session.disconnect();
     // BENCH_PROFILE_DIR: the raw profile too, to open in a profiler's viewer.
     const dir = process.env.BENCH_PROFILE_DIR;
-    if (dir) writeFileSync(join(dir, `${process.pid}-${Date.now()}.cpuprofile`), JSON.stringify(profile));
+    if (dir) {
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, `${process.pid}-${Date.now()}.cpuprofile`), JSON.stringify(profile));
+    }
     return summarizeProfile(profile, topN);
   };
 }
