@@ -156,4 +156,46 @@ describe('projector fencing', () => {
     expect(moved.length).toBeGreaterThan(0);
     expect(second.service.partitions().map((x) => x.partition)).toEqual(moved);
   }, 150_000);
+
+  it('a fence of the old owner that never ends holds a revoked partition back 8 s at most: the new projector serves it, the old one its own, and neither is fenced', async () => {
+    const config = testConfig();
+    const ledger = await testLedger(config);
+    const writer = new LedgerWriter(ledger);
+    const ids = Array.from({ length: config.partitions }, (_, p) => Array.from({ length: 200 }, (_, i) => `never-${i}`).find((id) => partitionFor(id, config.partitions) === p)!);
+    const lifecycles = ids.map((id) => writer.lifecycle(id, 2));
+    for (let i = 0; i < Math.max(...lifecycles.map((l) => l.length)); i++) await writer.run(lifecycles.flatMap((l) => l[i] ?? []));
+
+    // The first projector's fences are held, each until the test lets its partition go; those the group
+    // moves to the second projector are never let go (a fence that never answers).
+    const gates = new Map<number, () => void>();
+    const held = new Map(Array.from({ length: config.partitions }, (_, p) => [p, new Promise<void>((resolve) => gates.set(p, resolve))]));
+    const letGo = (p: number) => gates.get(p)!();
+    const fencing = new Set<number>();
+    const first = await projector(config, (p) => {
+      fencing.add(p);
+      return held.get(p)!;
+    });
+    cleanup(async () => [...gates.keys()].forEach(letGo));
+    await waitFor(() => fencing.size === config.partitions, { timeoutMs: 30_000, message: "the first projector's fences began" });
+    const second = await projector(config);
+    const joined = Date.now();
+    await waitFor(() => second.service.partitions().length > 0, { timeoutMs: 60_000, message: 'the second projector has a partition' });
+    const handedOn = Date.now() - joined;
+    const moved = second.service.partitions().map((x) => x.partition);
+    const kept = Array.from({ length: config.partitions }, (_, p) => p).filter((p) => !moved.includes(p));
+    kept.forEach(letGo);
+
+    // Each serves its own partitions' plans up to their final state; nobody's writer was fenced.
+    for (const [p, id] of ids.entries()) {
+      await waitFor(async () => (await snapshotsOf(ledger, id)).some((s) => s.seq === writer.states.get(id)!.seq), { timeoutMs: 30_000, message: `plan ${id}'s final snapshot` });
+      expect((moved.includes(p) ? second : first).plan(id)?.state?.seq).toBe(writer.states.get(id)!.seq);
+    }
+    // The group held the moved partitions back for the revocation's 8 s wait, and no longer.
+    expect(handedOn).toBeGreaterThanOrEqual(7_500);
+    expect(handedOn).toBeLessThan(40_000);
+    expect(kept.length).toBeGreaterThan(0);
+    expect(first.service.partitions().map((x) => x.partition).sort()).toEqual(kept);
+    const metrics = [await first.service.metrics.registry.metrics(), await second.service.metrics.registry.metrics()];
+    expect(Array.from({ length: config.partitions }, (_, p) => fencedCount(metrics[0]!, p) + fencedCount(metrics[1]!, p))).toEqual(Array.from({ length: config.partitions }, () => 0));
+  }, 150_000);
 });
